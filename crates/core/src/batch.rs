@@ -1,0 +1,237 @@
+//! The reusable columnar batch that flows from a [`crate::BatchSource`] to a
+//! [`crate::SinkConn`]: per table, one device id and one timestamp per row and one typed
+//! vector per field column. Buffers are cleared, never freed, between requests.
+
+use crate::schema::{Schema, Storage};
+
+/// Strings of one column, stored end to end (no allocation per value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StrValues {
+    pub bytes: Vec<u8>,
+    /// `ends[i]` is the end offset of value `i` in `bytes`.
+    pub ends: Vec<u32>,
+}
+
+impl StrValues {
+    pub fn push(&mut self, s: &str) {
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.ends.push(self.bytes.len() as u32);
+    }
+
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let bytes = &self.bytes[start..self.ends[i] as usize];
+        // Only `push(&str)` writes here, so the range is valid UTF-8 by construction.
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+}
+
+/// The values of one field column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnValues {
+    Bool(Vec<bool>),
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+    Str(StrValues),
+}
+
+impl ColumnValues {
+    pub fn for_storage(storage: Storage) -> Self {
+        match storage {
+            Storage::Bool => ColumnValues::Bool(Vec::new()),
+            Storage::Int => ColumnValues::Int(Vec::new()),
+            Storage::Float => ColumnValues::Float(Vec::new()),
+            Storage::Str => ColumnValues::Str(StrValues::default()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            ColumnValues::Bool(v) => v.len(),
+            ColumnValues::Int(v) => v.len(),
+            ColumnValues::Float(v) => v.len(),
+            ColumnValues::Str(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn clear(&mut self) {
+        match self {
+            ColumnValues::Bool(v) => v.clear(),
+            ColumnValues::Int(v) => v.clear(),
+            ColumnValues::Float(v) => v.clear(),
+            ColumnValues::Str(v) => v.clear(),
+        }
+    }
+}
+
+/// One field column: values plus an optional validity vector.
+///
+/// A null row still has a (meaningless) placeholder in `values` so that row `i` is always
+/// `values[i]`. `valid` is empty while the column has no nulls; as soon as a source marks a
+/// null it holds one flag per row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub values: ColumnValues,
+    pub valid: Vec<bool>,
+}
+
+impl Column {
+    pub fn is_valid(&self, row: usize) -> bool {
+        self.valid.is_empty() || self.valid[row]
+    }
+
+    pub fn null_count(&self) -> usize {
+        self.valid.iter().filter(|v| !**v).count()
+    }
+}
+
+/// Rows of one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableBatch {
+    /// Device (series) id of each row.
+    pub device: Vec<u32>,
+    /// Timestamp of each row, nanoseconds since the Unix epoch.
+    pub ts: Vec<i64>,
+    /// One column per field of the table, in schema order.
+    pub columns: Vec<Column>,
+}
+
+impl TableBatch {
+    pub fn rows(&self) -> usize {
+        self.ts.len()
+    }
+
+    /// Number of non-null field values.
+    pub fn metrics(&self) -> u64 {
+        let rows = self.rows();
+        self.columns
+            .iter()
+            .map(|c| (rows - c.null_count()) as u64)
+            .sum()
+    }
+
+    pub fn clear(&mut self) {
+        self.device.clear();
+        self.ts.clear();
+        for c in &mut self.columns {
+            c.values.clear();
+            c.valid.clear();
+        }
+    }
+
+    /// Marks `row` of field `col` null, creating the validity vector on first use. The
+    /// caller must have pushed the row's placeholder value already.
+    pub fn set_null(&mut self, col: usize, row: usize) {
+        let rows = self.rows();
+        let c = &mut self.columns[col];
+        if c.valid.is_empty() {
+            c.valid.resize(rows, true);
+        } else if c.valid.len() < rows {
+            c.valid.resize(rows, true);
+        }
+        c.valid[row] = false;
+    }
+
+    /// Brings every started validity vector up to the row count (rows pushed after the last
+    /// null are valid). Sources that use [`TableBatch::set_null`] call this when done.
+    pub fn finish_validity(&mut self) {
+        let rows = self.rows();
+        for c in &mut self.columns {
+            if !c.valid.is_empty() && c.valid.len() < rows {
+                c.valid.resize(rows, true);
+            }
+        }
+    }
+}
+
+/// A request's worth of rows: one [`TableBatch`] per schema table, in schema order (tables
+/// without rows in this request are empty).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub tables: Vec<TableBatch>,
+}
+
+impl Batch {
+    /// An empty batch whose columns match `schema`.
+    pub fn for_schema(schema: &Schema) -> Self {
+        let tables = schema
+            .tables
+            .iter()
+            .map(|t| TableBatch {
+                device: Vec::new(),
+                ts: Vec::new(),
+                columns: t
+                    .fields
+                    .iter()
+                    .map(|f| Column {
+                        values: ColumnValues::for_storage(f.data_type.storage()),
+                        valid: Vec::new(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Batch { tables }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.tables.iter().map(TableBatch::rows).sum()
+    }
+
+    pub fn metrics(&self) -> u64 {
+        self.tables.iter().map(TableBatch::metrics).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tables.iter().all(|t| t.ts.is_empty())
+    }
+
+    pub fn clear(&mut self) {
+        for t in &mut self.tables {
+            t.clear();
+        }
+    }
+
+    /// Keeps the first `rows` rows (counted table by table in schema order).
+    pub fn truncate(&mut self, mut rows: usize) {
+        for t in &mut self.tables {
+            let keep = rows.min(t.rows());
+            rows -= keep;
+            t.device.truncate(keep);
+            t.ts.truncate(keep);
+            for c in &mut t.columns {
+                match &mut c.values {
+                    ColumnValues::Bool(v) => v.truncate(keep),
+                    ColumnValues::Int(v) => v.truncate(keep),
+                    ColumnValues::Float(v) => v.truncate(keep),
+                    ColumnValues::Str(v) => {
+                        if keep < v.ends.len() {
+                            let end = if keep == 0 { 0 } else { v.ends[keep - 1] };
+                            v.ends.truncate(keep);
+                            v.bytes.truncate(end as usize);
+                        }
+                    }
+                }
+                if !c.valid.is_empty() {
+                    c.valid.truncate(keep);
+                }
+            }
+        }
+    }
+}

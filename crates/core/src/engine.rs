@@ -1,0 +1,591 @@
+//! The load engine: prepares the sink, connects every worker, then drives workers as tokio
+//! tasks in closed loop (next request on ack) or open loop (request i of a worker is due at
+//! `t0 + i * batch / rate_per_worker`, latency measured from that due time), while the
+//! calling task acts as the reporter that merges interval records.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use hdrhistogram::Histogram;
+use tokio::sync::{mpsc, watch};
+
+use crate::batch::Batch;
+use crate::recorder::{Counters, IntervalRecord, WorkerRecorder, new_histogram};
+use crate::sink::{ErrorKind, Sink, SinkConn, SinkError, WriteAck};
+use crate::workload::{BatchSource, Workload};
+
+/// Closed or open loop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadMode {
+    /// Each in-flight slot sends its next request as soon as the previous one is acked.
+    Closed,
+    /// Offered rate in rows per second for the whole run, spread evenly over the workers.
+    Open { rate: f64 },
+}
+
+/// How to drive the load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadConfig {
+    pub workers: usize,
+    /// Rows per request.
+    pub batch: usize,
+    /// Concurrent requests per worker (each has its own connection).
+    pub in_flight: usize,
+    pub mode: LoadMode,
+    /// Stop issuing after this long.
+    pub duration: Option<Duration>,
+    /// Stop after this many rows (over all workers).
+    pub rows: Option<u64>,
+    pub report_interval: Duration,
+    /// Times a batch that failed with a retryable error is sent again.
+    pub max_retries: u32,
+    /// Wait before the first retry; doubled for each further one (capped at 5 s).
+    pub retry_backoff: Duration,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            workers: 1,
+            batch: 1000,
+            in_flight: 1,
+            mode: LoadMode::Closed,
+            duration: None,
+            rows: None,
+            report_interval: Duration::from_secs(1),
+            max_retries: 3,
+            retry_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Why the run stopped issuing requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    DataEnd,
+    Duration,
+    RowLimit,
+    Interrupted,
+    Fatal,
+}
+
+/// Asks a running engine to stop issuing requests (Ctrl-C, a fatal error, a limit).
+/// In-flight requests are always finished and recorded.
+#[derive(Debug, Clone)]
+pub struct StopHandle {
+    tx: Arc<watch::Sender<bool>>,
+    reason: Arc<Mutex<Option<StopReason>>>,
+}
+
+impl Default for StopHandle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StopHandle {
+    pub fn new() -> Self {
+        StopHandle {
+            tx: Arc::new(watch::channel(false).0),
+            reason: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Stops the run; the first reason given is the one reported.
+    pub fn stop(&self, reason: StopReason) {
+        if let Ok(mut r) = self.reason.lock() {
+            r.get_or_insert(reason);
+        }
+        self.tx.send_replace(true);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        *self.tx.borrow()
+    }
+
+    pub fn reason(&self) -> Option<StopReason> {
+        self.reason.lock().ok().and_then(|r| *r)
+    }
+
+    /// Resolves once [`StopHandle::stop`] has been called.
+    pub async fn stopped(&self) {
+        let mut rx = self.tx.subscribe();
+        // The sender lives in `self`, so waiting cannot fail.
+        let _ = rx.wait_for(|stopped| *stopped).await;
+    }
+}
+
+/// The merged records of one report interval.
+#[derive(Debug)]
+pub struct IntervalReport {
+    pub index: u64,
+    /// Start and end of the interval, measured from the run's start.
+    pub start: Duration,
+    pub end: Duration,
+    pub counters: Counters,
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+    /// Counters of the whole run so far, this interval included.
+    pub totals: Counters,
+}
+
+/// Sees the run as it goes: the CLI's progress line and interval log hang here.
+pub trait Observer {
+    /// Called once, when the load starts (after prepare and connect).
+    fn on_start(&mut self, _started_at: SystemTime) {}
+    fn on_interval(&mut self, report: &IntervalReport);
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {
+    fn on_interval(&mut self, _report: &IntervalReport) {}
+}
+
+/// What a finished run measured.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub started_at: SystemTime,
+    /// From the first request to the last acknowledgement.
+    pub elapsed: Duration,
+    pub counters: Counters,
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+    pub stop_reason: StopReason,
+    /// The error that stopped the run, if one did.
+    pub fatal: Option<SinkError>,
+    pub intervals: u64,
+}
+
+/// Failures before any load was sent.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid load settings: {0}")]
+    Config(String),
+    #[error("preparing the target failed: {0}")]
+    Prepare(SinkError),
+    #[error("worker {worker} could not connect: {error}")]
+    Connect { worker: usize, error: SinkError },
+}
+
+impl LoadConfig {
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let bad = |m: &str| Err(EngineError::Config(m.to_string()));
+        if self.workers == 0 {
+            return bad("workers must be at least 1");
+        }
+        if self.batch == 0 {
+            return bad("batch must be at least 1 row");
+        }
+        if self.in_flight == 0 {
+            return bad("in_flight must be at least 1");
+        }
+        if let LoadMode::Open { rate } = self.mode
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return bad("rate must be a positive number of rows per second");
+        }
+        if self.report_interval.is_zero() {
+            return bad("report_interval must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// State every worker shares; touched once per request at most.
+struct Shared {
+    cfg: LoadConfig,
+    t0: Instant,
+    deadline: Option<Instant>,
+    rows_claimed: AtomicU64,
+    stop: StopHandle,
+    fatal: Mutex<Option<SinkError>>,
+}
+
+impl Shared {
+    /// Claims up to `want` rows of the run's row limit; 0 when the limit is reached.
+    fn claim_rows(&self, want: usize) -> usize {
+        let Some(limit) = self.cfg.rows else {
+            return want;
+        };
+        let mut current = self.rows_claimed.load(Ordering::Relaxed);
+        loop {
+            let grant = limit.saturating_sub(current).min(want as u64);
+            if grant == 0 {
+                return 0;
+            }
+            match self.rows_claimed.compare_exchange_weak(
+                current,
+                current + grant,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return grant as usize,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    fn unclaim_rows(&self, rows: usize) {
+        if self.cfg.rows.is_some() && rows > 0 {
+            self.rows_claimed.fetch_sub(rows as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs the load to its end and returns what it measured.
+pub async fn run<S: Sink>(
+    workload: Arc<dyn Workload>,
+    sink: Arc<S>,
+    cfg: LoadConfig,
+    stop: StopHandle,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome, EngineError> {
+    cfg.validate()?;
+    let schema = Arc::new(workload.schema().clone());
+    sink.prepare(&schema).await.map_err(EngineError::Prepare)?;
+
+    // Connect everything before the clock starts: connection set-up is not ingest time.
+    let mut connects = Vec::with_capacity(cfg.workers);
+    for worker in 0..cfg.workers {
+        let (sink, schema) = (sink.clone(), schema.clone());
+        let in_flight = cfg.in_flight;
+        connects.push(async move {
+            let mut conns = Vec::with_capacity(in_flight);
+            for _ in 0..in_flight {
+                let conn = sink
+                    .connect(&schema, worker)
+                    .await
+                    .map_err(|error| EngineError::Connect { worker, error })?;
+                conns.push(conn);
+            }
+            Ok::<_, EngineError>(conns)
+        });
+    }
+    let conns = futures_util::future::try_join_all(connects).await?;
+
+    let t0 = Instant::now();
+    let started_at = SystemTime::now();
+    observer.on_start(started_at);
+    let shared = Arc::new(Shared {
+        deadline: cfg.duration.map(|d| t0 + d),
+        cfg: cfg.clone(),
+        t0,
+        rows_claimed: AtomicU64::new(0),
+        stop: stop.clone(),
+        fatal: Mutex::new(None),
+    });
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<IntervalRecord>();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (worker, conns) in conns.into_iter().enumerate() {
+        let source = workload.source(worker, cfg.workers);
+        let recorder = WorkerRecorder::new(worker, t0, cfg.report_interval, tx.clone());
+        let batches = (0..cfg.in_flight).map(|_| Batch::for_schema(&schema)).collect();
+        tasks.spawn(run_worker(source, conns, batches, shared.clone(), recorder));
+    }
+    drop(tx);
+
+    // The reporter: merge records as they come, emit one report per interval.
+    let mut totals = Counters::default();
+    let mut total_latency = new_histogram();
+    let mut total_service = new_histogram();
+    let mut current = IntervalAccumulator::new();
+    let mut index = 0u64;
+    let mut interval_start = Duration::ZERO;
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::from_std(t0 + cfg.report_interval),
+        cfg.report_interval,
+    );
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_ack = t0;
+    loop {
+        tokio::select! {
+            record = rx.recv() => match record {
+                Some(record) => {
+                    last_ack = Instant::now();
+                    current.add(&record);
+                }
+                None => break,
+            },
+            _ = ticker.tick() => {
+                let end = t0.elapsed();
+                emit(&mut current, &mut index, &mut interval_start, end, &mut totals,
+                    &mut total_latency, &mut total_service, observer);
+            }
+        }
+    }
+    let end = last_ack.saturating_duration_since(t0).max(interval_start);
+    if !current.is_empty() {
+        emit(
+            &mut current,
+            &mut index,
+            &mut interval_start,
+            end,
+            &mut totals,
+            &mut total_latency,
+            &mut total_service,
+            observer,
+        );
+    }
+
+    while let Some(joined) = tasks.join_next().await {
+        if let Err(e) = joined {
+            let error = SinkError::new(ErrorKind::Other, format!("a worker failed: {e}"));
+            if let Ok(mut f) = shared.fatal.lock() {
+                f.get_or_insert(error);
+            }
+            stop.stop(StopReason::Fatal);
+        }
+    }
+
+    let fatal = shared.fatal.lock().ok().and_then(|mut f| f.take());
+    Ok(RunOutcome {
+        started_at,
+        elapsed: end,
+        counters: totals,
+        latency: total_latency,
+        service: total_service,
+        stop_reason: stop.reason().unwrap_or(StopReason::DataEnd),
+        fatal,
+        intervals: index,
+    })
+}
+
+struct IntervalAccumulator {
+    counters: Counters,
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    records: usize,
+}
+
+impl IntervalAccumulator {
+    fn new() -> Self {
+        IntervalAccumulator {
+            counters: Counters::default(),
+            latency: new_histogram(),
+            service: new_histogram(),
+            records: 0,
+        }
+    }
+
+    fn add(&mut self, r: &IntervalRecord) {
+        self.counters.add(&r.counters);
+        // Auto-resizing histograms accept any other histogram's range.
+        let _ = self.latency.add(&r.latency);
+        let _ = self.service.add(&r.service);
+        self.records += 1;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    current: &mut IntervalAccumulator,
+    index: &mut u64,
+    start: &mut Duration,
+    end: Duration,
+    totals: &mut Counters,
+    total_latency: &mut Histogram<u64>,
+    total_service: &mut Histogram<u64>,
+    observer: &mut dyn Observer,
+) {
+    let acc = std::mem::replace(current, IntervalAccumulator::new());
+    totals.add(&acc.counters);
+    let _ = total_latency.add(&acc.latency);
+    let _ = total_service.add(&acc.service);
+    let report = IntervalReport {
+        index: *index,
+        start: *start,
+        end,
+        counters: acc.counters,
+        latency: acc.latency,
+        service: acc.service,
+        totals: totals.clone(),
+    };
+    observer.on_interval(&report);
+    *index += 1;
+    *start = end;
+}
+
+/// One request's result, handed back with the connection and batch it borrowed.
+struct Completed<C> {
+    conn: C,
+    batch: Batch,
+    intended: Instant,
+    sent: Instant,
+    done: Instant,
+    metrics: u64,
+    result: Result<WriteAck, SinkError>,
+    /// Kinds of the failed attempts that were retried.
+    retried: Vec<ErrorKind>,
+}
+
+async fn send<C: SinkConn>(
+    mut conn: C,
+    batch: Batch,
+    intended: Instant,
+    max_retries: u32,
+    backoff: Duration,
+) -> Completed<C> {
+    let metrics = batch.metrics();
+    let sent = Instant::now();
+    let mut retried = Vec::new();
+    let result = loop {
+        match conn.write(&batch).await {
+            Ok(ack) => break Ok(ack),
+            Err(e) if e.is_retryable() && (retried.len() as u32) < max_retries => {
+                retried.push(e.kind);
+                let factor = 1u32 << (retried.len() - 1).min(16);
+                tokio::time::sleep(backoff.saturating_mul(factor).min(Duration::from_secs(5))).await;
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    Completed {
+        conn,
+        batch,
+        intended,
+        sent,
+        done: Instant::now(),
+        metrics,
+        result,
+        retried,
+    }
+}
+
+async fn run_worker<C: SinkConn>(
+    mut source: Box<dyn BatchSource>,
+    conns: Vec<C>,
+    batches: Vec<Batch>,
+    shared: Arc<Shared>,
+    mut recorder: WorkerRecorder,
+) {
+    let cfg = &shared.cfg;
+    let stop = &shared.stop;
+    // Seconds between two requests of this worker in open loop.
+    let period = match cfg.mode {
+        LoadMode::Closed => None,
+        LoadMode::Open { rate } => Some(cfg.batch as f64 * cfg.workers as f64 / rate),
+    };
+    let mut free: Vec<(C, Batch)> = conns.into_iter().zip(batches).collect();
+    let mut in_flight = FuturesUnordered::new();
+    let mut pending: Option<(C, Batch)> = None;
+    let mut exhausted = false;
+    let mut seq: u64 = 0;
+
+    loop {
+        // Fill the next batch while a slot is free.
+        if pending.is_none() && !exhausted && !stop.is_stopped() {
+            if let Some((conn, mut batch)) = free.pop() {
+                let now = Instant::now();
+                if shared.deadline.is_some_and(|d| now >= d) {
+                    stop.stop(StopReason::Duration);
+                    free.push((conn, batch));
+                } else {
+                    batch.clear();
+                    let want = shared.claim_rows(cfg.batch);
+                    let got = if want == 0 {
+                        stop.stop(StopReason::RowLimit);
+                        0
+                    } else {
+                        source.fill(&mut batch, want)
+                    };
+                    shared.unclaim_rows(want - got);
+                    if got == 0 {
+                        exhausted = want > 0;
+                        free.push((conn, batch));
+                    } else {
+                        pending = Some((conn, batch));
+                    }
+                }
+            }
+        }
+
+        if let Some((conn, batch)) = pending.take() {
+            let intended = match period {
+                None => Instant::now(),
+                Some(p) => shared.t0 + Duration::from_secs_f64(p * seq as f64),
+            };
+            let now = Instant::now();
+            if intended > now {
+                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(intended));
+                tokio::select! {
+                    _ = sleep => {}
+                    Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                        pending = Some((conn, batch));
+                        finish(done, &mut free, &mut recorder, &shared);
+                        continue;
+                    }
+                    _ = stop.stopped() => {
+                        free.push((conn, batch));
+                        continue;
+                    }
+                }
+                if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+                    stop.stop(StopReason::Duration);
+                    free.push((conn, batch));
+                    continue;
+                }
+            }
+            in_flight.push(send(conn, batch, intended, cfg.max_retries, cfg.retry_backoff));
+            seq += 1;
+            if !free.is_empty() && !exhausted && !stop.is_stopped() {
+                continue;
+            }
+        }
+
+        match in_flight.next().await {
+            Some(done) => finish(done, &mut free, &mut recorder, &shared),
+            None => {
+                if exhausted || stop.is_stopped() || free.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    recorder.flush();
+}
+
+fn finish<C>(
+    done: Completed<C>,
+    free: &mut Vec<(C, Batch)>,
+    recorder: &mut WorkerRecorder,
+    shared: &Shared,
+) {
+    for kind in &done.retried {
+        recorder.record_error(*kind, true);
+    }
+    let rows = done.batch.rows() as u64;
+    match done.result {
+        Ok(ack) => recorder.record_success(
+            done.done.saturating_duration_since(done.intended),
+            done.done.saturating_duration_since(done.sent),
+            ack.rows,
+            if ack.rows == rows {
+                done.metrics
+            } else {
+                done.metrics * ack.rows / rows.max(1)
+            },
+            ack.bytes,
+        ),
+        Err(e) => {
+            recorder.record_error(e.kind, false);
+            recorder.record_failure(rows);
+            if let Ok(mut f) = shared.fatal.lock() {
+                f.get_or_insert(e);
+            }
+            shared.stop.stop(StopReason::Fatal);
+        }
+    }
+    free.push((done.conn, done.batch));
+    recorder.maybe_flush(done.done);
+}

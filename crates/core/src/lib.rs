@@ -1,0 +1,23 @@
+//! tsload-core: the database-agnostic heart of tsload.
+//!
+//! It holds the data model ([`Schema`], [`Batch`]), the two seams every workload and
+//! every database plugs into ([`Workload`]/[`BatchSource`] and [`Sink`]/[`SinkConn`]),
+//! the engine that drives workers in closed or open loop, the latency recorder, and the
+//! final report. It knows no database, no CLI and no netlink.
+
+pub mod batch;
+pub mod engine;
+pub mod hlog;
+pub mod recorder;
+pub mod report;
+pub mod rusage;
+pub mod schema;
+pub mod sink;
+pub mod threshold;
+pub mod workload;
+
+pub use batch::{Batch, Column, ColumnValues, StrValues, TableBatch};
+pub use engine::{LoadConfig, LoadMode, RunOutcome};
+pub use schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
+pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};
+pub use workload::{BatchSource, Workload};

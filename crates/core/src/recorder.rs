@@ -1,0 +1,201 @@
+//! Latency recording without locks: each worker records into its own HDR histograms and
+//! counters and, once per report interval, hands them to the reporter over a channel.
+//! Nothing per request leaves a worker but these records.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::sink::ErrorKind;
+
+/// Significant digits kept by every latency histogram.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// A fresh auto-resizing histogram of nanoseconds.
+pub fn new_histogram() -> Histogram<u64> {
+    // Auto-resizing: starts small and grows only when a larger value first appears, so
+    // memory follows the latencies actually seen; `new` cannot fail for 3 digits.
+    Histogram::new(SIGNIFICANT_DIGITS).expect("3 significant digits are valid")
+}
+
+/// Counters of one interval or of a whole run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests that succeeded.
+    pub requests: u64,
+    pub rows: u64,
+    pub metrics: u64,
+    pub bytes: u64,
+    /// Attempts that failed with a retryable error and were sent again.
+    pub retries: u64,
+    /// Failed attempts by kind (retried ones included).
+    pub errors: BTreeMap<ErrorKind, u64>,
+    /// Requests that failed for good (their rows are not counted as written).
+    pub failed_requests: u64,
+    pub failed_rows: u64,
+}
+
+impl Counters {
+    pub fn add(&mut self, other: &Counters) {
+        self.requests += other.requests;
+        self.rows += other.rows;
+        self.metrics += other.metrics;
+        self.bytes += other.bytes;
+        self.retries += other.retries;
+        self.failed_requests += other.failed_requests;
+        self.failed_rows += other.failed_rows;
+        for (k, v) in &other.errors {
+            *self.errors.entry(*k).or_default() += v;
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// What a worker sends to the reporter once per interval (and once at its end).
+#[derive(Debug)]
+pub struct IntervalRecord {
+    pub worker: usize,
+    pub counters: Counters,
+    /// Latency from the intended send time (coordinated-omission corrected), ns.
+    pub latency: Histogram<u64>,
+    /// Service time from the actual send to the acknowledgement, ns.
+    pub service: Histogram<u64>,
+}
+
+/// One worker's recorder.
+#[derive(Debug)]
+pub struct WorkerRecorder {
+    worker: usize,
+    counters: Counters,
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    interval: Duration,
+    next_flush: Instant,
+    tx: UnboundedSender<IntervalRecord>,
+}
+
+impl WorkerRecorder {
+    pub fn new(
+        worker: usize,
+        t0: Instant,
+        interval: Duration,
+        tx: UnboundedSender<IntervalRecord>,
+    ) -> Self {
+        WorkerRecorder {
+            worker,
+            counters: Counters::default(),
+            latency: new_histogram(),
+            service: new_histogram(),
+            interval,
+            next_flush: t0 + interval,
+            tx,
+        }
+    }
+
+    /// Records one acknowledged request.
+    pub fn record_success(
+        &mut self,
+        latency: Duration,
+        service: Duration,
+        rows: u64,
+        metrics: u64,
+        bytes: u64,
+    ) {
+        // `record` grows an auto-resizing histogram; `saturating_record` would clamp instead.
+        if self.latency.record(nanos(latency)).is_err() {
+            self.latency.saturating_record(nanos(latency));
+        }
+        if self.service.record(nanos(service)).is_err() {
+            self.service.saturating_record(nanos(service));
+        }
+        let c = &mut self.counters;
+        c.requests += 1;
+        c.rows += rows;
+        c.metrics += metrics;
+        c.bytes += bytes;
+    }
+
+    /// Records a failed attempt; `retried` says whether the batch is sent again.
+    pub fn record_error(&mut self, kind: ErrorKind, retried: bool) {
+        *self.counters.errors.entry(kind).or_default() += 1;
+        if retried {
+            self.counters.retries += 1;
+        }
+    }
+
+    /// Records a request given up for good.
+    pub fn record_failure(&mut self, rows: u64) {
+        self.counters.failed_requests += 1;
+        self.counters.failed_rows += rows;
+    }
+
+    /// Hands the interval's records to the reporter when the interval is over.
+    pub fn maybe_flush(&mut self, now: Instant) {
+        if now >= self.next_flush {
+            self.flush();
+            // Skip intervals in which this worker was blocked rather than bunching flushes.
+            while self.next_flush <= now {
+                self.next_flush += self.interval;
+            }
+        }
+    }
+
+    /// Hands everything recorded so far to the reporter.
+    pub fn flush(&mut self) {
+        let record = IntervalRecord {
+            worker: self.worker,
+            counters: std::mem::take(&mut self.counters),
+            latency: self.latency.clone(),
+            service: self.service.clone(),
+        };
+        self.latency.reset();
+        self.service.reset();
+        // The reporter outlives the workers; if it is gone the run is over anyway.
+        let _ = self.tx.send(record);
+    }
+}
+
+impl Drop for WorkerRecorder {
+    fn drop(&mut self) {
+        if self.counters != Counters::default() || !self.latency.is_empty() {
+            self.flush();
+        }
+    }
+}
+
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flush_hands_over_and_resets() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let t0 = Instant::now();
+        let mut r = WorkerRecorder::new(3, t0, Duration::from_secs(1), tx);
+        r.record_success(Duration::from_micros(10), Duration::from_micros(8), 5, 50, 100);
+        r.record_error(ErrorKind::Timeout, true);
+        r.maybe_flush(t0); // interval not over yet
+        assert!(rx.try_recv().is_err());
+        r.maybe_flush(t0 + Duration::from_millis(2500));
+        let rec = rx.try_recv().unwrap();
+        assert_eq!(rec.worker, 3);
+        assert_eq!(rec.counters.rows, 5);
+        assert_eq!(rec.counters.retries, 1);
+        assert_eq!(rec.counters.errors[&ErrorKind::Timeout], 1);
+        assert_eq!(rec.latency.len(), 1);
+        r.record_success(Duration::from_micros(1), Duration::from_micros(1), 1, 1, 0);
+        drop(r);
+        let last = rx.try_recv().unwrap();
+        assert_eq!(last.counters.rows, 1);
+        assert_eq!(last.latency.len(), 1);
+    }
+}

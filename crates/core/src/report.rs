@@ -1,0 +1,294 @@
+//! The final report of a run: one [`Summary`] with throughput, errors, latency percentiles
+//! (corrected latency and service time), client CPU and memory, rendered as a human table
+//! or serialized as JSON.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+
+use crate::engine::{RunOutcome, StopReason};
+use crate::rusage::Usage;
+
+/// Latency percentiles of one histogram, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p99_9_ms: f64,
+    pub p99_99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl LatencySummary {
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        LatencySummary {
+            count: h.len(),
+            min_ms: ms(h.min()),
+            mean_ms: h.mean() / 1e6,
+            p50_ms: ms(h.value_at_quantile(0.5)),
+            p90_ms: ms(h.value_at_quantile(0.9)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p99_9_ms: ms(h.value_at_quantile(0.999)),
+            p99_99_ms: ms(h.value_at_quantile(0.9999)),
+            max_ms: ms(h.max()),
+        }
+    }
+
+    /// The figure a threshold names: min, mean, p50, p90, p99, p99.9, p99.99, max.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "min" => self.min_ms,
+            "mean" | "avg" => self.mean_ms,
+            "p50" | "median" => self.p50_ms,
+            "p90" => self.p90_ms,
+            "p99" => self.p99_ms,
+            "p99.9" => self.p99_9_ms,
+            "p99.99" => self.p99_99_ms,
+            "max" => self.max_ms,
+            _ => return None,
+        })
+    }
+}
+
+/// What the client itself cost.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClientSummary {
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    pub cpu_s: f64,
+    /// Client CPU microseconds spent per 1,000 metrics written.
+    pub cpu_us_per_1000_metrics: f64,
+    pub peak_rss_bytes: u64,
+}
+
+/// The whole final report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    pub tsload_version: String,
+    pub target: String,
+    pub workload: String,
+    pub started_at: String,
+    pub elapsed_s: f64,
+    pub stop_reason: String,
+    pub fatal_error: Option<String>,
+    pub rows: u64,
+    pub metrics: u64,
+    pub bytes: u64,
+    pub requests: u64,
+    pub retries: u64,
+    pub failed_requests: u64,
+    pub failed_rows: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub rows_per_s: f64,
+    pub metrics_per_s: f64,
+    pub mb_per_s: f64,
+    /// Latency from the intended send time (coordinated-omission corrected).
+    pub latency: LatencySummary,
+    /// Time from the actual send to the acknowledgement.
+    pub service: LatencySummary,
+    pub client: ClientSummary,
+    /// The resolved scenario, secrets redacted.
+    pub scenario: serde_json::Value,
+}
+
+impl Summary {
+    pub fn new(
+        outcome: &RunOutcome,
+        usage: &Usage,
+        target: &str,
+        workload: &str,
+        scenario: serde_json::Value,
+    ) -> Self {
+        let c = &outcome.counters;
+        let secs = outcome.elapsed.as_secs_f64();
+        let per_s = |v: u64| if secs > 0.0 { v as f64 / secs } else { 0.0 };
+        let cpu_s = usage.cpu().as_secs_f64();
+        Summary {
+            tsload_version: env!("CARGO_PKG_VERSION").to_string(),
+            target: target.to_string(),
+            workload: workload.to_string(),
+            started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
+            elapsed_s: secs,
+            stop_reason: stop_reason_name(outcome.stop_reason).to_string(),
+            fatal_error: outcome.fatal.as_ref().map(|e| e.to_string()),
+            rows: c.rows,
+            metrics: c.metrics,
+            bytes: c.bytes,
+            requests: c.requests,
+            retries: c.retries,
+            failed_requests: c.failed_requests,
+            failed_rows: c.failed_rows,
+            errors: c
+                .errors
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), *v))
+                .collect(),
+            rows_per_s: per_s(c.rows),
+            metrics_per_s: per_s(c.metrics),
+            mb_per_s: per_s(c.bytes) / 1e6,
+            latency: LatencySummary::from_histogram(&outcome.latency),
+            service: LatencySummary::from_histogram(&outcome.service),
+            client: ClientSummary {
+                cpu_user_s: usage.user.as_secs_f64(),
+                cpu_system_s: usage.system.as_secs_f64(),
+                cpu_s,
+                cpu_us_per_1000_metrics: if c.metrics > 0 {
+                    cpu_s * 1e6 / (c.metrics as f64 / 1000.0)
+                } else {
+                    0.0
+                },
+                peak_rss_bytes: usage.peak_rss_bytes,
+            },
+            scenario,
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// The human table printed at the end of a run.
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "tsload {} | {} -> {} | {:.3} s | stopped: {}",
+            self.tsload_version, self.workload, self.target, self.elapsed_s, self.stop_reason
+        );
+        if let Some(e) = &self.fatal_error {
+            let _ = writeln!(s, "FATAL: {e}");
+        }
+        let _ = writeln!(
+            s,
+            "  rows      {:>16}   {:>14} rows/s",
+            group(self.rows),
+            group(self.rows_per_s.round() as u64)
+        );
+        let _ = writeln!(
+            s,
+            "  metrics   {:>16}   {:>14} metrics/s",
+            group(self.metrics),
+            group(self.metrics_per_s.round() as u64)
+        );
+        let _ = writeln!(
+            s,
+            "  bytes     {:>16}   {:>14.2} MB/s",
+            group(self.bytes),
+            self.mb_per_s
+        );
+        let _ = writeln!(
+            s,
+            "  requests  {:>16}   retries {}   failed {} ({} rows)",
+            group(self.requests),
+            self.retries,
+            self.failed_requests,
+            self.failed_rows
+        );
+        if self.errors.is_empty() {
+            let _ = writeln!(s, "  errors    none");
+        } else {
+            let list: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "  errors    {}", list.join(", "));
+        }
+        let _ = writeln!(
+            s,
+            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms)",
+            "", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"
+        );
+        for (name, l) in [("latency", &self.latency), ("service", &self.service)] {
+            let _ = writeln!(
+                s,
+                "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                name,
+                ms(l.min_ms),
+                ms(l.mean_ms),
+                ms(l.p50_ms),
+                ms(l.p90_ms),
+                ms(l.p99_ms),
+                ms(l.p99_9_ms),
+                ms(l.p99_99_ms),
+                ms(l.max_ms)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  client    cpu {:.3} s (user {:.3}, sys {:.3})   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
+            self.client.cpu_s,
+            self.client.cpu_user_s,
+            self.client.cpu_system_s,
+            self.client.cpu_us_per_1000_metrics,
+            self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+        s
+    }
+}
+
+fn stop_reason_name(r: StopReason) -> &'static str {
+    match r {
+        StopReason::DataEnd => "data end",
+        StopReason::Duration => "duration",
+        StopReason::RowLimit => "row limit",
+        StopReason::Interrupted => "interrupted",
+        StopReason::Fatal => "fatal error",
+    }
+}
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `1234567` -> `1,234,567`.
+pub fn group(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn latency_summary_in_ms() {
+        let mut h = crate::recorder::new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1_000_000).unwrap();
+        }
+        let l = LatencySummary::from_histogram(&h);
+        assert_eq!(l.count, 1000);
+        assert!((l.p50_ms - 500.0).abs() < 1.0, "{l:?}");
+        assert!((l.p99_ms - 990.0).abs() < 1.0, "{l:?}");
+        assert!((l.max_ms - 1000.0).abs() < 1.0, "{l:?}");
+        assert_eq!(l.get("p99.9"), Some(l.p99_9_ms));
+        assert_eq!(l.get("p42"), None);
+    }
+}

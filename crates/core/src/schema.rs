@@ -1,0 +1,159 @@
+//! The shape of a data set: tables, their tag and field columns, and the devices whose
+//! tag values are produced on demand (never stored per row).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+/// Logical type of a column, as a database would declare it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataType {
+    Bool,
+    TinyInt,
+    SmallInt,
+    Int,
+    BigInt,
+    Float,
+    Double,
+    /// Variable-length byte string with a declared maximum length (varchar/binary).
+    Varchar(u32),
+    /// Variable-length unicode string with a declared maximum length in characters.
+    NChar(u32),
+    /// Milliseconds since the Unix epoch, stored as an integer column.
+    Timestamp,
+}
+
+/// How a [`DataType`]'s values are held in a [`crate::Batch`] column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Bool,
+    Int,
+    Float,
+    Str,
+}
+
+impl DataType {
+    pub fn storage(self) -> Storage {
+        match self {
+            DataType::Bool => Storage::Bool,
+            DataType::TinyInt
+            | DataType::SmallInt
+            | DataType::Int
+            | DataType::BigInt
+            | DataType::Timestamp => Storage::Int,
+            DataType::Float | DataType::Double => Storage::Float,
+            DataType::Varchar(_) | DataType::NChar(_) => Storage::Str,
+        }
+    }
+
+    /// Inclusive range of values an integer type can hold, `None` for other types.
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        match self {
+            DataType::TinyInt => Some((i8::MIN as i64, i8::MAX as i64)),
+            DataType::SmallInt => Some((i16::MIN as i64, i16::MAX as i64)),
+            DataType::Int => Some((i32::MIN as i64, i32::MAX as i64)),
+            DataType::BigInt | DataType::Timestamp => Some((i64::MIN, i64::MAX)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataType::Bool => f.write_str("bool"),
+            DataType::TinyInt => f.write_str("tinyint"),
+            DataType::SmallInt => f.write_str("smallint"),
+            DataType::Int => f.write_str("int"),
+            DataType::BigInt => f.write_str("bigint"),
+            DataType::Float => f.write_str("float"),
+            DataType::Double => f.write_str("double"),
+            DataType::Varchar(n) => write!(f, "varchar({n})"),
+            DataType::NChar(n) => write!(f, "nchar({n})"),
+            DataType::Timestamp => f.write_str("timestamp"),
+        }
+    }
+}
+
+/// A field (metric) column of a table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FieldDef {
+    pub name: String,
+    pub data_type: DataType,
+}
+
+/// A tag column of a table. Its value for a device is `device_tags[slot]`, where
+/// `device_tags` is what [`TagSource::device_tags`] wrote for that device.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TagDef {
+    pub name: String,
+    pub data_type: DataType,
+    pub slot: usize,
+}
+
+/// One table (measurement / super table).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TableSchema {
+    pub name: String,
+    pub tags: Vec<TagDef>,
+    pub fields: Vec<FieldDef>,
+}
+
+/// A tag value of one device.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TagValue {
+    Null,
+    Str(Cow<'static, str>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl fmt::Display for TagValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TagValue::Null => Ok(()),
+            TagValue::Str(s) => f.write_str(s),
+            TagValue::Int(v) => write!(f, "{v}"),
+            TagValue::Float(v) => write!(f, "{v}"),
+            TagValue::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// Produces a device's tag values on demand, deterministically, so that a data set of a
+/// million devices costs no memory until a sink asks (and caches what it needs).
+pub trait TagSource: Send + Sync + fmt::Debug {
+    /// Clears `out` and writes the values of every tag slot of `device`.
+    fn device_tags(&self, device: u32, out: &mut Vec<TagValue>);
+}
+
+/// The whole data set's shape. Every device appears in every table; a row is identified by
+/// (table, device, timestamp).
+#[derive(Debug, Clone)]
+pub struct Schema {
+    pub tables: Vec<TableSchema>,
+    /// Number of tag slots a device has (the union of all tables' tag columns).
+    pub tag_slots: usize,
+    pub device_count: u32,
+    pub tags: Arc<dyn TagSource>,
+}
+
+impl Schema {
+    pub fn table(&self, name: &str) -> Option<&TableSchema> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// Total number of field columns over all tables.
+    pub fn field_count(&self) -> usize {
+        self.tables.iter().map(|t| t.fields.len()).sum()
+    }
+
+    /// Convenience: the tag values of `device` as a fresh vector.
+    pub fn device_tags(&self, device: u32) -> Vec<TagValue> {
+        let mut out = Vec::with_capacity(self.tag_slots);
+        self.tags.device_tags(device, &mut out);
+        out
+    }
+}

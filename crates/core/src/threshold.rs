@@ -1,0 +1,250 @@
+//! Pass/fail thresholds on a finished run, k6-style: `p99<20ms`, `service.p99.9<=5ms`,
+//! `metrics_per_s>=1000000`, `errors==0`. A broken threshold makes the run exit non-zero.
+
+use std::fmt;
+
+use crate::report::Summary;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => a == b,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Eq => "==",
+        }
+    }
+}
+
+/// One parsed threshold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    text: String,
+    metric: String,
+    op: Op,
+    /// Milliseconds for latency figures, plain numbers otherwise.
+    value: f64,
+}
+
+/// A threshold that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad threshold `{text}`: {reason}")]
+pub struct ThresholdError {
+    pub text: String,
+    pub reason: String,
+}
+
+const LATENCY_FIGURES: &[&str] = &[
+    "min", "mean", "avg", "p50", "median", "p90", "p99", "p99.9", "p99.99", "max",
+];
+const COUNT_FIGURES: &[&str] = &[
+    "rows",
+    "metrics",
+    "requests",
+    "errors",
+    "retries",
+    "failed_rows",
+    "rows_per_s",
+    "metrics_per_s",
+    "mb_per_s",
+    "cpu_us_per_1000_metrics",
+];
+
+impl Threshold {
+    pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
+        let err = |reason: String| ThresholdError {
+            text: text.to_string(),
+            reason,
+        };
+        let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let pos = t
+            .find(['<', '>', '='])
+            .ok_or_else(|| err("expected METRIC OP VALUE with OP one of < <= > >= ==".into()))?;
+        let (metric, rest) = t.split_at(pos);
+        let (op, value) = if let Some(v) = rest.strip_prefix("<=") {
+            (Op::Le, v)
+        } else if let Some(v) = rest.strip_prefix(">=") {
+            (Op::Ge, v)
+        } else if let Some(v) = rest.strip_prefix("==") {
+            (Op::Eq, v)
+        } else if let Some(v) = rest.strip_prefix('<') {
+            (Op::Lt, v)
+        } else if let Some(v) = rest.strip_prefix('>') {
+            (Op::Gt, v)
+        } else {
+            return Err(err("expected one of < <= > >= ==".into()));
+        };
+        let figure = metric
+            .strip_prefix("latency.")
+            .or_else(|| metric.strip_prefix("service."))
+            .unwrap_or(metric);
+        let value = if LATENCY_FIGURES.contains(&figure) {
+            parse_duration_ms(value).ok_or_else(|| {
+                err(format!(
+                    "`{value}` is not a duration: write a number with a unit ns, us, ms or s, e.g. 20ms"
+                ))
+            })?
+        } else if COUNT_FIGURES.contains(&metric) {
+            value
+                .parse::<f64>()
+                .map_err(|_| err(format!("`{value}` is not a number")))?
+        } else {
+            return Err(err(format!(
+                "unknown metric `{metric}`; allowed: [latency.|service.]{} or {}",
+                LATENCY_FIGURES.join("|"),
+                COUNT_FIGURES.join(", ")
+            )));
+        };
+        Ok(Threshold {
+            text: text.to_string(),
+            metric: metric.to_string(),
+            op,
+            value,
+        })
+    }
+
+    /// Checks the threshold; `Err` carries a line saying what was measured.
+    pub fn check(&self, s: &Summary) -> Result<(), String> {
+        let (actual, unit) = if let Some(f) = self.metric.strip_prefix("service.") {
+            (s.service.get(f), "ms")
+        } else if let Some(f) = self.metric.strip_prefix("latency.") {
+            (s.latency.get(f), "ms")
+        } else if let Some(v) = s.latency.get(&self.metric) {
+            (Some(v), "ms")
+        } else {
+            let v = match self.metric.as_str() {
+                "rows" => s.rows as f64,
+                "metrics" => s.metrics as f64,
+                "requests" => s.requests as f64,
+                "errors" => s.error_count() as f64,
+                "retries" => s.retries as f64,
+                "failed_rows" => s.failed_rows as f64,
+                "rows_per_s" => s.rows_per_s,
+                "metrics_per_s" => s.metrics_per_s,
+                "mb_per_s" => s.mb_per_s,
+                "cpu_us_per_1000_metrics" => s.client.cpu_us_per_1000_metrics,
+                _ => f64::NAN,
+            };
+            (Some(v), "")
+        };
+        let actual = actual.unwrap_or(f64::NAN);
+        if self.op.holds(actual, self.value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "threshold `{}` broken: {} was {actual}{unit} (wanted {} {}{unit})",
+                self.text,
+                self.metric,
+                self.op.as_str(),
+                self.value
+            ))
+        }
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `20ms` -> 20.0, `1.5s` -> 1500.0, `250us` -> 0.25.
+fn parse_duration_ms(s: &str) -> Option<f64> {
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let factor = match unit {
+        "ns" => 1e-6,
+        "us" | "µs" => 1e-3,
+        "ms" => 1.0,
+        "s" => 1e3,
+        _ => return None,
+    };
+    (n.is_finite() && n >= 0.0).then_some(n * factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ClientSummary, LatencySummary};
+
+    fn summary() -> Summary {
+        Summary {
+            tsload_version: "0".into(),
+            target: "null".into(),
+            workload: "cpu-only".into(),
+            started_at: String::new(),
+            elapsed_s: 1.0,
+            stop_reason: "data end".into(),
+            fatal_error: None,
+            rows: 100,
+            metrics: 1000,
+            bytes: 0,
+            requests: 10,
+            retries: 0,
+            failed_requests: 0,
+            failed_rows: 0,
+            errors: Default::default(),
+            rows_per_s: 100.0,
+            metrics_per_s: 1000.0,
+            mb_per_s: 0.0,
+            latency: LatencySummary {
+                p99_ms: 25.0,
+                ..Default::default()
+            },
+            service: LatencySummary {
+                p99_ms: 5.0,
+                ..Default::default()
+            },
+            client: ClientSummary::default(),
+            scenario: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn latency_thresholds_use_units() {
+        let s = summary();
+        assert!(Threshold::parse("p99<20ms").unwrap().check(&s).is_err());
+        assert!(Threshold::parse("p99 < 0.03s").unwrap().check(&s).is_ok());
+        assert!(Threshold::parse("service.p99<=5000us").unwrap().check(&s).is_ok());
+        let broken = Threshold::parse("latency.p99<20ms").unwrap().check(&s).unwrap_err();
+        assert!(broken.contains("25ms"), "{broken}");
+    }
+
+    #[test]
+    fn count_thresholds() {
+        let s = summary();
+        assert!(Threshold::parse("errors==0").unwrap().check(&s).is_ok());
+        assert!(Threshold::parse("metrics_per_s>=2000").unwrap().check(&s).is_err());
+    }
+
+    #[test]
+    fn bad_thresholds_say_why() {
+        let e = Threshold::parse("p99<20").unwrap_err();
+        assert!(e.reason.contains("duration"), "{e}");
+        let e = Threshold::parse("p98<20ms").unwrap_err();
+        assert!(e.reason.contains("unknown metric"), "{e}");
+        let e = Threshold::parse("p99").unwrap_err();
+        assert!(e.reason.contains("OP"), "{e}");
+    }
+}
