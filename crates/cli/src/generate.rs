@@ -1,0 +1,106 @@
+//! `tsload generate`: streams a scenario's data set as TSBS-compatible line protocol (the
+//! `--format=influx` of `tsbs_generate_data`) to standard output or a file, gzip'd when the
+//! file name ends in `.gz`. One source covers the whole data set, so the output is the data
+//! set itself, in the order a single worker produces it.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tsload_core::Batch;
+use tsload_lineproto::{LineEncoder, Precision};
+
+/// Rows generated and encoded per step; large enough to amortise per-batch work.
+const ROWS_PER_STEP: usize = 10_000;
+
+pub fn cmd_generate(
+    scenario: Option<&Path>,
+    overrides: &[String],
+    format: &str,
+    output: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    if format != "influx" {
+        eprintln!("error: --format: \"{format}\" is not supported; allowed: influx");
+        return Ok(ExitCode::from(crate::EXIT_USAGE));
+    }
+    let plan = match crate::scenario::load(scenario, overrides) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(crate::EXIT_USAGE));
+        }
+    };
+    let workload = match crate::workloads::build(&plan) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {}: {e}", plan.source);
+            return Ok(ExitCode::from(crate::EXIT_USAGE));
+        }
+    };
+    let mut out = match output {
+        None => Output::Stdout(io::stdout().lock()),
+        Some(p) => {
+            let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
+            if p.extension().is_some_and(|e| e == "gz") {
+                Output::Gzip(flate2::write::GzEncoder::new(
+                    BufWriter::with_capacity(1 << 20, f),
+                    flate2::Compression::fast(),
+                ))
+            } else {
+                Output::File(f)
+            }
+        }
+    };
+    let schema = Arc::new(workload.schema().clone());
+    let mut encoder = LineEncoder::new(schema.clone(), Precision::Ns);
+    let mut source = workload.source(0, 1);
+    let mut batch = Batch::for_schema(&schema);
+    let mut buf = Vec::with_capacity(4 << 20);
+    let result = (|| -> io::Result<()> {
+        loop {
+            batch.clear();
+            if source.fill(&mut batch, ROWS_PER_STEP) == 0 {
+                break;
+            }
+            buf.clear();
+            encoder.encode(&batch, &mut buf);
+            out.write_all(&buf)?;
+        }
+        out.finish()
+    })();
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // `tsload generate | head` closes the pipe early: that is not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e).context("writing the generated data"),
+    }
+}
+
+/// Where generated lines go. Buffers are written whole (megabytes each), so plain outputs
+/// need no extra buffering; gzip needs its trailer written by `finish`.
+enum Output {
+    Stdout(io::StdoutLock<'static>),
+    File(File),
+    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
+}
+
+impl Output {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.write_all(buf),
+            Output::File(w) => w.write_all(buf),
+            Output::Gzip(w) => w.write_all(buf),
+        }
+    }
+
+    fn finish(self) -> io::Result<()> {
+        match self {
+            Output::Stdout(mut w) => w.flush(),
+            Output::File(mut w) => w.flush(),
+            Output::Gzip(w) => w.finish()?.flush(),
+        }
+    }
+}

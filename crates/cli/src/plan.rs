@@ -1,0 +1,264 @@
+//! The resolved plan of a scenario: what will be generated, where it goes, how it is driven
+//! and what is written out. `tsload validate` prints it; reports embed it (secrets redacted).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tsload_core::engine::{LoadConfig, LoadMode};
+use tsload_core::threshold::Threshold;
+
+/// A column group of a custom (taosBenchmark-style) super table, as written in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomColumn {
+    pub data_type: String,
+    pub len: Option<u32>,
+    pub count: u32,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub values: Option<Vec<String>>,
+    /// Line of the entry in the scenario file, for error messages.
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadPlan {
+    CpuOnly {
+        seed: u64,
+        scale: u32,
+        start_ns: i64,
+        end_ns: i64,
+        interval_ns: i64,
+    },
+    Devops {
+        seed: u64,
+        scale: u32,
+        start_ns: i64,
+        end_ns: i64,
+        interval_ns: i64,
+    },
+    Iot {
+        seed: u64,
+        scale: u32,
+        start_ns: i64,
+        end_ns: i64,
+        interval_ns: i64,
+        missing_field_ratio: Option<f64>,
+        missing_row_ratio: Option<f64>,
+        out_of_order_ratio: Option<f64>,
+        out_of_order_max_steps: Option<u32>,
+    },
+    Custom {
+        seed: u64,
+        stable: Option<String>,
+        childtable_count: Option<u32>,
+        childtable_prefix: Option<String>,
+        insert_rows: Option<u64>,
+        timestamp_step_ns: Option<i64>,
+        start_timestamp_ns: Option<i64>,
+        interlace_rows: Option<u32>,
+        disorder_ratio: Option<f64>,
+        disorder_range_ns: Option<i64>,
+        columns: Option<Vec<CustomColumn>>,
+        tags: Option<Vec<CustomColumn>>,
+    },
+}
+
+impl WorkloadPlan {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadPlan::CpuOnly { .. } => "cpu-only",
+            WorkloadPlan::Devops { .. } => "devops",
+            WorkloadPlan::Iot { .. } => "iot",
+            WorkloadPlan::Custom { .. } => "custom",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetPlan {
+    Null,
+    Sqlite {
+        url: String,
+        drop_existing: bool,
+        synchronous: String,
+        journal_mode: String,
+        busy_timeout: Duration,
+    },
+}
+
+impl TargetPlan {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TargetPlan::Null => "null",
+            TargetPlan::Sqlite { .. } => "sqlite",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// A live bar on a terminal, plain lines otherwise.
+    Auto,
+    Bar,
+    Plain,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputPlan {
+    pub json: Option<PathBuf>,
+    pub hlog: Option<PathBuf>,
+    pub fail_if: Vec<Threshold>,
+    pub progress: ProgressMode,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub name: String,
+    pub description: Option<String>,
+    /// The file the plan came from.
+    pub source: String,
+    pub workload: WorkloadPlan,
+    pub target: TargetPlan,
+    pub load: LoadConfig,
+    pub output: OutputPlan,
+}
+
+fn rfc3339(ns: i64) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64);
+    humantime::format_rfc3339_nanos(t).to_string()
+}
+
+fn dur(ns: i64) -> String {
+    humantime::format_duration(Duration::from_nanos(ns.max(0) as u64)).to_string()
+}
+
+fn columns_json(c: &Option<Vec<CustomColumn>>) -> Value {
+    match c {
+        None => Value::Null,
+        Some(list) => list
+            .iter()
+            .map(|c| {
+                json!({"type": c.data_type, "len": c.len, "count": c.count, "min": c.min,
+                       "max": c.max, "values": c.values})
+            })
+            .collect(),
+    }
+}
+
+impl Plan {
+    /// The plan as JSON, with every secret-looking value redacted.
+    pub fn to_json(&self) -> Value {
+        let workload = match &self.workload {
+            WorkloadPlan::CpuOnly { seed, scale, start_ns, end_ns, interval_ns }
+            | WorkloadPlan::Devops { seed, scale, start_ns, end_ns, interval_ns } => json!({
+                "kind": self.workload.kind(), "seed": seed, "scale": scale,
+                "start": rfc3339(*start_ns), "end": rfc3339(*end_ns), "interval": dur(*interval_ns),
+            }),
+            WorkloadPlan::Iot {
+                seed, scale, start_ns, end_ns, interval_ns, missing_field_ratio, missing_row_ratio,
+                out_of_order_ratio, out_of_order_max_steps,
+            } => json!({
+                "kind": "iot", "seed": seed, "scale": scale,
+                "start": rfc3339(*start_ns), "end": rfc3339(*end_ns), "interval": dur(*interval_ns),
+                "missing_field_ratio": missing_field_ratio, "missing_row_ratio": missing_row_ratio,
+                "out_of_order_ratio": out_of_order_ratio, "out_of_order_max_steps": out_of_order_max_steps,
+            }),
+            WorkloadPlan::Custom {
+                seed, stable, childtable_count, childtable_prefix, insert_rows, timestamp_step_ns,
+                start_timestamp_ns, interlace_rows, disorder_ratio, disorder_range_ns, columns, tags,
+            } => json!({
+                "kind": "custom", "seed": seed, "stable": stable, "childtable_count": childtable_count,
+                "childtable_prefix": childtable_prefix, "insert_rows": insert_rows,
+                "timestamp_step": timestamp_step_ns.map(dur),
+                "start_timestamp": start_timestamp_ns.map(rfc3339),
+                "interlace_rows": interlace_rows, "disorder_ratio": disorder_ratio,
+                "disorder_range": disorder_range_ns.map(dur),
+                "columns": columns_json(columns), "tags": columns_json(tags),
+            }),
+        };
+        let target = match &self.target {
+            TargetPlan::Null => json!({"kind": "null"}),
+            TargetPlan::Sqlite { url, drop_existing, synchronous, journal_mode, busy_timeout } => json!({
+                "kind": "sqlite", "url": url, "drop_existing": drop_existing,
+                "synchronous": synchronous, "journal_mode": journal_mode,
+                "busy_timeout": humantime::format_duration(*busy_timeout).to_string(),
+            }),
+        };
+        let l = &self.load;
+        let load = json!({
+            "workers": l.workers, "batch": l.batch, "in_flight": l.in_flight,
+            "mode": match l.mode { LoadMode::Closed => "closed", LoadMode::Open { .. } => "open" },
+            "rate": match l.mode { LoadMode::Closed => None, LoadMode::Open { rate } => Some(rate) },
+            "duration": l.duration.map(|d| humantime::format_duration(d).to_string()),
+            "rows": l.rows,
+            "report_interval": humantime::format_duration(l.report_interval).to_string(),
+            "max_retries": l.max_retries,
+            "retry_backoff": humantime::format_duration(l.retry_backoff).to_string(),
+        });
+        let o = &self.output;
+        let output = json!({
+            "json": o.json.as_ref().map(|p| p.display().to_string()),
+            "hlog": o.hlog.as_ref().map(|p| p.display().to_string()),
+            "fail_if": o.fail_if.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        });
+        let mut v = json!({
+            "name": self.name, "description": self.description, "source": self.source,
+            "workload": workload, "target": target, "load": load, "output": output,
+        });
+        redact(&mut v);
+        v
+    }
+}
+
+const SECRET_KEYS: &[&str] = &["password", "pass", "token", "secret", "api_key", "apikey"];
+
+/// Replaces secrets in place: values of secret-named keys, and the password part of
+/// `scheme://user:password@host` URLs.
+pub fn redact(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if SECRET_KEYS.contains(&k.to_ascii_lowercase().as_str()) && !val.is_null() {
+                    *val = Value::String("***".into());
+                } else {
+                    redact(val);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        Value::String(s) => {
+            if let Some(clean) = redact_url(s) {
+                *s = clean;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn redact_url(s: &str) -> Option<String> {
+    let scheme_end = s.find("://")? + 3;
+    let rest = &s[scheme_end..];
+    let at = rest.find('@')?;
+    let userinfo = &rest[..at];
+    let colon = userinfo.find(':')?;
+    Some(format!("{}{}:***{}", &s[..scheme_end], &userinfo[..colon], &rest[at..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted() {
+        let mut v = json!({"target": {"url": "postgres://bob:hunter2@127.0.0.1:5432/db", "password": "hunter2",
+                            "token": "abc", "user": "bob"}});
+        redact(&mut v);
+        let s = v.to_string();
+        assert!(!s.contains("hunter2") && !s.contains("abc"), "{s}");
+        assert!(s.contains("postgres://bob:***@127.0.0.1:5432/db"), "{s}");
+        assert!(s.contains("\"user\":\"bob\""), "{s}");
+    }
+}

@@ -1,0 +1,134 @@
+//! What a user sees while a run goes on: a live progress line (an indicatif bar on a
+//! terminal, plain lines otherwise) and, when asked, the HdrHistogram interval log.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal};
+use std::time::SystemTime;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tsload_core::engine::{IntervalReport, Observer};
+use tsload_core::hlog::HlogWriter;
+use tsload_core::report::group;
+use tsload_core::rusage::Usage;
+
+use crate::plan::ProgressMode;
+
+/// The CLI's observer of a run.
+pub struct RunObserver {
+    bar: Option<ProgressBar>,
+    plain: bool,
+    hlog_file: Option<(String, BufWriter<File>)>,
+    hlog: Option<(String, HlogWriter<BufWriter<File>>)>,
+    /// First error writing the interval log; the run goes on and the error is reported.
+    pub hlog_error: Option<String>,
+    /// Resource usage when the load started, so the report counts the load alone.
+    pub usage_at_start: Usage,
+    comment: String,
+}
+
+impl RunObserver {
+    pub fn new(
+        mode: ProgressMode,
+        total_rows: Option<u64>,
+        hlog: Option<(String, File)>,
+        comment: String,
+    ) -> Self {
+        let tty = std::io::stderr().is_terminal();
+        let (bar, plain) = match mode {
+            ProgressMode::None => (None, false),
+            ProgressMode::Plain => (None, true),
+            ProgressMode::Bar => (Some(make_bar(total_rows)), false),
+            ProgressMode::Auto if tty => (Some(make_bar(total_rows)), false),
+            ProgressMode::Auto => (None, true),
+        };
+        RunObserver {
+            bar,
+            plain,
+            hlog_file: hlog.map(|(name, f)| (name, BufWriter::new(f))),
+            hlog: None,
+            hlog_error: None,
+            usage_at_start: Usage::now(),
+            comment,
+        }
+    }
+
+    /// Flushes the interval log and clears the bar before the final report prints.
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        if let Some((name, w)) = &mut self.hlog
+            && let Err(e) = w.flush()
+        {
+            self.hlog_error.get_or_insert(format!("writing {name}: {e}"));
+        }
+    }
+
+    /// Prints a note without tearing the bar.
+    pub fn note(&self, msg: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+}
+
+fn make_bar(total_rows: Option<u64>) -> ProgressBar {
+    let bar = match total_rows {
+        Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+    };
+    let template = if total_rows.is_some() {
+        "{bar:20} {percent:>3}% {msg}"
+    } else {
+        "{spinner} {msg}"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// One progress line for an interval.
+pub fn interval_line(r: &IntervalReport) -> String {
+    let secs = (r.end - r.start).as_secs_f64().max(1e-9);
+    let ms = |q: f64| r.latency.value_at_quantile(q) as f64 / 1e6;
+    let errors = r.totals.error_count();
+    format!(
+        "[{:>7.1}s] rows {:>13} | {:>11} rows/s {:>12} metrics/s | p50 {:.3} p99 {:.3} p99.9 {:.3} ms | errors {}",
+        r.end.as_secs_f64(),
+        group(r.totals.rows),
+        group((r.counters.rows as f64 / secs).round() as u64),
+        group((r.counters.metrics as f64 / secs).round() as u64),
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        errors
+    )
+}
+
+impl Observer for RunObserver {
+    fn on_start(&mut self, started_at: SystemTime) {
+        self.usage_at_start = Usage::now();
+        if let Some((name, file)) = self.hlog_file.take() {
+            match HlogWriter::new(file, started_at, &self.comment) {
+                Ok(w) => self.hlog = Some((name, w)),
+                Err(e) => self.hlog_error = Some(format!("writing {name}: {e}")),
+            }
+        }
+    }
+
+    fn on_interval(&mut self, r: &IntervalReport) {
+        if let Some((name, w)) = &mut self.hlog
+            && let Err(e) = w.write_interval(r.start, r.end - r.start, &r.latency, &r.service)
+        {
+            self.hlog_error.get_or_insert(format!("writing {name}: {e}"));
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_position(r.totals.rows);
+            bar.set_message(interval_line(r));
+        } else if self.plain {
+            eprintln!("{}", interval_line(r));
+        }
+    }
+}

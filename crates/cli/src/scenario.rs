@@ -1,0 +1,879 @@
+//! Scenario files: TOML in, a validated [`Plan`] out. Every error names the file, the line,
+//! the key, the bad value and what is allowed; `--set key=value` overrides are applied to the
+//! document before it is read, so they are checked exactly like the file's own keys.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+use tsload_core::engine::{LoadConfig, LoadMode};
+use tsload_core::threshold::Threshold;
+
+use crate::plan::{CustomColumn, OutputPlan, Plan, ProgressMode, TargetPlan, WorkloadPlan};
+
+/// The quickstart scenario, used when `tsload run` gets no file.
+pub const QUICKSTART: &str = include_str!("../../../configs/quickstart.toml");
+pub const QUICKSTART_NAME: &str = "configs/quickstart.toml (built in)";
+
+/// A scenario that cannot be used, with where and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": key `{key}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: Option<String>,
+    description: Option<String>,
+    #[serde(default)]
+    workload: WorkloadSection,
+    #[serde(default)]
+    target: TargetSection,
+    #[serde(default)]
+    load: LoadSection,
+    #[serde(default)]
+    output: OutputSection,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct WorkloadSection {
+    kind: Option<Spanned<String>>,
+    seed: Option<Spanned<i64>>,
+    // TSBS workloads
+    scale: Option<Spanned<i64>>,
+    start: Option<Spanned<String>>,
+    end: Option<Spanned<String>>,
+    interval: Option<Spanned<String>>,
+    // iot
+    missing_field_ratio: Option<Spanned<f64>>,
+    missing_row_ratio: Option<Spanned<f64>>,
+    out_of_order_ratio: Option<Spanned<f64>>,
+    out_of_order_max_steps: Option<Spanned<i64>>,
+    // custom (taosBenchmark super table)
+    stable: Option<Spanned<String>>,
+    childtable_count: Option<Spanned<i64>>,
+    childtable_prefix: Option<Spanned<String>>,
+    insert_rows: Option<Spanned<i64>>,
+    timestamp_step: Option<Spanned<String>>,
+    start_timestamp: Option<Spanned<String>>,
+    interlace_rows: Option<Spanned<i64>>,
+    disorder_ratio: Option<Spanned<f64>>,
+    disorder_range: Option<Spanned<String>>,
+    columns: Option<Spanned<Vec<Spanned<ColumnEntry>>>>,
+    tags: Option<Spanned<Vec<Spanned<ColumnEntry>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ColumnEntry {
+    #[serde(rename = "type")]
+    data_type: String,
+    len: Option<i64>,
+    count: Option<i64>,
+    min: Option<f64>,
+    max: Option<f64>,
+    values: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TargetSection {
+    kind: Option<Spanned<String>>,
+    url: Option<Spanned<String>>,
+    drop_existing: Option<bool>,
+    synchronous: Option<Spanned<String>>,
+    journal_mode: Option<Spanned<String>>,
+    busy_timeout: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LoadSection {
+    workers: Option<Spanned<i64>>,
+    batch: Option<Spanned<i64>>,
+    in_flight: Option<Spanned<i64>>,
+    rate: Option<Spanned<f64>>,
+    duration: Option<Spanned<String>>,
+    rows: Option<Spanned<i64>>,
+    report_interval: Option<Spanned<String>>,
+    max_retries: Option<Spanned<i64>>,
+    retry_backoff: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct OutputSection {
+    json: Option<String>,
+    hlog: Option<String>,
+    #[serde(default)]
+    fail_if: Vec<Spanned<String>>,
+    progress: Option<Spanned<String>>,
+}
+
+/// Reads and validates a scenario file (or the quickstart when `path` is `None`).
+pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Plan, ScenarioError> {
+    let (name, text) = match path {
+        None => (QUICKSTART_NAME.to_string(), QUICKSTART.to_string()),
+        Some(p) => {
+            let name = p.display().to_string();
+            let text = std::fs::read_to_string(p).map_err(|e| ScenarioError {
+                file: name.clone(),
+                line: None,
+                key: None,
+                message: format!("cannot read the scenario file: {e}"),
+            })?;
+            (name, text)
+        }
+    };
+    parse(&name, &text, overrides)
+}
+
+/// Parses scenario text; `file` names it in errors.
+pub fn parse(file: &str, text: &str, overrides: &[String]) -> Result<Plan, ScenarioError> {
+    let text = apply_overrides(file, text, overrides)?;
+    let ctx = Ctx {
+        file: file.to_string(),
+        text: &text,
+        overridden: overrides
+            .iter()
+            .filter_map(|o| o.split_once('=').map(|(k, _)| k.trim().to_string()))
+            .collect(),
+    };
+    let raw: ScenarioFile = toml::from_str(&text).map_err(|e| ctx.toml_error(&e))?;
+    ctx.plan(raw)
+}
+
+/// Applies `key=value` overrides (dotted keys, TOML values; a value that is not valid TOML
+/// is taken as a string) to the document, keeping the file's own lines where they are.
+fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
+    if overrides.is_empty() {
+        return Ok(text.to_string());
+    }
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| ScenarioError {
+        file: file.to_string(),
+        line: None,
+        key: None,
+        message: format!("not valid TOML: {e}"),
+    })?;
+    for o in overrides {
+        let err = |message: String| ScenarioError {
+            file: "--set".to_string(),
+            line: None,
+            key: Some(o.clone()),
+            message,
+        };
+        let (key, value) = o
+            .split_once('=')
+            .ok_or_else(|| err("expected KEY=VALUE, e.g. --set load.workers=8".into()))?;
+        let path: Vec<&str> = key.trim().split('.').map(str::trim).collect();
+        if path.iter().any(|p| p.is_empty()) {
+            return Err(err("the key is empty or has an empty part".into()));
+        }
+        let value = value.trim();
+        let parsed: toml_edit::Value = value
+            .parse()
+            .unwrap_or_else(|_| toml_edit::Value::from(value));
+        let mut item = doc.as_item_mut();
+        for part in &path[..path.len() - 1] {
+            let table = item
+                .as_table_like_mut()
+                .ok_or_else(|| err(format!("`{part}` is not inside a table")))?;
+            if table.get(part).is_none() {
+                table.insert(part, toml_edit::Item::Table(toml_edit::Table::new()));
+            }
+            item = table.get_mut(part).expect("just inserted");
+        }
+        let last = path[path.len() - 1];
+        let table = item
+            .as_table_like_mut()
+            .ok_or_else(|| err(format!("cannot set `{last}`: its parent is not a table")))?;
+        table.insert(last, toml_edit::Item::Value(parsed));
+    }
+    Ok(doc.to_string())
+}
+
+struct Ctx<'a> {
+    file: String,
+    text: &'a str,
+    overridden: Vec<String>,
+}
+
+const TSBS_KEYS: &[&str] = &["scale", "start", "end", "interval"];
+const IOT_KEYS: &[&str] = &[
+    "missing_field_ratio",
+    "missing_row_ratio",
+    "out_of_order_ratio",
+    "out_of_order_max_steps",
+];
+const CUSTOM_KEYS: &[&str] = &[
+    "stable",
+    "childtable_count",
+    "childtable_prefix",
+    "insert_rows",
+    "timestamp_step",
+    "start_timestamp",
+    "interlace_rows",
+    "disorder_ratio",
+    "disorder_range",
+    "columns",
+    "tags",
+];
+
+impl Ctx<'_> {
+    fn line_of(&self, span: &Range<usize>) -> usize {
+        let end = span.start.min(self.text.len());
+        self.text[..end].bytes().filter(|b| *b == b'\n').count() + 1
+    }
+
+    fn error(&self, span: Option<&Range<usize>>, key: &str, message: String) -> ScenarioError {
+        let mut message = message;
+        if self.overridden.iter().any(|k| k == key) {
+            message.push_str(" (value given by --set)");
+        }
+        ScenarioError {
+            file: self.file.clone(),
+            line: span.map(|s| self.line_of(s)),
+            key: Some(key.to_string()),
+            message,
+        }
+    }
+
+    fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
+        let line = e.span().map(|s| self.line_of(&s));
+        let snippet = e
+            .span()
+            .map(|s| {
+                let start = self.text[..s.start.min(self.text.len())].rfind('\n').map_or(0, |i| i + 1);
+                let end = self.text[start..].find('\n').map_or(self.text.len(), |i| start + i);
+                format!(" (in `{}`)", self.text[start..end].trim())
+            })
+            .unwrap_or_default();
+        ScenarioError {
+            file: self.file.clone(),
+            line,
+            key: None,
+            message: format!("{}{snippet}", e.message().trim_end()),
+        }
+    }
+
+    fn int(&self, v: &Spanned<i64>, key: &str, lo: i64, hi: i64) -> Result<i64, ScenarioError> {
+        let x = *v.get_ref();
+        if x < lo || x > hi {
+            return Err(self.error(
+                Some(&v.span()),
+                key,
+                format!("value {x} is out of range; allowed: {lo} to {hi}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    fn ratio(&self, v: &Spanned<f64>, key: &str, hi: f64) -> Result<f64, ScenarioError> {
+        let x = *v.get_ref();
+        if !(x.is_finite() && (0.0..=hi).contains(&x)) {
+            return Err(self.error(
+                Some(&v.span()),
+                key,
+                format!("value {x} is out of range; allowed: 0 to {hi}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    fn duration(&self, v: &Spanned<String>, key: &str, min: Duration) -> Result<Duration, ScenarioError> {
+        let d = humantime::parse_duration(v.get_ref()).map_err(|e| {
+            self.error(
+                Some(&v.span()),
+                key,
+                format!(
+                    "\"{}\" is not a duration ({e}); write e.g. \"10s\", \"500ms\", \"1h 30m\"",
+                    v.get_ref()
+                ),
+            )
+        })?;
+        if d < min {
+            return Err(self.error(
+                Some(&v.span()),
+                key,
+                format!(
+                    "\"{}\" is too short; allowed: at least {}",
+                    v.get_ref(),
+                    humantime::format_duration(min)
+                ),
+            ));
+        }
+        Ok(d)
+    }
+
+    fn time_ns(&self, v: &Spanned<String>, key: &str) -> Result<i64, ScenarioError> {
+        let t = humantime::parse_rfc3339_weak(v.get_ref()).map_err(|_| {
+            self.error(
+                Some(&v.span()),
+                key,
+                format!(
+                    "\"{}\" is not a UTC time; write RFC 3339, e.g. \"2016-01-01T00:00:00Z\"",
+                    v.get_ref()
+                ),
+            )
+        })?;
+        let since = t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| self.error(Some(&v.span()), key, "times before 1970 are not supported".into()))?;
+        i64::try_from(since.as_nanos())
+            .map_err(|_| self.error(Some(&v.span()), key, "time is past year 2262".into()))
+    }
+
+    fn choice<'v>(
+        &self,
+        v: &'v Spanned<String>,
+        key: &str,
+        allowed: &[&str],
+    ) -> Result<&'v str, ScenarioError> {
+        let s = v.get_ref().as_str();
+        if allowed.contains(&s) {
+            Ok(s)
+        } else {
+            Err(self.error(
+                Some(&v.span()),
+                key,
+                format!("\"{s}\" is not allowed; allowed: {}", allowed.join(", ")),
+            ))
+        }
+    }
+
+    fn plan(&self, raw: ScenarioFile) -> Result<Plan, ScenarioError> {
+        let workload = self.workload(&raw.workload)?;
+        let target = self.target(&raw.target)?;
+        let load = self.load(&raw.load)?;
+        let output = self.output(&raw.output)?;
+        Ok(Plan {
+            name: raw.name.unwrap_or_else(|| self.file.clone()),
+            description: raw.description,
+            source: self.file.clone(),
+            workload,
+            target,
+            load,
+            output,
+        })
+    }
+
+    fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
+        let kind = match &w.kind {
+            None => "cpu-only",
+            Some(k) => self.choice(k, "workload.kind", &["cpu-only", "devops", "iot", "custom"])?,
+        };
+        // Keys that belong to other kinds are mistakes, not silently ignored settings.
+        let present = |key: &str| -> Option<Range<usize>> {
+            macro_rules! span {
+                ($f:ident) => {
+                    w.$f.as_ref().map(|v| v.span())
+                };
+            }
+            match key {
+                "scale" => span!(scale),
+                "start" => span!(start),
+                "end" => span!(end),
+                "interval" => span!(interval),
+                "missing_field_ratio" => span!(missing_field_ratio),
+                "missing_row_ratio" => span!(missing_row_ratio),
+                "out_of_order_ratio" => span!(out_of_order_ratio),
+                "out_of_order_max_steps" => span!(out_of_order_max_steps),
+                "stable" => span!(stable),
+                "childtable_count" => span!(childtable_count),
+                "childtable_prefix" => span!(childtable_prefix),
+                "insert_rows" => span!(insert_rows),
+                "timestamp_step" => span!(timestamp_step),
+                "start_timestamp" => span!(start_timestamp),
+                "interlace_rows" => span!(interlace_rows),
+                "disorder_ratio" => span!(disorder_ratio),
+                "disorder_range" => span!(disorder_range),
+                "columns" => span!(columns),
+                "tags" => span!(tags),
+                _ => None,
+            }
+        };
+        let allowed: Vec<&str> = match kind {
+            "cpu-only" | "devops" => TSBS_KEYS.to_vec(),
+            "iot" => TSBS_KEYS.iter().chain(IOT_KEYS).copied().collect(),
+            _ => CUSTOM_KEYS.to_vec(),
+        };
+        for key in TSBS_KEYS.iter().chain(IOT_KEYS).chain(CUSTOM_KEYS) {
+            if !allowed.contains(key)
+                && let Some(span) = present(key)
+            {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("workload.{key}"),
+                    format!(
+                        "not a setting of workload kind \"{kind}\"; its settings are: seed, {}",
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        let seed = match &w.seed {
+            None => 123,
+            Some(s) => self.int(s, "workload.seed", 0, i64::MAX)? as u64,
+        };
+        if kind == "custom" {
+            return self.custom(w, seed);
+        }
+        let scale = match &w.scale {
+            None => 100,
+            Some(s) => self.int(s, "workload.scale", 1, u32::MAX as i64)? as u32,
+        };
+        let start_ns = match &w.start {
+            None => 1_451_606_400_000_000_000, // 2016-01-01T00:00:00Z, TSBS's default
+            Some(s) => self.time_ns(s, "workload.start")?,
+        };
+        let end_ns = match &w.end {
+            None => start_ns + 86_400_000_000_000,
+            Some(s) => self.time_ns(s, "workload.end")?,
+        };
+        if end_ns <= start_ns {
+            return Err(self.error(
+                w.end.as_ref().map(|e| e.span()).as_ref(),
+                "workload.end",
+                "must be later than workload.start".into(),
+            ));
+        }
+        let interval_ns = match &w.interval {
+            None => 10_000_000_000,
+            Some(s) => self.duration(s, "workload.interval", Duration::from_millis(1))?.as_nanos() as i64,
+        };
+        Ok(match kind {
+            "cpu-only" => WorkloadPlan::CpuOnly { seed, scale, start_ns, end_ns, interval_ns },
+            "devops" => WorkloadPlan::Devops { seed, scale, start_ns, end_ns, interval_ns },
+            _ => WorkloadPlan::Iot {
+                seed,
+                scale,
+                start_ns,
+                end_ns,
+                interval_ns,
+                missing_field_ratio: w
+                    .missing_field_ratio
+                    .as_ref()
+                    .map(|v| self.ratio(v, "workload.missing_field_ratio", 1.0))
+                    .transpose()?,
+                missing_row_ratio: w
+                    .missing_row_ratio
+                    .as_ref()
+                    .map(|v| self.ratio(v, "workload.missing_row_ratio", 1.0))
+                    .transpose()?,
+                out_of_order_ratio: w
+                    .out_of_order_ratio
+                    .as_ref()
+                    .map(|v| self.ratio(v, "workload.out_of_order_ratio", 1.0))
+                    .transpose()?,
+                out_of_order_max_steps: w
+                    .out_of_order_max_steps
+                    .as_ref()
+                    .map(|v| self.int(v, "workload.out_of_order_max_steps", 1, 1_000_000))
+                    .transpose()?
+                    .map(|v| v as u32),
+            },
+        })
+    }
+
+    fn custom(&self, w: &WorkloadSection, seed: u64) -> Result<WorkloadPlan, ScenarioError> {
+        let columns = match &w.columns {
+            None => None,
+            Some(c) => Some(self.column_list(c, "workload.columns", 4096)?),
+        };
+        let tags = match &w.tags {
+            None => None,
+            Some(c) => Some(self.column_list(c, "workload.tags", 128)?),
+        };
+        Ok(WorkloadPlan::Custom {
+            seed,
+            stable: w.stable.as_ref().map(|s| s.get_ref().clone()),
+            childtable_count: w
+                .childtable_count
+                .as_ref()
+                .map(|v| self.int(v, "workload.childtable_count", 1, u32::MAX as i64))
+                .transpose()?
+                .map(|v| v as u32),
+            childtable_prefix: w.childtable_prefix.as_ref().map(|s| s.get_ref().clone()),
+            insert_rows: w
+                .insert_rows
+                .as_ref()
+                .map(|v| self.int(v, "workload.insert_rows", 1, i64::MAX))
+                .transpose()?
+                .map(|v| v as u64),
+            timestamp_step_ns: w
+                .timestamp_step
+                .as_ref()
+                .map(|v| self.duration(v, "workload.timestamp_step", Duration::from_nanos(1)))
+                .transpose()?
+                .map(|d| d.as_nanos() as i64),
+            start_timestamp_ns: w
+                .start_timestamp
+                .as_ref()
+                .map(|v| self.time_ns(v, "workload.start_timestamp"))
+                .transpose()?,
+            interlace_rows: w
+                .interlace_rows
+                .as_ref()
+                .map(|v| self.int(v, "workload.interlace_rows", 0, u32::MAX as i64))
+                .transpose()?
+                .map(|v| v as u32),
+            disorder_ratio: w
+                .disorder_ratio
+                .as_ref()
+                .map(|v| self.ratio(v, "workload.disorder_ratio", 100.0))
+                .transpose()?,
+            disorder_range_ns: w
+                .disorder_range
+                .as_ref()
+                .map(|v| self.duration(v, "workload.disorder_range", Duration::ZERO))
+                .transpose()?
+                .map(|d| d.as_nanos() as i64),
+            columns,
+            tags,
+        })
+    }
+
+    fn column_list(
+        &self,
+        list: &Spanned<Vec<Spanned<ColumnEntry>>>,
+        key: &str,
+        max_count: i64,
+    ) -> Result<Vec<CustomColumn>, ScenarioError> {
+        if list.get_ref().is_empty() {
+            return Err(self.error(Some(&list.span()), key, "must list at least one column".into()));
+        }
+        let mut out = Vec::new();
+        for (i, entry) in list.get_ref().iter().enumerate() {
+            let span = entry.span();
+            let e = entry.get_ref();
+            let k = format!("{key}[{i}]");
+            let ty = e.data_type.to_ascii_lowercase();
+            const TYPES: &[&str] = &[
+                "bool", "tinyint", "smallint", "int", "bigint", "float", "double", "varchar",
+                "binary", "nchar", "timestamp",
+            ];
+            if !TYPES.contains(&ty.as_str()) {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.type"),
+                    format!("\"{}\" is not a column type; allowed: {}", e.data_type, TYPES.join(", ")),
+                ));
+            }
+            let is_str = matches!(ty.as_str(), "varchar" | "binary" | "nchar");
+            if let Some(len) = e.len
+                && (!is_str || !(1..=65_517).contains(&len))
+            {
+                let message = if is_str {
+                    format!("len {len} is out of range; allowed: 1 to 65517")
+                } else {
+                    format!("len is only allowed for varchar, binary and nchar, not {ty}")
+                };
+                return Err(self.error(Some(&span), &format!("{k}.len"), message));
+            }
+            let count = e.count.unwrap_or(1);
+            if !(1..=max_count).contains(&count) {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.count"),
+                    format!("value {count} is out of range; allowed: 1 to {max_count}"),
+                ));
+            }
+            if let (Some(lo), Some(hi)) = (e.min, e.max)
+                && lo > hi
+            {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.min"),
+                    format!("min {lo} is greater than max {hi}"),
+                ));
+            }
+            if let Some(values) = &e.values
+                && values.is_empty()
+            {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.values"),
+                    "must list at least one value".into(),
+                ));
+            }
+            out.push(CustomColumn {
+                data_type: ty,
+                len: e.len.map(|l| l as u32),
+                count: count as u32,
+                min: e.min,
+                max: e.max,
+                values: e.values.clone(),
+                line: self.line_of(&span),
+            });
+        }
+        Ok(out)
+    }
+
+    fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
+        let kind = match &t.kind {
+            None => "sqlite",
+            Some(k) => self.choice(k, "target.kind", &["sqlite", "null"])?,
+        };
+        match kind {
+            "null" => {
+                for (key, set) in [
+                    ("url", t.url.as_ref().map(|v| v.span())),
+                    ("synchronous", t.synchronous.as_ref().map(|v| v.span())),
+                    ("journal_mode", t.journal_mode.as_ref().map(|v| v.span())),
+                    ("busy_timeout", t.busy_timeout.as_ref().map(|v| v.span())),
+                ] {
+                    if let Some(span) = set {
+                        return Err(self.error(
+                            Some(&span),
+                            &format!("target.{key}"),
+                            "not a setting of target kind \"null\", which has none".into(),
+                        ));
+                    }
+                }
+                Ok(TargetPlan::Null)
+            }
+            _ => {
+                let url = t
+                    .url
+                    .as_ref()
+                    .map(|u| u.get_ref().clone())
+                    .unwrap_or_else(|| "sqlite:./tsload.db".to_string());
+                if let Some(u) = &t.url
+                    && u.get_ref().trim().is_empty()
+                {
+                    return Err(self.error(Some(&u.span()), "target.url", "must not be empty".into()));
+                }
+                let synchronous = match &t.synchronous {
+                    None => "normal".to_string(),
+                    Some(s) => self.choice(s, "target.synchronous", &["off", "normal", "full"])?.to_string(),
+                };
+                let journal_mode = match &t.journal_mode {
+                    None => "wal".to_string(),
+                    Some(s) => self.choice(s, "target.journal_mode", &["wal", "delete", "memory"])?.to_string(),
+                };
+                let busy_timeout = match &t.busy_timeout {
+                    None => Duration::from_secs(30),
+                    Some(s) => self.duration(s, "target.busy_timeout", Duration::ZERO)?,
+                };
+                Ok(TargetPlan::Sqlite {
+                    url,
+                    drop_existing: t.drop_existing.unwrap_or(false),
+                    synchronous,
+                    journal_mode,
+                    busy_timeout,
+                })
+            }
+        }
+    }
+
+    fn load(&self, l: &LoadSection) -> Result<LoadConfig, ScenarioError> {
+        let d = LoadConfig::default();
+        let workers = l
+            .workers
+            .as_ref()
+            .map(|v| self.int(v, "load.workers", 1, 100_000))
+            .transpose()?
+            .map_or(d.workers, |v| v as usize);
+        let batch = l
+            .batch
+            .as_ref()
+            .map(|v| self.int(v, "load.batch", 1, 10_000_000))
+            .transpose()?
+            .map_or(d.batch, |v| v as usize);
+        let in_flight = l
+            .in_flight
+            .as_ref()
+            .map(|v| self.int(v, "load.in_flight", 1, 1024))
+            .transpose()?
+            .map_or(d.in_flight, |v| v as usize);
+        let mode = match &l.rate {
+            None => LoadMode::Closed,
+            Some(r) => {
+                let rate = *r.get_ref();
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(self.error(
+                        Some(&r.span()),
+                        "load.rate",
+                        format!("value {rate} is out of range; allowed: a positive number of rows per second (omit it for closed loop)"),
+                    ));
+                }
+                LoadMode::Open { rate }
+            }
+        };
+        Ok(LoadConfig {
+            workers,
+            batch,
+            in_flight,
+            mode,
+            duration: l
+                .duration
+                .as_ref()
+                .map(|v| self.duration(v, "load.duration", Duration::from_millis(1)))
+                .transpose()?,
+            rows: l
+                .rows
+                .as_ref()
+                .map(|v| self.int(v, "load.rows", 1, i64::MAX))
+                .transpose()?
+                .map(|v| v as u64),
+            report_interval: l
+                .report_interval
+                .as_ref()
+                .map(|v| self.duration(v, "load.report_interval", Duration::from_millis(10)))
+                .transpose()?
+                .unwrap_or(d.report_interval),
+            max_retries: l
+                .max_retries
+                .as_ref()
+                .map(|v| self.int(v, "load.max_retries", 0, 1000))
+                .transpose()?
+                .map_or(d.max_retries, |v| v as u32),
+            retry_backoff: l
+                .retry_backoff
+                .as_ref()
+                .map(|v| self.duration(v, "load.retry_backoff", Duration::ZERO))
+                .transpose()?
+                .unwrap_or(d.retry_backoff),
+        })
+    }
+
+    fn output(&self, o: &OutputSection) -> Result<OutputPlan, ScenarioError> {
+        let mut fail_if = Vec::new();
+        for (i, t) in o.fail_if.iter().enumerate() {
+            let th = Threshold::parse(t.get_ref()).map_err(|e| {
+                self.error(Some(&t.span()), &format!("output.fail_if[{i}]"), e.to_string())
+            })?;
+            fail_if.push(th);
+        }
+        let progress = match &o.progress {
+            None => ProgressMode::Auto,
+            Some(p) => match self.choice(p, "output.progress", &["auto", "bar", "plain", "none"])? {
+                "bar" => ProgressMode::Bar,
+                "plain" => ProgressMode::Plain,
+                "none" => ProgressMode::None,
+                _ => ProgressMode::Auto,
+            },
+        };
+        Ok(OutputPlan {
+            json: o.json.clone().map(Into::into),
+            hlog: o.hlog.clone().map(Into::into),
+            fail_if,
+            progress,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> ScenarioError {
+        parse("s.toml", text, &[]).unwrap_err()
+    }
+
+    #[test]
+    fn quickstart_parses() {
+        let plan = load(None, &[]).unwrap();
+        assert!(matches!(plan.workload, WorkloadPlan::CpuOnly { scale: 100, .. }));
+        assert!(matches!(plan.target, TargetPlan::Sqlite { .. }));
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_allowed_keys() {
+        let e = err("[load]\nworkers = 2\nwrokers = 3\n");
+        assert_eq!(e.file, "s.toml");
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("unknown field `wrokers`"), "{e}");
+        assert!(e.message.contains("workers"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_value_and_expected_type() {
+        let e = err("[load]\n\nworkers = \"four\"\n");
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(e.message.contains("\"four\"") && e.message.contains("expected i64"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_names_key_value_and_range() {
+        let e = err("[load]\nworkers = 0\n");
+        assert_eq!(e.line, Some(2));
+        assert_eq!(e.key.as_deref(), Some("load.workers"));
+        assert!(e.message.contains("value 0 is out of range; allowed: 1 to 100000"), "{e}");
+        let shown = e.to_string();
+        assert!(shown.starts_with("s.toml:2: key `load.workers`:"), "{shown}");
+    }
+
+    #[test]
+    fn bad_choice_lists_allowed_values() {
+        let e = err("[workload]\nkind = \"cpu\"\n");
+        assert!(e.message.contains("cpu-only, devops, iot, custom"), "{e}");
+        let e = err("[target]\nkind = \"oracle\"\n");
+        assert!(e.message.contains("sqlite, null"), "{e}");
+    }
+
+    #[test]
+    fn key_of_another_workload_kind_is_an_error() {
+        let e = err("[workload]\nkind = \"cpu-only\"\nchildtable_count = 5\n");
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("not a setting of workload kind \"cpu-only\""), "{e}");
+    }
+
+    #[test]
+    fn bad_duration_and_time() {
+        let e = err("[workload]\ninterval = \"10 parsecs\"\n");
+        assert!(e.message.contains("is not a duration"), "{e}");
+        let e = err("[workload]\nstart = \"yesterday\"\n");
+        assert!(e.message.contains("RFC 3339"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply_and_are_validated() {
+        let p = parse("s.toml", "[load]\nworkers = 2\n", &["load.workers=8".into(), "load.batch=50".into()])
+            .unwrap();
+        assert_eq!(p.load.workers, 8);
+        assert_eq!(p.load.batch, 50);
+        let e = parse("s.toml", "[load]\nworkers = 2\n", &["load.workers=0".into()]).unwrap_err();
+        assert!(e.message.contains("--set"), "{e}");
+        let e = parse("s.toml", "", &["workload.kind=bogus".into()]).unwrap_err();
+        assert!(e.message.contains("allowed"), "{e}");
+    }
+
+    #[test]
+    fn bad_threshold_is_reported_at_its_line() {
+        let e = err("[output]\nfail_if = [\"p99<20\"]\n");
+        assert_eq!(e.line, Some(2));
+        assert!(e.message.contains("not a duration"), "{e}");
+    }
+
+    #[test]
+    fn custom_column_errors() {
+        let e = err("[workload]\nkind = \"custom\"\ncolumns = [{ type = \"float\", count = 2, min = 5, max = 1 }]\n");
+        assert!(e.message.contains("greater than max"), "{e}");
+        let e = err("[workload]\nkind = \"custom\"\ncolumns = [{ type = \"blob\" }]\n");
+        assert!(e.message.contains("not a column type"), "{e}");
+    }
+}

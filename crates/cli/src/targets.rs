@@ -1,0 +1,41 @@
+//! Target dispatch: the one place that knows every sink crate. A new database is one new
+//! crate and one match arm here.
+
+use std::sync::Arc;
+
+use tsload_core::engine::{self, EngineError, Observer, RunOutcome, StopHandle};
+use tsload_core::{NullSink, Workload};
+use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
+
+use crate::plan::{Plan, TargetPlan};
+
+/// Runs the plan's load against its target.
+pub async fn run(
+    plan: &Plan,
+    workload: Arc<dyn Workload>,
+    stop: StopHandle,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome, EngineError> {
+    let load = plan.load.clone();
+    match &plan.target {
+        TargetPlan::Null => engine::run(workload, Arc::new(NullSink), load, stop, observer).await,
+        TargetPlan::Sqlite { url, drop_existing, synchronous, journal_mode, busy_timeout } => {
+            let cfg = SqliteConfig {
+                url: url.clone(),
+                drop_existing: *drop_existing,
+                synchronous: match synchronous.as_str() {
+                    "off" => Synchronous::Off,
+                    "full" => Synchronous::Full,
+                    _ => Synchronous::Normal,
+                },
+                journal_mode: match journal_mode.as_str() {
+                    "delete" => JournalMode::Delete,
+                    "memory" => JournalMode::Memory,
+                    _ => JournalMode::Wal,
+                },
+                busy_timeout: *busy_timeout,
+            };
+            engine::run(workload, Arc::new(SqliteSink::new(cfg)), load, stop, observer).await
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! End-to-end tests of the `tsload` binary: the quickstart into a real SQLite file, data-set
+//! determinism, scenario errors, the interval log, thresholds and Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+fn tsload() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tsload"))
+}
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    tsload().args(args).current_dir(dir).output().expect("start tsload")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("report written")).expect("valid JSON")
+}
+
+#[test]
+fn quickstart_row_count_equals_the_rows_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let report = dir.path().join("r.json");
+    let out = run(
+        &[
+            "run",
+            "--set",
+            &format!("target.url=sqlite:{}", db.display()),
+            "--json",
+            report.to_str().unwrap(),
+            "--progress",
+            "plain",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let r = json(&report);
+    let reported = r["rows"].as_u64().unwrap();
+    assert_eq!(reported, 216_000, "100 hosts x 6 h at 10 s");
+    assert_eq!(r["metrics"].as_u64().unwrap(), 2_160_000);
+
+    let counted = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display())).await.unwrap();
+        let tables: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&mut conn).await.unwrap();
+        assert!(!tables.is_empty());
+        let mut total = 0i64;
+        for (t,) in tables {
+            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\"")).fetch_one(&mut conn).await.unwrap();
+            total += n;
+        }
+        total
+    });
+    assert_eq!(counted as u64, reported);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("216,000"), "report table shows the rows: {stdout}");
+    assert!(text(&out.stderr).contains("rows/s"), "plain progress lines on stderr");
+}
+
+#[test]
+fn generate_is_deterministic_and_seed_dependent() {
+    let dir = tempfile::tempdir().unwrap();
+    let gen_args = |seed: &str, file: &str| {
+        vec![
+            "generate".to_string(),
+            "--set".into(),
+            format!("workload.seed={seed}"),
+            "--set".into(),
+            "workload.scale=7".into(),
+            "--set".into(),
+            "workload.end=\"2016-01-01T00:10:00Z\"".into(),
+            "-o".into(),
+            file.into(),
+        ]
+    };
+    for (seed, file) in [("1", "a.lp"), ("1", "b.lp"), ("2", "c.lp")] {
+        let args = gen_args(seed, file);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args, dir.path());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let a = std::fs::read(dir.path().join("a.lp")).unwrap();
+    let b = std::fs::read(dir.path().join("b.lp")).unwrap();
+    let c = std::fs::read(dir.path().join("c.lp")).unwrap();
+    assert_eq!(text(&a).lines().count(), 7 * 60, "7 hosts x 60 steps");
+    assert_eq!(a, b, "same seed, same bytes");
+    assert_ne!(a, c, "another seed, other values");
+    let first = text(&a).lines().next().unwrap().to_string();
+    assert!(
+        first.starts_with("cpu,hostname=host_0,region="),
+        "TSBS measurement and first tag: {first}"
+    );
+    assert!(first.ends_with(" 1451606400000000000"), "{first}");
+}
+
+#[test]
+fn generate_gz_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["generate", "--set", "workload.scale=2", "--set", "workload.end=\"2016-01-01T00:01:00Z\"", "-o", "x.lp.gz"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let gz = std::fs::File::open(dir.path().join("x.lp.gz")).unwrap();
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut s).unwrap();
+    assert_eq!(s.lines().count(), 12);
+}
+
+fn scenario_error(body: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), body).unwrap();
+    let out = run(&["run", "bad.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "bad input exits 2; stderr: {}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "nothing ran");
+    text(&out.stderr)
+}
+
+#[test]
+fn scenario_errors_name_file_line_key_value_and_what_is_allowed() {
+    let e = scenario_error("[load]\nworkers = 2\nbatchsize = 10\n");
+    assert!(e.contains("bad.toml:3") && e.contains("unknown field `batchsize`") && e.contains("`batch`"), "{e}");
+
+    let e = scenario_error("[workload]\nscale = \"many\"\n");
+    assert!(e.contains("bad.toml:2") && e.contains("\"many\"") && e.contains("expected i64"), "{e}");
+
+    let e = scenario_error("[target]\nkind = \"null\"\n[load]\nbatch = -5\n");
+    assert!(
+        e.contains("bad.toml:4: key `load.batch`: value -5 is out of range; allowed: 1 to 10000000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn validate_prints_the_resolved_plan_with_the_data_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["validate", "--set", "load.workers=3"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["load"]["workers"], 3);
+    assert_eq!(v["workload"]["kind"], "cpu-only");
+    assert_eq!(v["data_set"]["rows"], 216_000);
+}
+
+fn hlog_counts(bytes: &[u8]) -> (u64, u64) {
+    let mut de = Deserializer::new();
+    let (mut latency, mut service) = (0, 0);
+    for entry in IntervalLogIterator::new(bytes) {
+        if let LogEntry::Interval(h) = entry.expect("valid interval log line") {
+            let raw = base64::engine::general_purpose::STANDARD.decode(h.encoded_histogram()).unwrap();
+            let hist: Histogram<u64> = de.deserialize(&mut &raw[..]).unwrap();
+            match h.tag() {
+                None => latency += hist.len(),
+                Some(_) => service += hist.len(),
+            }
+        }
+    }
+    (latency, service)
+}
+
+#[test]
+fn interval_log_holds_every_request_of_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "run", "--set", "target.kind=\"null\"", "--set", "target.url=", "--set", "load.batch=100",
+            "--set", "load.rate=20000", "--set", "workload.scale=10", "--set", "load.report_interval=\"100ms\"",
+            "--hlog", "run.hlog", "--json", "r.json", "--progress", "none",
+        ],
+        dir.path(),
+    );
+    // target.url is not a setting of null: the override must be refused...
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = run(
+        &[
+            "run", "--set", "target.kind=\"null\"", "--set", "load.batch=100", "--set", "load.rate=20000",
+            "--set", "workload.scale=10", "--set", "load.report_interval=\"100ms\"",
+            "--set", "workload.end=\"2016-01-01T01:00:00Z\"",
+            "--hlog", "run.hlog", "--json", "r.json", "--progress", "none",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = json(&dir.path().join("r.json"));
+    let requests = r["requests"].as_u64().unwrap();
+    assert_eq!(requests, 36, "3,600 rows in batches of 100");
+    assert_eq!(r["latency"]["count"].as_u64().unwrap(), requests);
+    let bytes = std::fs::read(dir.path().join("run.hlog")).unwrap();
+    let (latency, service) = hlog_counts(&bytes);
+    assert_eq!(latency, requests);
+    assert_eq!(service, requests);
+    assert!(text(&bytes).contains("#[StartTime:"));
+}
+
+#[test]
+fn broken_threshold_exits_3_after_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "run", "--set", "target.kind=\"null\"", "--set", "workload.scale=2", "--progress", "none",
+            "--fail-if", "rows_per_s<1", "--fail-if", "errors==0",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("rows"));
+    let e = text(&out.stderr);
+    assert!(e.contains("FAIL: threshold `rows_per_s<1` broken"), "{e}");
+    assert!(!e.contains("errors==0"), "the kept threshold is not reported: {e}");
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_still_prints_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    // Open loop at 2,000 rows/s over 216,000 rows: would take 108 s.
+    let child = tsload()
+        .args(["run", "--set", "target.kind=\"null\"", "--set", "load.rate=2000", "--set", "load.batch=100",
+               "--json", report.to_str().unwrap(), "--progress", "none"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid with a valid signal number.
+    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly");
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("stopped: interrupted"), "{stdout}");
+    let r = json(&report);
+    let rows = r["rows"].as_u64().unwrap();
+    assert!(rows > 0 && rows < 216_000, "partial run: {rows} rows");
+    assert_eq!(r["stop_reason"], "interrupted");
+}
