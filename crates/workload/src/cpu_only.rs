@@ -1,0 +1,198 @@
+//! TSBS `cpu-only`: one `cpu` measurement with TSBS's ten host tags and ten integer usage
+//! fields (usage_user .. usage_guest_nice), each a bounded random walk in 0..=100.
+
+use std::sync::Arc;
+
+use rand_core::RngCore;
+use tsload_core::schema::{DataType, Schema, TableSchema};
+use tsload_core::workload::device_range;
+use tsload_core::{Batch, BatchSource, Column, ColumnValues, Workload};
+
+use crate::WorkloadError;
+use crate::rng::{DeviceRng, below, device_rng};
+use crate::tsbs::{HostTags, StepCursor, TsbsConfig, field_defs, host_tag_defs};
+
+/// TSBS's cpu fields, in TSBS's order.
+pub(crate) const CPU_FIELDS: &[&str] = &[
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
+const FIELDS: usize = 10;
+
+/// Random stream id of cpu values.
+const CPU_STREAM: u64 = 0x6370_75;
+
+/// Steps of the usage walk, indexed by 6 random bits: a rounded normal-like spread, so
+/// one 64-bit draw moves all ten fields.
+const WALK: [i8; 64] = {
+    let mut t = [0i8; 64];
+    let counts: [(i8, usize); 7] = [(-3, 1), (-2, 4), (-1, 14), (0, 26), (1, 14), (2, 4), (3, 1)];
+    let mut i = 0;
+    let mut k = 0;
+    while k < counts.len() {
+        let (step, n) = counts[k];
+        let mut j = 0;
+        while j < n {
+            t[i] = step;
+            i += 1;
+            j += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// The state of one host's cpu: its random stream and current usage values.
+#[derive(Debug, Clone)]
+pub(crate) struct CpuState {
+    rng: DeviceRng,
+    usage: [u8; FIELDS],
+}
+
+impl CpuState {
+    pub fn new(seed: u64, host: u32) -> Self {
+        let mut rng = device_rng(seed, CPU_STREAM, host);
+        let mut usage = [0u8; FIELDS];
+        for u in &mut usage {
+            *u = below(rng.next_u64(), 101) as u8;
+        }
+        CpuState { rng, usage }
+    }
+
+    /// Moves every field one step and returns the new values.
+    #[inline]
+    pub fn next(&mut self) -> &[u8; FIELDS] {
+        let r = self.rng.next_u64();
+        for (i, u) in self.usage.iter_mut().enumerate() {
+            let step = WALK[((r >> (6 * i)) & 63) as usize];
+            *u = (*u as i8 + step).clamp(0, 100) as u8;
+        }
+        &self.usage
+    }
+}
+
+/// The `cpu` table's schema.
+pub(crate) fn cpu_table() -> TableSchema {
+    TableSchema {
+        name: "cpu".into(),
+        tags: host_tag_defs(),
+        fields: field_defs(CPU_FIELDS, DataType::BigInt),
+    }
+}
+
+/// The ten integer columns of a cpu table batch.
+pub(crate) fn cpu_columns(columns: &mut [Column]) -> [&mut Vec<i64>; FIELDS] {
+    let cols: Vec<&mut Vec<i64>> = columns
+        .iter_mut()
+        .map(|c| match &mut c.values {
+            ColumnValues::Int(v) => v,
+            _ => unreachable!("cpu fields are integers"),
+        })
+        .collect();
+    cols.try_into()
+        .unwrap_or_else(|_| unreachable!("cpu has ten fields"))
+}
+
+/// The TSBS `cpu-only` data set.
+#[derive(Debug)]
+pub struct CpuOnly {
+    cfg: TsbsConfig,
+    steps: u64,
+    schema: Schema,
+}
+
+impl CpuOnly {
+    pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
+        let steps = cfg.steps()?;
+        let schema = Schema {
+            tables: vec![cpu_table()],
+            tag_slots: crate::tsbs::HOST_TAGS.len(),
+            device_count: cfg.scale,
+            tags: Arc::new(HostTags {
+                seed: cfg.seed,
+                devops: false,
+            }),
+        };
+        Ok(CpuOnly { cfg, steps, schema })
+    }
+}
+
+impl Workload for CpuOnly {
+    fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    fn total_rows(&self) -> Option<u64> {
+        (self.cfg.scale as u64).checked_mul(self.steps)
+    }
+
+    fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
+        let devices = device_range(self.cfg.scale, worker, workers);
+        Box::new(CpuSource {
+            cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
+            first: devices.start,
+            hosts: devices.map(|d| CpuState::new(self.cfg.seed, d)).collect(),
+        })
+    }
+}
+
+struct CpuSource {
+    cursor: StepCursor,
+    first: u32,
+    hosts: Vec<CpuState>,
+}
+
+impl BatchSource for CpuSource {
+    fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        let t = &mut batch.tables[0];
+        let c = &mut self.cursor;
+        let mut n = 0;
+        let (device, ts) = (&mut t.device, &mut t.ts);
+        let mut cols = cpu_columns(&mut t.columns);
+        while n < max_rows && !c.done() {
+            let usage = self.hosts[c.device as usize].next();
+            device.push(self.first + c.device);
+            ts.push(c.ts);
+            for (col, u) in cols.iter_mut().zip(usage) {
+                col.push(*u as i64);
+            }
+            c.advance();
+            n += 1;
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_table_is_centred() {
+        assert_eq!(WALK.iter().map(|s| *s as i32).sum::<i32>(), 0);
+        assert_eq!(WALK[0], -3);
+        assert_eq!(WALK[63], 3);
+    }
+
+    #[test]
+    fn usage_stays_in_range_and_moves_little() {
+        let mut s = CpuState::new(1, 0);
+        let mut prev = *s.next();
+        for _ in 0..10_000 {
+            let now = *s.next();
+            for (a, b) in prev.iter().zip(&now) {
+                assert!(*b <= 100);
+                assert!((*a as i32 - *b as i32).abs() <= 3);
+            }
+            prev = now;
+        }
+    }
+}

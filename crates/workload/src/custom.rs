@@ -1,0 +1,624 @@
+//! taosBenchmark-style super tables: `childtable_count` child tables named
+//! `childtable_prefix` + index, `insert_rows` rows each, `timestamp_step` apart from
+//! `start_timestamp`, written `interlace_rows` rows of a table at a time, with optional
+//! disorder, and columns and tags described as `{type, len, count, min, max, values}`.
+//!
+//! The child table's name is the first tag, `tbname` (TDengine's name for it), so that every
+//! target can tell the child tables apart; the described tags follow as `t0`, `t1`, ...
+//! and the columns are `c0`, `c1`, ...
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rand_core::RngCore;
+use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
+use tsload_core::workload::device_range;
+use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
+
+use crate::rng::{DeviceRng, below, chance, device_rng, hash, unit};
+use crate::{ColumnList, WorkloadError};
+
+/// One entry of `columns` or `tags`: `count` columns of one type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSpec {
+    pub data_type: DataType,
+    pub count: u32,
+    /// Smallest value (numeric types); defaults to 0.
+    pub min: Option<f64>,
+    /// Largest value (numeric types); defaults to 100.
+    pub max: Option<f64>,
+    /// Values to pick from, as written in the scenario.
+    pub values: Option<Vec<String>>,
+}
+
+impl ColumnSpec {
+    pub fn new(data_type: DataType, count: u32) -> Self {
+        ColumnSpec {
+            data_type,
+            count,
+            min: None,
+            max: None,
+            values: None,
+        }
+    }
+}
+
+/// A value parsed from a `values` list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CustomValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+/// Settings of a custom super table. The default reproduces REFERENCE.md R1's schema:
+/// columns 1 varchar(10) + 10 float, tags 1 varchar(10), 10 s apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomConfig {
+    pub seed: u64,
+    pub stable: String,
+    pub childtable_count: u32,
+    pub childtable_prefix: String,
+    /// Rows per child table.
+    pub insert_rows: u64,
+    pub timestamp_step_ns: i64,
+    pub start_timestamp_ns: i64,
+    /// Rows of one child table written before moving to the next; 0 = all of them.
+    pub interlace_rows: u32,
+    /// Percent (0..=100) of rows whose timestamp moves back.
+    pub disorder_ratio: f64,
+    /// How far back a disordered timestamp moves, at most, ns.
+    pub disorder_range_ns: i64,
+    pub columns: Vec<ColumnSpec>,
+    pub tags: Vec<ColumnSpec>,
+}
+
+impl Default for CustomConfig {
+    fn default() -> Self {
+        CustomConfig {
+            seed: 123,
+            stable: "meters".into(),
+            childtable_count: 10_000,
+            childtable_prefix: "d".into(),
+            insert_rows: 10_000,
+            timestamp_step_ns: 10_000_000_000,
+            // 2017-07-14T02:40:00Z, taosBenchmark's default start.
+            start_timestamp_ns: 1_500_000_000_000_000_000,
+            interlace_rows: 0,
+            disorder_ratio: 0.0,
+            disorder_range_ns: 1_000_000_000,
+            columns: vec![
+                ColumnSpec::new(DataType::Varchar(10), 1),
+                ColumnSpec::new(DataType::Float, 10),
+            ],
+            tags: vec![ColumnSpec::new(DataType::Varchar(10), 1)],
+        }
+    }
+}
+
+/// How the values of one column are made.
+#[derive(Debug, Clone)]
+enum ValueGen {
+    Bool,
+    /// Uniform integers in `lo..=lo+span-1`.
+    Int { lo: i64, span: u64 },
+    /// Uniform floats in `[lo, lo+span)`.
+    Float { lo: f64, span: f64 },
+    /// Random strings of `len` characters (multi-byte ones too for nchar).
+    Str { len: u32, unicode: bool },
+    /// One of the listed values.
+    Choice(Vec<CustomValue>),
+    /// The row's own timestamp, in milliseconds.
+    RowTime,
+}
+
+const ASCII: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const UNICODE: &[char] = &['a', 'b', 'c', 'x', 'y', 'z', '0', '9', 'é', 'ü', 'ß', '中', '文', '数', '据', 'α'];
+
+impl ValueGen {
+    fn compile(spec: &ColumnSpec, list: ColumnList, index: usize) -> Result<ValueGen, WorkloadError> {
+        let name = match list {
+            ColumnList::Columns => "columns",
+            ColumnList::Tags => "tags",
+        };
+        let err = |field: &str, message: String| WorkloadError {
+            key: format!("{name}[{index}].{field}"),
+            message,
+            column: Some((list, index)),
+        };
+        let ty = spec.data_type;
+        if let Some(values) = &spec.values {
+            if spec.min.is_some() || spec.max.is_some() {
+                return Err(err("values", "give either values or min/max, not both".into()));
+            }
+            let parsed = values
+                .iter()
+                .map(|v| parse_value(ty, v).map_err(|m| err("values", m)))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(ValueGen::Choice(parsed));
+        }
+        match ty {
+            DataType::Bool | DataType::Varchar(_) | DataType::NChar(_) => {
+                if spec.min.is_some() || spec.max.is_some() {
+                    let field = if spec.min.is_some() { "min" } else { "max" };
+                    return Err(err(
+                        field,
+                        format!("min and max are for numeric types, not {ty}; use values to list the allowed values"),
+                    ));
+                }
+                Ok(match ty {
+                    DataType::Bool => ValueGen::Bool,
+                    DataType::Varchar(len) => ValueGen::Str { len, unicode: false },
+                    DataType::NChar(len) => ValueGen::Str { len, unicode: true },
+                    _ => unreachable!(),
+                })
+            }
+            DataType::Timestamp if spec.min.is_none() && spec.max.is_none() => Ok(ValueGen::RowTime),
+            DataType::Float | DataType::Double => {
+                let lo = spec.min.unwrap_or(0.0);
+                let hi = spec.max.unwrap_or(lo.max(0.0) + 100.0);
+                for (field, v) in [("min", lo), ("max", hi)] {
+                    if !v.is_finite() || (ty == DataType::Float && v.abs() > f32::MAX as f64) {
+                        return Err(err(field, format!("{v} is not a finite {ty}")));
+                    }
+                }
+                if lo > hi {
+                    return Err(err("min", format!("min {lo} is greater than max {hi}")));
+                }
+                Ok(ValueGen::Float { lo, span: hi - lo })
+            }
+            _ => {
+                let (tlo, thi) = ty.int_range().unwrap_or((i64::MIN, i64::MAX));
+                let int = |field: &str, v: f64| -> Result<i64, WorkloadError> {
+                    if v.fract() != 0.0 || v < tlo as f64 || v > thi as f64 {
+                        return Err(err(
+                            field,
+                            format!("{v} is not a {ty} value; allowed: whole numbers from {tlo} to {thi}"),
+                        ));
+                    }
+                    Ok(v as i64)
+                };
+                let lo = int("min", spec.min.unwrap_or(0.0))?;
+                let hi = match spec.max {
+                    Some(m) => int("max", m)?,
+                    None => lo.saturating_add(100).min(thi),
+                };
+                if lo > hi {
+                    return Err(err("min", format!("min {lo} is greater than max {hi}")));
+                }
+                let span = (hi as i128 - lo as i128 + 1).min(u64::MAX as i128) as u64;
+                Ok(ValueGen::Int { lo, span })
+            }
+        }
+    }
+
+    /// Appends one value to `out`, using `scratch` for strings.
+    #[inline]
+    fn push(&self, rng: &mut DeviceRng, ts_ns: i64, out: &mut ColumnValues, scratch: &mut String) {
+        match (self, out) {
+            (ValueGen::Bool, ColumnValues::Bool(v)) => v.push(rng.next_u64() & 1 == 1),
+            (ValueGen::Int { lo, span }, ColumnValues::Int(v)) => {
+                v.push(lo.wrapping_add(below(rng.next_u64(), *span) as i64))
+            }
+            (ValueGen::RowTime, ColumnValues::Int(v)) => v.push(ts_ns.div_euclid(1_000_000)),
+            (ValueGen::Float { lo, span }, ColumnValues::Float(v)) => v.push(lo + unit(rng.next_u64()) * span),
+            (ValueGen::Str { len, unicode }, ColumnValues::Str(v)) => {
+                random_string(rng, *len, *unicode, scratch);
+                v.push(scratch);
+            }
+            (ValueGen::Choice(list), out) => {
+                let pick = &list[below(rng.next_u64(), list.len() as u64) as usize];
+                match (pick, out) {
+                    (CustomValue::Bool(b), ColumnValues::Bool(v)) => v.push(*b),
+                    (CustomValue::Int(i), ColumnValues::Int(v)) => v.push(*i),
+                    (CustomValue::Float(f), ColumnValues::Float(v)) => v.push(*f),
+                    (CustomValue::Str(s), ColumnValues::Str(v)) => v.push(s),
+                    _ => unreachable!("values are parsed for their column's type"),
+                }
+            }
+            _ => unreachable!("a column's generator matches its storage"),
+        }
+    }
+
+    /// One value as a tag value.
+    fn tag(&self, rng: &mut DeviceRng) -> TagValue {
+        match self {
+            ValueGen::Bool => TagValue::Bool(rng.next_u64() & 1 == 1),
+            ValueGen::Int { lo, span } => TagValue::Int(lo.wrapping_add(below(rng.next_u64(), *span) as i64)),
+            ValueGen::RowTime => TagValue::Int(0),
+            ValueGen::Float { lo, span } => TagValue::Float(lo + unit(rng.next_u64()) * span),
+            ValueGen::Str { len, unicode } => {
+                let mut s = String::new();
+                random_string(rng, *len, *unicode, &mut s);
+                TagValue::Str(Cow::Owned(s))
+            }
+            ValueGen::Choice(list) => match &list[below(rng.next_u64(), list.len() as u64) as usize] {
+                CustomValue::Bool(b) => TagValue::Bool(*b),
+                CustomValue::Int(i) => TagValue::Int(*i),
+                CustomValue::Float(f) => TagValue::Float(*f),
+                CustomValue::Str(s) => TagValue::Str(Cow::Owned(s.clone())),
+            },
+        }
+    }
+}
+
+fn random_string(rng: &mut DeviceRng, len: u32, unicode: bool, out: &mut String) {
+    out.clear();
+    let mut bits = 0u64;
+    for i in 0..len {
+        // One draw gives ten 6-bit picks.
+        if i % 10 == 0 {
+            bits = rng.next_u64();
+        }
+        let pick = (bits & 63) as usize;
+        bits >>= 6;
+        if unicode {
+            out.push(UNICODE[pick % UNICODE.len()]);
+        } else {
+            out.push(ASCII[pick % ASCII.len()] as char);
+        }
+    }
+}
+
+fn parse_value(ty: DataType, text: &str) -> Result<CustomValue, String> {
+    let t = text.trim();
+    match ty {
+        DataType::Bool => match t.to_ascii_lowercase().as_str() {
+            "true" => Ok(CustomValue::Bool(true)),
+            "false" => Ok(CustomValue::Bool(false)),
+            _ => Err(format!("\"{text}\" is not a bool; allowed: true, false")),
+        },
+        DataType::Float | DataType::Double => match t.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(CustomValue::Float(v)),
+            _ => Err(format!("\"{text}\" is not a {ty} value")),
+        },
+        DataType::Varchar(len) if text.len() > len as usize => Err(format!(
+            "\"{text}\" is {} bytes long; {ty} allows at most {len}",
+            text.len()
+        )),
+        DataType::NChar(len) if text.chars().count() > len as usize => Err(format!(
+            "\"{text}\" is {} characters long; {ty} allows at most {len}",
+            text.chars().count()
+        )),
+        DataType::Varchar(_) | DataType::NChar(_) => Ok(CustomValue::Str(text.to_string())),
+        _ => {
+            let (lo, hi) = ty.int_range().unwrap_or((i64::MIN, i64::MAX));
+            match t.parse::<i64>() {
+                Ok(v) if (lo..=hi).contains(&v) => Ok(CustomValue::Int(v)),
+                _ => Err(format!(
+                    "\"{text}\" is not a {ty} value; allowed: whole numbers from {lo} to {hi}"
+                )),
+            }
+        }
+    }
+}
+
+/// Expands column specs into one generator per column.
+fn compile(list: &[ColumnSpec], which: ColumnList) -> Result<Vec<(DataType, ValueGen)>, WorkloadError> {
+    let mut out = Vec::new();
+    for (i, spec) in list.iter().enumerate() {
+        let g = ValueGen::compile(spec, which, i)?;
+        for _ in 0..spec.count {
+            out.push((spec.data_type, g.clone()));
+        }
+    }
+    Ok(out)
+}
+
+const TAG_STREAM: u64 = 0x7461_6773;
+const VALUE_STREAM: u64 = 0x7661_6c73;
+const DISORDER: u64 = 5;
+const DISORDER_BY: u64 = 6;
+
+/// Child table names and tag values, made on demand.
+#[derive(Debug)]
+struct CustomTags {
+    seed: u64,
+    prefix: String,
+    gens: Vec<ValueGen>,
+}
+
+impl TagSource for CustomTags {
+    fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
+        out.clear();
+        out.push(TagValue::Str(Cow::Owned(format!("{}{device}", self.prefix))));
+        let mut rng = device_rng(self.seed, TAG_STREAM, device);
+        out.extend(self.gens.iter().map(|g| g.tag(&mut rng)));
+    }
+}
+
+/// A taosBenchmark-style super table data set.
+#[derive(Debug)]
+pub struct Custom {
+    cfg: CustomConfig,
+    gens: Arc<Vec<ValueGen>>,
+    schema: Schema,
+    /// Rows of one table per round (interlace_rows, or all rows).
+    chunk: u64,
+}
+
+impl Custom {
+    pub fn new(cfg: CustomConfig) -> Result<Self, WorkloadError> {
+        if cfg.stable.trim().is_empty() {
+            return Err(WorkloadError::new("stable", "must not be empty"));
+        }
+        if cfg.childtable_count == 0 {
+            return Err(WorkloadError::new("childtable_count", "must be at least 1"));
+        }
+        if cfg.insert_rows == 0 {
+            return Err(WorkloadError::new("insert_rows", "must be at least 1"));
+        }
+        if cfg.timestamp_step_ns <= 0 {
+            return Err(WorkloadError::new("timestamp_step", "must be positive"));
+        }
+        if !(0.0..=100.0).contains(&cfg.disorder_ratio) {
+            return Err(WorkloadError::new(
+                "disorder_ratio",
+                format!("{} is not a percentage; allowed: 0 to 100", cfg.disorder_ratio),
+            ));
+        }
+        if cfg.disorder_ratio > 0.0 && cfg.disorder_range_ns <= 0 {
+            return Err(WorkloadError::new("disorder_range", "must be positive when disorder_ratio is set"));
+        }
+        let span = (cfg.insert_rows as i128) * cfg.timestamp_step_ns as i128;
+        if cfg.start_timestamp_ns as i128 + span > i64::MAX as i128 {
+            return Err(WorkloadError::new(
+                "insert_rows",
+                "the last timestamp (start_timestamp + insert_rows x timestamp_step) is past year 2262",
+            ));
+        }
+        if cfg.columns.is_empty() {
+            return Err(WorkloadError::new("columns", "must list at least one column"));
+        }
+        let columns = compile(&cfg.columns, ColumnList::Columns)?;
+        let tags = compile(&cfg.tags, ColumnList::Tags)?;
+        let name_len = cfg.childtable_prefix.len() as u32 + 10;
+        let mut tag_defs = vec![TagDef {
+            name: "tbname".into(),
+            data_type: DataType::Varchar(name_len),
+            slot: 0,
+        }];
+        tag_defs.extend(tags.iter().enumerate().map(|(i, (ty, _))| TagDef {
+            name: format!("t{i}"),
+            data_type: *ty,
+            slot: i + 1,
+        }));
+        let schema = Schema {
+            tables: vec![TableSchema {
+                name: cfg.stable.clone(),
+                tags: tag_defs,
+                fields: columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (ty, _))| FieldDef {
+                        name: format!("c{i}"),
+                        data_type: *ty,
+                    })
+                    .collect(),
+            }],
+            tag_slots: 1 + tags.len(),
+            device_count: cfg.childtable_count,
+            tags: Arc::new(CustomTags {
+                seed: cfg.seed,
+                prefix: cfg.childtable_prefix.clone(),
+                gens: tags.into_iter().map(|(_, g)| g).collect(),
+            }),
+        };
+        let chunk = match cfg.interlace_rows as u64 {
+            0 => cfg.insert_rows,
+            k => k.min(cfg.insert_rows),
+        };
+        Ok(Custom {
+            gens: Arc::new(columns.into_iter().map(|(_, g)| g).collect()),
+            cfg,
+            schema,
+            chunk,
+        })
+    }
+}
+
+impl Workload for Custom {
+    fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    fn total_rows(&self) -> Option<u64> {
+        (self.cfg.childtable_count as u64).checked_mul(self.cfg.insert_rows)
+    }
+
+    fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
+        let devices = device_range(self.cfg.childtable_count, worker, workers);
+        Box::new(CustomSource {
+            seed: self.cfg.seed,
+            gens: self.gens.clone(),
+            start: self.cfg.start_timestamp_ns,
+            step: self.cfg.timestamp_step_ns,
+            insert_rows: self.cfg.insert_rows,
+            chunk: self.chunk,
+            disorder: self.cfg.disorder_ratio / 100.0,
+            disorder_range: self.cfg.disorder_range_ns as u64,
+            first: devices.start,
+            rngs: devices.clone().map(|d| device_rng(self.cfg.seed, VALUE_STREAM, d)).collect(),
+            round: 0,
+            device: 0,
+            offset: 0,
+            scratch: String::new(),
+        })
+    }
+}
+
+struct CustomSource {
+    seed: u64,
+    gens: Arc<Vec<ValueGen>>,
+    start: i64,
+    step: i64,
+    insert_rows: u64,
+    chunk: u64,
+    disorder: f64,
+    disorder_range: u64,
+    first: u32,
+    rngs: Vec<DeviceRng>,
+    /// Current round of interlacing, child table (index in this worker's range) and row
+    /// within the round.
+    round: u64,
+    device: usize,
+    offset: u64,
+    scratch: String,
+}
+
+impl BatchSource for CustomSource {
+    fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        let t = &mut batch.tables[0];
+        let mut n = 0;
+        let rounds = self.insert_rows.div_ceil(self.chunk);
+        while n < max_rows && self.round < rounds && !self.rngs.is_empty() {
+            let row = self.round * self.chunk + self.offset;
+            let device = self.first + self.device as u32;
+            let mut ts = self.start + row as i64 * self.step;
+            if chance(hash(self.seed, DISORDER, device as u64, row), self.disorder) {
+                ts -= 1 + below(hash(self.seed, DISORDER_BY, device as u64, row), self.disorder_range) as i64;
+            }
+            t.device.push(device);
+            t.ts.push(ts);
+            let rng = &mut self.rngs[self.device];
+            for (g, col) in self.gens.iter().zip(&mut t.columns) {
+                g.push(rng, ts, &mut col.values, &mut self.scratch);
+            }
+            n += 1;
+            // Next row: within the round, then the next child table, then the next round.
+            self.offset += 1;
+            if self.offset == self.chunk || row + 1 == self.insert_rows {
+                self.offset = 0;
+                self.device += 1;
+                if self.device == self.rngs.len() {
+                    self.device = 0;
+                    self.round += 1;
+                }
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(interlace: u32) -> CustomConfig {
+        CustomConfig {
+            childtable_count: 3,
+            insert_rows: 5,
+            interlace_rows: interlace,
+            timestamp_step_ns: 10,
+            start_timestamp_ns: 0,
+            ..CustomConfig::default()
+        }
+    }
+
+    fn order(cfg: CustomConfig) -> Vec<(u32, i64)> {
+        let w = Custom::new(cfg).unwrap();
+        let mut src = w.source(0, 1);
+        let mut b = Batch::for_schema(w.schema());
+        let mut out = Vec::new();
+        loop {
+            b.clear();
+            if src.fill(&mut b, 4) == 0 {
+                break;
+            }
+            out.extend(b.tables[0].device.iter().copied().zip(b.tables[0].ts.iter().copied()));
+        }
+        out
+    }
+
+    #[test]
+    fn default_is_r1_schema() {
+        let w = Custom::new(CustomConfig::default()).unwrap();
+        let t = &w.schema().tables[0];
+        assert_eq!(t.name, "meters");
+        assert_eq!(t.fields.len(), 11);
+        assert_eq!(t.fields[0].data_type, DataType::Varchar(10));
+        assert!(t.fields[1..].iter().all(|f| f.data_type == DataType::Float));
+        let tags: Vec<&str> = t.tags.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(tags, ["tbname", "t0"]);
+        assert_eq!(w.schema().device_tags(7)[0], TagValue::Str("d7".into()));
+        assert_eq!(w.total_rows(), Some(100_000_000));
+    }
+
+    #[test]
+    fn interlace_writes_chunks_of_each_table_in_turn() {
+        let o = order(small(2));
+        let devices: Vec<u32> = o.iter().map(|r| r.0).collect();
+        assert_eq!(devices, [0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2, 0, 1, 2]);
+        assert_eq!(&o[..2], &[(0, 0), (0, 10)]);
+        assert_eq!(o[12], (0, 40));
+        let whole = order(small(0));
+        let devices: Vec<u32> = whole.iter().map(|r| r.0).collect();
+        assert_eq!(devices, [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn disorder_moves_timestamps_back_within_range() {
+        let mut cfg = small(0);
+        cfg.insert_rows = 2000;
+        cfg.disorder_ratio = 50.0;
+        cfg.disorder_range_ns = 25;
+        let o = order(cfg);
+        let moved = o.iter().enumerate().filter(|(i, (_, ts))| *ts != (*i as i64 % 2000) * 10).count();
+        assert!((2500..3500).contains(&moved), "{moved}");
+        for (i, (_, ts)) in o.iter().enumerate() {
+            let nominal = (i as i64 % 2000) * 10;
+            assert!(*ts <= nominal && *ts >= nominal - 25);
+        }
+    }
+
+    #[test]
+    fn values_follow_their_spec() {
+        let cfg = CustomConfig {
+            columns: vec![
+                ColumnSpec { min: Some(-5.0), max: Some(5.0), ..ColumnSpec::new(DataType::TinyInt, 2) },
+                ColumnSpec {
+                    values: Some(vec!["on".into(), "off".into()]),
+                    ..ColumnSpec::new(DataType::Varchar(3), 1)
+                },
+                ColumnSpec::new(DataType::NChar(4), 1),
+                ColumnSpec::new(DataType::Bool, 1),
+                ColumnSpec::new(DataType::Timestamp, 1),
+            ],
+            tags: vec![ColumnSpec { values: Some(vec!["7".into()]), ..ColumnSpec::new(DataType::Int, 1) }],
+            ..small(0)
+        };
+        let w = Custom::new(cfg).unwrap();
+        assert_eq!(w.schema().device_tags(1), vec![TagValue::Str("d1".into()), TagValue::Int(7)]);
+        let mut b = Batch::for_schema(w.schema());
+        assert_eq!(w.source(0, 1).fill(&mut b, 100), 15);
+        let t = &b.tables[0];
+        let ColumnValues::Int(ints) = &t.columns[0].values else { panic!() };
+        assert!(ints.iter().all(|v| (-5..=5).contains(v)));
+        let ColumnValues::Str(s) = &t.columns[2].values else { panic!() };
+        assert!((0..s.len()).all(|i| ["on", "off"].contains(&s.get(i))));
+        let ColumnValues::Str(s) = &t.columns[3].values else { panic!() };
+        assert!((0..s.len()).all(|i| s.get(i).chars().count() == 4));
+        let ColumnValues::Int(ms) = &t.columns[5].values else { panic!() };
+        assert_eq!(ms[1], t.ts[1] / 1_000_000);
+    }
+
+    #[test]
+    fn bad_specs_name_the_entry() {
+        let bad = |spec: ColumnSpec| {
+            Custom::new(CustomConfig { columns: vec![ColumnSpec::new(DataType::Int, 1), spec], ..small(0) })
+                .unwrap_err()
+        };
+        let e = bad(ColumnSpec { values: Some(vec!["x".into()]), ..ColumnSpec::new(DataType::Float, 1) });
+        assert_eq!(e.key, "columns[1].values");
+        assert_eq!(e.column, Some((ColumnList::Columns, 1)));
+        assert!(e.message.contains("\"x\" is not a float value"), "{e}");
+        let e = bad(ColumnSpec { max: Some(300.0), ..ColumnSpec::new(DataType::TinyInt, 1) });
+        assert_eq!(e.key, "columns[1].max");
+        assert!(e.message.contains("-128 to 127"), "{e}");
+        let e = bad(ColumnSpec { min: Some(1.0), ..ColumnSpec::new(DataType::Varchar(4), 1) });
+        assert!(e.message.contains("numeric types"), "{e}");
+        let e = bad(ColumnSpec { values: Some(vec!["toolong".into()]), ..ColumnSpec::new(DataType::Varchar(4), 1) });
+        assert!(e.message.contains("at most 4"), "{e}");
+    }
+}

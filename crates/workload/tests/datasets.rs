@@ -1,0 +1,207 @@
+//! Data-set properties of every workload: a pure function of the seed, the same multiset of
+//! rows for any worker count and batch size, and TSBS's own measurement, tag and field names
+//! and value shapes (checked against files made by TSBS's generator).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+
+use tsload_core::schema::{DataType, Storage};
+use tsload_core::{Batch, ColumnValues, Workload};
+use tsload_workload::{
+    ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, Iot, IotOptions, TsbsConfig,
+};
+
+const START: i64 = 1_451_606_400_000_000_000;
+
+fn tsbs(scale: u32, minutes: i64, seed: u64) -> TsbsConfig {
+    TsbsConfig {
+        seed,
+        scale,
+        start_ns: START,
+        end_ns: START + minutes * 60_000_000_000,
+        interval_ns: 10_000_000_000,
+    }
+}
+
+fn custom(seed: u64) -> Custom {
+    Custom::new(CustomConfig {
+        seed,
+        childtable_count: 11,
+        insert_rows: 23,
+        interlace_rows: 4,
+        disorder_ratio: 10.0,
+        columns: vec![
+            ColumnSpec::new(DataType::Varchar(10), 1),
+            ColumnSpec::new(DataType::Float, 3),
+            ColumnSpec::new(DataType::Int, 1),
+            ColumnSpec::new(DataType::Bool, 1),
+            ColumnSpec::new(DataType::NChar(3), 1),
+        ],
+        ..CustomConfig::default()
+    })
+    .unwrap()
+}
+
+fn workloads(seed: u64) -> Vec<(&'static str, Box<dyn Workload>)> {
+    vec![
+        ("cpu-only", Box::new(CpuOnly::new(tsbs(13, 10, seed)).unwrap())),
+        ("devops", Box::new(Devops::new(tsbs(5, 5, seed)).unwrap())),
+        (
+            "iot",
+            Box::new(Iot::new(tsbs(9, 30, seed), IotOptions::default()).unwrap()),
+        ),
+        ("custom", Box::new(custom(seed))),
+    ]
+}
+
+/// Every row of the data set as text, sorted: table, device, time and every value.
+fn rows(w: &dyn Workload, workers: usize, batch_rows: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for worker in 0..workers {
+        let mut source = w.source(worker, workers);
+        let mut batch = Batch::for_schema(w.schema());
+        loop {
+            batch.clear();
+            let n = source.fill(&mut batch, batch_rows);
+            assert_eq!(n, batch.rows(), "fill returns what it appended");
+            assert!(n <= batch_rows, "fill appended {n} > {batch_rows} rows");
+            if n == 0 {
+                break;
+            }
+            for (ti, t) in batch.tables.iter().enumerate() {
+                for r in 0..t.rows() {
+                    let mut line = format!("{ti}|{}|{}", t.device[r], t.ts[r]);
+                    for c in &t.columns {
+                        assert_eq!(c.values.len(), t.rows(), "one value per row");
+                        if !c.is_valid(r) {
+                            line.push_str("|-");
+                            continue;
+                        }
+                        match &c.values {
+                            ColumnValues::Bool(v) => line.push_str(&format!("|{}", v[r])),
+                            ColumnValues::Int(v) => line.push_str(&format!("|{}", v[r])),
+                            ColumnValues::Float(v) => line.push_str(&format!("|{}", v[r])),
+                            ColumnValues::Str(v) => line.push_str(&format!("|{}", v.get(r))),
+                        }
+                    }
+                    out.push(line);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn same_rows_for_1_3_and_8_workers_and_any_batch_size() {
+    for (name, w) in workloads(123) {
+        let one = rows(w.as_ref(), 1, 1000);
+        assert!(!one.is_empty());
+        if let Some(total) = w.total_rows() {
+            assert_eq!(one.len() as u64, total, "{name}: total_rows is exact");
+        }
+        for (workers, batch) in [(3, 7), (8, 1), (8, 333)] {
+            assert_eq!(
+                rows(w.as_ref(), workers, batch),
+                one,
+                "{name}: {workers} workers, batch {batch}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_seed_decides_the_values() {
+    for ((name, a), (_, b)) in workloads(1).into_iter().zip(workloads(2)) {
+        let a1 = rows(a.as_ref(), 1, 500);
+        assert_eq!(a1, rows(a.as_ref(), 2, 64), "{name}");
+        assert_ne!(a1, rows(b.as_ref(), 1, 500), "{name}: other seed, other data");
+    }
+}
+
+#[test]
+fn more_workers_than_devices_is_fine() {
+    let w = CpuOnly::new(tsbs(2, 1, 1)).unwrap();
+    assert_eq!(rows(&w, 5, 10), rows(&w, 1, 10));
+}
+
+/// Per measurement of a TSBS file: its tag keys, and its field keys with whether the
+/// value is an integer (`i` suffix).
+type Shapes = BTreeMap<String, (BTreeSet<String>, BTreeMap<String, bool>)>;
+
+fn sample_shapes(file: &str) -> Shapes {
+    let path = format!("{}/../../testdata/tsbs/{file}", env!("CARGO_MANIFEST_DIR"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).expect(&path))
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut shapes = Shapes::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        let (key, fields) = (parts.next().unwrap(), parts.next().unwrap());
+        let mut key = key.split(',');
+        let entry = shapes.entry(key.next().unwrap().to_string()).or_default();
+        for tag in key {
+            entry.0.insert(tag.split('=').next().unwrap().to_string());
+        }
+        for field in fields.split(',') {
+            let (k, v) = field.split_once('=').unwrap();
+            entry.1.insert(k.to_string(), v.ends_with('i'));
+        }
+    }
+    shapes
+}
+
+/// The same shapes from a schema, as line protocol writes it: string tags are tags,
+/// numeric tags (iot's capacities) become fields, as TSBS does.
+fn schema_shapes(w: &dyn Workload) -> Shapes {
+    let mut shapes = Shapes::new();
+    for t in &w.schema().tables {
+        let entry = shapes.entry(t.name.clone()).or_default();
+        for tag in &t.tags {
+            match tag.data_type.storage() {
+                Storage::Str => entry.0.insert(tag.name.clone()),
+                s => entry.1.insert(tag.name.clone(), s == Storage::Int).is_none(),
+            };
+        }
+        for f in &t.fields {
+            entry
+                .1
+                .insert(f.name.clone(), f.data_type.storage() == Storage::Int);
+        }
+    }
+    shapes
+}
+
+#[test]
+fn tsbs_measurement_tag_and_field_names_and_types_match_tsbs() {
+    let cases: [(&str, Box<dyn Workload>); 3] = [
+        (
+            "cpu-only-seed123-scale10-1h.influx.gz",
+            Box::new(CpuOnly::new(tsbs(10, 60, 123)).unwrap()),
+        ),
+        (
+            "devops-seed123-scale2-1h.influx.gz",
+            Box::new(Devops::new(tsbs(2, 60, 123)).unwrap()),
+        ),
+        (
+            "iot-seed123-scale4-1h.influx.gz",
+            Box::new(Iot::new(tsbs(4, 60, 123), IotOptions::default()).unwrap()),
+        ),
+    ];
+    for (file, w) in cases {
+        assert_eq!(schema_shapes(w.as_ref()), sample_shapes(file), "{file}");
+    }
+}
+
+#[test]
+fn tsbs_row_counts_match_tsbs_files() {
+    // cpu-only scale 10 and devops scale 2 over one hour at 10 s, as TSBS wrote them.
+    assert_eq!(CpuOnly::new(tsbs(10, 60, 123)).unwrap().total_rows(), Some(3_600));
+    assert_eq!(Devops::new(tsbs(2, 60, 123)).unwrap().total_rows(), Some(6_480));
+    // iot loses about as many rows as TSBS's file does (2,607 of 2,880).
+    let iot = Iot::new(tsbs(4, 60, 123), IotOptions::default()).unwrap();
+    let n = iot.total_rows().unwrap();
+    assert!((2_500..2_720).contains(&n), "{n}");
+}
