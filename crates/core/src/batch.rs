@@ -141,9 +141,7 @@ impl TableBatch {
     pub fn set_null(&mut self, col: usize, row: usize) {
         let rows = self.rows();
         let c = &mut self.columns[col];
-        if c.valid.is_empty() {
-            c.valid.resize(rows, true);
-        } else if c.valid.len() < rows {
+        if c.valid.len() < rows {
             c.valid.resize(rows, true);
         }
         c.valid[row] = false;

@@ -484,28 +484,30 @@ async fn run_worker<C: SinkConn>(
 
     loop {
         // Fill the next batch while a slot is free.
-        if pending.is_none() && !exhausted && !stop.is_stopped() {
-            if let Some((conn, mut batch)) = free.pop() {
-                let now = Instant::now();
-                if shared.deadline.is_some_and(|d| now >= d) {
-                    stop.stop(StopReason::Duration);
+        if pending.is_none()
+            && !exhausted
+            && !stop.is_stopped()
+            && let Some((conn, mut batch)) = free.pop()
+        {
+            let now = Instant::now();
+            if shared.deadline.is_some_and(|d| now >= d) {
+                stop.stop(StopReason::Duration);
+                free.push((conn, batch));
+            } else {
+                batch.clear();
+                let want = shared.claim_rows(cfg.batch);
+                let got = if want == 0 {
+                    stop.stop(StopReason::RowLimit);
+                    0
+                } else {
+                    source.fill(&mut batch, want)
+                };
+                shared.unclaim_rows(want - got);
+                if got == 0 {
+                    exhausted = want > 0;
                     free.push((conn, batch));
                 } else {
-                    batch.clear();
-                    let want = shared.claim_rows(cfg.batch);
-                    let got = if want == 0 {
-                        stop.stop(StopReason::RowLimit);
-                        0
-                    } else {
-                        source.fill(&mut batch, want)
-                    };
-                    shared.unclaim_rows(want - got);
-                    if got == 0 {
-                        exhausted = want > 0;
-                        free.push((conn, batch));
-                    } else {
-                        pending = Some((conn, batch));
-                    }
+                    pending = Some((conn, batch));
                 }
             }
         }

@@ -25,7 +25,7 @@ struct Grid {
 }
 
 impl Grid {
-    fn new(devices: u32, steps: u32) -> Arc<dyn Workload> {
+    fn workload(devices: u32, steps: u32) -> Arc<dyn Workload> {
         Arc::new(Grid {
             schema: Schema {
                 tables: vec![TableSchema {
@@ -156,7 +156,7 @@ async fn every_row_once_for_any_worker_count() {
             let rec = Arc::new(Recording::default());
             let mut c = cfg(workers, 7);
             c.in_flight = in_flight;
-            let out = run(Grid::new(37, 50), rec.clone(), c).await;
+            let out = run(Grid::workload(37, 50), rec.clone(), c).await;
             let rows = rec.rows.lock().unwrap().clone();
             assert_eq!(rows.len(), expected.len(), "workers {workers} in_flight {in_flight}");
             assert_eq!(rows.iter().copied().collect::<BTreeSet<_>>(), expected);
@@ -171,7 +171,7 @@ async fn every_row_once_for_any_worker_count() {
 #[tokio::test]
 async fn retryable_errors_are_retried_and_counted() {
     let rec = Arc::new(Recording { fail_first: 2, ..Default::default() });
-    let out = run(Grid::new(1, 10), rec.clone(), cfg(1, 100)).await;
+    let out = run(Grid::workload(1, 10), rec.clone(), cfg(1, 100)).await;
     assert_eq!(out.counters.rows, 10);
     assert_eq!(out.counters.retries, 2);
     assert_eq!(out.counters.errors[&ErrorKind::Unavailable], 2);
@@ -186,7 +186,7 @@ async fn fatal_error_stops_the_run_with_its_message() {
         fail_kind: Some(ErrorKind::Rejected),
         ..Default::default()
     });
-    let out = run(Grid::new(1, 100), rec.clone(), cfg(1, 10)).await;
+    let out = run(Grid::workload(1, 100), rec.clone(), cfg(1, 10)).await;
     assert_eq!(out.stop_reason, StopReason::Fatal);
     assert_eq!(out.counters.rows, 0);
     assert_eq!(out.counters.failed_rows, 10);
@@ -198,7 +198,7 @@ async fn row_limit_is_exact() {
     let rec = Arc::new(Recording::default());
     let mut c = cfg(4, 10);
     c.rows = Some(1234);
-    let out = run(Grid::new(100, 100), rec.clone(), c).await;
+    let out = run(Grid::workload(100, 100), rec.clone(), c).await;
     assert_eq!(out.counters.rows, 1234);
     assert_eq!(rec.rows.lock().unwrap().len(), 1234);
     assert_eq!(out.stop_reason, StopReason::RowLimit);
@@ -216,7 +216,7 @@ async fn open_loop_offers_the_rate_and_corrects_for_a_stall() {
     c.mode = LoadMode::Open { rate: 2000.0 };
     c.duration = Some(Duration::from_millis(600));
     let t = Instant::now();
-    let out = run(Grid::new(2, 1_000_000), rec, c).await;
+    let out = run(Grid::workload(2, 1_000_000), rec, c).await;
     let took = t.elapsed();
     assert_eq!(out.stop_reason, StopReason::Duration);
     // ~1,200 rows offered in 0.6 s; allow for scheduling noise on a busy machine.
@@ -237,7 +237,7 @@ async fn stop_finishes_in_flight_and_reports_interrupted() {
         tokio::time::sleep(Duration::from_millis(150)).await;
         s2.stop(StopReason::Interrupted);
     });
-    let out = engine::run(Grid::new(4, 1_000_000), Arc::new(RecordingSink(rec.clone())), cfg(2, 10), stop, &mut NoObserver)
+    let out = engine::run(Grid::workload(4, 1_000_000), Arc::new(RecordingSink(rec.clone())), cfg(2, 10), stop, &mut NoObserver)
         .await
         .unwrap();
     assert_eq!(out.stop_reason, StopReason::Interrupted);

@@ -1,0 +1,120 @@
+//! Criterion benchmarks of tsload's hot path: generating rows into a batch, encoding line
+//! protocol, recording latencies into HDR histograms, and the engine end to end into the
+//! `null` target. Throughput is reported in metrics (field values) per second.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use tsload_benches::{cpu_only, devops};
+use tsload_core::engine::{self, LoadConfig, NoObserver, StopHandle};
+use tsload_core::recorder::new_histogram;
+use tsload_core::{Batch, NullSink, Workload};
+use tsload_lineproto::{LineEncoder, Precision};
+
+const BATCH: usize = 10_000;
+
+/// Fills one batch of `BATCH` rows per iteration from a source that never runs dry.
+fn bench_fill(c: &mut Criterion, name: &str, w: &dyn Workload, metrics_per_row: u64) {
+    let mut group = c.benchmark_group("generate");
+    group.throughput(Throughput::Elements(BATCH as u64 * metrics_per_row));
+    let mut source = w.source(0, 1);
+    let mut batch = Batch::for_schema(w.schema());
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            batch.clear();
+            let n = source.fill(&mut batch, BATCH);
+            if n < BATCH {
+                source = w.source(0, 1);
+            }
+            n
+        })
+    });
+    group.finish();
+}
+
+fn generate(c: &mut Criterion) {
+    bench_fill(c, "cpu-only", &cpu_only(1000, 24 * 365), 10);
+    // devops: 101 fields over 9 rows, about 11.2 per row.
+    bench_fill(c, "devops", &devops(1000, 24 * 365), 101 / 9);
+}
+
+fn encode(c: &mut Criterion) {
+    let w = cpu_only(1000, 24);
+    let schema = Arc::new(w.schema().clone());
+    let mut batch = Batch::for_schema(&schema);
+    w.source(0, 1).fill(&mut batch, BATCH);
+    let mut encoder = LineEncoder::new(schema.clone(), Precision::Ns);
+    let mut out = Vec::new();
+    let mut group = c.benchmark_group("encode");
+    group.throughput(Throughput::Elements(batch.metrics()));
+    group.bench_function("lineproto cpu-only", |b| {
+        b.iter(|| {
+            out.clear();
+            encoder.encode(&batch, &mut out);
+            out.len()
+        })
+    });
+    group.finish();
+}
+
+fn record(c: &mut Criterion) {
+    let mut h = new_histogram();
+    let values: Vec<u64> = (0..1000u64).map(|i| 50_000 + i * 7_919 % 2_000_000).collect();
+    let mut group = c.benchmark_group("record");
+    group.throughput(Throughput::Elements(values.len() as u64));
+    group.bench_function("hdr 1000 latencies", |b| {
+        b.iter(|| {
+            for v in &values {
+                h.record(*v).expect("auto-resizing histogram");
+            }
+        })
+    });
+    group.finish();
+}
+
+fn engine_null(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // 100 hosts x 6 h = 216,000 rows, 2.16 M metrics per run.
+    let w: Arc<dyn Workload> = Arc::new(cpu_only(100, 6));
+    let cfg = LoadConfig {
+        workers: 1,
+        batch: BATCH,
+        report_interval: Duration::from_secs(1),
+        ..LoadConfig::default()
+    };
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(2_160_000));
+    group.sample_size(20);
+    group.bench_function("cpu-only into null, 1 worker", |b| {
+        b.iter_batched(
+            || w.clone(),
+            |w| {
+                let outcome = runtime
+                    .block_on(engine::run(
+                        w,
+                        Arc::new(NullSink),
+                        cfg.clone(),
+                        StopHandle::new(),
+                        &mut NoObserver,
+                    ))
+                    .expect("run");
+                assert_eq!(outcome.counters.metrics, 2_160_000);
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    targets = generate, encode, record, engine_null
+}
+criterion_main!(benches);
