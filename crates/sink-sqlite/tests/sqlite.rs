@@ -1,0 +1,520 @@
+//! End-to-end tests of the SQLite sink against real database files in a temporary
+//! directory, with a hand-built schema, tag source and batches.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::{Connection, SqliteConnection};
+use tempfile::TempDir;
+use tsload_core::{
+    Batch, Column, ColumnValues, DataType, ErrorKind, FieldDef, Schema, Sink, SinkConn,
+    TableSchema, TagDef, TagSource, TagValue,
+};
+use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
+
+/// Slot 0: host name; slot 1: region, null for odd devices; slot 2: rack number.
+#[derive(Debug)]
+struct Tags;
+
+impl TagSource for Tags {
+    fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
+        out.clear();
+        out.push(TagValue::Str(format!("host_{device}").into()));
+        out.push(if device.is_multiple_of(2) {
+            TagValue::Str("eu-west".into())
+        } else {
+            TagValue::Null
+        });
+        out.push(TagValue::Int(i64::from(device) * 10));
+    }
+}
+
+fn tag(name: &str, data_type: DataType, slot: usize) -> TagDef {
+    TagDef {
+        name: name.to_string(),
+        data_type,
+        slot,
+    }
+}
+
+fn field(name: &str, data_type: DataType) -> FieldDef {
+    FieldDef {
+        name: name.to_string(),
+        data_type,
+    }
+}
+
+fn schema_of(tables: Vec<TableSchema>) -> Arc<Schema> {
+    Arc::new(Schema {
+        tables,
+        tag_slots: 3,
+        device_count: 10_000,
+        tags: Arc::new(Tags),
+    })
+}
+
+/// `cpu`: 2 string tags + 3 int fields; `mem`: 1 int tag + float, nullable int, string,
+/// bool fields.
+fn schema() -> Arc<Schema> {
+    schema_of(vec![
+        TableSchema {
+            name: "cpu".to_string(),
+            tags: vec![
+                tag("hostname", DataType::Varchar(32), 0),
+                tag("region", DataType::Varchar(16), 1),
+            ],
+            fields: vec![
+                field("usage_user", DataType::Int),
+                field("usage_system", DataType::BigInt),
+                field("usage_idle", DataType::SmallInt),
+            ],
+        },
+        TableSchema {
+            name: "mem".to_string(),
+            tags: vec![tag("rack", DataType::BigInt, 2)],
+            fields: vec![
+                field("used_percent", DataType::Double),
+                field("swap", DataType::BigInt),
+                field("state", DataType::Varchar(8)),
+                field("active", DataType::Bool),
+            ],
+        },
+    ])
+}
+
+fn push_int(c: &mut Column, v: i64) {
+    if let ColumnValues::Int(values) = &mut c.values {
+        values.push(v);
+    }
+}
+
+fn push_float(c: &mut Column, v: f64) {
+    if let ColumnValues::Float(values) = &mut c.values {
+        values.push(v);
+    }
+}
+
+fn push_str(c: &mut Column, v: &str) {
+    if let ColumnValues::Str(values) = &mut c.values {
+        values.push(v);
+    }
+}
+
+fn push_bool(c: &mut Column, v: bool) {
+    if let ColumnValues::Bool(values) = &mut c.values {
+        values.push(v);
+    }
+}
+
+const TS0: i64 = 1_700_000_000_000_000_000;
+
+/// One cpu and one mem row per device of `devices`, at `TS0 + step + device`.
+/// mem.swap is null for devices divisible by 3.
+fn batch(schema: &Schema, devices: Range<u32>, step: i64) -> Batch {
+    let mut b = Batch::for_schema(schema);
+    for d in devices {
+        let di = i64::from(d);
+        let ts = TS0 + step + di;
+        let cpu = &mut b.tables[0];
+        cpu.device.push(d);
+        cpu.ts.push(ts);
+        push_int(&mut cpu.columns[0], di * 3);
+        push_int(&mut cpu.columns[1], di * 3 + 1);
+        push_int(&mut cpu.columns[2], 100 - di);
+
+        let mem = &mut b.tables[1];
+        let row = mem.rows();
+        mem.device.push(d);
+        mem.ts.push(ts);
+        push_float(&mut mem.columns[0], di as f64 + 0.5);
+        push_int(&mut mem.columns[1], di * 1000);
+        push_str(
+            &mut mem.columns[2],
+            if d.is_multiple_of(2) { "ok" } else { "low" },
+        );
+        push_bool(&mut mem.columns[3], d.is_multiple_of(2));
+        if d.is_multiple_of(3) {
+            mem.set_null(1, row);
+        }
+    }
+    b.tables[1].finish_validity();
+    b
+}
+
+fn url(dir: &TempDir) -> String {
+    format!("sqlite:{}", dir.path().join("test.db").display())
+}
+
+fn config(url: &str, drop_existing: bool) -> SqliteConfig {
+    SqliteConfig {
+        url: url.to_string(),
+        drop_existing,
+        synchronous: Synchronous::Normal,
+        journal_mode: JournalMode::Wal,
+        busy_timeout: Duration::from_secs(5),
+    }
+}
+
+async fn reader(url: &str) -> SqliteConnection {
+    SqliteConnection::connect(url).await.unwrap()
+}
+
+async fn count(conn: &mut SqliteConnection, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM \"{table}\""))
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn prepare_creates_tables_with_expected_columns() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    SqliteSink::new(config(&url, false))
+        .prepare(&schema)
+        .await
+        .unwrap();
+
+    let mut db = reader(&url).await;
+    let columns = |table: &'static str| {
+        sqlx::query_as::<_, (String, String, bool)>(
+            "SELECT name, type, \"notnull\" FROM pragma_table_info(?) ORDER BY cid",
+        )
+        .bind(table)
+    };
+    let cpu = columns("cpu").fetch_all(&mut db).await.unwrap();
+    let expect = |cols: &[(&str, &str, bool)]| {
+        cols.iter()
+            .map(|(n, t, nn)| (n.to_string(), t.to_string(), *nn))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        cpu,
+        expect(&[
+            ("ts", "INTEGER", true),
+            ("hostname", "TEXT", false),
+            ("region", "TEXT", false),
+            ("usage_user", "INTEGER", false),
+            ("usage_system", "INTEGER", false),
+            ("usage_idle", "INTEGER", false),
+        ])
+    );
+    let mem = columns("mem").fetch_all(&mut db).await.unwrap();
+    assert_eq!(
+        mem,
+        expect(&[
+            ("ts", "INTEGER", true),
+            ("rack", "INTEGER", false),
+            ("used_percent", "REAL", false),
+            ("swap", "INTEGER", false),
+            ("state", "TEXT", false),
+            ("active", "INTEGER", false),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn write_inserts_every_row_and_acks_rows_and_bytes() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let sink = SqliteSink::new(config(&url, false));
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+
+    // Device 1: cpu = ts 8 + "host_1" 6 + null region 0 + 3 ints 24 = 38;
+    // mem = ts 8 + rack 8 + float 8 + swap 8 + "low" 3 + bool 8 = 43.
+    let ack = conn.write(&batch(&schema, 1..2, 0)).await.unwrap();
+    assert_eq!(ack.rows, 2);
+    assert_eq!(ack.bytes, 81);
+
+    let ack = conn.write(&batch(&schema, 0..50, 1)).await.unwrap();
+    assert_eq!(ack.rows, 100);
+    let mut db = reader(&url).await;
+    assert_eq!(count(&mut db, "cpu").await, 51);
+    assert_eq!(count(&mut db, "mem").await, 51);
+
+    let ack = conn.write(&Batch::for_schema(&schema)).await.unwrap();
+    assert_eq!((ack.rows, ack.bytes), (0, 0));
+}
+
+#[tokio::test]
+async fn values_round_trip() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let sink = SqliteSink::new(config(&url, false));
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+    conn.write(&batch(&schema, 0..10, 0)).await.unwrap();
+
+    let mut db = reader(&url).await;
+    type CpuRow = (i64, String, Option<String>, i64, i64, i64);
+    let cpu_row = |host: &'static str| {
+        sqlx::query_as::<_, CpuRow>(
+            "SELECT ts, hostname, region, usage_user, usage_system, usage_idle \
+             FROM cpu WHERE hostname = ?",
+        )
+        .bind(host)
+    };
+    let row = cpu_row("host_4").fetch_one(&mut db).await.unwrap();
+    assert_eq!(
+        row,
+        (TS0 + 4, "host_4".into(), Some("eu-west".into()), 12, 13, 96)
+    );
+    let row = cpu_row("host_7").fetch_one(&mut db).await.unwrap();
+    assert_eq!(row, (TS0 + 7, "host_7".into(), None, 21, 22, 93));
+
+    type MemRow = (i64, i64, f64, Option<i64>, String, i64);
+    let mem_row = |rack: i64| {
+        sqlx::query_as::<_, MemRow>(
+            "SELECT ts, rack, used_percent, swap, state, active FROM mem WHERE rack = ?",
+        )
+        .bind(rack)
+    };
+    let row = mem_row(50).fetch_one(&mut db).await.unwrap();
+    assert_eq!(row, (TS0 + 5, 50, 5.5, Some(5000), "low".into(), 0));
+    let row = mem_row(60).fetch_one(&mut db).await.unwrap();
+    assert_eq!(row, (TS0 + 6, 60, 6.5, None, "ok".into(), 1));
+
+    // Storage classes, not just values: numbers are stored as numbers.
+    let types: (String, String, String) =
+        sqlx::query_as("SELECT typeof(ts), typeof(used_percent), typeof(rack) FROM mem LIMIT 1")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+    assert_eq!(types, ("integer".into(), "real".into(), "integer".into()));
+}
+
+#[tokio::test]
+async fn batch_larger_than_a_chunk_is_written_completely() {
+    // ts + 3 tags + 40 fields = 44 columns: 744 rows per INSERT, so 5,000 rows take 7.
+    let fields: Vec<FieldDef> = (0..40)
+        .map(|i| field(&format!("f{i}"), DataType::BigInt))
+        .collect();
+    let schema = schema_of(vec![TableSchema {
+        name: "wide".to_string(),
+        tags: vec![
+            tag("hostname", DataType::Varchar(32), 0),
+            tag("region", DataType::Varchar(16), 1),
+            tag("rack", DataType::Int, 2),
+        ],
+        fields,
+    }]);
+    let rows = 5_000u32;
+    let mut b = Batch::for_schema(&schema);
+    let t = &mut b.tables[0];
+    for d in 0..rows {
+        t.device.push(d);
+        t.ts.push(TS0 + i64::from(d));
+        for (i, c) in t.columns.iter_mut().enumerate() {
+            push_int(c, i64::from(d) * 100 + i as i64);
+        }
+    }
+
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let sink = SqliteSink::new(config(&url, false));
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+    let ack = conn.write(&b).await.unwrap();
+    assert_eq!(ack.rows, u64::from(rows));
+    // The same size again reuses the cached statements.
+    b.tables[0].ts.iter_mut().for_each(|ts| *ts += 1_000_000);
+    conn.write(&b).await.unwrap();
+
+    let mut db = reader(&url).await;
+    assert_eq!(count(&mut db, "wide").await, 2 * i64::from(rows));
+    let (hosts, null_regions, sum_f39, max_ts): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT count(DISTINCT hostname), sum(region IS NULL), sum(f39), max(ts) FROM wide",
+    )
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(hosts, i64::from(rows));
+    assert_eq!(null_regions, i64::from(rows)); // odd devices, twice
+    let n = i64::from(rows);
+    assert_eq!(sum_f39, 2 * (100 * n * (n - 1) / 2 + 39 * n));
+    assert_eq!(max_ts, TS0 + n - 1 + 1_000_000);
+}
+
+#[tokio::test]
+async fn drop_existing_empties_the_tables() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let sink = SqliteSink::new(config(&url, false));
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+    conn.write(&batch(&schema, 0..20, 0)).await.unwrap();
+    drop(conn);
+    drop(sink);
+
+    // Without drop_existing the rows stay.
+    SqliteSink::new(config(&url, false))
+        .prepare(&schema)
+        .await
+        .unwrap();
+    let mut db = reader(&url).await;
+    assert_eq!(count(&mut db, "cpu").await, 20);
+
+    SqliteSink::new(config(&url, true))
+        .prepare(&schema)
+        .await
+        .unwrap();
+    assert_eq!(count(&mut db, "cpu").await, 0);
+    assert_eq!(count(&mut db, "mem").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_connections_both_commit() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let sink = SqliteSink::new(config(&url, false));
+    sink.prepare(&schema).await.unwrap();
+    let mut a = sink.connect(&schema, 0).await.unwrap();
+    let mut b = sink.connect(&schema, 1).await.unwrap();
+
+    let rounds = 20;
+    for step in 0..rounds {
+        let batch_a = batch(&schema, 0..300, step);
+        let batch_b = batch(&schema, 300..600, step);
+        let (ra, rb) = tokio::join!(a.write(&batch_a), b.write(&batch_b));
+        assert_eq!(ra.unwrap().rows, 600);
+        assert_eq!(rb.unwrap().rows, 600);
+    }
+    let mut db = reader(&url).await;
+    assert_eq!(count(&mut db, "cpu").await, 600 * rounds);
+    assert_eq!(count(&mut db, "mem").await, 600 * rounds);
+}
+
+#[tokio::test]
+async fn wrong_table_shape_is_rejected_and_writes_nothing() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    {
+        let opts = format!("{url}?mode=rwc");
+        let mut db = SqliteConnection::connect(&opts).await.unwrap();
+        sqlx::query("CREATE TABLE mem (x INTEGER)")
+            .execute(&mut db)
+            .await
+            .unwrap();
+    }
+    let sink = SqliteSink::new(config(&url, false));
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+
+    // cpu (first in the batch) is fine; mem fails, and takes cpu's rows with it.
+    let err = conn.write(&batch(&schema, 0..10, 0)).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
+    assert!(!err.is_retryable());
+    assert!(err.message.contains("\"mem\""), "{err}");
+    let mut db = reader(&url).await;
+    assert_eq!(count(&mut db, "cpu").await, 0);
+    assert_eq!(count(&mut db, "mem").await, 0);
+
+    // The connection is usable afterwards (no transaction left open).
+    let mut cpu_only = batch(&schema, 0..5, 0);
+    cpu_only.tables[1].clear();
+    conn.write(&cpu_only).await.unwrap();
+    assert_eq!(count(&mut db, "cpu").await, 5);
+}
+
+#[tokio::test]
+async fn held_lock_gives_a_retryable_conflict() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let mut cfg = config(&url, false);
+    cfg.busy_timeout = Duration::ZERO;
+    let sink = SqliteSink::new(cfg);
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+
+    let mut holder = reader(&url).await;
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let b = batch(&schema, 0..10, 0);
+    let err = conn.write(&b).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Conflict, "{err}");
+    assert!(err.is_retryable());
+
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    conn.write(&b).await.unwrap();
+    assert_eq!(count(&mut holder, "cpu").await, 10);
+}
+
+#[tokio::test]
+async fn bad_path_is_an_error_not_a_panic() {
+    let schema = schema();
+    let url = "sqlite:/nonexistent-dir/x.db";
+    let sink = SqliteSink::new(config(url, false));
+    let err = sink.prepare(&schema).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
+    assert!(err.message.contains(url), "{err}");
+    assert!(err.message.contains("unable to open"), "{err}");
+    let Err(err) = sink.connect(&schema, 0).await else {
+        panic!("connect succeeded");
+    };
+    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
+
+    let url = "sqlite:/tmp/x.db?mode=bogus";
+    let err = SqliteSink::new(config(url, false))
+        .prepare(&schema)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
+    assert!(
+        err.message.contains(url) && err.message.contains("bogus"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn clashing_columns_fail_with_a_schema_error() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let sink = SqliteSink::new(config(&url, false));
+
+    let both = schema_of(vec![TableSchema {
+        name: "disk".to_string(),
+        tags: vec![tag("path", DataType::Varchar(32), 0)],
+        fields: vec![field("path", DataType::Int)],
+    }]);
+    let err = sink.prepare(&both).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert!(
+        err.message.contains("disk") && err.message.contains("path"),
+        "{err}"
+    );
+
+    let ts = schema_of(vec![TableSchema {
+        name: "net".to_string(),
+        tags: vec![],
+        fields: vec![field("TS", DataType::Int)],
+    }]);
+    let err = sink.prepare(&ts).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert!(
+        err.message.contains("net") && err.message.contains("TS"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn in_memory_database_outlives_prepare() {
+    let schema = schema();
+    let sink = SqliteSink::new(config("sqlite::memory:", false));
+    sink.prepare(&schema).await.unwrap();
+    let mut a = sink.connect(&schema, 0).await.unwrap();
+    let mut b = sink.connect(&schema, 1).await.unwrap();
+    // The tables prepare created are there for both connections.
+    assert_eq!(a.write(&batch(&schema, 0..10, 0)).await.unwrap().rows, 20);
+    assert_eq!(b.write(&batch(&schema, 10..20, 0)).await.unwrap().rows, 20);
+}
