@@ -60,7 +60,9 @@ fn encode(c: &mut Criterion) {
 
 fn record(c: &mut Criterion) {
     let mut h = new_histogram();
-    let values: Vec<u64> = (0..1000u64).map(|i| 50_000 + i * 7_919 % 2_000_000).collect();
+    let values: Vec<u64> = (0..1000u64)
+        .map(|i| 50_000 + i * 7_919 % 2_000_000)
+        .collect();
     let mut group = c.benchmark_group("record");
     group.throughput(Throughput::Elements(values.len() as u64));
     group.bench_function("hdr 1000 latencies", |b| {

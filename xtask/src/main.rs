@@ -48,11 +48,15 @@ fn ensure_packages() -> anyhow::Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    eprintln!("installing Debian packages the tests need: {}", missing.join(" "));
+    eprintln!(
+        "installing Debian packages the tests need: {}",
+        missing.join(" ")
+    );
     run("apt-get", &["update", "-q"])?;
     let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
     args.extend(&missing);
-    run("apt-get", &args).context("installing test dependencies (needs root and Debian's package mirror)")
+    run("apt-get", &args)
+        .context("installing test dependencies (needs root and Debian's package mirror)")
 }
 
 fn which(bin: &str) -> Option<std::path::PathBuf> {
@@ -68,7 +72,14 @@ fn test(extra: &[String]) -> anyhow::Result<()> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",
-        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
     )?;
     let mut args = vec!["test", "--workspace", "--all-targets"];
     args.extend(extra.iter().map(String::as_str));

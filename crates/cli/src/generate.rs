@@ -36,7 +36,7 @@ pub fn cmd_generate(
     let workload = match crate::workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("error: {}: {e}", plan.source);
+            eprintln!("error: {e}");
             return Ok(ExitCode::from(crate::EXIT_USAGE));
         }
     };

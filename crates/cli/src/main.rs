@@ -29,7 +29,11 @@ const EXIT_THRESHOLD: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Parser)]
-#[command(name = "tsload", version, about = "Load generator for time-series and SQL databases")]
+#[command(
+    name = "tsload",
+    version,
+    about = "Load generator for time-series and SQL databases"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -121,7 +125,7 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
     let workload = match workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("error: {}: {e}", plan.source);
+            eprintln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
@@ -158,7 +162,9 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "plain" => ProgressMode::Plain,
             "none" => ProgressMode::None,
             other => {
-                eprintln!("error: --progress: \"{other}\" is not allowed; allowed: auto, bar, plain, none");
+                eprintln!(
+                    "error: --progress: \"{other}\" is not allowed; allowed: auto, bar, plain, none"
+                );
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
@@ -166,7 +172,7 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let workload = match workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("error: {}: {e}", plan.source);
+            eprintln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
@@ -174,7 +180,8 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(p) => Some((
             p.display().to_string(),
-            std::fs::File::create(p).with_context(|| format!("cannot create the interval log {}", p.display()))?,
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot create the interval log {}", p.display()))?,
         )),
     };
     let mut observer = RunObserver::new(
@@ -224,7 +231,8 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &plan.output.json {
         let text = serde_json::to_string_pretty(&summary)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("cannot write the JSON report {}", path.display()))?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
     if let Some(fatal) = &outcome.fatal {
         eprintln!("error: the run stopped on a fatal error: {fatal}");
@@ -233,7 +241,12 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if outcome.stop_reason == StopReason::Interrupted {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    let broken: Vec<String> = plan.output.fail_if.iter().filter_map(|t| t.check(&summary).err()).collect();
+    let broken: Vec<String> = plan
+        .output
+        .fail_if
+        .iter()
+        .filter_map(|t| t.check(&summary).err())
+        .collect();
     if !broken.is_empty() {
         for b in &broken {
             eprintln!("FAIL: {b}");

@@ -152,14 +152,33 @@ impl Plan {
     /// The plan as JSON, with every secret-looking value redacted.
     pub fn to_json(&self) -> Value {
         let workload = match &self.workload {
-            WorkloadPlan::CpuOnly { seed, scale, start_ns, end_ns, interval_ns }
-            | WorkloadPlan::Devops { seed, scale, start_ns, end_ns, interval_ns } => json!({
+            WorkloadPlan::CpuOnly {
+                seed,
+                scale,
+                start_ns,
+                end_ns,
+                interval_ns,
+            }
+            | WorkloadPlan::Devops {
+                seed,
+                scale,
+                start_ns,
+                end_ns,
+                interval_ns,
+            } => json!({
                 "kind": self.workload.kind(), "seed": seed, "scale": scale,
                 "start": rfc3339(*start_ns), "end": rfc3339(*end_ns), "interval": dur(*interval_ns),
             }),
             WorkloadPlan::Iot {
-                seed, scale, start_ns, end_ns, interval_ns, missing_field_ratio, missing_row_ratio,
-                out_of_order_ratio, out_of_order_max_steps,
+                seed,
+                scale,
+                start_ns,
+                end_ns,
+                interval_ns,
+                missing_field_ratio,
+                missing_row_ratio,
+                out_of_order_ratio,
+                out_of_order_max_steps,
             } => json!({
                 "kind": "iot", "seed": seed, "scale": scale,
                 "start": rfc3339(*start_ns), "end": rfc3339(*end_ns), "interval": dur(*interval_ns),
@@ -167,8 +186,18 @@ impl Plan {
                 "out_of_order_ratio": out_of_order_ratio, "out_of_order_max_steps": out_of_order_max_steps,
             }),
             WorkloadPlan::Custom {
-                seed, stable, childtable_count, childtable_prefix, insert_rows, timestamp_step_ns,
-                start_timestamp_ns, interlace_rows, disorder_ratio, disorder_range_ns, columns, tags,
+                seed,
+                stable,
+                childtable_count,
+                childtable_prefix,
+                insert_rows,
+                timestamp_step_ns,
+                start_timestamp_ns,
+                interlace_rows,
+                disorder_ratio,
+                disorder_range_ns,
+                columns,
+                tags,
             } => json!({
                 "kind": "custom", "seed": seed, "stable": stable, "childtable_count": childtable_count,
                 "childtable_prefix": childtable_prefix, "insert_rows": insert_rows,
@@ -181,7 +210,13 @@ impl Plan {
         };
         let target = match &self.target {
             TargetPlan::Null => json!({"kind": "null"}),
-            TargetPlan::Sqlite { url, drop_existing, synchronous, journal_mode, busy_timeout } => json!({
+            TargetPlan::Sqlite {
+                url,
+                drop_existing,
+                synchronous,
+                journal_mode,
+                busy_timeout,
+            } => json!({
                 "kind": "sqlite", "url": url, "drop_existing": drop_existing,
                 "synchronous": synchronous, "journal_mode": journal_mode,
                 "busy_timeout": humantime::format_duration(*busy_timeout).to_string(),
@@ -244,7 +279,12 @@ fn redact_url(s: &str) -> Option<String> {
     let at = rest.find('@')?;
     let userinfo = &rest[..at];
     let colon = userinfo.find(':')?;
-    Some(format!("{}{}:***{}", &s[..scheme_end], &userinfo[..colon], &rest[at..]))
+    Some(format!(
+        "{}{}:***{}",
+        &s[..scheme_end],
+        &userinfo[..colon],
+        &rest[at..]
+    ))
 }
 
 #[cfg(test)]

@@ -60,15 +60,8 @@ impl RunObserver {
         if let Some((name, w)) = &mut self.hlog
             && let Err(e) = w.flush()
         {
-            self.hlog_error.get_or_insert(format!("writing {name}: {e}"));
-        }
-    }
-
-    /// Prints a note without tearing the bar.
-    pub fn note(&self, msg: &str) {
-        match &self.bar {
-            Some(bar) => bar.println(msg),
-            None => eprintln!("{msg}"),
+            self.hlog_error
+                .get_or_insert(format!("writing {name}: {e}"));
         }
     }
 }
@@ -122,7 +115,8 @@ impl Observer for RunObserver {
         if let Some((name, w)) = &mut self.hlog
             && let Err(e) = w.write_interval(r.start, r.end - r.start, &r.latency, &r.service)
         {
-            self.hlog_error.get_or_insert(format!("writing {name}: {e}"));
+            self.hlog_error
+                .get_or_insert(format!("writing {name}: {e}"));
         }
         if let Some(bar) = &self.bar {
             bar.set_position(r.totals.rows);

@@ -103,7 +103,7 @@ struct ColumnEntry {
 struct TargetSection {
     kind: Option<Spanned<String>>,
     url: Option<Spanned<String>>,
-    drop_existing: Option<bool>,
+    drop_existing: Option<Spanned<bool>>,
     synchronous: Option<Spanned<String>>,
     journal_mode: Option<Spanned<String>>,
     busy_timeout: Option<Spanned<String>>,
@@ -172,12 +172,14 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
     if overrides.is_empty() {
         return Ok(text.to_string());
     }
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| ScenarioError {
-        file: file.to_string(),
-        line: None,
-        key: None,
-        message: format!("not valid TOML: {e}"),
-    })?;
+    let mut doc: toml_edit::DocumentMut =
+        text.parse()
+            .map_err(|e: toml_edit::TomlError| ScenarioError {
+                file: file.to_string(),
+                line: None,
+                key: None,
+                message: format!("not valid TOML: {e}"),
+            })?;
     for o in overrides {
         let err = |message: String| ScenarioError {
             file: "--set".to_string(),
@@ -261,13 +263,25 @@ impl Ctx<'_> {
         }
     }
 
+    /// Whether the file's `section.key` is set aside because `--set section.kind=...`
+    /// chose another kind: the file's settings of the old kind no longer apply, while a
+    /// `--set` of a key the new kind lacks is still an error.
+    fn dropped_by_kind_override(&self, section: &str, key: &str) -> bool {
+        let has = |k: &str| self.overridden.iter().any(|o| o == k);
+        has(&format!("{section}.kind")) && !has(&format!("{section}.{key}"))
+    }
+
     fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
         let line = e.span().map(|s| self.line_of(&s));
         let snippet = e
             .span()
             .map(|s| {
-                let start = self.text[..s.start.min(self.text.len())].rfind('\n').map_or(0, |i| i + 1);
-                let end = self.text[start..].find('\n').map_or(self.text.len(), |i| start + i);
+                let start = self.text[..s.start.min(self.text.len())]
+                    .rfind('\n')
+                    .map_or(0, |i| i + 1);
+                let end = self.text[start..]
+                    .find('\n')
+                    .map_or(self.text.len(), |i| start + i);
                 format!(" (in `{}`)", self.text[start..end].trim())
             })
             .unwrap_or_default();
@@ -303,7 +317,12 @@ impl Ctx<'_> {
         Ok(x)
     }
 
-    fn duration(&self, v: &Spanned<String>, key: &str, min: Duration) -> Result<Duration, ScenarioError> {
+    fn duration(
+        &self,
+        v: &Spanned<String>,
+        key: &str,
+        min: Duration,
+    ) -> Result<Duration, ScenarioError> {
         let d = humantime::parse_duration(v.get_ref()).map_err(|e| {
             self.error(
                 Some(&v.span()),
@@ -339,9 +358,13 @@ impl Ctx<'_> {
                 ),
             )
         })?;
-        let since = t
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_err(|_| self.error(Some(&v.span()), key, "times before 1970 are not supported".into()))?;
+        let since = t.duration_since(std::time::UNIX_EPOCH).map_err(|_| {
+            self.error(
+                Some(&v.span()),
+                key,
+                "times before 1970 are not supported".into(),
+            )
+        })?;
         i64::try_from(since.as_nanos())
             .map_err(|_| self.error(Some(&v.span()), key, "time is past year 2262".into()))
     }
@@ -422,6 +445,7 @@ impl Ctx<'_> {
         };
         for key in TSBS_KEYS.iter().chain(IOT_KEYS).chain(CUSTOM_KEYS) {
             if !allowed.contains(key)
+                && !self.dropped_by_kind_override("workload", key)
                 && let Some(span) = present(key)
             {
                 return Err(self.error(
@@ -462,11 +486,25 @@ impl Ctx<'_> {
         }
         let interval_ns = match &w.interval {
             None => 10_000_000_000,
-            Some(s) => self.duration(s, "workload.interval", Duration::from_millis(1))?.as_nanos() as i64,
+            Some(s) => self
+                .duration(s, "workload.interval", Duration::from_millis(1))?
+                .as_nanos() as i64,
         };
         Ok(match kind {
-            "cpu-only" => WorkloadPlan::CpuOnly { seed, scale, start_ns, end_ns, interval_ns },
-            "devops" => WorkloadPlan::Devops { seed, scale, start_ns, end_ns, interval_ns },
+            "cpu-only" => WorkloadPlan::CpuOnly {
+                seed,
+                scale,
+                start_ns,
+                end_ns,
+                interval_ns,
+            },
+            "devops" => WorkloadPlan::Devops {
+                seed,
+                scale,
+                start_ns,
+                end_ns,
+                interval_ns,
+            },
             _ => WorkloadPlan::Iot {
                 seed,
                 scale,
@@ -563,7 +601,11 @@ impl Ctx<'_> {
         max_count: i64,
     ) -> Result<Vec<CustomColumn>, ScenarioError> {
         if list.get_ref().is_empty() {
-            return Err(self.error(Some(&list.span()), key, "must list at least one column".into()));
+            return Err(self.error(
+                Some(&list.span()),
+                key,
+                "must list at least one column".into(),
+            ));
         }
         let mut out = Vec::new();
         for (i, entry) in list.get_ref().iter().enumerate() {
@@ -572,14 +614,27 @@ impl Ctx<'_> {
             let k = format!("{key}[{i}]");
             let ty = e.data_type.to_ascii_lowercase();
             const TYPES: &[&str] = &[
-                "bool", "tinyint", "smallint", "int", "bigint", "float", "double", "varchar",
-                "binary", "nchar", "timestamp",
+                "bool",
+                "tinyint",
+                "smallint",
+                "int",
+                "bigint",
+                "float",
+                "double",
+                "varchar",
+                "binary",
+                "nchar",
+                "timestamp",
             ];
             if !TYPES.contains(&ty.as_str()) {
                 return Err(self.error(
                     Some(&span),
                     &format!("{k}.type"),
-                    format!("\"{}\" is not a column type; allowed: {}", e.data_type, TYPES.join(", ")),
+                    format!(
+                        "\"{}\" is not a column type; allowed: {}",
+                        e.data_type,
+                        TYPES.join(", ")
+                    ),
                 ));
             }
             let is_str = matches!(ty.as_str(), "varchar" | "binary" | "nchar");
@@ -641,11 +696,14 @@ impl Ctx<'_> {
             "null" => {
                 for (key, set) in [
                     ("url", t.url.as_ref().map(|v| v.span())),
+                    ("drop_existing", t.drop_existing.as_ref().map(|v| v.span())),
                     ("synchronous", t.synchronous.as_ref().map(|v| v.span())),
                     ("journal_mode", t.journal_mode.as_ref().map(|v| v.span())),
                     ("busy_timeout", t.busy_timeout.as_ref().map(|v| v.span())),
                 ] {
-                    if let Some(span) = set {
+                    if let Some(span) = set
+                        && !self.dropped_by_kind_override("target", key)
+                    {
                         return Err(self.error(
                             Some(&span),
                             &format!("target.{key}"),
@@ -664,15 +722,23 @@ impl Ctx<'_> {
                 if let Some(u) = &t.url
                     && u.get_ref().trim().is_empty()
                 {
-                    return Err(self.error(Some(&u.span()), "target.url", "must not be empty".into()));
+                    return Err(self.error(
+                        Some(&u.span()),
+                        "target.url",
+                        "must not be empty".into(),
+                    ));
                 }
                 let synchronous = match &t.synchronous {
                     None => "normal".to_string(),
-                    Some(s) => self.choice(s, "target.synchronous", &["off", "normal", "full"])?.to_string(),
+                    Some(s) => self
+                        .choice(s, "target.synchronous", &["off", "normal", "full"])?
+                        .to_string(),
                 };
                 let journal_mode = match &t.journal_mode {
                     None => "wal".to_string(),
-                    Some(s) => self.choice(s, "target.journal_mode", &["wal", "delete", "memory"])?.to_string(),
+                    Some(s) => self
+                        .choice(s, "target.journal_mode", &["wal", "delete", "memory"])?
+                        .to_string(),
                 };
                 let busy_timeout = match &t.busy_timeout {
                     None => Duration::from_secs(30),
@@ -680,7 +746,7 @@ impl Ctx<'_> {
                 };
                 Ok(TargetPlan::Sqlite {
                     url,
-                    drop_existing: t.drop_existing.unwrap_or(false),
+                    drop_existing: t.drop_existing.as_ref().is_some_and(|v| *v.get_ref()),
                     synchronous,
                     journal_mode,
                     busy_timeout,
@@ -764,18 +830,24 @@ impl Ctx<'_> {
         let mut fail_if = Vec::new();
         for (i, t) in o.fail_if.iter().enumerate() {
             let th = Threshold::parse(t.get_ref()).map_err(|e| {
-                self.error(Some(&t.span()), &format!("output.fail_if[{i}]"), e.to_string())
+                self.error(
+                    Some(&t.span()),
+                    &format!("output.fail_if[{i}]"),
+                    e.to_string(),
+                )
             })?;
             fail_if.push(th);
         }
         let progress = match &o.progress {
             None => ProgressMode::Auto,
-            Some(p) => match self.choice(p, "output.progress", &["auto", "bar", "plain", "none"])? {
-                "bar" => ProgressMode::Bar,
-                "plain" => ProgressMode::Plain,
-                "none" => ProgressMode::None,
-                _ => ProgressMode::Auto,
-            },
+            Some(p) => {
+                match self.choice(p, "output.progress", &["auto", "bar", "plain", "none"])? {
+                    "bar" => ProgressMode::Bar,
+                    "plain" => ProgressMode::Plain,
+                    "none" => ProgressMode::None,
+                    _ => ProgressMode::Auto,
+                }
+            }
         };
         Ok(OutputPlan {
             json: o.json.clone().map(Into::into),
@@ -797,7 +869,10 @@ mod tests {
     #[test]
     fn quickstart_parses() {
         let plan = load(None, &[]).unwrap();
-        assert!(matches!(plan.workload, WorkloadPlan::CpuOnly { scale: 100, .. }));
+        assert!(matches!(
+            plan.workload,
+            WorkloadPlan::CpuOnly { scale: 100, .. }
+        ));
         assert!(matches!(plan.target, TargetPlan::Sqlite { .. }));
     }
 
@@ -814,7 +889,10 @@ mod tests {
     fn wrong_type_names_the_value_and_expected_type() {
         let e = err("[load]\n\nworkers = \"four\"\n");
         assert_eq!(e.line, Some(3), "{e}");
-        assert!(e.message.contains("\"four\"") && e.message.contains("expected i64"), "{e}");
+        assert!(
+            e.message.contains("\"four\"") && e.message.contains("expected i64"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -822,9 +900,16 @@ mod tests {
         let e = err("[load]\nworkers = 0\n");
         assert_eq!(e.line, Some(2));
         assert_eq!(e.key.as_deref(), Some("load.workers"));
-        assert!(e.message.contains("value 0 is out of range; allowed: 1 to 100000"), "{e}");
+        assert!(
+            e.message
+                .contains("value 0 is out of range; allowed: 1 to 100000"),
+            "{e}"
+        );
         let shown = e.to_string();
-        assert!(shown.starts_with("s.toml:2: key `load.workers`:"), "{shown}");
+        assert!(
+            shown.starts_with("s.toml:2: key `load.workers`:"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -839,7 +924,11 @@ mod tests {
     fn key_of_another_workload_kind_is_an_error() {
         let e = err("[workload]\nkind = \"cpu-only\"\nchildtable_count = 5\n");
         assert_eq!(e.line, Some(3));
-        assert!(e.message.contains("not a setting of workload kind \"cpu-only\""), "{e}");
+        assert!(
+            e.message
+                .contains("not a setting of workload kind \"cpu-only\""),
+            "{e}"
+        );
     }
 
     #[test]
@@ -852,11 +941,20 @@ mod tests {
 
     #[test]
     fn overrides_apply_and_are_validated() {
-        let p = parse("s.toml", "[load]\nworkers = 2\n", &["load.workers=8".into(), "load.batch=50".into()])
-            .unwrap();
+        let p = parse(
+            "s.toml",
+            "[load]\nworkers = 2\n",
+            &["load.workers=8".into(), "load.batch=50".into()],
+        )
+        .unwrap();
         assert_eq!(p.load.workers, 8);
         assert_eq!(p.load.batch, 50);
-        let e = parse("s.toml", "[load]\nworkers = 2\n", &["load.workers=0".into()]).unwrap_err();
+        let e = parse(
+            "s.toml",
+            "[load]\nworkers = 2\n",
+            &["load.workers=0".into()],
+        )
+        .unwrap_err();
         assert!(e.message.contains("--set"), "{e}");
         let e = parse("s.toml", "", &["workload.kind=bogus".into()]).unwrap_err();
         assert!(e.message.contains("allowed"), "{e}");
@@ -871,9 +969,35 @@ mod tests {
 
     #[test]
     fn custom_column_errors() {
-        let e = err("[workload]\nkind = \"custom\"\ncolumns = [{ type = \"float\", count = 2, min = 5, max = 1 }]\n");
+        let e = err(
+            "[workload]\nkind = \"custom\"\ncolumns = [{ type = \"float\", count = 2, min = 5, max = 1 }]\n",
+        );
         assert!(e.message.contains("greater than max"), "{e}");
         let e = err("[workload]\nkind = \"custom\"\ncolumns = [{ type = \"blob\" }]\n");
         assert!(e.message.contains("not a column type"), "{e}");
+    }
+
+    #[test]
+    fn a_kind_override_sets_aside_the_files_settings_of_the_old_kind() {
+        let file = "[target]\nkind = \"sqlite\"\nurl = \"sqlite:x.db\"\ndrop_existing = true\n";
+        let p = parse("s.toml", file, &["target.kind=\"null\"".into()]).unwrap();
+        assert_eq!(p.target, TargetPlan::Null);
+        let e = parse(
+            "s.toml",
+            file,
+            &[
+                "target.kind=\"null\"".into(),
+                "target.url=\"sqlite:y.db\"".into(),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("target.url"));
+        let e = parse(
+            "s.toml",
+            "[target]\nkind = \"null\"\ndrop_existing = true\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("target.drop_existing"));
     }
 }

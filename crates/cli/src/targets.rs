@@ -19,7 +19,13 @@ pub async fn run(
     let load = plan.load.clone();
     match &plan.target {
         TargetPlan::Null => engine::run(workload, Arc::new(NullSink), load, stop, observer).await,
-        TargetPlan::Sqlite { url, drop_existing, synchronous, journal_mode, busy_timeout } => {
+        TargetPlan::Sqlite {
+            url,
+            drop_existing,
+            synchronous,
+            journal_mode,
+            busy_timeout,
+        } => {
             let cfg = SqliteConfig {
                 url: url.clone(),
                 drop_existing: *drop_existing,
@@ -35,7 +41,14 @@ pub async fn run(
                 },
                 busy_timeout: *busy_timeout,
             };
-            engine::run(workload, Arc::new(SqliteSink::new(cfg)), load, stop, observer).await
+            engine::run(
+                workload,
+                Arc::new(SqliteSink::new(cfg)),
+                load,
+                stop,
+                observer,
+            )
+            .await
         }
     }
 }

@@ -15,7 +15,11 @@ fn tsload() -> Command {
 }
 
 fn run(args: &[&str], dir: &Path) -> Output {
-    tsload().args(args).current_dir(dir).output().expect("start tsload")
+    tsload()
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("start tsload")
 }
 
 fn text(b: &[u8]) -> String {
@@ -23,7 +27,8 @@ fn text(b: &[u8]) -> String {
 }
 
 fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("report written")).expect("valid JSON")
+    serde_json::from_str(&std::fs::read_to_string(path).expect("report written"))
+        .expect("valid JSON")
 }
 
 #[test]
@@ -51,21 +56,35 @@ fn quickstart_row_count_equals_the_rows_in_sqlite() {
 
     let counted = tokio::runtime::Runtime::new().unwrap().block_on(async {
         use sqlx::Connection as _;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display())).await.unwrap();
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+            .await
+            .unwrap();
         let tables: Vec<(String,)> =
-            sqlx::query_as("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&mut conn).await.unwrap();
+            sqlx::query_as("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
         assert!(!tables.is_empty());
         let mut total = 0i64;
         for (t,) in tables {
-            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\"")).fetch_one(&mut conn).await.unwrap();
+            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\""))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
             total += n;
         }
         total
     });
     assert_eq!(counted as u64, reported);
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("216,000"), "report table shows the rows: {stdout}");
-    assert!(text(&out.stderr).contains("rows/s"), "plain progress lines on stderr");
+    assert!(
+        stdout.contains("216,000"),
+        "report table shows the rows: {stdout}"
+    );
+    assert!(
+        text(&out.stderr).contains("rows/s"),
+        "plain progress lines on stderr"
+    );
 }
 
 #[test]
@@ -107,7 +126,18 @@ fn generate_is_deterministic_and_seed_dependent() {
 #[test]
 fn generate_gz_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&["generate", "--set", "workload.scale=2", "--set", "workload.end=\"2016-01-01T00:01:00Z\"", "-o", "x.lp.gz"], dir.path());
+    let out = run(
+        &[
+            "generate",
+            "--set",
+            "workload.scale=2",
+            "--set",
+            "workload.end=\"2016-01-01T00:01:00Z\"",
+            "-o",
+            "x.lp.gz",
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let gz = std::fs::File::open(dir.path().join("x.lp.gz")).unwrap();
     let mut s = String::new();
@@ -119,7 +149,12 @@ fn scenario_error(body: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.toml"), body).unwrap();
     let out = run(&["run", "bad.toml"], dir.path());
-    assert_eq!(out.status.code(), Some(2), "bad input exits 2; stderr: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "bad input exits 2; stderr: {}",
+        text(&out.stderr)
+    );
     assert!(out.stdout.is_empty(), "nothing ran");
     text(&out.stderr)
 }
@@ -127,14 +162,24 @@ fn scenario_error(body: &str) -> String {
 #[test]
 fn scenario_errors_name_file_line_key_value_and_what_is_allowed() {
     let e = scenario_error("[load]\nworkers = 2\nbatchsize = 10\n");
-    assert!(e.contains("bad.toml:3") && e.contains("unknown field `batchsize`") && e.contains("`batch`"), "{e}");
+    assert!(
+        e.contains("bad.toml:3")
+            && e.contains("unknown field `batchsize`")
+            && e.contains("`batch`"),
+        "{e}"
+    );
 
     let e = scenario_error("[workload]\nscale = \"many\"\n");
-    assert!(e.contains("bad.toml:2") && e.contains("\"many\"") && e.contains("expected i64"), "{e}");
+    assert!(
+        e.contains("bad.toml:2") && e.contains("\"many\"") && e.contains("expected i64"),
+        "{e}"
+    );
 
     let e = scenario_error("[target]\nkind = \"null\"\n[load]\nbatch = -5\n");
     assert!(
-        e.contains("bad.toml:4: key `load.batch`: value -5 is out of range; allowed: 1 to 10000000"),
+        e.contains(
+            "bad.toml:4: key `load.batch`: value -5 is out of range; allowed: 1 to 10000000"
+        ),
         "{e}"
     );
 }
@@ -155,7 +200,9 @@ fn hlog_counts(bytes: &[u8]) -> (u64, u64) {
     let (mut latency, mut service) = (0, 0);
     for entry in IntervalLogIterator::new(bytes) {
         if let LogEntry::Interval(h) = entry.expect("valid interval log line") {
-            let raw = base64::engine::general_purpose::STANDARD.decode(h.encoded_histogram()).unwrap();
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(h.encoded_histogram())
+                .unwrap();
             let hist: Histogram<u64> = de.deserialize(&mut &raw[..]).unwrap();
             match h.tag() {
                 None => latency += hist.len(),
@@ -171,9 +218,25 @@ fn interval_log_holds_every_request_of_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
         &[
-            "run", "--set", "target.kind=\"null\"", "--set", "target.url=", "--set", "load.batch=100",
-            "--set", "load.rate=20000", "--set", "workload.scale=10", "--set", "load.report_interval=\"100ms\"",
-            "--hlog", "run.hlog", "--json", "r.json", "--progress", "none",
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "target.url=",
+            "--set",
+            "load.batch=100",
+            "--set",
+            "load.rate=20000",
+            "--set",
+            "workload.scale=10",
+            "--set",
+            "load.report_interval=\"100ms\"",
+            "--hlog",
+            "run.hlog",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
         ],
         dir.path(),
     );
@@ -181,10 +244,25 @@ fn interval_log_holds_every_request_of_the_report() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let out = run(
         &[
-            "run", "--set", "target.kind=\"null\"", "--set", "load.batch=100", "--set", "load.rate=20000",
-            "--set", "workload.scale=10", "--set", "load.report_interval=\"100ms\"",
-            "--set", "workload.end=\"2016-01-01T01:00:00Z\"",
-            "--hlog", "run.hlog", "--json", "r.json", "--progress", "none",
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "load.batch=100",
+            "--set",
+            "load.rate=20000",
+            "--set",
+            "workload.scale=10",
+            "--set",
+            "load.report_interval=\"100ms\"",
+            "--set",
+            "workload.end=\"2016-01-01T01:00:00Z\"",
+            "--hlog",
+            "run.hlog",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
         ],
         dir.path(),
     );
@@ -205,8 +283,17 @@ fn broken_threshold_exits_3_after_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
         &[
-            "run", "--set", "target.kind=\"null\"", "--set", "workload.scale=2", "--progress", "none",
-            "--fail-if", "rows_per_s<1", "--fail-if", "errors==0",
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "workload.scale=2",
+            "--progress",
+            "none",
+            "--fail-if",
+            "rows_per_s<1",
+            "--fail-if",
+            "errors==0",
         ],
         dir.path(),
     );
@@ -214,7 +301,10 @@ fn broken_threshold_exits_3_after_the_report() {
     assert!(text(&out.stdout).contains("rows"));
     let e = text(&out.stderr);
     assert!(e.contains("FAIL: threshold `rows_per_s<1` broken"), "{e}");
-    assert!(!e.contains("errors==0"), "the kept threshold is not reported: {e}");
+    assert!(
+        !e.contains("errors==0"),
+        "the kept threshold is not reported: {e}"
+    );
 }
 
 #[test]
@@ -223,8 +313,19 @@ fn ctrl_c_stops_the_run_and_still_prints_the_report() {
     let report = dir.path().join("r.json");
     // Open loop at 2,000 rows/s over 216,000 rows: would take 108 s.
     let child = tsload()
-        .args(["run", "--set", "target.kind=\"null\"", "--set", "load.rate=2000", "--set", "load.batch=100",
-               "--json", report.to_str().unwrap(), "--progress", "none"])
+        .args([
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "load.rate=2000",
+            "--set",
+            "load.batch=100",
+            "--json",
+            report.to_str().unwrap(),
+            "--progress",
+            "none",
+        ])
         .current_dir(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -237,12 +338,173 @@ fn ctrl_c_stops_the_run_and_still_prints_the_report() {
     let rc = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     assert_eq!(rc, 0);
     let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly");
-    assert_eq!(out.status.code(), Some(130), "stderr: {}", text(&out.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "stopped promptly"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        text(&out.stderr)
+    );
     let stdout = text(&out.stdout);
     assert!(stdout.contains("stopped: interrupted"), "{stdout}");
     let r = json(&report);
     let rows = r["rows"].as_u64().unwrap();
     assert!(rows > 0 && rows < 216_000, "partial run: {rows} rows");
     assert_eq!(r["stop_reason"], "interrupted");
+}
+
+/// Per measurement of line protocol text: tag keys, and field keys with whether the value
+/// is an integer (`i` suffix), a string (quoted) or a float.
+type Shapes = std::collections::BTreeMap<String, (Vec<String>, Vec<(String, char)>)>;
+
+fn line_shapes(text: &str) -> Shapes {
+    let mut shapes = Shapes::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        let (key, fields) = (parts.next().unwrap(), parts.next().unwrap());
+        let mut key = key.split(',');
+        let measurement = key.next().unwrap().to_string();
+        let entry: &mut (Vec<String>, Vec<(String, char)>) = shapes.entry(measurement).or_default();
+        for tag in key {
+            let k = tag.split('=').next().unwrap().to_string();
+            if !entry.0.contains(&k) {
+                entry.0.push(k);
+            }
+        }
+        for field in fields.split(',') {
+            let (k, v) = field.split_once('=').unwrap();
+            let shape = if v.ends_with('i') {
+                'i'
+            } else if v.starts_with('"') {
+                's'
+            } else {
+                'f'
+            };
+            if !entry.1.iter().any(|(name, _)| name == k) {
+                entry.1.push((k.to_string(), shape));
+            }
+        }
+    }
+    for (tags, fields) in shapes.values_mut() {
+        tags.sort();
+        fields.sort();
+    }
+    shapes
+}
+
+#[test]
+fn generated_line_protocol_has_tsbs_names_and_value_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, scale, sample) in [
+        ("cpu-only", "10", "cpu-only-seed123-scale10-1h.influx.gz"),
+        ("devops", "2", "devops-seed123-scale2-1h.influx.gz"),
+        ("iot", "4", "iot-seed123-scale4-1h.influx.gz"),
+    ] {
+        let out = run(
+            &[
+                "generate",
+                "--set",
+                &format!("workload.kind=\"{kind}\""),
+                "--set",
+                &format!("workload.scale={scale}"),
+                "--set",
+                "workload.end=\"2016-01-01T01:00:00Z\"",
+                "-o",
+                "g.lp",
+            ],
+            dir.path(),
+        );
+        assert!(out.status.success(), "{kind}: {}", text(&out.stderr));
+        let ours = std::fs::read_to_string(dir.path().join("g.lp")).unwrap();
+        let path = format!(
+            "{}/../../testdata/tsbs/{sample}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut theirs = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()),
+            &mut theirs,
+        )
+        .unwrap();
+        assert_eq!(line_shapes(&ours), line_shapes(&theirs), "{kind}");
+        if kind != "iot" {
+            assert_eq!(
+                ours.lines().count(),
+                theirs.lines().count(),
+                "{kind}: same row count as TSBS"
+            );
+        }
+    }
+}
+
+type CpuRow = (
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+);
+
+#[test]
+fn sqlite_holds_the_same_rows_for_1_3_and_8_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dumps: Vec<Vec<CpuRow>> = Vec::new();
+    for workers in [1, 3, 8] {
+        let db = dir.path().join(format!("w{workers}.db"));
+        let out = run(
+            &[
+                "run",
+                "--set",
+                &format!("target.url=sqlite:{}", db.display()),
+                "--set",
+                &format!("load.workers={workers}"),
+                "--set",
+                "load.batch=13",
+                "--set",
+                "workload.scale=7",
+                "--set",
+                "workload.end=\"2016-01-01T00:10:00Z\"",
+                "--progress",
+                "none",
+            ],
+            dir.path(),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let rows = tokio::runtime::Runtime::new().unwrap().block_on(async {
+            use sqlx::Connection as _;
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display())).await.unwrap();
+            sqlx::query_as::<_, CpuRow>(
+                "SELECT hostname, ts, usage_user, usage_system, usage_idle, usage_nice, usage_iowait, \
+                 usage_irq, usage_softirq, usage_steal, usage_guest, usage_guest_nice FROM cpu ORDER BY hostname, ts",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .unwrap()
+        });
+        assert_eq!(rows.len(), 7 * 60);
+        dumps.push(rows);
+    }
+    assert_eq!(dumps[0], dumps[1], "1 vs 3 workers");
+    assert_eq!(dumps[0], dumps[2], "1 vs 8 workers");
+}
+
+#[test]
+fn custom_column_error_names_its_line() {
+    let e = scenario_error(
+        "[workload]\nkind = \"custom\"\ncolumns = [\n  { type = \"int\" },\n  { type = \"tinyint\", max = 300 },\n]\n",
+    );
+    assert!(
+        e.contains("bad.toml:5: key `workload.columns[1].max`: 300 is not a tinyint value"),
+        "{e}"
+    );
 }

@@ -286,7 +286,9 @@ pub async fn run<S: Sink>(
     for (worker, conns) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
         let recorder = WorkerRecorder::new(worker, t0, cfg.report_interval, tx.clone());
-        let batches = (0..cfg.in_flight).map(|_| Batch::for_schema(&schema)).collect();
+        let batches = (0..cfg.in_flight)
+            .map(|_| Batch::for_schema(&schema))
+            .collect();
         tasks.spawn(run_worker(source, conns, batches, shared.clone(), recorder));
     }
     drop(tx);
@@ -445,7 +447,8 @@ async fn send<C: SinkConn>(
             Err(e) if e.is_retryable() && (retried.len() as u32) < max_retries => {
                 retried.push(e.kind);
                 let factor = 1u32 << (retried.len() - 1).min(16);
-                tokio::time::sleep(backoff.saturating_mul(factor).min(Duration::from_secs(5))).await;
+                tokio::time::sleep(backoff.saturating_mul(factor).min(Duration::from_secs(5)))
+                    .await;
             }
             Err(e) => break Err(e),
         }
@@ -538,7 +541,13 @@ async fn run_worker<C: SinkConn>(
                     continue;
                 }
             }
-            in_flight.push(send(conn, batch, intended, cfg.max_retries, cfg.retry_backoff));
+            in_flight.push(send(
+                conn,
+                batch,
+                intended,
+                cfg.max_retries,
+                cfg.retry_backoff,
+            ));
             seq += 1;
             if !free.is_empty() && !exhausted && !stop.is_stopped() {
                 continue;

@@ -47,7 +47,8 @@ impl<W: Write> HlogWriter<W> {
         latency: &Histogram<u64>,
         service: &Histogram<u64>,
     ) -> io::Result<()> {
-        let mut log = IntervalLogWriterBuilder::new().begin_log_with(&mut self.out, &mut self.serializer)?;
+        let mut log =
+            IntervalLogWriterBuilder::new().begin_log_with(&mut self.out, &mut self.serializer)?;
         log.write_histogram(latency, start, length, None)
             .map_err(|e| io::Error::other(e.to_string()))?;
         log.write_histogram(service, start, length, Tag::new(SERVICE_TAG))
@@ -80,8 +81,10 @@ mod tests {
         }
         b.record(500).unwrap();
         let mut w = HlogWriter::new(Vec::new(), SystemTime::now(), "test").unwrap();
-        w.write_interval(Duration::ZERO, Duration::from_secs(1), &a, &b).unwrap();
-        w.write_interval(Duration::from_secs(1), Duration::from_secs(1), &a, &b).unwrap();
+        w.write_interval(Duration::ZERO, Duration::from_secs(1), &a, &b)
+            .unwrap();
+        w.write_interval(Duration::from_secs(1), Duration::from_secs(1), &a, &b)
+            .unwrap();
         let bytes = w.into_inner();
         let mut de = Deserializer::new();
         let (mut untagged, mut tagged) = (0u64, 0u64);

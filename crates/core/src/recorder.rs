@@ -181,7 +181,13 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let t0 = Instant::now();
         let mut r = WorkerRecorder::new(3, t0, Duration::from_secs(1), tx);
-        r.record_success(Duration::from_micros(10), Duration::from_micros(8), 5, 50, 100);
+        r.record_success(
+            Duration::from_micros(10),
+            Duration::from_micros(8),
+            5,
+            50,
+            100,
+        );
         r.record_error(ErrorKind::Timeout, true);
         r.maybe_flush(t0); // interval not over yet
         assert!(rx.try_recv().is_err());

@@ -196,7 +196,11 @@ impl Summary {
         if self.errors.is_empty() {
             let _ = writeln!(s, "  errors    none");
         } else {
-            let list: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let list: Vec<String> = self
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
             let _ = writeln!(s, "  errors    {}", list.join(", "));
         }
         let _ = writeln!(

@@ -44,7 +44,10 @@ impl ErrorKind {
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
-            ErrorKind::Connection | ErrorKind::Timeout | ErrorKind::Unavailable | ErrorKind::Conflict
+            ErrorKind::Connection
+                | ErrorKind::Timeout
+                | ErrorKind::Unavailable
+                | ErrorKind::Conflict
         )
     }
 

@@ -226,8 +226,16 @@ mod tests {
         let s = summary();
         assert!(Threshold::parse("p99<20ms").unwrap().check(&s).is_err());
         assert!(Threshold::parse("p99 < 0.03s").unwrap().check(&s).is_ok());
-        assert!(Threshold::parse("service.p99<=5000us").unwrap().check(&s).is_ok());
-        let broken = Threshold::parse("latency.p99<20ms").unwrap().check(&s).unwrap_err();
+        assert!(
+            Threshold::parse("service.p99<=5000us")
+                .unwrap()
+                .check(&s)
+                .is_ok()
+        );
+        let broken = Threshold::parse("latency.p99<20ms")
+            .unwrap()
+            .check(&s)
+            .unwrap_err();
         assert!(broken.contains("25ms"), "{broken}");
     }
 
@@ -235,7 +243,12 @@ mod tests {
     fn count_thresholds() {
         let s = summary();
         assert!(Threshold::parse("errors==0").unwrap().check(&s).is_ok());
-        assert!(Threshold::parse("metrics_per_s>=2000").unwrap().check(&s).is_err());
+        assert!(
+            Threshold::parse("metrics_per_s>=2000")
+                .unwrap()
+                .check(&s)
+                .is_err()
+        );
     }
 
     #[test]

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use tsload_core::engine::{self, LoadConfig, LoadMode, NoObserver, StopHandle, StopReason};
 use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagSource, TagValue};
 use tsload_core::workload::device_range;
-use tsload_core::{Batch, BatchSource, ColumnValues, ErrorKind, Sink, SinkConn, SinkError, WriteAck, Workload};
+use tsload_core::{
+    Batch, BatchSource, ColumnValues, ErrorKind, Sink, SinkConn, SinkError, Workload, WriteAck,
+};
 
 #[derive(Debug)]
 struct NoTags;
@@ -31,7 +33,10 @@ impl Grid {
                 tables: vec![TableSchema {
                     name: "t".into(),
                     tags: vec![],
-                    fields: vec![FieldDef { name: "v".into(), data_type: DataType::BigInt }],
+                    fields: vec![FieldDef {
+                        name: "v".into(),
+                        data_type: DataType::BigInt,
+                    }],
                 }],
                 tag_slots: 0,
                 device_count: devices,
@@ -107,7 +112,11 @@ impl Sink for RecordingSink {
     async fn prepare(&self, _schema: &Arc<Schema>) -> Result<(), SinkError> {
         Ok(())
     }
-    async fn connect(&self, _schema: &Arc<Schema>, _worker: usize) -> Result<RecordingConn, SinkError> {
+    async fn connect(
+        &self,
+        _schema: &Arc<Schema>,
+        _worker: usize,
+    ) -> Result<RecordingConn, SinkError> {
         Ok(RecordingConn(self.0.clone()))
     }
 }
@@ -116,7 +125,10 @@ impl SinkConn for RecordingConn {
     async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
         let n = self.0.writes.fetch_add(1, Ordering::SeqCst);
         if n < self.0.fail_first {
-            return Err(SinkError::new(self.0.fail_kind.unwrap_or(ErrorKind::Unavailable), "HTTP 500"));
+            return Err(SinkError::new(
+                self.0.fail_kind.unwrap_or(ErrorKind::Unavailable),
+                "HTTP 500",
+            ));
         }
         if self.0.stall_at == Some(n) {
             tokio::time::sleep(self.0.stall).await;
@@ -126,7 +138,10 @@ impl SinkConn for RecordingConn {
         if let ColumnValues::Int(v) = &batch.tables[0].columns[0].values {
             self.0.rows.lock().unwrap().extend_from_slice(v);
         }
-        Ok(WriteAck { rows: batch.rows() as u64, bytes: 8 * batch.rows() as u64 })
+        Ok(WriteAck {
+            rows: batch.rows() as u64,
+            bytes: 8 * batch.rows() as u64,
+        })
     }
 }
 
@@ -141,9 +156,15 @@ fn cfg(workers: usize, batch: usize) -> LoadConfig {
 }
 
 async fn run(w: Arc<dyn Workload>, rec: Arc<Recording>, c: LoadConfig) -> engine::RunOutcome {
-    engine::run(w, Arc::new(RecordingSink(rec)), c, StopHandle::new(), &mut NoObserver)
-        .await
-        .expect("run")
+    engine::run(
+        w,
+        Arc::new(RecordingSink(rec)),
+        c,
+        StopHandle::new(),
+        &mut NoObserver,
+    )
+    .await
+    .expect("run")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,7 +179,11 @@ async fn every_row_once_for_any_worker_count() {
             c.in_flight = in_flight;
             let out = run(Grid::workload(37, 50), rec.clone(), c).await;
             let rows = rec.rows.lock().unwrap().clone();
-            assert_eq!(rows.len(), expected.len(), "workers {workers} in_flight {in_flight}");
+            assert_eq!(
+                rows.len(),
+                expected.len(),
+                "workers {workers} in_flight {in_flight}"
+            );
             assert_eq!(rows.iter().copied().collect::<BTreeSet<_>>(), expected);
             assert_eq!(out.counters.rows, expected.len() as u64);
             assert_eq!(out.counters.metrics, expected.len() as u64);
@@ -170,7 +195,10 @@ async fn every_row_once_for_any_worker_count() {
 
 #[tokio::test]
 async fn retryable_errors_are_retried_and_counted() {
-    let rec = Arc::new(Recording { fail_first: 2, ..Default::default() });
+    let rec = Arc::new(Recording {
+        fail_first: 2,
+        ..Default::default()
+    });
     let out = run(Grid::workload(1, 10), rec.clone(), cfg(1, 100)).await;
     assert_eq!(out.counters.rows, 10);
     assert_eq!(out.counters.retries, 2);
@@ -220,27 +248,48 @@ async fn open_loop_offers_the_rate_and_corrects_for_a_stall() {
     let took = t.elapsed();
     assert_eq!(out.stop_reason, StopReason::Duration);
     // ~1,200 rows offered in 0.6 s; allow for scheduling noise on a busy machine.
-    assert!((900..=1300).contains(&out.counters.rows), "rows {} in {took:?}", out.counters.rows);
+    assert!(
+        (900..=1300).contains(&out.counters.rows),
+        "rows {} in {took:?}",
+        out.counters.rows
+    );
     // The stalled worker's queued requests count their wait: corrected latency p99 >= the
     // stall, while service time of most requests stays small.
-    assert!(out.latency.max() >= 190_000_000, "max latency {}", out.latency.max());
+    assert!(
+        out.latency.max() >= 190_000_000,
+        "max latency {}",
+        out.latency.max()
+    );
     assert!(out.latency.value_at_quantile(0.9) > out.service.value_at_quantile(0.9));
     assert!(out.service.value_at_quantile(0.5) < 50_000_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_finishes_in_flight_and_reports_interrupted() {
-    let rec = Arc::new(Recording { delay: Duration::from_millis(20), ..Default::default() });
+    let rec = Arc::new(Recording {
+        delay: Duration::from_millis(20),
+        ..Default::default()
+    });
     let stop = StopHandle::new();
     let s2 = stop.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(150)).await;
         s2.stop(StopReason::Interrupted);
     });
-    let out = engine::run(Grid::workload(4, 1_000_000), Arc::new(RecordingSink(rec.clone())), cfg(2, 10), stop, &mut NoObserver)
-        .await
-        .unwrap();
+    let out = engine::run(
+        Grid::workload(4, 1_000_000),
+        Arc::new(RecordingSink(rec.clone())),
+        cfg(2, 10),
+        stop,
+        &mut NoObserver,
+    )
+    .await
+    .unwrap();
     assert_eq!(out.stop_reason, StopReason::Interrupted);
     assert!(out.counters.rows > 0);
-    assert_eq!(out.counters.rows as usize, rec.rows.lock().unwrap().len(), "acked == written");
+    assert_eq!(
+        out.counters.rows as usize,
+        rec.rows.lock().unwrap().len(),
+        "acked == written"
+    );
 }

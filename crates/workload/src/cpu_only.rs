@@ -28,7 +28,7 @@ pub(crate) const CPU_FIELDS: &[&str] = &[
 const FIELDS: usize = 10;
 
 /// Random stream id of cpu values.
-const CPU_STREAM: u64 = 0x6370_75;
+const CPU_STREAM: u64 = 0x0063_7075;
 
 /// Steps of the usage walk, indexed by 6 random bits: a rounded normal-like spread, so
 /// one 64-bit draw moves all ten fields.

@@ -102,11 +102,20 @@ impl Default for CustomConfig {
 enum ValueGen {
     Bool,
     /// Uniform integers in `lo..=lo+span-1`.
-    Int { lo: i64, span: u64 },
+    Int {
+        lo: i64,
+        span: u64,
+    },
     /// Uniform floats in `[lo, lo+span)`.
-    Float { lo: f64, span: f64 },
+    Float {
+        lo: f64,
+        span: f64,
+    },
     /// Random strings of `len` characters (multi-byte ones too for nchar).
-    Str { len: u32, unicode: bool },
+    Str {
+        len: u32,
+        unicode: bool,
+    },
     /// One of the listed values.
     Choice(Vec<CustomValue>),
     /// The row's own timestamp, in milliseconds.
@@ -114,10 +123,16 @@ enum ValueGen {
 }
 
 const ASCII: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-const UNICODE: &[char] = &['a', 'b', 'c', 'x', 'y', 'z', '0', '9', 'é', 'ü', 'ß', '中', '文', '数', '据', 'α'];
+const UNICODE: &[char] = &[
+    'a', 'b', 'c', 'x', 'y', 'z', '0', '9', 'é', 'ü', 'ß', '中', '文', '数', '据', 'α',
+];
 
 impl ValueGen {
-    fn compile(spec: &ColumnSpec, list: ColumnList, index: usize) -> Result<ValueGen, WorkloadError> {
+    fn compile(
+        spec: &ColumnSpec,
+        list: ColumnList,
+        index: usize,
+    ) -> Result<ValueGen, WorkloadError> {
         let name = match list {
             ColumnList::Columns => "columns",
             ColumnList::Tags => "tags",
@@ -130,7 +145,10 @@ impl ValueGen {
         let ty = spec.data_type;
         if let Some(values) = &spec.values {
             if spec.min.is_some() || spec.max.is_some() {
-                return Err(err("values", "give either values or min/max, not both".into()));
+                return Err(err(
+                    "values",
+                    "give either values or min/max, not both".into(),
+                ));
             }
             let parsed = values
                 .iter()
@@ -144,17 +162,24 @@ impl ValueGen {
                     let field = if spec.min.is_some() { "min" } else { "max" };
                     return Err(err(
                         field,
-                        format!("min and max are for numeric types, not {ty}; use values to list the allowed values"),
+                        format!(
+                            "min and max are for numeric types, not {ty}; use values to list the allowed values"
+                        ),
                     ));
                 }
                 Ok(match ty {
                     DataType::Bool => ValueGen::Bool,
-                    DataType::Varchar(len) => ValueGen::Str { len, unicode: false },
+                    DataType::Varchar(len) => ValueGen::Str {
+                        len,
+                        unicode: false,
+                    },
                     DataType::NChar(len) => ValueGen::Str { len, unicode: true },
                     _ => unreachable!(),
                 })
             }
-            DataType::Timestamp if spec.min.is_none() && spec.max.is_none() => Ok(ValueGen::RowTime),
+            DataType::Timestamp if spec.min.is_none() && spec.max.is_none() => {
+                Ok(ValueGen::RowTime)
+            }
             DataType::Float | DataType::Double => {
                 let lo = spec.min.unwrap_or(0.0);
                 let hi = spec.max.unwrap_or(lo.max(0.0) + 100.0);
@@ -174,7 +199,9 @@ impl ValueGen {
                     if v.fract() != 0.0 || v < tlo as f64 || v > thi as f64 {
                         return Err(err(
                             field,
-                            format!("{v} is not a {ty} value; allowed: whole numbers from {tlo} to {thi}"),
+                            format!(
+                                "{v} is not a {ty} value; allowed: whole numbers from {tlo} to {thi}"
+                            ),
                         ));
                     }
                     Ok(v as i64)
@@ -202,7 +229,9 @@ impl ValueGen {
                 v.push(lo.wrapping_add(below(rng.next_u64(), *span) as i64))
             }
             (ValueGen::RowTime, ColumnValues::Int(v)) => v.push(ts_ns.div_euclid(1_000_000)),
-            (ValueGen::Float { lo, span }, ColumnValues::Float(v)) => v.push(lo + unit(rng.next_u64()) * span),
+            (ValueGen::Float { lo, span }, ColumnValues::Float(v)) => {
+                v.push(lo + unit(rng.next_u64()) * span)
+            }
             (ValueGen::Str { len, unicode }, ColumnValues::Str(v)) => {
                 random_string(rng, *len, *unicode, scratch);
                 v.push(scratch);
@@ -225,7 +254,9 @@ impl ValueGen {
     fn tag(&self, rng: &mut DeviceRng) -> TagValue {
         match self {
             ValueGen::Bool => TagValue::Bool(rng.next_u64() & 1 == 1),
-            ValueGen::Int { lo, span } => TagValue::Int(lo.wrapping_add(below(rng.next_u64(), *span) as i64)),
+            ValueGen::Int { lo, span } => {
+                TagValue::Int(lo.wrapping_add(below(rng.next_u64(), *span) as i64))
+            }
             ValueGen::RowTime => TagValue::Int(0),
             ValueGen::Float { lo, span } => TagValue::Float(lo + unit(rng.next_u64()) * span),
             ValueGen::Str { len, unicode } => {
@@ -233,12 +264,14 @@ impl ValueGen {
                 random_string(rng, *len, *unicode, &mut s);
                 TagValue::Str(Cow::Owned(s))
             }
-            ValueGen::Choice(list) => match &list[below(rng.next_u64(), list.len() as u64) as usize] {
-                CustomValue::Bool(b) => TagValue::Bool(*b),
-                CustomValue::Int(i) => TagValue::Int(*i),
-                CustomValue::Float(f) => TagValue::Float(*f),
-                CustomValue::Str(s) => TagValue::Str(Cow::Owned(s.clone())),
-            },
+            ValueGen::Choice(list) => {
+                match &list[below(rng.next_u64(), list.len() as u64) as usize] {
+                    CustomValue::Bool(b) => TagValue::Bool(*b),
+                    CustomValue::Int(i) => TagValue::Int(*i),
+                    CustomValue::Float(f) => TagValue::Float(*f),
+                    CustomValue::Str(s) => TagValue::Str(Cow::Owned(s.clone())),
+                }
+            }
         }
     }
 }
@@ -295,7 +328,10 @@ fn parse_value(ty: DataType, text: &str) -> Result<CustomValue, String> {
 }
 
 /// Expands column specs into one generator per column.
-fn compile(list: &[ColumnSpec], which: ColumnList) -> Result<Vec<(DataType, ValueGen)>, WorkloadError> {
+fn compile(
+    list: &[ColumnSpec],
+    which: ColumnList,
+) -> Result<Vec<(DataType, ValueGen)>, WorkloadError> {
     let mut out = Vec::new();
     for (i, spec) in list.iter().enumerate() {
         let g = ValueGen::compile(spec, which, i)?;
@@ -322,7 +358,10 @@ struct CustomTags {
 impl TagSource for CustomTags {
     fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
         out.clear();
-        out.push(TagValue::Str(Cow::Owned(format!("{}{device}", self.prefix))));
+        out.push(TagValue::Str(Cow::Owned(format!(
+            "{}{device}",
+            self.prefix
+        ))));
         let mut rng = device_rng(self.seed, TAG_STREAM, device);
         out.extend(self.gens.iter().map(|g| g.tag(&mut rng)));
     }
@@ -355,11 +394,17 @@ impl Custom {
         if !(0.0..=100.0).contains(&cfg.disorder_ratio) {
             return Err(WorkloadError::new(
                 "disorder_ratio",
-                format!("{} is not a percentage; allowed: 0 to 100", cfg.disorder_ratio),
+                format!(
+                    "{} is not a percentage; allowed: 0 to 100",
+                    cfg.disorder_ratio
+                ),
             ));
         }
         if cfg.disorder_ratio > 0.0 && cfg.disorder_range_ns <= 0 {
-            return Err(WorkloadError::new("disorder_range", "must be positive when disorder_ratio is set"));
+            return Err(WorkloadError::new(
+                "disorder_range",
+                "must be positive when disorder_ratio is set",
+            ));
         }
         let span = (cfg.insert_rows as i128) * cfg.timestamp_step_ns as i128;
         if cfg.start_timestamp_ns as i128 + span > i64::MAX as i128 {
@@ -369,7 +414,10 @@ impl Custom {
             ));
         }
         if cfg.columns.is_empty() {
-            return Err(WorkloadError::new("columns", "must list at least one column"));
+            return Err(WorkloadError::new(
+                "columns",
+                "must list at least one column",
+            ));
         }
         let columns = compile(&cfg.columns, ColumnList::Columns)?;
         let tags = compile(&cfg.tags, ColumnList::Tags)?;
@@ -439,7 +487,10 @@ impl Workload for Custom {
             disorder: self.cfg.disorder_ratio / 100.0,
             disorder_range: self.cfg.disorder_range_ns as u64,
             first: devices.start,
-            rngs: devices.clone().map(|d| device_rng(self.cfg.seed, VALUE_STREAM, d)).collect(),
+            rngs: devices
+                .clone()
+                .map(|d| device_rng(self.cfg.seed, VALUE_STREAM, d))
+                .collect(),
             round: 0,
             device: 0,
             offset: 0,
@@ -477,7 +528,10 @@ impl BatchSource for CustomSource {
             let device = self.first + self.device as u32;
             let mut ts = self.start + row as i64 * self.step;
             if chance(hash(self.seed, DISORDER, device as u64, row), self.disorder) {
-                ts -= 1 + below(hash(self.seed, DISORDER_BY, device as u64, row), self.disorder_range) as i64;
+                ts -= 1 + below(
+                    hash(self.seed, DISORDER_BY, device as u64, row),
+                    self.disorder_range,
+                ) as i64;
             }
             t.device.push(device);
             t.ts.push(ts);
@@ -526,7 +580,13 @@ mod tests {
             if src.fill(&mut b, 4) == 0 {
                 break;
             }
-            out.extend(b.tables[0].device.iter().copied().zip(b.tables[0].ts.iter().copied()));
+            out.extend(
+                b.tables[0]
+                    .device
+                    .iter()
+                    .copied()
+                    .zip(b.tables[0].ts.iter().copied()),
+            );
         }
         out
     }
@@ -564,7 +624,11 @@ mod tests {
         cfg.disorder_ratio = 50.0;
         cfg.disorder_range_ns = 25;
         let o = order(cfg);
-        let moved = o.iter().enumerate().filter(|(i, (_, ts))| *ts != (*i as i64 % 2000) * 10).count();
+        let moved = o
+            .iter()
+            .enumerate()
+            .filter(|(i, (_, ts))| *ts != (*i as i64 % 2000) * 10)
+            .count();
         assert!((2500..3500).contains(&moved), "{moved}");
         for (i, (_, ts)) in o.iter().enumerate() {
             let nominal = (i as i64 % 2000) * 10;
@@ -576,7 +640,11 @@ mod tests {
     fn values_follow_their_spec() {
         let cfg = CustomConfig {
             columns: vec![
-                ColumnSpec { min: Some(-5.0), max: Some(5.0), ..ColumnSpec::new(DataType::TinyInt, 2) },
+                ColumnSpec {
+                    min: Some(-5.0),
+                    max: Some(5.0),
+                    ..ColumnSpec::new(DataType::TinyInt, 2)
+                },
                 ColumnSpec {
                     values: Some(vec!["on".into(), "off".into()]),
                     ..ColumnSpec::new(DataType::Varchar(3), 1)
@@ -585,40 +653,69 @@ mod tests {
                 ColumnSpec::new(DataType::Bool, 1),
                 ColumnSpec::new(DataType::Timestamp, 1),
             ],
-            tags: vec![ColumnSpec { values: Some(vec!["7".into()]), ..ColumnSpec::new(DataType::Int, 1) }],
+            tags: vec![ColumnSpec {
+                values: Some(vec!["7".into()]),
+                ..ColumnSpec::new(DataType::Int, 1)
+            }],
             ..small(0)
         };
         let w = Custom::new(cfg).unwrap();
-        assert_eq!(w.schema().device_tags(1), vec![TagValue::Str("d1".into()), TagValue::Int(7)]);
+        assert_eq!(
+            w.schema().device_tags(1),
+            vec![TagValue::Str("d1".into()), TagValue::Int(7)]
+        );
         let mut b = Batch::for_schema(w.schema());
         assert_eq!(w.source(0, 1).fill(&mut b, 100), 15);
         let t = &b.tables[0];
-        let ColumnValues::Int(ints) = &t.columns[0].values else { panic!() };
+        let ColumnValues::Int(ints) = &t.columns[0].values else {
+            panic!()
+        };
         assert!(ints.iter().all(|v| (-5..=5).contains(v)));
-        let ColumnValues::Str(s) = &t.columns[2].values else { panic!() };
+        let ColumnValues::Str(s) = &t.columns[2].values else {
+            panic!()
+        };
         assert!((0..s.len()).all(|i| ["on", "off"].contains(&s.get(i))));
-        let ColumnValues::Str(s) = &t.columns[3].values else { panic!() };
+        let ColumnValues::Str(s) = &t.columns[3].values else {
+            panic!()
+        };
         assert!((0..s.len()).all(|i| s.get(i).chars().count() == 4));
-        let ColumnValues::Int(ms) = &t.columns[5].values else { panic!() };
+        let ColumnValues::Int(ms) = &t.columns[5].values else {
+            panic!()
+        };
         assert_eq!(ms[1], t.ts[1] / 1_000_000);
     }
 
     #[test]
     fn bad_specs_name_the_entry() {
         let bad = |spec: ColumnSpec| {
-            Custom::new(CustomConfig { columns: vec![ColumnSpec::new(DataType::Int, 1), spec], ..small(0) })
-                .unwrap_err()
+            Custom::new(CustomConfig {
+                columns: vec![ColumnSpec::new(DataType::Int, 1), spec],
+                ..small(0)
+            })
+            .unwrap_err()
         };
-        let e = bad(ColumnSpec { values: Some(vec!["x".into()]), ..ColumnSpec::new(DataType::Float, 1) });
+        let e = bad(ColumnSpec {
+            values: Some(vec!["x".into()]),
+            ..ColumnSpec::new(DataType::Float, 1)
+        });
         assert_eq!(e.key, "columns[1].values");
         assert_eq!(e.column, Some((ColumnList::Columns, 1)));
         assert!(e.message.contains("\"x\" is not a float value"), "{e}");
-        let e = bad(ColumnSpec { max: Some(300.0), ..ColumnSpec::new(DataType::TinyInt, 1) });
+        let e = bad(ColumnSpec {
+            max: Some(300.0),
+            ..ColumnSpec::new(DataType::TinyInt, 1)
+        });
         assert_eq!(e.key, "columns[1].max");
         assert!(e.message.contains("-128 to 127"), "{e}");
-        let e = bad(ColumnSpec { min: Some(1.0), ..ColumnSpec::new(DataType::Varchar(4), 1) });
+        let e = bad(ColumnSpec {
+            min: Some(1.0),
+            ..ColumnSpec::new(DataType::Varchar(4), 1)
+        });
         assert!(e.message.contains("numeric types"), "{e}");
-        let e = bad(ColumnSpec { values: Some(vec!["toolong".into()]), ..ColumnSpec::new(DataType::Varchar(4), 1) });
+        let e = bad(ColumnSpec {
+            values: Some(vec!["toolong".into()]),
+            ..ColumnSpec::new(DataType::Varchar(4), 1)
+        });
         assert!(e.message.contains("at most 4"), "{e}");
     }
 }

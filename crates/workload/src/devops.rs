@@ -373,7 +373,10 @@ impl DevopsSource {
             return;
         }
         let m = &MEASUREMENTS[table - 1];
-        let offset: usize = MEASUREMENTS[..table - 1].iter().map(|m| m.fields.len()).sum();
+        let offset: usize = MEASUREMENTS[..table - 1]
+            .iter()
+            .map(|m| m.fields.len())
+            .sum();
         let values = &mut self.values[host * OTHER_FIELDS + offset..][..m.fields.len()];
         for ((f, v), col) in m.fields.iter().zip(values).zip(&mut t.columns) {
             *v = step(f.generator, *v, rng.next_u64());

@@ -73,7 +73,7 @@ const MODELS: &[(&str, f64, f64, f64)] = &[
 const VERSIONS: &[&str] = &["v1.0", "v1.5", "v2.0", "v2.3"];
 
 const TAG_STREAM: u64 = 0x7472_7563_6b73;
-const VALUE_STREAM: u64 = 0x696f_74;
+const VALUE_STREAM: u64 = 0x0069_6f74;
 const LATE: u64 = 1;
 const LATE_BY: u64 = 2;
 const MISSING_ROW: u64 = 3;
@@ -101,11 +101,17 @@ impl Iot {
             ("out_of_order_ratio", opts.out_of_order_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(WorkloadError::new(key, format!("{v} is not between 0 and 1")));
+                return Err(WorkloadError::new(
+                    key,
+                    format!("{v} is not between 0 and 1"),
+                ));
             }
         }
         if opts.out_of_order_max_steps == 0 {
-            return Err(WorkloadError::new("out_of_order_max_steps", "must be at least 1"));
+            return Err(WorkloadError::new(
+                "out_of_order_max_steps",
+                "must be at least 1",
+            ));
         }
         let tags = TAGS
             .iter()
@@ -129,7 +135,8 @@ impl Iot {
                 })
                 .collect()
         };
-        let readings: Vec<(&str, DataType)> = READINGS.iter().map(|n| (*n, DataType::Double)).collect();
+        let readings: Vec<(&str, DataType)> =
+            READINGS.iter().map(|n| (*n, DataType::Double)).collect();
         let schema = Schema {
             tables: vec![
                 TableSchema {
@@ -176,7 +183,9 @@ impl Workload for Iot {
 
     fn total_rows(&self) -> Option<u64> {
         *self.total.get_or_init(|| {
-            let cells = (self.cfg.scale as u64).checked_mul(self.steps)?.checked_mul(2)?;
+            let cells = (self.cfg.scale as u64)
+                .checked_mul(self.steps)?
+                .checked_mul(2)?;
             if self.opts.missing_row_ratio == 0.0 {
                 return Some(cells);
             }
@@ -198,7 +207,9 @@ impl Workload for Iot {
 
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
         let devices = device_range(self.cfg.scale, worker, workers);
-        let tags = TruckTags { seed: self.cfg.seed };
+        let tags = TruckTags {
+            seed: self.cfg.seed,
+        };
         let trucks = devices
             .clone()
             .map(|d| Truck::new(self.cfg.seed, d, tags.model(d).1))
@@ -241,7 +252,12 @@ impl Rules {
 
     fn missing_row(&self, truck: u32, step: u64, table: usize) -> bool {
         chance(
-            hash(self.seed, MISSING_ROW, truck as u64, Self::cell(step, table)),
+            hash(
+                self.seed,
+                MISSING_ROW,
+                truck as u64,
+                Self::cell(step, table),
+            ),
             self.opts.missing_row_ratio,
         )
     }
@@ -249,7 +265,10 @@ impl Rules {
     /// The step at which the row of `step` is sent.
     fn sent_at(&self, truck: u32, step: u64, table: usize) -> u64 {
         let cell = Self::cell(step, table);
-        if !chance(hash(self.seed, LATE, truck as u64, cell), self.opts.out_of_order_ratio) {
+        if !chance(
+            hash(self.seed, LATE, truck as u64, cell),
+            self.opts.out_of_order_ratio,
+        ) {
             return step;
         }
         let by = 1 + below(
@@ -294,8 +313,12 @@ impl TagSource for TruckTags {
         out.clear();
         let (model, load, fuel, nominal) = self.model(truck);
         out.push(TagValue::Str(Cow::Owned(format!("truck_{truck}"))));
-        out.push(TagValue::Str(Cow::Borrowed(FLEETS[self.pick(truck, 1, FLEETS.len())])));
-        out.push(TagValue::Str(Cow::Borrowed(DRIVERS[self.pick(truck, 2, DRIVERS.len())])));
+        out.push(TagValue::Str(Cow::Borrowed(
+            FLEETS[self.pick(truck, 1, FLEETS.len())],
+        )));
+        out.push(TagValue::Str(Cow::Borrowed(
+            DRIVERS[self.pick(truck, 2, DRIVERS.len())],
+        )));
         out.push(TagValue::Str(Cow::Borrowed(model)));
         out.push(TagValue::Str(Cow::Borrowed(
             VERSIONS[self.pick(truck, 4, VERSIONS.len())],
@@ -372,7 +395,11 @@ impl Truck {
         let cap = self.load_capacity;
         self.current_load = (self.current_load + self.jitter(cap / 10.0)).clamp(0.0, cap);
         let status = below(self.rng.next_u64(), 6) as i64;
-        (round_to(self.fuel_state, 1), self.current_load.round(), status)
+        (
+            round_to(self.fuel_state, 1),
+            self.current_load.round(),
+            status,
+        )
     }
 }
 

@@ -80,7 +80,10 @@ mod tests {
                 hits += 1;
             }
         }
-        assert!(seen.iter().all(|&n| (9_000..11_000).contains(&n)), "{seen:?}");
+        assert!(
+            seen.iter().all(|&n| (9_000..11_000).contains(&n)),
+            "{seen:?}"
+        );
         assert!((16_000..19_000).contains(&hits), "{hits}");
         assert!(!chance(0, 0.0));
         assert!(chance(u64::MAX, 1.0));

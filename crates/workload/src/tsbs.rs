@@ -85,7 +85,10 @@ impl StepCursor {
 }
 
 pub(crate) const REGIONS: &[(&str, &[&str])] = &[
-    ("us-east-1", &["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1e"]),
+    (
+        "us-east-1",
+        &["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1e"],
+    ),
     ("us-west-1", &["us-west-1a", "us-west-1b"]),
     ("us-west-2", &["us-west-2a", "us-west-2b", "us-west-2c"]),
     ("eu-west-1", &["eu-west-1a", "eu-west-1b", "eu-west-1c"]),
@@ -173,7 +176,9 @@ impl TagSource for HostTags {
         out.clear();
         let h = |slot: u64| hash(self.seed, TAG_STREAM, device as u64, slot);
         let pick = |slot: u64, list: &[&'static str]| -> TagValue {
-            TagValue::Str(Cow::Borrowed(list[below(h(slot), list.len() as u64) as usize]))
+            TagValue::Str(Cow::Borrowed(
+                list[below(h(slot), list.len() as u64) as usize],
+            ))
         };
         let num = |slot: u64, n: u64| TagValue::Str(Cow::Owned(below(h(slot), n).to_string()));
         let (region, datacenters) = REGIONS[below(h(1), REGIONS.len() as u64) as usize];
@@ -190,7 +195,10 @@ impl TagSource for HostTags {
         out.push(num(8, 2));
         out.push(pick(9, ENVIRONMENT));
         if self.devops {
-            out.push(TagValue::Str(Cow::Owned(format!("/dev/sda{}", below(h(10), 10)))));
+            out.push(TagValue::Str(Cow::Owned(format!(
+                "/dev/sda{}",
+                below(h(10), 10)
+            ))));
             out.push(pick(11, FSTYPE));
             let s = below(h(12), 1_000_000_000);
             out.push(TagValue::Str(Cow::Owned(format!(
@@ -201,9 +209,15 @@ impl TagSource for HostTags {
             ))));
             out.push(TagValue::Str(Cow::Owned(format!("eth{}", below(h(13), 4)))));
             out.push(num(14, 20_000));
-            out.push(TagValue::Str(Cow::Owned(format!("redis_{}", below(h(15), 100_000)))));
+            out.push(TagValue::Str(Cow::Owned(format!(
+                "redis_{}",
+                below(h(15), 100_000)
+            ))));
             out.push(num(16, 20_000));
-            out.push(TagValue::Str(Cow::Owned(format!("nginx_{}", below(h(17), 100_000)))));
+            out.push(TagValue::Str(Cow::Owned(format!(
+                "nginx_{}",
+                below(h(17), 100_000)
+            ))));
         }
     }
 }
@@ -229,17 +243,26 @@ mod tests {
 
     #[test]
     fn host_tags_are_a_function_of_seed_and_host() {
-        let t = HostTags { seed: 5, devops: true };
+        let t = HostTags {
+            seed: 5,
+            devops: true,
+        };
         let (mut a, mut b) = (Vec::new(), Vec::new());
         t.device_tags(42, &mut a);
         t.device_tags(42, &mut b);
         assert_eq!(a, b);
         assert_eq!(a.len(), DEVOPS_TAG_SLOTS);
         assert_eq!(a[0], TagValue::Str("host_42".into()));
-        let TagValue::Str(region) = &a[1] else { panic!() };
+        let TagValue::Str(region) = &a[1] else {
+            panic!()
+        };
         let TagValue::Str(dc) = &a[2] else { panic!() };
         assert!(dc.starts_with(region.as_ref()), "{region} {dc}");
-        HostTags { seed: 6, devops: false }.device_tags(42, &mut b);
+        HostTags {
+            seed: 6,
+            devops: false,
+        }
+        .device_tags(42, &mut b);
         assert_eq!(b.len(), HOST_TAGS.len());
     }
 }

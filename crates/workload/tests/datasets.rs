@@ -44,7 +44,10 @@ fn custom(seed: u64) -> Custom {
 
 fn workloads(seed: u64) -> Vec<(&'static str, Box<dyn Workload>)> {
     vec![
-        ("cpu-only", Box::new(CpuOnly::new(tsbs(13, 10, seed)).unwrap())),
+        (
+            "cpu-only",
+            Box::new(CpuOnly::new(tsbs(13, 10, seed)).unwrap()),
+        ),
         ("devops", Box::new(Devops::new(tsbs(5, 5, seed)).unwrap())),
         (
             "iot",
@@ -116,7 +119,11 @@ fn the_seed_decides_the_values() {
     for ((name, a), (_, b)) in workloads(1).into_iter().zip(workloads(2)) {
         let a1 = rows(a.as_ref(), 1, 500);
         assert_eq!(a1, rows(a.as_ref(), 2, 64), "{name}");
-        assert_ne!(a1, rows(b.as_ref(), 1, 500), "{name}: other seed, other data");
+        assert_ne!(
+            a1,
+            rows(b.as_ref(), 1, 500),
+            "{name}: other seed, other data"
+        );
     }
 }
 
@@ -162,7 +169,10 @@ fn schema_shapes(w: &dyn Workload) -> Shapes {
         for tag in &t.tags {
             match tag.data_type.storage() {
                 Storage::Str => entry.0.insert(tag.name.clone()),
-                s => entry.1.insert(tag.name.clone(), s == Storage::Int).is_none(),
+                s => entry
+                    .1
+                    .insert(tag.name.clone(), s == Storage::Int)
+                    .is_none(),
             };
         }
         for f in &t.fields {
@@ -198,8 +208,14 @@ fn tsbs_measurement_tag_and_field_names_and_types_match_tsbs() {
 #[test]
 fn tsbs_row_counts_match_tsbs_files() {
     // cpu-only scale 10 and devops scale 2 over one hour at 10 s, as TSBS wrote them.
-    assert_eq!(CpuOnly::new(tsbs(10, 60, 123)).unwrap().total_rows(), Some(3_600));
-    assert_eq!(Devops::new(tsbs(2, 60, 123)).unwrap().total_rows(), Some(6_480));
+    assert_eq!(
+        CpuOnly::new(tsbs(10, 60, 123)).unwrap().total_rows(),
+        Some(3_600)
+    );
+    assert_eq!(
+        Devops::new(tsbs(2, 60, 123)).unwrap().total_rows(),
+        Some(6_480)
+    );
     // iot loses about as many rows as TSBS's file does (2,607 of 2,880).
     let iot = Iot::new(tsbs(4, 60, 123), IotOptions::default()).unwrap();
     let n = iot.total_rows().unwrap();
