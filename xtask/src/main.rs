@@ -83,9 +83,80 @@ fn test(extra: &[String]) -> anyhow::Result<()> {
     )?;
     let mut args = vec!["test", "--workspace", "--all-targets"];
     args.extend(extra.iter().map(String::as_str));
-    run("cargo", &args)?;
+    let mut total = run_tests(&args)?;
     // Doc tests are not part of --all-targets.
-    run("cargo", &["test", "--workspace", "--doc"])
+    total.add(run_tests(&["test", "--workspace", "--doc"])?);
+    // One closing line for the whole suite (the last runner's own line may count 0).
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        total.passed, total.failed, total.ignored
+    );
+    if total.passed == 0 {
+        bail!("no test ran");
+    }
+    Ok(())
+}
+
+/// Test counts summed over every `test result:` line of a cargo test run.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.ignored += other.ignored;
+    }
+
+    /// Reads `test result: ok. 5 passed; 0 failed; 1 ignored; ...`.
+    fn parse(line: &str) -> Option<Counts> {
+        let rest = line.trim().strip_prefix("test result: ")?;
+        let mut c = Counts::default();
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(what), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let n: u64 = n.parse().unwrap_or(0);
+            match what {
+                "passed" => c.passed = n,
+                "failed" => c.failed = n,
+                "ignored" => c.ignored = n,
+                _ => {}
+            }
+        }
+        Some(c)
+    }
+}
+
+/// Runs `cargo ARGS`, passing its output through, and counts the tests it ran.
+fn run_tests(args: &[&str]) -> anyhow::Result<Counts> {
+    use std::io::BufRead as _;
+    eprintln!("$ cargo {}", args.join(" "));
+    let mut child = Command::new("cargo")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("cannot start cargo")?;
+    let mut counts = Counts::default();
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line.context("reading cargo's output")?;
+            println!("{line}");
+            if let Some(c) = Counts::parse(&line) {
+                counts.add(c);
+            }
+        }
+    }
+    let status = child.wait().context("waiting for cargo")?;
+    if !status.success() {
+        bail!("`cargo {}` failed with {status}", args.join(" "));
+    }
+    Ok(counts)
 }
 
 fn bench(extra: &[String]) -> anyhow::Result<()> {
