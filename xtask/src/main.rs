@@ -35,9 +35,37 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Debian packages the tests need, as (package, a binary it installs). The foundation needs
-/// none (SQLite is compiled in); server-backed targets add theirs here.
-const DEBIAN_PACKAGES: &[(&str, &str)] = &[];
+/// Debian packages the tests need, as (package, a binary it installs). SQLite is compiled
+/// in; Java runs HdrHistogram's own `HistogramLogProcessor` over tsload's interval logs.
+const DEBIAN_PACKAGES: &[(&str, &str)] = &[("default-jre-headless", "java"), ("maven", "mvn")];
+
+/// Maven artifacts the tests need, as (group, artifact, version); fetched into ~/.m2.
+const MAVEN_ARTIFACTS: &[(&str, &str, &str)] = &[("org.hdrhistogram", "HdrHistogram", "2.2.2")];
+
+fn ensure_maven_artifacts() -> anyhow::Result<()> {
+    let home = std::env::var_os("HOME").context("HOME is not set")?;
+    for (group, artifact, version) in MAVEN_ARTIFACTS {
+        let jar = std::path::Path::new(&home)
+            .join(".m2/repository")
+            .join(group.replace('.', "/"))
+            .join(artifact)
+            .join(version)
+            .join(format!("{artifact}-{version}.jar"));
+        if jar.is_file() {
+            continue;
+        }
+        run(
+            "mvn",
+            &[
+                "-q",
+                "dependency:get",
+                &format!("-Dartifact={group}:{artifact}:{version}"),
+            ],
+        )
+        .with_context(|| format!("fetching {group}:{artifact}:{version} from Maven Central"))?;
+    }
+    Ok(())
+}
 
 fn ensure_packages() -> anyhow::Result<()> {
     let missing: Vec<&str> = DEBIAN_PACKAGES
@@ -69,6 +97,7 @@ fn which(bin: &str) -> Option<std::path::PathBuf> {
 
 fn test(extra: &[String]) -> anyhow::Result<()> {
     ensure_packages()?;
+    ensure_maven_artifacts()?;
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",

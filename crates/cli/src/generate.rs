@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 
 use anyhow::Context as _;
 use tsload_core::Batch;
@@ -40,8 +40,8 @@ pub fn cmd_generate(
             return Ok(ExitCode::from(crate::EXIT_USAGE));
         }
     };
-    let mut out = match output {
-        None => Output::Stdout(io::stdout().lock()),
+    let out = match output {
+        None => Output::Stdout(io::stdout()),
         Some(p) => {
             let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
             if p.extension().is_some_and(|e| e == "gz") {
@@ -58,19 +58,38 @@ pub fn cmd_generate(
     let mut encoder = LineEncoder::new(schema.clone(), Precision::Ns);
     let mut source = workload.source(0, 1);
     let mut batch = Batch::for_schema(&schema);
-    let mut buf = Vec::with_capacity(4 << 20);
-    let result = (|| -> io::Result<()> {
-        loop {
-            batch.clear();
-            if source.fill(&mut batch, ROWS_PER_STEP) == 0 {
-                break;
-            }
-            buf.clear();
-            encoder.encode(&batch, &mut buf);
+    // Encoding and writing overlap: the writer thread writes one buffer while this thread
+    // generates and encodes the next (a few buffers in flight, recycled).
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(2);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
+    let writer = std::thread::spawn(move || -> io::Result<()> {
+        let mut out = out;
+        for buf in full_rx {
             out.write_all(&buf)?;
+            // This thread may already be done; then the buffer is simply dropped.
+            let _ = empty_tx.send(buf);
         }
         out.finish()
-    })();
+    });
+    loop {
+        batch.clear();
+        if source.fill(&mut batch, ROWS_PER_STEP) == 0 {
+            break;
+        }
+        let mut buf = empty_rx
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(4 << 20));
+        buf.clear();
+        encoder.encode(&batch, &mut buf);
+        if full_tx.send(buf).is_err() {
+            // The writer stopped on an error, which `join` returns.
+            break;
+        }
+    }
+    drop(full_tx);
+    let result = writer
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         // `tsload generate | head` closes the pipe early: that is not an error.
@@ -82,7 +101,7 @@ pub fn cmd_generate(
 /// Where generated lines go. Buffers are written whole (megabytes each), so plain outputs
 /// need no extra buffering; gzip needs its trailer written by `finish`.
 enum Output {
-    Stdout(io::StdoutLock<'static>),
+    Stdout(io::Stdout),
     File(File),
     Gzip(flate2::write::GzEncoder<BufWriter<File>>),
 }

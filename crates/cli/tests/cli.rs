@@ -508,3 +508,92 @@ fn custom_column_error_names_its_line() {
         "{e}"
     );
 }
+
+/// HdrHistogram's own jar, fetched by `cargo xtask test` (Maven Central).
+fn hdrhistogram_jar() -> std::path::PathBuf {
+    let home = std::env::var("HOME").expect("HOME is set");
+    let jar = Path::new(&home)
+        .join(".m2/repository/org/hdrhistogram/HdrHistogram/2.2.2/HdrHistogram-2.2.2.jar");
+    assert!(
+        jar.is_file(),
+        "{} is missing: run `cargo xtask test`, which fetches it, or \
+         `mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2`",
+        jar.display()
+    );
+    jar
+}
+
+/// `Total count` as HdrHistogram's Java HistogramLogProcessor reports it for `tag`.
+fn java_total_count(hlog: &Path, tag: Option<&str>) -> u64 {
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(hdrhistogram_jar())
+        .arg("org.HdrHistogram.HistogramLogProcessor")
+        .arg("-i")
+        .arg(hlog);
+    if let Some(tag) = tag {
+        cmd.args(["-tag", tag]);
+    }
+    let out = cmd.output().expect(
+        "java is needed (Debian package default-jre-headless; `cargo xtask test` installs it)",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("Total count"))
+        .unwrap_or_else(|| panic!("no total in: {stdout}"));
+    line.rsplit('=')
+        .next()
+        .unwrap()
+        .trim()
+        .trim_end_matches(']')
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn java_histogram_log_processor_reads_the_interval_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "load.batch=50",
+            "--set",
+            "load.rate=40000",
+            "--set",
+            "workload.scale=10",
+            "--set",
+            "load.report_interval=\"50ms\"",
+            "--set",
+            "workload.end=\"2016-01-01T00:30:00Z\"",
+            "--hlog",
+            "run.hlog",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = json(&dir.path().join("r.json"))["requests"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(requests, 36, "1,800 rows in batches of 50");
+    let hlog = dir.path().join("run.hlog");
+    assert_eq!(
+        java_total_count(&hlog, None),
+        requests,
+        "latency histograms"
+    );
+    assert_eq!(
+        java_total_count(&hlog, Some("service")),
+        requests,
+        "service-time histograms"
+    );
+}
