@@ -1,13 +1,16 @@
 //! tsload-workload: the data generators. TSBS `cpu-only`, `devops` and `iot`, and
 //! taosBenchmark-style `custom` super tables, each a pure function of its seed, streamed
-//! into reusable batches in constant memory.
+//! into reusable batches in constant memory; and [`FileReplay`], which streams a
+//! line-protocol file (TSBS `--format=influx`) instead.
 //!
 //! Every device (host, truck, child table) has its own random stream seeded from
 //! `(seed, device)`, and its rows depend on nothing else, so the union of the rows that
-//! the sources of `workers` workers produce is the same data set for any `workers`.
+//! the sources of `workers` workers produce is the same data set for any `workers`. A
+//! replayed file's workers share one reader instead (see [`FileReplay`]).
 
 mod custom;
 mod devops;
+mod file;
 mod iot;
 mod rng;
 mod tsbs;
@@ -17,6 +20,7 @@ mod cpu_only;
 pub use cpu_only::CpuOnly;
 pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue};
 pub use devops::Devops;
+pub use file::{FileReplay, ReplayInput, ReplayOptions};
 pub use iot::{Iot, IotOptions};
 pub use tsbs::TsbsConfig;
 
