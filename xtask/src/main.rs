@@ -36,11 +36,23 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
 }
 
 /// Debian packages the tests need, as (package, a binary it installs). SQLite is compiled
-/// in; Java runs HdrHistogram's own `HistogramLogProcessor` over tsload's interval logs.
-const DEBIAN_PACKAGES: &[(&str, &str)] = &[("default-jre-headless", "java"), ("maven", "mvn")];
+/// in; Java runs HdrHistogram's own `HistogramLogProcessor` over tsload's interval logs,
+/// and QuestDB. InfluxDB 1.x and VictoriaMetrics are the real servers `tsload-testbed`
+/// starts for the sinks' integration tests.
+const DEBIAN_PACKAGES: &[(&str, &str)] = &[
+    ("default-jre-headless", "java"),
+    ("maven", "mvn"),
+    ("influxdb", "influxd"),
+    ("victoria-metrics", "victoria-metrics"),
+];
 
 /// Maven artifacts the tests need, as (group, artifact, version); fetched into ~/.m2.
-const MAVEN_ARTIFACTS: &[(&str, &str, &str)] = &[("org.hdrhistogram", "HdrHistogram", "2.2.2")];
+/// QuestDB's version must match `QUESTDB_VERSION` in crates/testbed/src/locate.rs (a
+/// testbed unit test checks).
+const MAVEN_ARTIFACTS: &[(&str, &str, &str)] = &[
+    ("org.hdrhistogram", "HdrHistogram", "2.2.2"),
+    ("org.questdb", "questdb", "9.3.4"),
+];
 
 fn ensure_maven_artifacts() -> anyhow::Result<()> {
     let home = std::env::var_os("HOME").context("HOME is not set")?;
@@ -58,6 +70,7 @@ fn ensure_maven_artifacts() -> anyhow::Result<()> {
             "mvn",
             &[
                 "-q",
+                "-B",
                 "dependency:get",
                 &format!("-Dartifact={group}:{artifact}:{version}"),
             ],
@@ -80,11 +93,73 @@ fn ensure_packages() -> anyhow::Result<()> {
         "installing Debian packages the tests need: {}",
         missing.join(" ")
     );
-    run("apt-get", &["update", "-q"])?;
-    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    apt_get(&["update", "-q"])?;
+    // The server packages' maintainer scripts start their services (influxd on :8086, on
+    // every interface); tests start their own servers on 127.0.0.1, so forbid that.
+    let _no_services = NoServiceStarts::install()?;
+    // Keep existing config files rather than ask.
+    let mut args = vec![
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        "-o",
+        "Dpkg::Options::=--force-confdef",
+        "-o",
+        "Dpkg::Options::=--force-confold",
+    ];
     args.extend(&missing);
-    run("apt-get", &args)
-        .context("installing test dependencies (needs root and Debian's package mirror)")
+    apt_get(&args).context("installing test dependencies (needs root and Debian's package mirror)")
+}
+
+/// While alive, a `/usr/sbin/policy-rc.d` that answers 101 ("action forbidden"), so
+/// `invoke-rc.d` and `deb-systemd-invoke` in maintainer scripts start no services. Only
+/// made if there is none (Debian's container images ship one); removed on drop.
+struct NoServiceStarts(Option<&'static std::path::Path>);
+
+impl NoServiceStarts {
+    fn install() -> anyhow::Result<NoServiceStarts> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = std::path::Path::new("/usr/sbin/policy-rc.d");
+        if path.exists() {
+            return Ok(NoServiceStarts(None));
+        }
+        std::fs::write(
+            path,
+            "#!/bin/sh\n# tsload xtask: no services during install\nexit 101\n",
+        )
+        .and_then(|()| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)))
+        .with_context(|| format!("writing {} (needs root)", path.display()))?;
+        Ok(NoServiceStarts(Some(path)))
+    }
+}
+
+impl Drop for NoServiceStarts {
+    fn drop(&mut self) {
+        if let Some(path) = self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// `apt-get ARGS` that can never stop to ask: no terminal prompts (debconf, conffiles)
+/// and no input to wait for.
+fn apt_get(args: &[&str]) -> anyhow::Result<()> {
+    eprintln!(
+        "$ DEBIAN_FRONTEND=noninteractive apt-get {}",
+        args.join(" ")
+    );
+    let status = Command::new("apt-get")
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .env("DEBCONF_NONINTERACTIVE_SEEN", "true")
+        .stdin(std::process::Stdio::null())
+        .status()
+        .context("cannot start apt-get")?;
+    if !status.success() {
+        bail!("`apt-get {}` failed with {status}", args.join(" "));
+    }
+    Ok(())
 }
 
 fn which(bin: &str) -> Option<std::path::PathBuf> {

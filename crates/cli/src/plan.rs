@@ -75,9 +75,30 @@ impl WorkloadPlan {
     }
 }
 
+/// The line-protocol HTTP target's settings. `password` and `token` are secrets: they
+/// are redacted wherever the plan is shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InfluxPlan {
+    pub url: String,
+    /// `v1` (`/write?db=`) or `v2` (`/api/v2/write?org=&bucket=`).
+    pub api: String,
+    pub db: String,
+    pub rp: Option<String>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub org: String,
+    pub bucket: String,
+    pub token: Option<String>,
+    pub precision: String,
+    pub gzip: bool,
+    pub create_database: bool,
+    pub timeout: Duration,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetPlan {
     Null,
+    Influx(InfluxPlan),
     Sqlite {
         url: String,
         drop_existing: bool,
@@ -91,6 +112,7 @@ impl TargetPlan {
     pub fn kind(&self) -> &'static str {
         match self {
             TargetPlan::Null => "null",
+            TargetPlan::Influx(_) => "influx",
             TargetPlan::Sqlite { .. } => "sqlite",
         }
     }
@@ -210,6 +232,24 @@ impl Plan {
         };
         let target = match &self.target {
             TargetPlan::Null => json!({"kind": "null"}),
+            TargetPlan::Influx(i) => {
+                let mut v = json!({
+                    "kind": "influx", "url": i.url, "api": i.api, "precision": i.precision,
+                    "gzip": i.gzip, "timeout": humantime::format_duration(i.timeout).to_string(),
+                });
+                if i.api == "v2" {
+                    v["org"] = json!(i.org);
+                    v["bucket"] = json!(i.bucket);
+                    v["token"] = json!(i.token);
+                } else {
+                    v["db"] = json!(i.db);
+                    v["rp"] = json!(i.rp);
+                    v["user"] = json!(i.user);
+                    v["password"] = json!(i.password);
+                    v["create_database"] = json!(i.create_database);
+                }
+                v
+            }
             TargetPlan::Sqlite {
                 url,
                 drop_existing,

@@ -12,7 +12,9 @@ use toml::Spanned;
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
 
-use crate::plan::{CustomColumn, OutputPlan, Plan, ProgressMode, TargetPlan, WorkloadPlan};
+use crate::plan::{
+    CustomColumn, InfluxPlan, OutputPlan, Plan, ProgressMode, TargetPlan, WorkloadPlan,
+};
 
 /// The quickstart scenario, used when `tsload run` gets no file.
 pub const QUICKSTART: &str = include_str!("../../../configs/quickstart.toml");
@@ -103,11 +105,88 @@ struct ColumnEntry {
 struct TargetSection {
     kind: Option<Spanned<String>>,
     url: Option<Spanned<String>>,
+    // sqlite
     drop_existing: Option<Spanned<bool>>,
     synchronous: Option<Spanned<String>>,
     journal_mode: Option<Spanned<String>>,
     busy_timeout: Option<Spanned<String>>,
+    // influx (line protocol over HTTP)
+    api: Option<Spanned<String>>,
+    db: Option<Spanned<String>>,
+    rp: Option<Spanned<String>>,
+    user: Option<Spanned<String>>,
+    password: Option<Spanned<String>>,
+    org: Option<Spanned<String>>,
+    bucket: Option<Spanned<String>>,
+    token: Option<Spanned<String>>,
+    precision: Option<Spanned<String>>,
+    gzip: Option<Spanned<bool>>,
+    create_database: Option<Spanned<bool>>,
+    timeout: Option<Spanned<String>>,
 }
+
+impl TargetSection {
+    /// Every key the section sets, with its place in the file.
+    fn present(&self) -> Vec<(&'static str, Range<usize>)> {
+        macro_rules! keys {
+            ($($f:ident),*) => {{
+                let mut v = Vec::new();
+                $(if let Some(x) = &self.$f { v.push((stringify!($f), x.span())); })*
+                v
+            }};
+        }
+        keys!(
+            url,
+            drop_existing,
+            synchronous,
+            journal_mode,
+            busy_timeout,
+            api,
+            db,
+            rp,
+            user,
+            password,
+            org,
+            bucket,
+            token,
+            precision,
+            gzip,
+            create_database,
+            timeout
+        )
+    }
+}
+
+const TARGET_KINDS: &[&str] = &["sqlite", "influx", "null"];
+const SQLITE_KEYS: &[&str] = &[
+    "url",
+    "drop_existing",
+    "synchronous",
+    "journal_mode",
+    "busy_timeout",
+];
+const INFLUX_V1_KEYS: &[&str] = &[
+    "url",
+    "api",
+    "db",
+    "rp",
+    "user",
+    "password",
+    "precision",
+    "gzip",
+    "create_database",
+    "timeout",
+];
+const INFLUX_V2_KEYS: &[&str] = &[
+    "url",
+    "api",
+    "org",
+    "bucket",
+    "token",
+    "precision",
+    "gzip",
+    "timeout",
+];
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -690,44 +769,51 @@ impl Ctx<'_> {
     fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
         let kind = match &t.kind {
             None => "sqlite",
-            Some(k) => self.choice(k, "target.kind", &["sqlite", "null"])?,
+            Some(k) => self.choice(k, "target.kind", TARGET_KINDS)?,
         };
-        match kind {
-            "null" => {
-                for (key, set) in [
-                    ("url", t.url.as_ref().map(|v| v.span())),
-                    ("drop_existing", t.drop_existing.as_ref().map(|v| v.span())),
-                    ("synchronous", t.synchronous.as_ref().map(|v| v.span())),
-                    ("journal_mode", t.journal_mode.as_ref().map(|v| v.span())),
-                    ("busy_timeout", t.busy_timeout.as_ref().map(|v| v.span())),
-                ] {
-                    if let Some(span) = set
-                        && !self.dropped_by_kind_override("target", key)
-                    {
-                        return Err(self.error(
-                            Some(&span),
-                            &format!("target.{key}"),
-                            "not a setting of target kind \"null\", which has none".into(),
-                        ));
-                    }
-                }
-                Ok(TargetPlan::Null)
+        let api = match (&t.api, kind) {
+            (Some(a), "influx") => self.choice(a, "target.api", &["v1", "v2"])?,
+            _ => "v1",
+        };
+        let (allowed, what): (&[&str], String) = match kind {
+            "null" => (&[], "target kind \"null\", which has none".into()),
+            "sqlite" => (SQLITE_KEYS, "target kind \"sqlite\"".into()),
+            _ if api == "v2" => (
+                INFLUX_V2_KEYS,
+                "target kind \"influx\" with api \"v2\"".into(),
+            ),
+            _ => (
+                INFLUX_V1_KEYS,
+                "target kind \"influx\" with api \"v1\"".into(),
+            ),
+        };
+        for (key, span) in t.present() {
+            if !allowed.contains(&key) && !self.dropped_by_kind_override("target", key) {
+                let list = if allowed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its settings are: {}", allowed.join(", "))
+                };
+                return Err(self.error(
+                    Some(&span),
+                    &format!("target.{key}"),
+                    format!("not a setting of {what}{list}"),
+                ));
             }
-            _ => {
-                let url = t
-                    .url
-                    .as_ref()
-                    .map(|u| u.get_ref().clone())
-                    .unwrap_or_else(|| "sqlite:./tsload.db".to_string());
-                if let Some(u) = &t.url
-                    && u.get_ref().trim().is_empty()
-                {
-                    return Err(self.error(
-                        Some(&u.span()),
-                        "target.url",
-                        "must not be empty".into(),
-                    ));
+        }
+        let url = |default: &str| -> Result<String, ScenarioError> {
+            match &t.url {
+                None => Ok(default.to_string()),
+                Some(u) if u.get_ref().trim().is_empty() => {
+                    Err(self.error(Some(&u.span()), "target.url", "must not be empty".into()))
                 }
+                Some(u) => Ok(u.get_ref().clone()),
+            }
+        };
+        let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
+        match kind {
+            "null" => Ok(TargetPlan::Null),
+            "sqlite" => {
                 let synchronous = match &t.synchronous {
                     None => "normal".to_string(),
                     Some(s) => self
@@ -745,13 +831,77 @@ impl Ctx<'_> {
                     Some(s) => self.duration(s, "target.busy_timeout", Duration::ZERO)?,
                 };
                 Ok(TargetPlan::Sqlite {
-                    url,
+                    url: url("sqlite:./tsload.db")?,
                     drop_existing: t.drop_existing.as_ref().is_some_and(|v| *v.get_ref()),
                     synchronous,
                     journal_mode,
                     busy_timeout,
                 })
             }
+            _ => {
+                let url = url("http://127.0.0.1:8086")?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(self.error(
+                        t.url.as_ref().map(|u| u.span()).as_ref(),
+                        "target.url",
+                        format!(
+                            "\"{url}\" is not an HTTP URL; write e.g. \"http://127.0.0.1:8086\""
+                        ),
+                    ));
+                }
+                let precision = match &t.precision {
+                    None => "ns".to_string(),
+                    Some(p) => self
+                        .choice(p, "target.precision", &["ns", "us", "ms", "s"])?
+                        .to_string(),
+                };
+                let timeout = match &t.timeout {
+                    None => Duration::from_secs(60),
+                    Some(s) => self.duration(s, "target.timeout", Duration::from_millis(1))?,
+                };
+                Ok(TargetPlan::Influx(InfluxPlan {
+                    url,
+                    api: api.to_string(),
+                    db: text(&t.db).unwrap_or_else(|| "benchmark".into()),
+                    rp: text(&t.rp),
+                    user: text(&t.user),
+                    password: self.secret(&t.password, "target.password")?,
+                    org: text(&t.org).unwrap_or_else(|| "tsload".into()),
+                    bucket: text(&t.bucket).unwrap_or_else(|| "benchmark".into()),
+                    token: self.secret(&t.token, "target.token")?,
+                    precision,
+                    gzip: t.gzip.as_ref().is_some_and(|v| *v.get_ref()),
+                    create_database: t.create_database.as_ref().is_none_or(|v| *v.get_ref()),
+                    timeout,
+                }))
+            }
+        }
+    }
+
+    /// A secret: the value itself, or `$NAME` / `${NAME}` to read it from the environment
+    /// (so scenario files need not hold passwords).
+    fn secret(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Option<String>, ScenarioError> {
+        let Some(v) = v else { return Ok(None) };
+        let raw = v.get_ref();
+        let name = raw
+            .strip_prefix("${")
+            .and_then(|r| r.strip_suffix('}'))
+            .or_else(|| raw.strip_prefix('$'));
+        match name {
+            None => Ok(Some(raw.clone())),
+            Some(name) => std::env::var(name).map(Some).map_err(|_| {
+                self.error(
+                    Some(&v.span()),
+                    key,
+                    format!(
+                        "environment variable {name} is not set (the value \"{raw}\" reads it)"
+                    ),
+                )
+            }),
         }
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tsload_core::engine::{self, EngineError, Observer, RunOutcome, StopHandle};
 use tsload_core::{NullSink, Workload};
+use tsload_sink_influx::{Api, InfluxConfig, InfluxSink, Precision};
 use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
 
 use crate::plan::{Plan, TargetPlan};
@@ -19,6 +20,36 @@ pub async fn run(
     let load = plan.load.clone();
     match &plan.target {
         TargetPlan::Null => engine::run(workload, Arc::new(NullSink), load, stop, observer).await,
+        TargetPlan::Influx(i) => {
+            let cfg = InfluxConfig {
+                url: i.url.clone(),
+                api: if i.api == "v2" {
+                    Api::V2 {
+                        org: i.org.clone(),
+                        bucket: i.bucket.clone(),
+                        token: i.token.clone(),
+                    }
+                } else {
+                    Api::V1 {
+                        db: i.db.clone(),
+                        rp: i.rp.clone(),
+                        user: i.user.clone(),
+                        password: i.password.clone(),
+                    }
+                },
+                precision: match i.precision.as_str() {
+                    "us" => Precision::Us,
+                    "ms" => Precision::Ms,
+                    "s" => Precision::S,
+                    _ => Precision::Ns,
+                },
+                gzip: i.gzip,
+                create_database: i.create_database,
+                timeout: i.timeout,
+            };
+            let sink = InfluxSink::new(cfg).map_err(EngineError::Prepare)?;
+            engine::run(workload, Arc::new(sink), load, stop, observer).await
+        }
         TargetPlan::Sqlite {
             url,
             drop_existing,

@@ -1,0 +1,399 @@
+//! tsload-sink-influx: writes batches as InfluxDB line protocol over HTTP, one connection
+//! per worker. It speaks InfluxDB 1.x's `/write?db=` (user and password as HTTP basic
+//! auth) and InfluxDB 2.x/3.x's `/api/v2/write?org=&bucket=` (token), which covers
+//! VictoriaMetrics, QuestDB, TDengine's taosAdapter and other InfluxDB-compatible servers.
+//! Bodies are encoded by `tsload-lineproto`, optionally gzip'd.
+
+mod classify;
+
+use std::fmt;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{StatusCode, Url};
+use tsload_core::{Batch, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
+use tsload_lineproto::LineEncoder;
+
+pub use classify::{classify_request_error, classify_status};
+pub use tsload_lineproto::Precision;
+
+/// Which write API the server is spoken to with.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Api {
+    /// InfluxDB 1.x: `POST /write?db=DB&rp=RP&precision=P`, basic auth when a user is set.
+    V1 {
+        db: String,
+        rp: Option<String>,
+        user: Option<String>,
+        password: Option<String>,
+    },
+    /// InfluxDB 2.x/3.x: `POST /api/v2/write?org=ORG&bucket=BUCKET&precision=P`,
+    /// `Authorization: Token TOKEN` when a token is set.
+    V2 {
+        org: String,
+        bucket: String,
+        token: Option<String>,
+    },
+}
+
+impl fmt::Debug for Api {
+    // Secrets never reach a log or a report, not even through Debug.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = |s: &Option<String>| s.as_ref().map(|_| "***");
+        match self {
+            Api::V1 {
+                db,
+                rp,
+                user,
+                password,
+            } => f
+                .debug_struct("V1")
+                .field("db", db)
+                .field("rp", rp)
+                .field("user", user)
+                .field("password", &hidden(password))
+                .finish(),
+            Api::V2 { org, bucket, token } => f
+                .debug_struct("V2")
+                .field("org", org)
+                .field("bucket", bucket)
+                .field("token", &hidden(token))
+                .finish(),
+        }
+    }
+}
+
+/// Settings of the line-protocol target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InfluxConfig {
+    /// Base URL of the server, e.g. `http://127.0.0.1:8086`.
+    pub url: String,
+    pub api: Api,
+    pub precision: Precision,
+    /// Send `Content-Encoding: gzip` bodies.
+    pub gzip: bool,
+    /// InfluxDB 1.x only: `CREATE DATABASE` before the run. Servers without `/query`
+    /// (VictoriaMetrics, QuestDB) answer 404, which is taken as "nothing to create".
+    pub create_database: bool,
+    /// Limit for one request, connect to last byte of the answer.
+    pub timeout: Duration,
+}
+
+impl InfluxConfig {
+    /// InfluxDB 1.x API into database `db`, nanosecond timestamps, no gzip.
+    pub fn v1(url: impl Into<String>, db: impl Into<String>) -> Self {
+        InfluxConfig {
+            url: url.into(),
+            api: Api::V1 {
+                db: db.into(),
+                rp: None,
+                user: None,
+                password: None,
+            },
+            precision: Precision::Ns,
+            gzip: false,
+            create_database: true,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The line-protocol target.
+pub struct InfluxSink {
+    cfg: InfluxConfig,
+    write_url: Url,
+    /// The `Authorization` header: a secret.
+    auth: Option<String>,
+}
+
+impl fmt::Debug for InfluxSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InfluxSink")
+            .field("cfg", &self.cfg)
+            .field("write_url", &self.write_url.as_str())
+            .field("auth", &self.auth.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+fn config_error(message: String) -> SinkError {
+    SinkError::new(ErrorKind::Connection, message)
+}
+
+impl InfluxSink {
+    /// Checks the URL and builds the write endpoint. The error names the bad URL.
+    pub fn new(cfg: InfluxConfig) -> Result<Self, SinkError> {
+        let base = Url::parse(&cfg.url)
+            .map_err(|e| config_error(format!("target url \"{}\" is not a URL: {e}", cfg.url)))?;
+        match base.scheme() {
+            "http" => {}
+            "https" => {
+                return Err(config_error(format!(
+                    "target url \"{}\": https is not supported by this build; use http",
+                    cfg.url
+                )));
+            }
+            other => {
+                return Err(config_error(format!(
+                    "target url \"{}\": scheme \"{other}\" is not allowed; allowed: http",
+                    cfg.url
+                )));
+            }
+        }
+        if !base.username().is_empty() || base.password().is_some() {
+            return Err(config_error(
+                "target url: put credentials in `user`/`password` or `token`, not in the URL"
+                    .to_string(),
+            ));
+        }
+        let (path, auth) = match &cfg.api {
+            Api::V1 { user, password, .. } => (
+                "write",
+                user.as_ref()
+                    .map(|u| basic_auth(u, password.as_deref().unwrap_or_default())),
+            ),
+            Api::V2 { token, .. } => ("api/v2/write", token.as_ref().map(|t| format!("Token {t}"))),
+        };
+        let mut write_url = join(&base, path);
+        {
+            let mut q = write_url.query_pairs_mut();
+            match &cfg.api {
+                Api::V1 { db, rp, .. } => {
+                    q.append_pair("db", db);
+                    if let Some(rp) = rp {
+                        q.append_pair("rp", rp);
+                    }
+                }
+                Api::V2 { org, bucket, .. } => {
+                    q.append_pair("org", org);
+                    q.append_pair("bucket", bucket);
+                }
+            }
+            q.append_pair("precision", cfg.precision.as_str());
+        }
+        Ok(InfluxSink {
+            cfg,
+            write_url,
+            auth,
+        })
+    }
+
+    /// The write endpoint (no secrets in it).
+    pub fn write_url(&self) -> &Url {
+        &self.write_url
+    }
+
+    fn client(&self) -> Result<reqwest::Client, SinkError> {
+        reqwest::Client::builder()
+            .timeout(self.cfg.timeout)
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1)
+            .build()
+            .map_err(|e| SinkError::new(ErrorKind::Other, format!("HTTP client: {e}")))
+    }
+}
+
+/// `base` + `path`, keeping a path prefix the base URL may have (a proxy's `/influx/`).
+fn join(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let prefix = url.path().trim_end_matches('/').to_string();
+    url.set_path(&format!("{prefix}/{path}"));
+    url.set_query(None);
+    url
+}
+
+fn basic_auth(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {token}")
+}
+
+impl Sink for InfluxSink {
+    type Conn = InfluxConn;
+
+    async fn prepare(&self, _schema: &Arc<Schema>) -> Result<(), SinkError> {
+        let Api::V1 { db, .. } = &self.cfg.api else {
+            return Ok(());
+        };
+        if !self.cfg.create_database {
+            return Ok(());
+        }
+        let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
+        let mut url = join(&base, "query");
+        let q = format!(
+            "CREATE DATABASE \"{}\"",
+            db.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        url.query_pairs_mut().append_pair("q", &q);
+        let mut request = self.client()?.post(url);
+        if let Some(auth) = &self.auth {
+            request = request.header(reqwest::header::AUTHORIZATION, auth);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| classify_request_error(&e, &self.cfg.url))?;
+        let status = response.status();
+        if status.is_success() || status == StatusCode::NOT_FOUND {
+            // 404: the server has no /query (VictoriaMetrics, QuestDB): nothing to create.
+            return Ok(());
+        }
+        let body = response.text().await.unwrap_or_default();
+        let (kind, message) = classify_status(status, &body);
+        Err(SinkError::new(
+            if kind.is_retryable() {
+                kind
+            } else {
+                ErrorKind::Schema
+            },
+            format!("CREATE DATABASE \"{db}\" at {}: {message}", self.cfg.url),
+        ))
+    }
+
+    async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<InfluxConn, SinkError> {
+        Ok(InfluxConn {
+            client: self.client()?,
+            url: self.write_url.clone(),
+            auth: self.auth.clone(),
+            gzip: self.cfg.gzip,
+            encoder: LineEncoder::new(schema.clone(), self.cfg.precision),
+            last_len: 0,
+        })
+    }
+}
+
+/// One worker's HTTP connection and encoder.
+pub struct InfluxConn {
+    client: reqwest::Client,
+    url: Url,
+    auth: Option<String>,
+    gzip: bool,
+    encoder: LineEncoder,
+    /// Size of the previous body, to size the next one in one allocation.
+    last_len: usize,
+}
+
+impl fmt::Debug for InfluxConn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InfluxConn")
+            .field("url", &self.url.as_str())
+            .finish()
+    }
+}
+
+impl InfluxConn {
+    /// The request body for `batch`: line protocol, gzip'd when configured.
+    ///
+    /// The body moves into the request (reqwest sends `Bytes` without copying), so each
+    /// request gets a fresh buffer sized like the last one: after the first large free,
+    /// the allocator serves that size from its heap without new page faults.
+    fn body(&mut self, batch: &Batch) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.last_len + self.last_len / 8 + 4096);
+        self.encoder.encode(batch, &mut body);
+        self.last_len = body.len();
+        if !self.gzip {
+            return body;
+        }
+        let mut gz = flate2::write::GzEncoder::new(
+            Vec::with_capacity(body.len() / 4 + 64),
+            flate2::Compression::fast(),
+        );
+        // Writing into a Vec cannot fail.
+        let _ = gz.write_all(&body);
+        gz.finish().unwrap_or_default()
+    }
+}
+
+impl SinkConn for InfluxConn {
+    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+        let body = self.body(batch);
+        let bytes = body.len() as u64;
+        let mut request = self
+            .client
+            .post(self.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "text/plain; charset=utf-8");
+        if self.gzip {
+            request = request.header(reqwest::header::CONTENT_ENCODING, "gzip");
+        }
+        if let Some(auth) = &self.auth {
+            request = request.header(reqwest::header::AUTHORIZATION, auth);
+        }
+        let response = request
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| classify_request_error(&e, self.url.as_str()))?;
+        let status = response.status();
+        if status.is_success() {
+            // Read the (empty) answer so the connection goes back to the pool.
+            let _ = response.bytes().await;
+            return Ok(WriteAck {
+                rows: batch.rows() as u64,
+                bytes,
+            });
+        }
+        let text = response.text().await.unwrap_or_default();
+        let (kind, message) = classify_status(status, &text);
+        Err(SinkError::new(kind, message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_auth_is_base64_of_user_colon_password() {
+        assert_eq!(
+            basic_auth("Aladdin", "open sesame"),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+        assert_eq!(basic_auth("a", ""), "Basic YTo=");
+        assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
+    }
+
+    #[test]
+    fn v1_and_v2_write_urls() {
+        let s = InfluxSink::new(InfluxConfig::v1("http://127.0.0.1:8086", "bench db")).unwrap();
+        assert_eq!(
+            s.write_url().as_str(),
+            "http://127.0.0.1:8086/write?db=bench+db&precision=ns"
+        );
+        let cfg = InfluxConfig {
+            api: Api::V2 {
+                org: "o".into(),
+                bucket: "b".into(),
+                token: Some("secret-token".into()),
+            },
+            precision: Precision::Ms,
+            ..InfluxConfig::v1("http://h:9/prefix/", "x")
+        };
+        let s = InfluxSink::new(cfg).unwrap();
+        assert_eq!(
+            s.write_url().as_str(),
+            "http://h:9/prefix/api/v2/write?org=o&bucket=b&precision=ms"
+        );
+        assert_eq!(s.auth.as_deref(), Some("Token secret-token"));
+        assert!(
+            !format!("{s:?}").contains("secret-token"),
+            "Debug hides the token"
+        );
+    }
+
+    #[test]
+    fn bad_urls_are_clear_errors() {
+        let e = InfluxSink::new(InfluxConfig::v1("127.0.0.1:8086", "d")).unwrap_err();
+        assert!(
+            e.message.contains("scheme") || e.message.contains("not a URL"),
+            "{e}"
+        );
+        let e = InfluxSink::new(InfluxConfig::v1("https://x", "d")).unwrap_err();
+        assert!(e.message.contains("https is not supported"), "{e}");
+        let e = InfluxSink::new(InfluxConfig::v1("http://u:pw@x", "d")).unwrap_err();
+        assert!(
+            e.message.contains("credentials") && !e.message.contains("pw"),
+            "{e}"
+        );
+    }
+}
