@@ -90,6 +90,10 @@ pub fn cmd_generate(
     let result = writer
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
+    if let Some(e) = workload.source_error() {
+        eprintln!("error: the data source failed, the output is incomplete: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         // `tsload generate | head` closes the pipe early: that is not an error.

@@ -234,6 +234,10 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
+    if let Some(e) = workload.source_error() {
+        eprintln!("error: the data source failed during the run, which ended early: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
     if let Some(fatal) = &outcome.fatal {
         eprintln!("error: the run stopped on a fatal error: {fatal}");
         return Ok(ExitCode::FAILURE);

@@ -23,6 +23,12 @@ pub struct CustomColumn {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkloadPlan {
+    /// Replay of a line-protocol file; `path` "-" is standard input.
+    File {
+        path: String,
+        /// Unit of the file's timestamps: ns, us, ms or s.
+        precision: String,
+    },
     CpuOnly {
         seed: u64,
         scale: u32,
@@ -71,6 +77,7 @@ impl WorkloadPlan {
             WorkloadPlan::Devops { .. } => "devops",
             WorkloadPlan::Iot { .. } => "iot",
             WorkloadPlan::Custom { .. } => "custom",
+            WorkloadPlan::File { .. } => "file",
         }
     }
 }
@@ -174,6 +181,9 @@ impl Plan {
     /// The plan as JSON, with every secret-looking value redacted.
     pub fn to_json(&self) -> Value {
         let workload = match &self.workload {
+            WorkloadPlan::File { path, precision } => {
+                json!({"kind": "file", "path": path, "precision": precision})
+            }
             WorkloadPlan::CpuOnly {
                 seed,
                 scale,

@@ -64,6 +64,9 @@ struct ScenarioFile {
 struct WorkloadSection {
     kind: Option<Spanned<String>>,
     seed: Option<Spanned<i64>>,
+    // file replay
+    path: Option<Spanned<String>>,
+    precision: Option<Spanned<String>>,
     // TSBS workloads
     scale: Option<Spanned<i64>>,
     start: Option<Spanned<String>>,
@@ -303,6 +306,7 @@ struct Ctx<'a> {
 }
 
 const TSBS_KEYS: &[&str] = &["scale", "start", "end", "interval"];
+const FILE_KEYS: &[&str] = &["path", "precision"];
 const IOT_KEYS: &[&str] = &[
     "missing_field_ratio",
     "missing_row_ratio",
@@ -485,7 +489,11 @@ impl Ctx<'_> {
     fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
         let kind = match &w.kind {
             None => "cpu-only",
-            Some(k) => self.choice(k, "workload.kind", &["cpu-only", "devops", "iot", "custom"])?,
+            Some(k) => self.choice(
+                k,
+                "workload.kind",
+                &["cpu-only", "devops", "iot", "custom", "file"],
+            )?,
         };
         // Keys that belong to other kinds are mistakes, not silently ignored settings.
         let present = |key: &str| -> Option<Range<usize>> {
@@ -495,6 +503,9 @@ impl Ctx<'_> {
                 };
             }
             match key {
+                "seed" => span!(seed),
+                "path" => span!(path),
+                "precision" => span!(precision),
                 "scale" => span!(scale),
                 "start" => span!(start),
                 "end" => span!(end),
@@ -518,11 +529,18 @@ impl Ctx<'_> {
             }
         };
         let allowed: Vec<&str> = match kind {
-            "cpu-only" | "devops" => TSBS_KEYS.to_vec(),
-            "iot" => TSBS_KEYS.iter().chain(IOT_KEYS).copied().collect(),
-            _ => CUSTOM_KEYS.to_vec(),
+            "cpu-only" | "devops" => ["seed"].iter().chain(TSBS_KEYS).copied().collect(),
+            "iot" => ["seed"]
+                .iter()
+                .chain(TSBS_KEYS)
+                .chain(IOT_KEYS)
+                .copied()
+                .collect(),
+            "file" => FILE_KEYS.to_vec(),
+            _ => ["seed"].iter().chain(CUSTOM_KEYS).copied().collect(),
         };
-        for key in TSBS_KEYS.iter().chain(IOT_KEYS).chain(CUSTOM_KEYS) {
+        let every = ["seed"].iter().chain(FILE_KEYS).chain(TSBS_KEYS);
+        for key in every.chain(IOT_KEYS).chain(CUSTOM_KEYS) {
             if !allowed.contains(key)
                 && !self.dropped_by_kind_override("workload", key)
                 && let Some(span) = present(key)
@@ -531,7 +549,7 @@ impl Ctx<'_> {
                     Some(&span),
                     &format!("workload.{key}"),
                     format!(
-                        "not a setting of workload kind \"{kind}\"; its settings are: seed, {}",
+                        "not a setting of workload kind \"{kind}\"; its settings are: {}",
                         allowed.join(", ")
                     ),
                 ));
@@ -543,6 +561,32 @@ impl Ctx<'_> {
         };
         if kind == "custom" {
             return self.custom(w, seed);
+        }
+        if kind == "file" {
+            let Some(path) = &w.path else {
+                return Err(self.error(
+                    w.kind.as_ref().map(|k| k.span()).as_ref(),
+                    "workload.path",
+                    "workload kind \"file\" needs `path`: a line-protocol file (.gz ok), or \"-\" for standard input".into(),
+                ));
+            };
+            if path.get_ref().trim().is_empty() {
+                return Err(self.error(
+                    Some(&path.span()),
+                    "workload.path",
+                    "must not be empty".into(),
+                ));
+            }
+            let precision = match &w.precision {
+                None => "ns".to_string(),
+                Some(p) => self
+                    .choice(p, "workload.precision", &["ns", "us", "ms", "s"])?
+                    .to_string(),
+            };
+            return Ok(WorkloadPlan::File {
+                path: path.get_ref().clone(),
+                precision,
+            });
         }
         let scale = match &w.scale {
             None => 100,
@@ -1065,9 +1109,9 @@ mod tests {
     #[test]
     fn bad_choice_lists_allowed_values() {
         let e = err("[workload]\nkind = \"cpu\"\n");
-        assert!(e.message.contains("cpu-only, devops, iot, custom"), "{e}");
+        assert!(e.message.contains("cpu-only, devops, iot, custom, file"), "{e}");
         let e = err("[target]\nkind = \"oracle\"\n");
-        assert!(e.message.contains("sqlite, null"), "{e}");
+        assert!(e.message.contains("sqlite, influx, null"), "{e}");
     }
 
     #[test]

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use tsload_core::Workload;
 use tsload_core::schema::DataType;
 use tsload_workload::{
-    ColumnList, ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, Iot, IotOptions, TsbsConfig,
-    WorkloadError,
+    ColumnList, ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, FileReplay, Iot, IotOptions,
+    ReplayInput, ReplayOptions, TsbsConfig, WorkloadError,
 };
 
 use crate::plan::{CustomColumn, Plan, WorkloadPlan};
@@ -20,6 +20,15 @@ const DEFAULT_STRING_LEN: u32 = 16;
 /// Builds the plan's workload.
 pub fn build(plan: &Plan) -> Result<Arc<dyn Workload>, ScenarioError> {
     let located = |e: WorkloadError| {
+        if e.key == "file" {
+            // The replayed file's own errors name that file and line already.
+            return ScenarioError {
+                file: plan.source.clone(),
+                line: None,
+                key: Some("workload.path".into()),
+                message: e.message,
+            };
+        }
         let line = match (&plan.workload, e.column) {
             (WorkloadPlan::Custom { columns, tags, .. }, Some((list, i))) => {
                 let list = match list {
@@ -45,6 +54,20 @@ pub fn build(plan: &Plan) -> Result<Arc<dyn Workload>, ScenarioError> {
         interval_ns,
     };
     Ok(match &plan.workload {
+        WorkloadPlan::File { path, precision } => {
+            let input = if path == "-" {
+                ReplayInput::Stdin
+            } else {
+                ReplayInput::Path(path.into())
+            };
+            let precision_ns = match precision.as_str() {
+                "us" => 1_000,
+                "ms" => 1_000_000,
+                "s" => 1_000_000_000,
+                _ => 1,
+            };
+            Arc::new(FileReplay::open(input, ReplayOptions { precision_ns }).map_err(located)?)
+        }
         WorkloadPlan::CpuOnly {
             seed,
             scale,

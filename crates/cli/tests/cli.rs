@@ -597,3 +597,123 @@ fn java_histogram_log_processor_reads_the_interval_log() {
         "service-time histograms"
     );
 }
+
+fn sample(name: &str) -> String {
+    format!("{}/../../testdata/tsbs/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_replayed_tsbs_file_lands_whole_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("replay.db");
+    let out = run(
+        &[
+            "run",
+            "--set",
+            "workload.kind=\"file\"",
+            "--set",
+            &format!(
+                "workload.path=\"{}\"",
+                sample("devops-seed123-scale2-1h.influx.gz")
+            ),
+            "--set",
+            &format!("target.url=\"sqlite:{}\"", db.display()),
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = json(&dir.path().join("r.json"));
+    assert_eq!(r["rows"], 6_480);
+    let counted = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+            .await
+            .unwrap();
+        let mut total = 0i64;
+        for t in [
+            "cpu",
+            "diskio",
+            "disk",
+            "kernel",
+            "mem",
+            "net",
+            "nginx",
+            "postgresl",
+            "redis",
+        ] {
+            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\""))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            total += n;
+        }
+        total
+    });
+    assert_eq!(counted, 6_480);
+}
+
+#[test]
+fn standard_input_replays_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tsload()
+        .args([
+            "run",
+            "--set",
+            "workload.kind=\"file\"",
+            "--set",
+            "workload.path=\"-\"",
+            "--set",
+            "target.kind=\"null\"",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gz = std::fs::read(sample("iot-seed123-scale4-1h.influx.gz")).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &gz).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(json(&dir.path().join("r.json"))["rows"], 2_607);
+}
+
+#[test]
+fn a_bad_replay_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.lp"),
+        "cpu,host=a usage=1i 1\ncpu,host=a usage=2.5 2\n",
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "run",
+            "--set",
+            "workload.kind=\"file\"",
+            "--set",
+            "workload.path=\"bad.lp\"",
+            "--set",
+            "target.kind=\"null\"",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(e.contains("bad.lp:2") && e.contains("usage"), "{e}");
+    let out = run(&["run", "--set", "workload.kind=\"file\""], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("needs `path`"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -363,3 +363,41 @@ fn two_500s_are_retried_and_the_data_is_written_once() {
         "each point once"
     );
 }
+
+#[test]
+fn replaying_a_tsbs_file_into_victoria_metrics_writes_every_point_of_it() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    let sample = format!(
+        "{}/../../testdata/tsbs/cpu-only-seed123-scale10-1h.influx.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = tsload(
+        &[
+            "run",
+            "--set",
+            "workload.kind=\"file\"",
+            "--set",
+            &format!("workload.path=\"{sample}\""),
+            "--set",
+            "target.kind=\"influx\"",
+            "--set",
+            &format!("target.url=\"{}\"", vm.base_url()),
+            "--set",
+            "load.workers=3",
+            "--set",
+            "load.batch=500",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = report(dir.path());
+    assert_eq!(r["rows"], 3_600, "the file's lines");
+    assert_eq!(r["metrics"], 36_000);
+    assert_eq!(vm.vm_sample_count("{__name__=~\"cpu_.*\"}"), 36_000);
+    assert_eq!(vm.vm_series_count("{__name__=\"cpu_usage_user\"}"), 10);
+}

@@ -14,6 +14,12 @@ pub trait Workload: Send + Sync {
     /// The source of worker `worker` of `workers`. The union of the rows of all sources
     /// `0..workers` is exactly the data set, whatever `workers` is.
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource>;
+
+    /// An error a source met during the run (say, a replayed file that changed after it
+    /// was opened); the sources then ran dry early, so the run must not pass as complete.
+    fn source_error(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Streams one worker's rows into reusable batches, in constant memory.

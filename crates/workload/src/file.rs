@@ -202,6 +202,10 @@ impl Workload for FileReplay {
         Some(self.rows)
     }
 
+    fn source_error(&self) -> Option<String> {
+        self.error().map(|e| e.message)
+    }
+
     fn source(&self, worker: usize, _workers: usize) -> Box<dyn BatchSource> {
         let reader = {
             let mut pass = lock(&self.pass);
