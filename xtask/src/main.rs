@@ -5,16 +5,21 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-const USAGE: &str = "usage: cargo xtask <test|bench|fmt>
-  test    install what the tests need, then fmt check, clippy, and every test
-  bench   criterion benchmarks of the hot path, then tsload's own end-to-end figures
-  fmt     format the workspace";
+const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|fmt>
+  test           install what the tests need, then fmt check, clippy, and every test
+  bench          criterion benchmarks of the hot path
+  bench-targets [victoria-metrics|influxdb|questdb]... [-- --set KEY=VALUE...]
+                 start each real server on loopback and load TSBS cpu-only (seed 123,
+                 100 hosts, 1 day = 8.64 M metrics, 4 workers, batch 10,000) into it
+                 three times with the release build, printing tsload's reports
+  fmt            format the workspace";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("bench-targets") => bench_targets(&args[1..]),
         Some("fmt") => run("cargo", &["fmt", "--all"]),
         _ => {
             eprintln!("{USAGE}");
@@ -267,4 +272,87 @@ fn bench(extra: &[String]) -> anyhow::Result<()> {
     let mut args = vec!["bench", "-p", "tsload-benches"];
     args.extend(extra.iter().map(String::as_str));
     run("cargo", &args)
+}
+
+/// Loads the same data set into each real server, a fresh server per run, and prints
+/// tsload's own reports (rate, latency, client CPU per metric) and the server's CPU time.
+fn bench_targets(args: &[String]) -> anyhow::Result<()> {
+    use tsload_testbed::{Server, ServerKind};
+    let (names, extra) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    let kinds: Vec<ServerKind> = if names.is_empty() {
+        vec![
+            ServerKind::VictoriaMetrics,
+            ServerKind::InfluxDb1,
+            ServerKind::QuestDb,
+        ]
+    } else {
+        names
+            .iter()
+            .map(|n| match n.as_str() {
+                "victoria-metrics" | "vm" => Ok(ServerKind::VictoriaMetrics),
+                "influxdb" => Ok(ServerKind::InfluxDb1),
+                "questdb" => Ok(ServerKind::QuestDb),
+                other => {
+                    bail!("unknown server {other}; allowed: victoria-metrics, influxdb, questdb")
+                }
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    run("cargo", &["build", "--release", "-p", "tsload"])?;
+    for kind in kinds {
+        for round in 1..=3 {
+            let server = Server::start(kind).with_context(|| format!("starting {kind}"))?;
+            eprintln!("== {kind}, run {round}: {}", server.base_url());
+            let mut cmd = Command::new("target/release/tsload");
+            cmd.args(["run", "configs/cpu-only.toml", "--progress", "none"]);
+            for set in [
+                "target.kind=\"influx\"".to_string(),
+                format!("target.url=\"{}\"", server.base_url()),
+                "load.workers=4".into(),
+                "load.batch=10000".into(),
+            ] {
+                cmd.args(["--set", &set]);
+            }
+            if kind != ServerKind::InfluxDb1 {
+                cmd.args(["--set", "target.create_database=false"]);
+            }
+            for set in extra {
+                cmd.args(["--set", set]);
+            }
+            let status = cmd.status().context("starting target/release/tsload")?;
+            eprintln!("   server CPU: {}", server_cpu(server.pid()));
+            if !status.success() {
+                bail!(
+                    "tsload failed against {kind}: {status}\n{}",
+                    server.log_tail()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// User + system CPU seconds of a process so far, from /proc.
+fn server_cpu(pid: u32) -> String {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return "unknown".into();
+    };
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    format!("{:.2} s", (ticks(11) + ticks(12)) / 100.0)
 }

@@ -1109,7 +1109,10 @@ mod tests {
     #[test]
     fn bad_choice_lists_allowed_values() {
         let e = err("[workload]\nkind = \"cpu\"\n");
-        assert!(e.message.contains("cpu-only, devops, iot, custom, file"), "{e}");
+        assert!(
+            e.message.contains("cpu-only, devops, iot, custom, file"),
+            "{e}"
+        );
         let e = err("[target]\nkind = \"oracle\"\n");
         assert!(e.message.contains("sqlite, influx, null"), "{e}");
     }

@@ -717,3 +717,23 @@ fn a_bad_replay_file_is_a_clear_error() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn every_shipped_scenario_validates() {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&configs).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = run(&["validate", path.to_str().unwrap()], &configs);
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                text(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "only {checked} scenarios found");
+}
