@@ -14,6 +14,8 @@ pub enum DataType {
     SmallInt,
     Int,
     BigInt,
+    /// Unsigned 64-bit integer, held as a non-negative `i64` (line protocol's `u` fields).
+    UBigInt,
     Float,
     Double,
     /// Variable-length byte string with a declared maximum length (varchar/binary).
@@ -41,6 +43,7 @@ impl DataType {
             | DataType::SmallInt
             | DataType::Int
             | DataType::BigInt
+            | DataType::UBigInt
             | DataType::Timestamp => Storage::Int,
             DataType::Float | DataType::Double => Storage::Float,
             DataType::Varchar(_) | DataType::NChar(_) => Storage::Str,
@@ -54,6 +57,7 @@ impl DataType {
             DataType::SmallInt => Some((i16::MIN as i64, i16::MAX as i64)),
             DataType::Int => Some((i32::MIN as i64, i32::MAX as i64)),
             DataType::BigInt | DataType::Timestamp => Some((i64::MIN, i64::MAX)),
+            DataType::UBigInt => Some((0, i64::MAX)),
             _ => None,
         }
     }
@@ -67,6 +71,7 @@ impl fmt::Display for DataType {
             DataType::SmallInt => f.write_str("smallint"),
             DataType::Int => f.write_str("int"),
             DataType::BigInt => f.write_str("bigint"),
+            DataType::UBigInt => f.write_str("bigint unsigned"),
             DataType::Float => f.write_str("float"),
             DataType::Double => f.write_str("double"),
             DataType::Varchar(n) => write!(f, "varchar({n})"),

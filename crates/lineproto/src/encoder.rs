@@ -13,7 +13,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use tsload_core::{Batch, ColumnValues, Schema, TableBatch, TableSchema, TagSource, TagValue};
+use tsload_core::{
+    Batch, ColumnValues, DataType, Schema, TableBatch, TableSchema, TagSource, TagValue,
+};
 
 use crate::Precision;
 use crate::escape::{
@@ -39,6 +41,8 @@ pub struct LineEncoder {
 struct TablePlan {
     /// `key=` of each field, escaped, in column order.
     field_keys: Vec<Box<[u8]>>,
+    /// What ends an integer field: `i,`, or `u,` for unsigned columns.
+    int_suffixes: Vec<&'static [u8]>,
     cache: PrefixCache,
     /// Expected output bytes per row, to reserve `out` before a table's rows.
     bytes_per_row: usize,
@@ -150,6 +154,17 @@ impl TablePlan {
                 key.into_boxed_slice()
             })
             .collect::<Vec<_>>();
+        let int_suffixes = table
+            .fields
+            .iter()
+            .map(|f| -> &'static [u8] {
+                if f.data_type == DataType::UBigInt {
+                    b"u,"
+                } else {
+                    b"i,"
+                }
+            })
+            .collect();
         // A first guess; the first batch corrects it.
         let bytes_per_row = table.name.len()
             + table.tags.iter().map(|t| t.name.len() + 16).sum::<usize>()
@@ -157,6 +172,7 @@ impl TablePlan {
             + 24;
         TablePlan {
             field_keys,
+            int_suffixes,
             cache: PrefixCache {
                 base: 0,
                 slots: Vec::new(),
@@ -178,7 +194,10 @@ impl TablePlan {
         out: &mut Vec<u8>,
     ) {
         let TablePlan {
-            field_keys, cache, ..
+            field_keys,
+            int_suffixes,
+            cache,
+            ..
         } = self;
         let mut int_buf = itoa::Buffer::new();
         for (row, (&device, &ts)) in tb.device.iter().zip(&tb.ts).enumerate() {
@@ -189,7 +208,12 @@ impl TablePlan {
             };
             out.extend_from_slice(cache.prefix(slot));
 
-            for (col, key) in tb.columns.iter().zip(field_keys.iter()) {
+            let fields = tb
+                .columns
+                .iter()
+                .zip(field_keys.iter())
+                .zip(int_suffixes.iter());
+            for ((col, key), int_suffix) in fields {
                 if !(col.valid.is_empty() || col.valid[row]) {
                     continue;
                 }
@@ -197,7 +221,7 @@ impl TablePlan {
                     ColumnValues::Int(v) => {
                         out.extend_from_slice(key);
                         out.extend_from_slice(int_buf.format(v[row]).as_bytes());
-                        out.extend_from_slice(b"i,");
+                        out.extend_from_slice(int_suffix);
                     }
                     ColumnValues::Float(v) => {
                         let v = v[row];

@@ -659,3 +659,50 @@ fn string_columns_with_many_rows() {
         )
     );
 }
+
+#[test]
+fn unsigned_columns_get_the_u_suffix() {
+    use std::sync::Arc;
+    use tsload_core::{
+        Batch, ColumnValues, DataType, FieldDef, Schema, TableSchema, TagSource, TagValue,
+    };
+    #[derive(Debug)]
+    struct None_;
+    impl TagSource for None_ {
+        fn device_tags(&self, _device: u32, out: &mut Vec<TagValue>) {
+            out.clear();
+        }
+    }
+    let schema = Arc::new(Schema {
+        tables: vec![TableSchema {
+            name: "m".into(),
+            tags: vec![],
+            fields: vec![
+                FieldDef {
+                    name: "u".into(),
+                    data_type: DataType::UBigInt,
+                },
+                FieldDef {
+                    name: "i".into(),
+                    data_type: DataType::BigInt,
+                },
+            ],
+        }],
+        tag_slots: 0,
+        device_count: 1,
+        tags: Arc::new(None_),
+    });
+    let mut batch = Batch::for_schema(&schema);
+    let t = &mut batch.tables[0];
+    t.device.push(0);
+    t.ts.push(7);
+    t.columns[0].values = ColumnValues::Int(vec![9223372036854775807]);
+    t.columns[1].values = ColumnValues::Int(vec![-1]);
+    let mut out = Vec::new();
+    tsload_lineproto::LineEncoder::new(schema, tsload_lineproto::Precision::Ns)
+        .encode(&batch, &mut out);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "m u=9223372036854775807u,i=-1i 7\n"
+    );
+}

@@ -38,6 +38,7 @@ pub(crate) fn sql_type(data_type: DataType) -> &'static str {
         | DataType::SmallInt
         | DataType::Int
         | DataType::BigInt
+        | DataType::UBigInt
         | DataType::Timestamp => "INTEGER",
         DataType::Float | DataType::Double => "REAL",
         DataType::Varchar(_) | DataType::NChar(_) => "TEXT",

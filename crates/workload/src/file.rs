@@ -349,7 +349,11 @@ fn to_ns(ts: i64, precision_ns: i64) -> Result<i64, String> {
 }
 
 fn a_kind(kind: Kind) -> String {
-    let article = if kind == Kind::Int { "an" } else { "a" };
+    let article = if matches!(kind, Kind::Int | Kind::UInt) {
+        "an"
+    } else {
+        "a"
+    };
     format!("{article} {}", kind.name())
 }
 
@@ -717,6 +721,7 @@ impl Scanner {
                     name: String::from_utf8_lossy(name).into_owned(),
                     data_type: match info.kind {
                         Kind::Int => DataType::BigInt,
+                        Kind::UInt => DataType::UBigInt,
                         Kind::Float => DataType::Double,
                         Kind::Bool => DataType::Bool,
                         Kind::Str => DataType::Varchar(info.max_len.max(1)),
@@ -980,7 +985,7 @@ fn push_line(
             return Err(format!("field `{}` appears twice on the line", show(f.key)));
         }
         match (values, f.value) {
-            (ColumnValues::Int(v), Value::Int(x)) => v.push(x),
+            (ColumnValues::Int(v), Value::Int(x) | Value::UInt(x)) => v.push(x),
             (ColumnValues::Float(v), Value::Float(x)) => v.push(x),
             (ColumnValues::Bool(v), Value::Bool(x)) => v.push(x),
             (ColumnValues::Str(s), Value::Str { raw, escaped }) => {

@@ -359,7 +359,7 @@ fn escapes_come_back_exact() {
     let text = concat!(
         "my\\ meas\\,ure,tag\\ key\\=x=val\\,ue\\ 1\\=2,path=C:\\dir\\\\ ",
         "str\\ f\\,x\\=y=\"he said \\\"hi\\\", then \\\\ left, a\\b, k=v\",n=-3i,ok=T 1000\n",
-        "my\\ meas\\,ure,tag\\ key\\=x=other ok=false,n=9223372036854775807u 2000\n",
+        "my\\ meas\\,ure,tag\\ key\\=x=other ok=false,n=9223372036854775807i 2000\n",
     );
     std::fs::write(&path, text).unwrap();
     let w = open(&path);
@@ -503,5 +503,19 @@ fn bad_lines_name_the_file_the_line_and_the_fault() {
             .contains("broken.influx.gz: cannot read after line"),
         "{}",
         e.message
+    );
+}
+
+#[test]
+fn unsigned_fields_stay_unsigned_and_do_not_mix_with_signed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("u.influx");
+    std::fs::write(&path, "m,t=a c=5u 1\nm,t=a c=7u 2\n").unwrap();
+    let w = open(&path);
+    assert_eq!(w.schema().tables[0].fields[0].data_type, DataType::UBigInt);
+    let e = open_err(dir.path(), "mixed.influx", "m c=5u 1\nm c=6i 2\n");
+    assert!(
+        e.contains("mixed.influx:2") && e.contains("unsigned integer"),
+        "{e}"
     );
 }

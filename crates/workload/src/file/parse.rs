@@ -38,6 +38,7 @@ pub(crate) const TAG_SPECIALS: &[u8] = b",= \\";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Int,
+    UInt,
     Float,
     Bool,
     Str,
@@ -47,6 +48,7 @@ impl Kind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Int => "integer",
+            Kind::UInt => "unsigned integer",
             Kind::Float => "float",
             Kind::Bool => "boolean",
             Kind::Str => "string",
@@ -58,6 +60,8 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Value<'a> {
     Int(i64),
+    /// An unsigned (`u`) integer, at most `i64::MAX`.
+    UInt(i64),
     Float(f64),
     Bool(bool),
     /// The bytes between the quotes, still escaped; `escaped` says whether a `\` occurs.
@@ -71,6 +75,7 @@ impl Value<'_> {
     pub(crate) fn kind(&self) -> Kind {
         match self {
             Value::Int(_) => Kind::Int,
+            Value::UInt(_) => Kind::UInt,
             Value::Float(_) => Kind::Float,
             Value::Bool(_) => Kind::Bool,
             Value::Str { .. } => Kind::Str,
@@ -513,7 +518,7 @@ fn parse_scalar(v: &[u8]) -> Result<Value<'static>, String> {
             }
         }),
         b'u' => match parse_u64(body) {
-            Some(u) => i64::try_from(u).map(Value::Int).map_err(|_| {
+            Some(u) => i64::try_from(u).map(Value::UInt).map_err(|_| {
                 format!(
                     "unsigned integer `{}` is larger than the largest bigint \
                      (9223372036854775807)",
@@ -681,7 +686,7 @@ mod tests {
             &[
                 Value::Int(1),
                 Value::Int(-2),
-                Value::Int(3),
+                Value::UInt(3),
                 Value::Float(1.5),
                 Value::Float(2.0),
                 Value::Float(-1000.0),
@@ -719,7 +724,7 @@ mod tests {
     fn extremes_and_spacing() {
         let (f, ts) = fields("m a=-9223372036854775808i,b=9223372036854775807u   -5  ").unwrap();
         assert_eq!(f[0].1, Value::Int(i64::MIN));
-        assert_eq!(f[1].1, Value::Int(i64::MAX));
+        assert_eq!(f[1].1, Value::UInt(i64::MAX));
         assert_eq!(ts, -5);
     }
 
