@@ -7,20 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
+use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
-/// A column group of a custom (taosBenchmark-style) super table, as written in the file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CustomColumn {
-    pub data_type: String,
-    pub len: Option<u32>,
-    pub count: u32,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    pub values: Option<Vec<String>>,
-    /// Line of the entry in the scenario file, for error messages.
-    pub line: usize,
-}
-
+/// What will be generated, with every default resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkloadPlan {
     /// Replay of a line-protocol file; `path` "-" is standard input.
@@ -29,53 +18,23 @@ pub enum WorkloadPlan {
         /// Unit of the file's timestamps: ns, us, ms or s.
         precision: String,
     },
-    CpuOnly {
-        seed: u64,
-        scale: u32,
-        start_ns: i64,
-        end_ns: i64,
-        interval_ns: i64,
-    },
-    Devops {
-        seed: u64,
-        scale: u32,
-        start_ns: i64,
-        end_ns: i64,
-        interval_ns: i64,
-    },
-    Iot {
-        seed: u64,
-        scale: u32,
-        start_ns: i64,
-        end_ns: i64,
-        interval_ns: i64,
-        missing_field_ratio: Option<f64>,
-        missing_row_ratio: Option<f64>,
-        out_of_order_ratio: Option<f64>,
-        out_of_order_max_steps: Option<u32>,
-    },
+    CpuOnly(TsbsConfig),
+    Devops(TsbsConfig),
+    Iot(TsbsConfig, IotOptions),
     Custom {
-        seed: u64,
-        stable: Option<String>,
-        childtable_count: Option<u32>,
-        childtable_prefix: Option<String>,
-        insert_rows: Option<u64>,
-        timestamp_step_ns: Option<i64>,
-        start_timestamp_ns: Option<i64>,
-        interlace_rows: Option<u32>,
-        disorder_ratio: Option<f64>,
-        disorder_range_ns: Option<i64>,
-        columns: Option<Vec<CustomColumn>>,
-        tags: Option<Vec<CustomColumn>>,
+        cfg: CustomConfig,
+        /// Lines of the `columns` and `tags` entries in the scenario file, for errors.
+        column_lines: Vec<usize>,
+        tag_lines: Vec<usize>,
     },
 }
 
 impl WorkloadPlan {
     pub fn kind(&self) -> &'static str {
         match self {
-            WorkloadPlan::CpuOnly { .. } => "cpu-only",
-            WorkloadPlan::Devops { .. } => "devops",
-            WorkloadPlan::Iot { .. } => "iot",
+            WorkloadPlan::CpuOnly(_) => "cpu-only",
+            WorkloadPlan::Devops(_) => "devops",
+            WorkloadPlan::Iot(..) => "iot",
             WorkloadPlan::Custom { .. } => "custom",
             WorkloadPlan::File { .. } => "file",
         }
@@ -164,17 +123,20 @@ fn dur(ns: i64) -> String {
     humantime::format_duration(Duration::from_nanos(ns.max(0) as u64)).to_string()
 }
 
-fn columns_json(c: &Option<Vec<CustomColumn>>) -> Value {
-    match c {
-        None => Value::Null,
-        Some(list) => list
-            .iter()
-            .map(|c| {
-                json!({"type": c.data_type, "len": c.len, "count": c.count, "min": c.min,
-                       "max": c.max, "values": c.values})
-            })
-            .collect(),
-    }
+fn columns_json(list: &[ColumnSpec]) -> Value {
+    list.iter()
+        .map(|c| {
+            json!({"type": c.data_type.to_string(), "count": c.count, "min": c.min,
+                   "max": c.max, "values": c.values})
+        })
+        .collect()
+}
+
+fn tsbs_json(kind: &str, t: &TsbsConfig) -> Value {
+    json!({
+        "kind": kind, "seed": t.seed, "scale": t.scale, "start": rfc3339(t.start_ns),
+        "end": rfc3339(t.end_ns), "interval": dur(t.interval_ns),
+    })
 }
 
 impl Plan {
@@ -184,60 +146,25 @@ impl Plan {
             WorkloadPlan::File { path, precision } => {
                 json!({"kind": "file", "path": path, "precision": precision})
             }
-            WorkloadPlan::CpuOnly {
-                seed,
-                scale,
-                start_ns,
-                end_ns,
-                interval_ns,
+            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) => {
+                tsbs_json(self.workload.kind(), t)
             }
-            | WorkloadPlan::Devops {
-                seed,
-                scale,
-                start_ns,
-                end_ns,
-                interval_ns,
-            } => json!({
-                "kind": self.workload.kind(), "seed": seed, "scale": scale,
-                "start": rfc3339(*start_ns), "end": rfc3339(*end_ns), "interval": dur(*interval_ns),
-            }),
-            WorkloadPlan::Iot {
-                seed,
-                scale,
-                start_ns,
-                end_ns,
-                interval_ns,
-                missing_field_ratio,
-                missing_row_ratio,
-                out_of_order_ratio,
-                out_of_order_max_steps,
-            } => json!({
-                "kind": "iot", "seed": seed, "scale": scale,
-                "start": rfc3339(*start_ns), "end": rfc3339(*end_ns), "interval": dur(*interval_ns),
-                "missing_field_ratio": missing_field_ratio, "missing_row_ratio": missing_row_ratio,
-                "out_of_order_ratio": out_of_order_ratio, "out_of_order_max_steps": out_of_order_max_steps,
-            }),
-            WorkloadPlan::Custom {
-                seed,
-                stable,
-                childtable_count,
-                childtable_prefix,
-                insert_rows,
-                timestamp_step_ns,
-                start_timestamp_ns,
-                interlace_rows,
-                disorder_ratio,
-                disorder_range_ns,
-                columns,
-                tags,
-            } => json!({
-                "kind": "custom", "seed": seed, "stable": stable, "childtable_count": childtable_count,
-                "childtable_prefix": childtable_prefix, "insert_rows": insert_rows,
-                "timestamp_step": timestamp_step_ns.map(dur),
-                "start_timestamp": start_timestamp_ns.map(rfc3339),
-                "interlace_rows": interlace_rows, "disorder_ratio": disorder_ratio,
-                "disorder_range": disorder_range_ns.map(dur),
-                "columns": columns_json(columns), "tags": columns_json(tags),
+            WorkloadPlan::Iot(t, o) => {
+                let mut v = tsbs_json("iot", t);
+                v["missing_field_ratio"] = json!(o.missing_field_ratio);
+                v["missing_row_ratio"] = json!(o.missing_row_ratio);
+                v["out_of_order_ratio"] = json!(o.out_of_order_ratio);
+                v["out_of_order_max_steps"] = json!(o.out_of_order_max_steps);
+                v
+            }
+            WorkloadPlan::Custom { cfg: c, .. } => json!({
+                "kind": "custom", "seed": c.seed, "stable": c.stable,
+                "childtable_count": c.childtable_count, "childtable_prefix": c.childtable_prefix,
+                "insert_rows": c.insert_rows, "timestamp_step": dur(c.timestamp_step_ns),
+                "start_timestamp": rfc3339(c.start_timestamp_ns),
+                "interlace_rows": c.interlace_rows, "disorder_ratio": c.disorder_ratio,
+                "disorder_range": dur(c.disorder_range_ns),
+                "columns": columns_json(&c.columns), "tags": columns_json(&c.tags),
             }),
         };
         let target = match &self.target {

@@ -10,11 +10,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 use tsload_core::engine::{LoadConfig, LoadMode};
+use tsload_core::schema::DataType;
 use tsload_core::threshold::Threshold;
+use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
-use crate::plan::{
-    CustomColumn, InfluxPlan, OutputPlan, Plan, ProgressMode, TargetPlan, WorkloadPlan,
-};
+use crate::plan::{InfluxPlan, OutputPlan, Plan, ProgressMode, TargetPlan, WorkloadPlan};
 
 /// The quickstart scenario, used when `tsload run` gets no file.
 pub const QUICKSTART: &str = include_str!("../../../configs/quickstart.toml");
@@ -304,6 +304,9 @@ struct Ctx<'a> {
     text: &'a str,
     overridden: Vec<String>,
 }
+
+/// Length of varchar, binary and nchar columns that give no `len`.
+const DEFAULT_STRING_LEN: u32 = 16;
 
 const TSBS_KEYS: &[&str] = &["scale", "start", "end", "interval"];
 const FILE_KEYS: &[&str] = &["path", "precision"];
@@ -613,107 +616,117 @@ impl Ctx<'_> {
                 .duration(s, "workload.interval", Duration::from_millis(1))?
                 .as_nanos() as i64,
         };
+        let tsbs = TsbsConfig {
+            seed,
+            scale,
+            start_ns,
+            end_ns,
+            interval_ns,
+        };
         Ok(match kind {
-            "cpu-only" => WorkloadPlan::CpuOnly {
-                seed,
-                scale,
-                start_ns,
-                end_ns,
-                interval_ns,
-            },
-            "devops" => WorkloadPlan::Devops {
-                seed,
-                scale,
-                start_ns,
-                end_ns,
-                interval_ns,
-            },
-            _ => WorkloadPlan::Iot {
-                seed,
-                scale,
-                start_ns,
-                end_ns,
-                interval_ns,
-                missing_field_ratio: w
-                    .missing_field_ratio
-                    .as_ref()
-                    .map(|v| self.ratio(v, "workload.missing_field_ratio", 1.0))
-                    .transpose()?,
-                missing_row_ratio: w
-                    .missing_row_ratio
-                    .as_ref()
-                    .map(|v| self.ratio(v, "workload.missing_row_ratio", 1.0))
-                    .transpose()?,
-                out_of_order_ratio: w
-                    .out_of_order_ratio
-                    .as_ref()
-                    .map(|v| self.ratio(v, "workload.out_of_order_ratio", 1.0))
-                    .transpose()?,
-                out_of_order_max_steps: w
-                    .out_of_order_max_steps
-                    .as_ref()
-                    .map(|v| self.int(v, "workload.out_of_order_max_steps", 1, 1_000_000))
-                    .transpose()?
-                    .map(|v| v as u32),
-            },
+            "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
+            "devops" => WorkloadPlan::Devops(tsbs),
+            _ => {
+                let d = IotOptions::default();
+                let ratio = |v: &Option<Spanned<f64>>, key: &str, default: f64| {
+                    v.as_ref().map_or(Ok(default), |v| self.ratio(v, key, 1.0))
+                };
+                WorkloadPlan::Iot(
+                    tsbs,
+                    IotOptions {
+                        missing_field_ratio: ratio(
+                            &w.missing_field_ratio,
+                            "workload.missing_field_ratio",
+                            d.missing_field_ratio,
+                        )?,
+                        missing_row_ratio: ratio(
+                            &w.missing_row_ratio,
+                            "workload.missing_row_ratio",
+                            d.missing_row_ratio,
+                        )?,
+                        out_of_order_ratio: ratio(
+                            &w.out_of_order_ratio,
+                            "workload.out_of_order_ratio",
+                            d.out_of_order_ratio,
+                        )?,
+                        out_of_order_max_steps: w
+                            .out_of_order_max_steps
+                            .as_ref()
+                            .map(|v| self.int(v, "workload.out_of_order_max_steps", 1, 1_000_000))
+                            .transpose()?
+                            .map_or(d.out_of_order_max_steps, |v| v as u32),
+                    },
+                )
+            }
         })
     }
 
     fn custom(&self, w: &WorkloadSection, seed: u64) -> Result<WorkloadPlan, ScenarioError> {
-        let columns = match &w.columns {
-            None => None,
-            Some(c) => Some(self.column_list(c, "workload.columns", 4096)?),
+        let d = CustomConfig::default();
+        let (columns, column_lines) = match &w.columns {
+            None => (d.columns, Vec::new()),
+            Some(c) => self.column_list(c, "workload.columns", 4096)?,
         };
-        let tags = match &w.tags {
-            None => None,
-            Some(c) => Some(self.column_list(c, "workload.tags", 128)?),
+        let (tags, tag_lines) = match &w.tags {
+            None => (d.tags, Vec::new()),
+            Some(c) => self.column_list(c, "workload.tags", 128)?,
         };
-        Ok(WorkloadPlan::Custom {
+        let text = |v: &Option<Spanned<String>>, default: String| {
+            v.as_ref().map_or(default, |s| s.get_ref().clone())
+        };
+        let cfg = CustomConfig {
             seed,
-            stable: w.stable.as_ref().map(|s| s.get_ref().clone()),
+            stable: text(&w.stable, d.stable),
             childtable_count: w
                 .childtable_count
                 .as_ref()
                 .map(|v| self.int(v, "workload.childtable_count", 1, u32::MAX as i64))
                 .transpose()?
-                .map(|v| v as u32),
-            childtable_prefix: w.childtable_prefix.as_ref().map(|s| s.get_ref().clone()),
+                .map_or(d.childtable_count, |v| v as u32),
+            childtable_prefix: text(&w.childtable_prefix, d.childtable_prefix),
             insert_rows: w
                 .insert_rows
                 .as_ref()
                 .map(|v| self.int(v, "workload.insert_rows", 1, i64::MAX))
                 .transpose()?
-                .map(|v| v as u64),
+                .map_or(d.insert_rows, |v| v as u64),
             timestamp_step_ns: w
                 .timestamp_step
                 .as_ref()
                 .map(|v| self.duration(v, "workload.timestamp_step", Duration::from_nanos(1)))
                 .transpose()?
-                .map(|d| d.as_nanos() as i64),
+                .map_or(d.timestamp_step_ns, |d| d.as_nanos() as i64),
             start_timestamp_ns: w
                 .start_timestamp
                 .as_ref()
                 .map(|v| self.time_ns(v, "workload.start_timestamp"))
-                .transpose()?,
+                .transpose()?
+                .unwrap_or(d.start_timestamp_ns),
             interlace_rows: w
                 .interlace_rows
                 .as_ref()
                 .map(|v| self.int(v, "workload.interlace_rows", 0, u32::MAX as i64))
                 .transpose()?
-                .map(|v| v as u32),
+                .map_or(d.interlace_rows, |v| v as u32),
             disorder_ratio: w
                 .disorder_ratio
                 .as_ref()
                 .map(|v| self.ratio(v, "workload.disorder_ratio", 100.0))
-                .transpose()?,
+                .transpose()?
+                .unwrap_or(d.disorder_ratio),
             disorder_range_ns: w
                 .disorder_range
                 .as_ref()
                 .map(|v| self.duration(v, "workload.disorder_range", Duration::ZERO))
                 .transpose()?
-                .map(|d| d.as_nanos() as i64),
+                .map_or(d.disorder_range_ns, |d| d.as_nanos() as i64),
             columns,
             tags,
+        };
+        Ok(WorkloadPlan::Custom {
+            cfg,
+            column_lines,
+            tag_lines,
         })
     }
 
@@ -722,7 +735,7 @@ impl Ctx<'_> {
         list: &Spanned<Vec<Spanned<ColumnEntry>>>,
         key: &str,
         max_count: i64,
-    ) -> Result<Vec<CustomColumn>, ScenarioError> {
+    ) -> Result<(Vec<ColumnSpec>, Vec<usize>), ScenarioError> {
         if list.get_ref().is_empty() {
             return Err(self.error(
                 Some(&list.span()),
@@ -731,6 +744,7 @@ impl Ctx<'_> {
             ));
         }
         let mut out = Vec::new();
+        let mut lines = Vec::new();
         for (i, entry) in list.get_ref().iter().enumerate() {
             let span = entry.span();
             let e = entry.get_ref();
@@ -797,17 +811,29 @@ impl Ctx<'_> {
                     "must list at least one value".into(),
                 ));
             }
-            out.push(CustomColumn {
-                data_type: ty,
-                len: e.len.map(|l| l as u32),
+            let len = e.len.map_or(DEFAULT_STRING_LEN, |l| l as u32);
+            let data_type = match ty.as_str() {
+                "bool" => DataType::Bool,
+                "tinyint" => DataType::TinyInt,
+                "smallint" => DataType::SmallInt,
+                "int" => DataType::Int,
+                "bigint" => DataType::BigInt,
+                "float" => DataType::Float,
+                "double" => DataType::Double,
+                "nchar" => DataType::NChar(len),
+                "timestamp" => DataType::Timestamp,
+                _ => DataType::Varchar(len),
+            };
+            out.push(ColumnSpec {
+                data_type,
                 count: count as u32,
                 min: e.min,
                 max: e.max,
                 values: e.values.clone(),
-                line: self.line_of(&span),
             });
+            lines.push(self.line_of(&span));
         }
-        Ok(out)
+        Ok((out, lines))
     }
 
     fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
@@ -1065,7 +1091,7 @@ mod tests {
         let plan = load(None, &[]).unwrap();
         assert!(matches!(
             plan.workload,
-            WorkloadPlan::CpuOnly { scale: 100, .. }
+            WorkloadPlan::CpuOnly(TsbsConfig { scale: 100, .. })
         ));
         assert!(matches!(plan.target, TargetPlan::Sqlite { .. }));
     }

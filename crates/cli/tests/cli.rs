@@ -31,6 +31,30 @@ fn json(path: &Path) -> serde_json::Value {
         .expect("valid JSON")
 }
 
+/// `SELECT count(*)` of every table of a SQLite file, by table name.
+fn sqlite_counts(db: &Path) -> std::collections::BTreeMap<String, i64> {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+            .await
+            .unwrap();
+        let tables: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        let mut counts = std::collections::BTreeMap::new();
+        for (t,) in tables {
+            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\""))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            counts.insert(t, n);
+        }
+        counts
+    })
+}
+
 #[test]
 fn quickstart_row_count_equals_the_rows_in_sqlite() {
     let dir = tempfile::tempdir().unwrap();
@@ -54,27 +78,9 @@ fn quickstart_row_count_equals_the_rows_in_sqlite() {
     assert_eq!(reported, 216_000, "100 hosts x 6 h at 10 s");
     assert_eq!(r["metrics"].as_u64().unwrap(), 2_160_000);
 
-    let counted = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        use sqlx::Connection as _;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
-            .await
-            .unwrap();
-        let tables: Vec<(String,)> =
-            sqlx::query_as("SELECT name FROM sqlite_master WHERE type = 'table'")
-                .fetch_all(&mut conn)
-                .await
-                .unwrap();
-        assert!(!tables.is_empty());
-        let mut total = 0i64;
-        for (t,) in tables {
-            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\""))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-            total += n;
-        }
-        total
-    });
+    let counts = sqlite_counts(&db);
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["cpu"]);
+    let counted: i64 = counts.values().sum();
     assert_eq!(counted as u64, reported);
     let stdout = text(&out.stdout);
     assert!(
@@ -628,31 +634,9 @@ fn a_replayed_tsbs_file_lands_whole_in_sqlite() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let r = json(&dir.path().join("r.json"));
     assert_eq!(r["rows"], 6_480);
-    let counted = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        use sqlx::Connection as _;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
-            .await
-            .unwrap();
-        let mut total = 0i64;
-        for t in [
-            "cpu",
-            "diskio",
-            "disk",
-            "kernel",
-            "mem",
-            "net",
-            "nginx",
-            "postgresl",
-            "redis",
-        ] {
-            let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM \"{t}\""))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-            total += n;
-        }
-        total
-    });
+    let counts = sqlite_counts(&db);
+    assert_eq!(counts.len(), 9, "devops's 9 tables: {counts:?}");
+    let counted: i64 = counts.values().sum();
     assert_eq!(counted, 6_480);
 }
 
