@@ -40,15 +40,18 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Debian packages the tests need, as (package, a binary it installs). SQLite is compiled
-/// in; Java runs HdrHistogram's own `HistogramLogProcessor` over tsload's interval logs,
-/// and QuestDB. InfluxDB 1.x and VictoriaMetrics are the real servers `tsload-testbed`
-/// starts for the sinks' integration tests.
+/// Debian packages the tests need, as (package, a binary it installs: a name looked up on
+/// PATH, /usr/sbin and /sbin, or an absolute path). SQLite is compiled in; Java runs
+/// HdrHistogram's own `HistogramLogProcessor` over tsload's interval logs, and QuestDB.
+/// InfluxDB 1.x, VictoriaMetrics, PostgreSQL 15 (whose programs are not on PATH) and
+/// MariaDB are the real servers `tsload-testbed` starts for the sinks' integration tests.
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("default-jre-headless", "java"),
     ("maven", "mvn"),
     ("influxdb", "influxd"),
     ("victoria-metrics", "victoria-metrics"),
+    ("postgresql", "/usr/lib/postgresql/15/bin/postgres"),
+    ("mariadb-server", "mariadbd"),
 ];
 
 /// Maven artifacts the tests need, as (group, artifact, version); fetched into ~/.m2.
@@ -167,7 +170,13 @@ fn apt_get(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `bin` itself if it is an absolute path to a file, else the first `bin` on PATH,
+/// /usr/sbin and /sbin.
 fn which(bin: &str) -> Option<std::path::PathBuf> {
+    let direct = std::path::Path::new(bin);
+    if direct.is_absolute() {
+        return direct.is_file().then(|| direct.to_path_buf());
+    }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .chain(["/usr/sbin".into(), "/sbin".into()])

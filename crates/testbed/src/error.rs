@@ -20,7 +20,8 @@ pub enum TestbedError {
         looked: String,
         install: String,
     },
-    /// A file-system step of the set-up failed (temp dir, config file, log file).
+    /// A file-system step of the set-up failed (temp dir, config file, log file), or a
+    /// command-line client could not be run.
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -43,6 +44,15 @@ pub enum TestbedError {
         status: String,
         attempt: u32,
         attempts: u32,
+        hint: String,
+        log: String,
+    },
+    /// A set-up step before the server starts (`initdb`, `mariadb-install-db`) failed.
+    #[error("{kind}: {step} failed ({status}){hint}\n--- last lines of its output ---\n{log}")]
+    Setup {
+        kind: ServerKind,
+        step: String,
+        status: String,
         hint: String,
         log: String,
     },

@@ -33,9 +33,11 @@ pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedErr
     }
     Ok(Launch {
         command,
-        http_addr,
+        addr: http_addr,
         pg_addr: None,
         ilp_tcp_addr: None,
+        run_as: None,
+        sql: None,
     })
 }
 

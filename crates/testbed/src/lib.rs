@@ -1,10 +1,10 @@
 //! Real database servers on 127.0.0.1 for integration tests (dev-only).
 //!
-//! `Server::start(kind)` starts InfluxDB 1.x, VictoriaMetrics or QuestDB as a child process
-//! in its own temp dir, on free loopback ports, waits until it answers, and stops it and
-//! removes the dir on drop (also while a failing test unwinds). Small blocking helpers
-//! write line protocol and read counts back, so sink and CLI tests can check what the
-//! server actually stored.
+//! `Server::start(kind)` starts InfluxDB 1.x, VictoriaMetrics, QuestDB, PostgreSQL 15 or
+//! MariaDB 10.11 as a child process in its own temp dir, on free loopback ports, waits
+//! until it answers, and stops it and removes the dir on drop (also while a failing test
+//! unwinds). Small blocking helpers write line protocol or run SQL and read counts back,
+//! so sink and CLI tests can check what the server actually stored.
 //!
 //! ```no_run
 //! use tsload_testbed::{Server, ServerKind};
@@ -12,6 +12,25 @@
 //! let vm = Server::start(ServerKind::VictoriaMetrics).unwrap();
 //! vm.write_lines(None, "cpu,host=h0 usage_user=1 1451606400000000000\n").unwrap();
 //! assert_eq!(vm.vm_sample_count(r#"{__name__="cpu_usage_user"}"#), 1);
+//! ```
+//!
+//! PostgreSQL and MariaDB come with an empty database `tsload`, reachable at
+//! `database_url()` (sqlx's URL format), and `sql` runs a statement through the server's
+//! own command-line client. `kill` and `restart` crash a server (SIGKILL, every process)
+//! and start it again on the same port and data, for durability tests:
+//!
+//! ```no_run
+//! use tsload_testbed::{Server, ServerKind};
+//!
+//! let mut pg = Server::start(ServerKind::Postgres).unwrap();
+//! let url = pg.database_url().unwrap(); // postgres://tsload@127.0.0.1:PORT/tsload
+//! pg.sql("CREATE TABLE t (ts bigint, v double precision)").unwrap();
+//! pg.sql("INSERT INTO t VALUES (1, 0.5), (2, 1.5)").unwrap();
+//! pg.kill();
+//! pg.restart().unwrap();
+//! assert_eq!(pg.sql_count("t"), 2);
+//! assert_eq!(pg.sql("SELECT ts, v FROM t ORDER BY ts LIMIT 1").unwrap(), "1\t0.5");
+//! # let _ = url;
 //! ```
 //!
 //! What each server needs is installed by `cargo xtask test`; when something is missing,
@@ -24,7 +43,9 @@ mod error;
 mod http;
 mod influxdb;
 mod locate;
+mod mariadb;
 mod ports;
+mod postgres;
 mod process;
 mod questdb;
 mod sockets;
@@ -37,6 +58,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use process::User;
+
 pub use error::TestbedError;
 pub use http::HttpAnswer;
 pub use locate::QUESTDB_VERSION;
@@ -48,8 +71,15 @@ use ports::Ports;
 /// How many times `start` tries when the server exits during start-up (a free port taken
 /// by another process between choosing it and the server binding it).
 const START_ATTEMPTS: u32 = 3;
-/// How long a stopping server gets after SIGTERM before SIGKILL.
+/// How long a stopping server gets after its stop signal (`ServerKind::stop_signal`)
+/// before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long `kill` waits for every killed process to be gone.
+const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Timeout of one readiness probe by a command-line tool (pg_isready, mariadb-admin).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The database the testbed creates in PostgreSQL and MariaDB.
+const DATABASE: &str = "tsload";
 /// Timeout of one helper request (queries, writes, exports).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Lines `log_tail` returns.
@@ -64,21 +94,37 @@ pub enum ServerKind {
     VictoriaMetrics,
     /// QuestDB (Maven artifact `org.questdb:questdb`, run with `java`).
     QuestDb,
+    /// PostgreSQL 15 (`/usr/lib/postgresql/15/bin/postgres`, Debian package `postgresql`).
+    /// Runs as the `postgres` user when the tests run as root.
+    Postgres,
+    /// MariaDB 10.11 (`mariadbd`, Debian package `mariadb-server`).
+    MariaDb,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 3] = [
+    pub const ALL: [ServerKind; 5] = [
         ServerKind::InfluxDb1,
         ServerKind::VictoriaMetrics,
         ServerKind::QuestDb,
+        ServerKind::Postgres,
+        ServerKind::MariaDb,
     ];
 
-    /// How long `start` waits for the server to answer its readiness probe.
+    /// How long `start` (and `restart`) waits for the server to answer its readiness
+    /// probe, once the process runs (PostgreSQL's and MariaDB's data dir set-up comes
+    /// before, with its own 2-minute limit).
     pub fn start_timeout(self) -> Duration {
         match self {
-            ServerKind::QuestDb => Duration::from_secs(60),
+            ServerKind::QuestDb | ServerKind::Postgres | ServerKind::MariaDb => {
+                Duration::from_secs(60)
+            }
             ServerKind::InfluxDb1 | ServerKind::VictoriaMetrics => Duration::from_secs(30),
         }
+    }
+
+    /// Whether this is a SQL database the `sql` helpers and `database_url` serve.
+    pub fn is_sql(self) -> bool {
+        matches!(self, ServerKind::Postgres | ServerKind::MariaDb)
     }
 
     fn slug(self) -> &'static str {
@@ -86,17 +132,42 @@ impl ServerKind {
             ServerKind::InfluxDb1 => "influxdb",
             ServerKind::VictoriaMetrics => "victoria-metrics",
             ServerKind::QuestDb => "questdb",
+            ServerKind::Postgres => "postgres",
+            ServerKind::MariaDb => "mariadb",
         }
     }
 
-    /// The readiness probe: GET this path (and query) must answer this status.
-    fn probe(self) -> (&'static str, &'static [(&'static str, &'static str)], u16) {
+    /// The readiness probe.
+    fn probe(self) -> Probe {
         match self {
-            ServerKind::InfluxDb1 => ("/ping", &[], 204),
-            ServerKind::VictoriaMetrics => ("/health", &[], 200),
-            ServerKind::QuestDb => ("/exec", &[("query", "select 1")], 200),
+            ServerKind::InfluxDb1 => Probe::Http("/ping", &[], 204),
+            ServerKind::VictoriaMetrics => Probe::Http("/health", &[], 200),
+            ServerKind::QuestDb => Probe::Http("/exec", &[("query", "select 1")], 200),
+            ServerKind::Postgres | ServerKind::MariaDb => Probe::Tool,
         }
     }
+
+    /// The signal that stops the server on drop, when its data is thrown away anyway.
+    /// PostgreSQL: SIGQUIT, its immediate shutdown (no checkpoint; it still stops its
+    /// children and removes its shared memory and pid file). MariaDB: SIGKILL (a clean
+    /// InnoDB shutdown flushes and syncs, 0.1 s idle and 0.7 s on a busy machine, for
+    /// nothing; its one process leaves nothing outside the temp dir). SIGTERM, the usual
+    /// clean stop, otherwise.
+    fn stop_signal(self) -> libc::c_int {
+        match self {
+            ServerKind::Postgres => libc::SIGQUIT,
+            ServerKind::MariaDb => libc::SIGKILL,
+            _ => libc::SIGTERM,
+        }
+    }
+}
+
+/// How `start` knows a server is ready.
+enum Probe {
+    /// GET this path (and query) must answer this status.
+    Http(&'static str, &'static [(&'static str, &'static str)], u16),
+    /// The server's readiness tool must exit 0 (`pg_isready`, `mariadb-admin ping`).
+    Tool,
 }
 
 impl fmt::Display for ServerKind {
@@ -105,29 +176,54 @@ impl fmt::Display for ServerKind {
             ServerKind::InfluxDb1 => "InfluxDB 1.x",
             ServerKind::VictoriaMetrics => "VictoriaMetrics",
             ServerKind::QuestDb => "QuestDB",
+            ServerKind::Postgres => "PostgreSQL",
+            ServerKind::MariaDb => "MariaDB",
         })
     }
 }
 
 /// What a kind's module prepared: the command to run and where it will listen.
 pub(crate) struct Launch {
+    /// The server's command line and environment (stdio, working dir and user are set at
+    /// each spawn; the command is copied for a restart).
     pub(crate) command: Command,
-    pub(crate) http_addr: SocketAddr,
+    /// The main address: the HTTP API, or the SQL port.
+    pub(crate) addr: SocketAddr,
     pub(crate) pg_addr: Option<SocketAddr>,
     pub(crate) ilp_tcp_addr: Option<SocketAddr>,
+    /// The account the server runs as, if not ours (PostgreSQL when we are root).
+    pub(crate) run_as: Option<User>,
+    /// The command-line client and readiness tool of a SQL server.
+    pub(crate) sql: Option<SqlTools>,
 }
 
-/// A running server; stopped (SIGTERM, then SIGKILL after 5 s) and its temp dir removed
-/// on drop.
+/// A SQL server's command-line tools.
+#[derive(Debug, Clone)]
+pub(crate) struct SqlTools {
+    /// `psql` or `mariadb`.
+    pub(crate) client: PathBuf,
+    /// `pg_isready` or `mariadb-admin`.
+    pub(crate) probe: PathBuf,
+}
+
+/// A running server; stopped on drop (SIGTERM; PostgreSQL SIGQUIT, its immediate
+/// shutdown; MariaDB SIGKILL; then SIGKILL to it and its child processes after 5 s) and
+/// its temp dir removed.
 pub struct Server {
     kind: ServerKind,
     child: Child,
-    http_addr: SocketAddr,
+    addr: SocketAddr,
     pg_addr: Option<SocketAddr>,
     ilp_tcp_addr: Option<SocketAddr>,
     http: Http,
     log_path: PathBuf,
     startup: Duration,
+    /// The server's command, copied for each (re)start.
+    command: Command,
+    run_as: Option<User>,
+    sql: Option<SqlTools>,
+    /// Set by `kill` (every process of the server is gone), cleared by `restart`.
+    killed: bool,
     _ports: Ports,
     // Dropped after `Drop::drop` has stopped the process.
     dir: tempfile::TempDir,
@@ -138,7 +234,7 @@ impl fmt::Debug for Server {
         f.debug_struct("Server")
             .field("kind", &self.kind)
             .field("pid", &self.child.id())
-            .field("http_addr", &self.http_addr)
+            .field("addr", &self.addr)
             .field("pg_addr", &self.pg_addr)
             .field("ilp_tcp_addr", &self.ilp_tcp_addr)
             .field("dir", &self.dir.path())
@@ -148,91 +244,134 @@ impl fmt::Debug for Server {
 
 impl Server {
     /// Starts a server of `kind` on free 127.0.0.1 ports in a fresh temp dir and waits
-    /// (blocking) until it answers: up to 60 s for QuestDB, 30 s for the others. If the
-    /// server exits during start-up (say a chosen port was taken meanwhile) the whole
-    /// start is retried, 3 attempts in all.
+    /// (blocking) until it answers: up to 60 s for QuestDB, PostgreSQL and MariaDB, 30 s
+    /// for the others. If the server exits during start-up (say a chosen port was taken
+    /// meanwhile) the whole start is retried, 3 attempts in all. PostgreSQL and MariaDB
+    /// get a fresh data dir (`initdb`, `mariadb-install-db`) and an empty database
+    /// `tsload`, with their default settings (durability included).
     pub fn start(kind: ServerKind) -> Result<Server, TestbedError> {
+        Server::start_with(kind, &[])
+    }
+
+    /// `start` with server settings, kept for `restart`: PostgreSQL's `-c key=value`
+    /// (e.g. `("synchronous_commit", "off")`) or MariaDB's `--key=value` options (e.g.
+    /// `("innodb_flush_log_at_trx_commit", "2")`). The other kinds take none: settings
+    /// for them are an error.
+    pub fn start_with(kind: ServerKind, settings: &[(&str, &str)]) -> Result<Server, TestbedError> {
+        if !settings.is_empty() && !kind.is_sql() {
+            return Err(TestbedError::answer(
+                format!("settings for {kind}"),
+                "only PostgreSQL and MariaDB take settings",
+            ));
+        }
         let mut attempt = 1;
         loop {
-            match Server::start_once(kind, attempt) {
+            match Server::start_once(kind, settings, attempt) {
                 Err(TestbedError::Exited { .. }) if attempt < START_ATTEMPTS => attempt += 1,
                 other => return other,
             }
         }
     }
 
-    fn start_once(kind: ServerKind, attempt: u32) -> Result<Server, TestbedError> {
+    fn start_once(
+        kind: ServerKind,
+        settings: &[(&str, &str)],
+        attempt: u32,
+    ) -> Result<Server, TestbedError> {
         let began = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix(&format!("tsload-testbed-{}-", kind.slug()))
             .tempdir()
             .map_err(|e| TestbedError::io("creating the server's temp dir", e))?;
+        let log_path = dir.path().join("server.log");
+        std::fs::File::create(&log_path)
+            .map_err(|e| TestbedError::io(format!("creating {}", log_path.display()), e))?;
         let mut ports = Ports::default();
         let Launch {
-            mut command,
-            http_addr,
+            command,
+            addr,
             pg_addr,
             ilp_tcp_addr,
+            run_as,
+            sql,
         } = match kind {
             ServerKind::InfluxDb1 => influxdb::launch(dir.path(), &mut ports)?,
             ServerKind::VictoriaMetrics => victoria::launch(dir.path(), &mut ports)?,
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
+            ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
+            ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,
         };
-        let log_path = dir.path().join("server.log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(|e| TestbedError::io(format!("creating {}", log_path.display()), e))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| TestbedError::io("duplicating the log file handle", e))?;
-        command
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
-        let program = PathBuf::from(command.get_program());
-        let child =
-            process::spawn(command).map_err(|source| TestbedError::Spawn { program, source })?;
+        let child = spawn_server(&command, run_as, dir.path(), &log_path)?;
         // From here on, an early return drops `server`, which stops the process.
         let mut server = Server {
             kind,
             child,
-            http_addr,
+            addr,
             pg_addr,
             ilp_tcp_addr,
-            http: Http::new(format!("http://{http_addr}"), REQUEST_TIMEOUT),
+            http: Http::new(format!("http://{addr}"), REQUEST_TIMEOUT),
             log_path,
             startup: Duration::ZERO,
+            command,
+            run_as,
+            sql,
+            killed: false,
             _ports: ports,
             dir,
         };
-        server.wait_ready(attempt)?;
+        server.wait_ready(attempt, START_ATTEMPTS)?;
+        match kind {
+            ServerKind::Postgres => {
+                server.sql_in(Some("postgres"), &format!("CREATE DATABASE {DATABASE}"))?;
+            }
+            ServerKind::MariaDb => {
+                server.sql_in(None, &format!("CREATE DATABASE {DATABASE}"))?;
+            }
+            _ => {}
+        }
         server.startup = began.elapsed();
         Ok(server)
     }
 
-    fn wait_ready(&mut self, attempt: u32) -> Result<(), TestbedError> {
+    fn wait_ready(&mut self, attempt: u32, attempts: u32) -> Result<(), TestbedError> {
         let timeout = self.kind.start_timeout();
         let deadline = Instant::now() + timeout;
-        let (path, query, expected) = self.kind.probe();
-        let probe = Http::new(self.http.base().to_string(), Duration::from_secs(2));
+        let probe = self.kind.probe();
+        let http = Http::new(self.http.base().to_string(), Duration::from_secs(2));
         let mut pause = Duration::from_millis(20);
         loop {
-            self.check_running(attempt)?;
-            let last = match probe.get(path, query) {
-                Ok(a) if a.status == expected => {
+            self.check_running(attempt, attempts)?;
+            let answer = match probe {
+                Probe::Http(path, query, expected) => match http.get(path, query) {
+                    Ok(a) if a.status == expected => Ok(()),
+                    Ok(a) => Err(format!("HTTP {}: {}", a.status, http::clip(&a.body))),
+                    Err(e) => Err(e.to_string()),
+                },
+                Probe::Tool => self.probe_tool(),
+            };
+            let last = match answer {
+                Ok(()) => {
                     // The answer could come from another process that won our port while
                     // this server failed to bind it: make sure ours is still alive.
                     std::thread::sleep(Duration::from_millis(20));
-                    return self.check_running(attempt);
+                    return self.check_running(attempt, attempts);
                 }
-                Ok(a) => format!("HTTP {}: {}", a.status, http::clip(&a.body)),
-                Err(e) => e.to_string(),
+                Err(last) => last,
             };
             if Instant::now() >= deadline {
+                let probe = match probe {
+                    Probe::Http(path, _, expected) => {
+                        format!("GET {}{path} expecting {expected}", self.http.base())
+                    }
+                    Probe::Tool => self.probe_command().map_or_else(
+                        |e| e.to_string(),
+                        |c| format!("{} exiting 0", command_line(&c)),
+                    ),
+                };
                 return Err(TestbedError::NotReady {
                     kind: self.kind,
                     timeout,
-                    probe: format!("GET {}{path} expecting {expected}", self.http.base()),
+                    probe,
                     last,
                     log: self.log_tail(),
                 });
@@ -242,7 +381,31 @@ impl Server {
         }
     }
 
-    fn check_running(&mut self, attempt: u32) -> Result<(), TestbedError> {
+    /// The readiness tool's command (SQL kinds only).
+    fn probe_command(&self) -> Result<Command, TestbedError> {
+        let tools = self.sql_tools("the readiness probe")?;
+        Ok(match self.kind {
+            ServerKind::Postgres => postgres::probe(tools, self.addr),
+            _ => mariadb::probe(tools, self.addr),
+        })
+    }
+
+    /// Runs the readiness tool once: `Err` says why the server is not ready.
+    fn probe_tool(&self) -> Result<(), String> {
+        let command = self.probe_command().map_err(|e| e.to_string())?;
+        match process::output(command, PROBE_TIMEOUT) {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!(
+                "{}: {}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn check_running(&mut self, attempt: u32, attempts: u32) -> Result<(), TestbedError> {
         let status = match self.child.try_wait() {
             Ok(None) => return Ok(()),
             Ok(Some(status)) => status.to_string(),
@@ -261,7 +424,7 @@ impl Server {
             kind: self.kind,
             status,
             attempt,
-            attempts: START_ATTEMPTS,
+            attempts,
             hint,
             log,
         })
@@ -271,25 +434,55 @@ impl Server {
         self.kind
     }
 
-    /// The HTTP API's address (127.0.0.1:PORT).
-    pub fn http_addr(&self) -> SocketAddr {
-        self.http_addr
+    /// The server's main address (127.0.0.1:PORT): the HTTP API of InfluxDB,
+    /// VictoriaMetrics and QuestDB, the SQL port of PostgreSQL and MariaDB.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
-    /// "http://127.0.0.1:PORT".
+    /// The HTTP API's address (127.0.0.1:PORT). PostgreSQL and MariaDB have no HTTP API:
+    /// for them this is their SQL address, the same as `addr()` (and `get`, `post` and
+    /// `write_lines` return an error).
+    pub fn http_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// "http://127.0.0.1:PORT" (for PostgreSQL and MariaDB, which have no HTTP API, an
+    /// http URL of their SQL port: use `database_url` instead).
     pub fn base_url(&self) -> String {
         self.http.base().to_string()
     }
 
-    /// QuestDB's PostgreSQL wire protocol address; `None` for the other kinds.
+    /// The PostgreSQL wire protocol address: QuestDB's, or PostgreSQL's own (the same as
+    /// `addr()`); `None` for the other kinds.
     pub fn pg_addr(&self) -> Option<SocketAddr> {
         self.pg_addr
     }
 
-    /// QuestDB's ILP-over-TCP address; `None` for the other kinds (they take line
-    /// protocol over HTTP at `/write`).
+    /// QuestDB's ILP-over-TCP address; `None` for the other kinds (InfluxDB,
+    /// VictoriaMetrics and QuestDB take line protocol over HTTP at `/write`).
     pub fn ilp_tcp_addr(&self) -> Option<SocketAddr> {
         self.ilp_tcp_addr
+    }
+
+    /// The URL of the database `tsload`, in the format sqlx takes:
+    /// `postgres://tsload@127.0.0.1:PORT/tsload` (PostgreSQL: superuser `tsload`, no
+    /// password) or `mysql://root@127.0.0.1:PORT/tsload` (MariaDB: `root`, no password);
+    /// `None` for the other kinds.
+    pub fn database_url(&self) -> Option<String> {
+        match self.kind {
+            ServerKind::Postgres => Some(format!(
+                "postgres://{}@{}/{DATABASE}",
+                postgres::USER,
+                self.addr
+            )),
+            ServerKind::MariaDb => Some(format!(
+                "mysql://{}@{}/{DATABASE}",
+                mariadb::USER,
+                self.addr
+            )),
+            _ => None,
+        }
     }
 
     /// The server's temp dir: its config, data and `server.log`; removed on drop.
@@ -297,17 +490,29 @@ impl Server {
         self.dir.path()
     }
 
-    /// The server's process id.
+    /// The server's process id (PostgreSQL's postmaster). A new one after `restart`.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// How long `start` took for the attempt that succeeded (spawn to ready).
+    /// The server's process and all processes below it, from /proc (a snapshot:
+    /// PostgreSQL forks a process per connection besides its helpers; the others are one
+    /// process). Empty after `kill`.
+    pub fn processes(&self) -> Vec<u32> {
+        if self.killed {
+            return Vec::new();
+        }
+        process::tree(self.pid())
+    }
+
+    /// How long `start` took for the attempt that succeeded (temp dir to ready, including
+    /// PostgreSQL's and MariaDB's data dir set-up and the creation of database `tsload`).
     pub fn startup_time(&self) -> Duration {
         self.startup
     }
 
-    /// The last 50 lines of the server's stdout and stderr, for test failure messages.
+    /// The last 50 lines of the server's stdout and stderr (and, for PostgreSQL and
+    /// MariaDB, of the data dir set-up), for test failure messages.
     pub fn log_tail(&self) -> String {
         tail(&self.log_path, LOG_TAIL_LINES)
     }
@@ -325,28 +530,136 @@ impl Server {
     }
 
     /// GET `path` with `query` (values are URL-encoded here). Any HTTP status is `Ok`.
+    /// An error for PostgreSQL and MariaDB (no HTTP API).
     pub fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<HttpAnswer, TestbedError> {
+        self.require_http("get")?;
         self.http.get(path, query)
     }
 
-    /// POST `body` to `path` with `query`. Any HTTP status is `Ok`.
+    /// POST `body` to `path` with `query`. Any HTTP status is `Ok`. An error for
+    /// PostgreSQL and MariaDB (no HTTP API).
     pub fn post(
         &self,
         path: &str,
         query: &[(&str, &str)],
         body: impl AsRef<[u8]>,
     ) -> Result<HttpAnswer, TestbedError> {
+        self.require_http("post")?;
         self.http.post(path, query, body.as_ref())
     }
 
-    /// POSTs line protocol (nanosecond timestamps) to `/write`, which all three kinds
-    /// accept; `db` is InfluxDB's database (`?db=`), `None` for the others. Anything but
-    /// `204 No Content` is an error.
+    /// POSTs line protocol (nanosecond timestamps) to `/write`, which InfluxDB,
+    /// VictoriaMetrics and QuestDB accept; `db` is InfluxDB's database (`?db=`), `None`
+    /// for the others. Anything but `204 No Content` is an error.
     pub fn write_lines(&self, db: Option<&str>, lines: &str) -> Result<(), TestbedError> {
+        self.require_http("write_lines")?;
         let query: Vec<(&str, &str)> = db.map(|db| ("db", db)).into_iter().collect();
         self.http
             .expect("POST", "/write", &query, Some(lines.as_bytes()), 204)
             .map(drop)
+    }
+
+    /// Runs one SQL statement in the database `tsload` through the server's command-line
+    /// client (`psql`, `mariadb`) and returns what it printed, without leading and
+    /// trailing line breaks: one line per row, columns separated by tabs, NULL as `NULL`,
+    /// no column names, nothing for statements without rows. An SQL error (or a server
+    /// that does not answer) is an error with the client's message. PostgreSQL and
+    /// MariaDB only.
+    ///
+    /// ```no_run
+    /// # let s = tsload_testbed::Server::start(tsload_testbed::ServerKind::MariaDb).unwrap();
+    /// s.sql("CREATE TABLE t (id int, name text)").unwrap();
+    /// s.sql("INSERT INTO t VALUES (1, 'a'), (2, NULL)").unwrap();
+    /// assert_eq!(s.sql("SELECT * FROM t ORDER BY id").unwrap(), "1\ta\n2\tNULL");
+    /// ```
+    pub fn sql(&self, statement: &str) -> Result<String, TestbedError> {
+        self.sql_in(Some(DATABASE), statement)
+    }
+
+    /// `SELECT count(*) FROM table` in the database `tsload` (`table` is quoted as one
+    /// identifier, so it is case-sensitive).
+    ///
+    /// # Panics
+    /// If the table does not exist or the query fails (with the error and the server's
+    /// log tail).
+    pub fn sql_count(&self, table: &str) -> u64 {
+        let quoted = match self.kind {
+            ServerKind::MariaDb => mariadb::quote_ident(table),
+            _ => postgres::quote_ident(table),
+        };
+        let q = format!("SELECT count(*) FROM {quoted}");
+        let n = self.sql(&q).and_then(|text| {
+            text.parse::<u64>()
+                .map_err(|_| TestbedError::answer(format!("{} `{q}`", self.kind), text))
+        });
+        match n {
+            Ok(n) => n,
+            Err(e) => self.fail(&format!("count of table {table}"), e),
+        }
+    }
+
+    /// `sql` in `database` (`None`: MariaDB without a default database).
+    fn sql_in(&self, database: Option<&str>, statement: &str) -> Result<String, TestbedError> {
+        let tools = self.sql_tools("sql")?;
+        let (name, command) = match self.kind {
+            ServerKind::Postgres => (
+                "psql",
+                postgres::client(tools, self.addr, database.unwrap_or(DATABASE), statement),
+            ),
+            _ => (
+                "mariadb",
+                mariadb::client(tools, self.addr, database, statement),
+            ),
+        };
+        let what = format!("{} `{}`", self.kind, http::clip(statement));
+        let out = process::output(command, REQUEST_TIMEOUT).map_err(|e| {
+            TestbedError::io(format!("running {} for {what}", tools.client.display()), e)
+        })?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(TestbedError::answer(
+                what,
+                format!(
+                    "{name} exited with {}: {}",
+                    out.status,
+                    http::clip(stderr.trim())
+                ),
+            ));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        Ok(stdout.trim_matches(['\n', '\r']).to_string())
+    }
+
+    /// Kills the server as a crash would: SIGKILL to its process and every process below
+    /// it (PostgreSQL's backends and helpers) at once, then waits until all are gone.
+    /// The data dir, the port and the log stay; `restart` starts it again. Nothing
+    /// happens if the server is not running.
+    ///
+    /// # Panics
+    /// If a killed process is still alive 10 s later.
+    pub fn kill(&mut self) {
+        if let Err(e) = process::kill_tree(&mut self.child, KILL_TIMEOUT) {
+            panic!("killing {} (pid {}): {e}", self.kind, self.child.id());
+        }
+        self.killed = true;
+    }
+
+    /// Starts the server again, on the same ports with the same data dir and settings,
+    /// and waits until it answers (up to `start_timeout`; after a `kill`, PostgreSQL and
+    /// MariaDB recover from the crash first). A server that still runs is killed first,
+    /// as by `kill`. Its log continues in the same `server.log`. Not retried: if another
+    /// process took the port meanwhile, this fails.
+    pub fn restart(&mut self) -> Result<(), TestbedError> {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+        if self.kind == ServerKind::Postgres && self.killed {
+            // Every process of the old server is gone (`kill` waited for that).
+            postgres::clear_stale(self.dir.path());
+        }
+        self.child = spawn_server(&self.command, self.run_as, self.dir.path(), &self.log_path)?;
+        self.killed = false;
+        self.wait_ready(1, 1)
     }
 
     /// Panics with `what`, the error and the server's log tail (for the helpers that
@@ -369,13 +682,127 @@ impl Server {
             format!("this server is {}", self.kind),
         ))
     }
+
+    /// Errors for the kinds without an HTTP API.
+    fn require_http(&self, helper: &str) -> Result<(), TestbedError> {
+        if !self.kind.is_sql() {
+            return Ok(());
+        }
+        Err(TestbedError::answer(
+            format!("{helper} needs an HTTP API"),
+            format!(
+                "{} has none; use `sql`, or a driver at `database_url()`",
+                self.kind
+            ),
+        ))
+    }
+
+    /// The SQL tools, or an error naming `helper` for the kinds without.
+    fn sql_tools(&self, helper: &str) -> Result<&SqlTools, TestbedError> {
+        self.sql.as_ref().ok_or_else(|| {
+            TestbedError::answer(
+                format!("{helper} is a PostgreSQL and MariaDB helper"),
+                format!("this server is {}", self.kind),
+            )
+        })
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        process::terminate(&mut self.child, STOP_GRACE);
+        process::terminate(&mut self.child, self.kind.stop_signal(), STOP_GRACE);
+        if self.kind == ServerKind::Postgres {
+            // After a `kill`: the shared memory segment nobody else would remove.
+            postgres::clear_stale(self.dir.path());
+        }
         // `dir` (a TempDir) is removed when the fields drop, after this.
     }
+}
+
+/// Spawns the server from a copy of `template`, as `run_as`, in `dir`, its output
+/// appended to `log`.
+fn spawn_server(
+    template: &Command,
+    run_as: Option<User>,
+    dir: &Path,
+    log: &Path,
+) -> Result<Child, TestbedError> {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = Command::new(template.get_program());
+    command.args(template.get_args());
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    if let Some(user) = run_as {
+        // std sets these in the child before `pre_exec` runs, so the parent-death signal
+        // set there survives the change of user (which would clear it).
+        command.uid(user.uid).gid(user.gid);
+    }
+    let (out, err) = log_stdio(log)?;
+    command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    let program = PathBuf::from(command.get_program());
+    process::spawn(command).map_err(|source| TestbedError::Spawn { program, source })
+}
+
+/// Two append handles on `log` for a child's stdout and stderr.
+pub(crate) fn log_stdio(log: &Path) -> Result<(std::fs::File, std::fs::File), TestbedError> {
+    let out = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+        .map_err(|e| TestbedError::io(format!("opening {}", log.display()), e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| TestbedError::io("duplicating the log file handle", e))?;
+    Ok((out, err))
+}
+
+/// Runs a data dir set-up step (`initdb`, `mariadb-install-db`), its output already
+/// going to `log`; an error with the log's tail if it fails.
+pub(crate) fn run_setup_step(
+    kind: ServerKind,
+    step: &str,
+    command: Command,
+    timeout: Duration,
+    log: &Path,
+) -> Result<(), TestbedError> {
+    let program = PathBuf::from(command.get_program());
+    match process::run_step(command, timeout) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(status)) => {
+            let log = tail(log, LOG_TAIL_LINES);
+            let hint = if log.to_lowercase().contains("permission denied") {
+                "; the server's user must be able to reach the temp dir: \
+                 set TMPDIR to a directory every user can traverse, such as /tmp"
+            } else {
+                ""
+            };
+            Err(TestbedError::Setup {
+                kind,
+                step: step.into(),
+                status,
+                hint: hint.into(),
+                log,
+            })
+        }
+        Err(source) => Err(TestbedError::Spawn { program, source }),
+    }
+}
+
+/// A command as one shell-like line, for messages.
+fn command_line(c: &Command) -> String {
+    std::iter::once(c.get_program())
+        .chain(c.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The last `n` lines of the file at `path` (at most its last 64 KiB).
@@ -414,6 +841,13 @@ mod tests {
         std::fs::write(&path, "").unwrap();
         assert_eq!(tail(&path, 3), "(the server wrote nothing)");
         assert!(tail(&dir.path().join("none"), 3).contains("cannot read"));
+    }
+
+    #[test]
+    fn servers_can_be_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Server>();
+        send_sync::<TestbedError>();
     }
 
     #[test]

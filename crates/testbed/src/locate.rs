@@ -1,6 +1,7 @@
 //! Finding the server programs: a binary on PATH (or in /usr/bin, /usr/sbin), the QuestDB
-//! jar in the local Maven repository, and `java`. Each can be overridden by an environment
-//! variable; a missing one is an error that says what to install and how.
+//! jar in the local Maven repository, `java`, and PostgreSQL's program directory (Debian
+//! keeps it off PATH). The servers can be overridden by an environment variable; a missing
+//! program is an error that says what to install and how.
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,61 @@ pub(crate) fn binary(
             "install the Debian package `{package}` (`sudo apt-get install {package}`), {XTASK}"
         ),
     })
+}
+
+/// A client tool that comes with a server package (psql-like clients, set-up scripts):
+/// PATH, /usr/bin, /usr/sbin.
+pub(crate) fn tool(name: &str, what: &str, package: &str) -> Result<PathBuf, TestbedError> {
+    find_on_path(name).ok_or_else(|| TestbedError::Missing {
+        what: format!("`{name}` ({what})"),
+        looked: "looked on PATH, in /usr/bin and /usr/sbin".into(),
+        install: format!(
+            "install the Debian package `{package}` (`sudo apt-get install {package}`), {XTASK}"
+        ),
+    })
+}
+
+/// The PostgreSQL major version the testbed runs (Debian 12's `postgresql` package).
+pub(crate) const POSTGRES_MAJOR: &str = "15";
+
+/// The PostgreSQL programs the testbed uses, all in one directory.
+pub(crate) const POSTGRES_PROGRAMS: [&str; 4] = ["initdb", "postgres", "pg_isready", "psql"];
+
+/// PostgreSQL's program directory: `$TSLOAD_PG_BIN_DIR` if set, else Debian's
+/// `/usr/lib/postgresql/15/bin` (not on PATH). It must hold `POSTGRES_PROGRAMS`.
+pub(crate) fn postgres_bin_dir() -> Result<PathBuf, TestbedError> {
+    let (dir, from_env) = match std::env::var_os("TSLOAD_PG_BIN_DIR") {
+        Some(dir) => (PathBuf::from(dir), true),
+        None => (
+            PathBuf::from(format!("/usr/lib/postgresql/{POSTGRES_MAJOR}/bin")),
+            false,
+        ),
+    };
+    for program in POSTGRES_PROGRAMS {
+        let path = dir.join(program);
+        if path.is_file() {
+            continue;
+        }
+        return Err(TestbedError::Missing {
+            what: format!("`{program}` (PostgreSQL {POSTGRES_MAJOR})"),
+            looked: if from_env {
+                format!("no file {} ($TSLOAD_PG_BIN_DIR)", path.display())
+            } else {
+                format!(
+                    "no file {}, and $TSLOAD_PG_BIN_DIR is not set",
+                    path.display()
+                )
+            },
+            install: if from_env {
+                "fix or unset TSLOAD_PG_BIN_DIR".into()
+            } else {
+                format!(
+                    "install the Debian package `postgresql` (`sudo apt-get install postgresql`), {XTASK}"
+                )
+            },
+        });
+    }
+    Ok(dir)
 }
 
 /// `java`: `$JAVA_HOME/bin/java` if JAVA_HOME is set, else PATH.
@@ -147,6 +203,8 @@ mod tests {
             "(\"influxdb\", \"influxd\")".to_string(),
             "(\"victoria-metrics\", \"victoria-metrics\")".to_string(),
             "(\"default-jre-headless\", \"java\")".to_string(),
+            format!("(\"postgresql\", \"/usr/lib/postgresql/{POSTGRES_MAJOR}/bin/postgres\")"),
+            "(\"mariadb-server\", \"mariadbd\")".to_string(),
         ] {
             assert!(
                 xtask.contains(&needle),

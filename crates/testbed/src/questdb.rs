@@ -57,9 +57,11 @@ pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedErr
     }
     Ok(Launch {
         command,
-        http_addr: http,
+        addr: http,
         pg_addr: Some(pg),
         ilp_tcp_addr: Some(ilp_tcp),
+        run_as: None,
+        sql: None,
     })
 }
 

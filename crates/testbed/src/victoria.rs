@@ -24,9 +24,11 @@ pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedErr
     command.args(args(dir, http_addr));
     Ok(Launch {
         command,
-        http_addr,
+        addr: http_addr,
         pg_addr: None,
         ilp_tcp_addr: None,
+        run_as: None,
+        sql: None,
     })
 }
 

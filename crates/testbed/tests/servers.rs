@@ -102,6 +102,11 @@ fn influxdb_stores_points_and_cleans_up() {
     assert!(err.to_string().contains("HTTP 404"), "{err}");
     assert!(s.questdb_exec("select 1").is_err());
     assert!(!s.log_tail().is_empty());
+    // The SQL helpers are PostgreSQL's and MariaDB's.
+    assert_eq!(s.database_url(), None);
+    assert_eq!(s.addr(), s.http_addr());
+    let err = s.sql("SELECT 1").unwrap_err();
+    assert!(err.to_string().contains("PostgreSQL and MariaDB"), "{err}");
 
     stop_and_check(s);
 }
