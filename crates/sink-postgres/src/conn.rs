@@ -1,0 +1,874 @@
+//! One worker's PostgreSQL connection: caches the statement texts, the tag values of the
+//! devices it has seen (and, for COPY, their encoded tag columns per table) or, in the tags
+//! layout, which devices' tags rows it has committed; writes each batch as one transaction
+//! with the configured insert method; reopens the connection after losing it.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::sync::Arc;
+
+use sqlx::postgres::{PgArguments, PgConnection};
+use sqlx::{Arguments, Connection};
+use tsload_core::{Batch, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagValue, WriteAck};
+
+use crate::bind::{Param, RawArray};
+use crate::encode::{
+    self, ArrayWriter, COPY_BINARY_HEADER, COPY_BINARY_TRAILER, Cell, PgType, Value,
+};
+use crate::error::{breaks_connection, describe, kind_of};
+use crate::sql::{self, ColumnDef, TagSlotColumn};
+use crate::{Connector, CopyFormat, InsertMethod, Layout, PostgresConfig};
+
+/// Distinct partial-chunk INSERTs kept per table. Batches of one size need one; a run whose
+/// row counts vary more just rebuilds the odd statement.
+const MAX_CACHED_TAILS: usize = 32;
+
+/// Connection of [`crate::PostgresSink`], one per worker in-flight slot.
+#[derive(Debug)]
+pub struct PostgresConn {
+    /// `None` after a failure that lost the connection; the next write reconnects.
+    conn: Option<PgConnection>,
+    connector: Arc<Connector>,
+    state: Writer,
+}
+
+/// Everything but the connection, so a write can borrow both at once.
+#[derive(Debug)]
+struct Writer {
+    layout: Layout,
+    method: InsertMethod,
+    format: CopyFormat,
+    tables: Vec<TableState>,
+    devices: Devices,
+    /// Wide layout: for every row of the batch being written (tables one after the other),
+    /// the dense index of its device in `devices`. Reused between batches.
+    row_dev: Vec<u32>,
+    /// COPY data, or the UNNEST arrays end to end. Reused between batches.
+    buf: Vec<u8>,
+    /// The UNNEST arrays' ranges in `buf`, one per column.
+    arrays: Vec<Range<usize>>,
+    /// Tags layout only.
+    tags: Option<TagsTable>,
+}
+
+/// What a connection keeps per schema table.
+#[derive(Debug)]
+struct TableState {
+    /// The table name, quoted, for messages.
+    label: String,
+    /// Columns of a row: ts, tags or tags_id, fields.
+    columns: Vec<ColumnDef>,
+    /// Tags layout: the second column is `tags_id`, the device number.
+    tags_id: bool,
+    /// Wide layout: tag slot, wire type and name of each tag column, in column order.
+    tag_cols: Vec<(usize, PgType, String)>,
+    /// Wire type and name of each field column.
+    fields: Vec<(PgType, String)>,
+    copy_sql: String,
+    unnest_sql: String,
+    /// Rows of a full INSERT chunk.
+    chunk_rows: usize,
+    /// `INSERT INTO "t" (...) VALUES `.
+    prefix: String,
+    /// The INSERT for a full chunk (built on first use).
+    full: String,
+    /// INSERTs for partial chunks, by row count.
+    tails: HashMap<usize, String>,
+    /// COPY, wide layout: the encoded tag columns of each device (by dense index), in this
+    /// table's order and the configured format, end to end.
+    tag_bytes: Vec<u8>,
+    /// `tag_spans[dense]` is that device's range in `tag_bytes` (start `u32::MAX`: not yet).
+    tag_spans: Vec<(u32, u32)>,
+}
+
+impl TableState {
+    fn insert_sql(&self, rows: usize) -> Option<&str> {
+        if rows == self.chunk_rows {
+            Some(&self.full)
+        } else {
+            self.tails.get(&rows).map(String::as_str)
+        }
+    }
+
+    fn ensure_inserts(&mut self, rows: usize) {
+        let columns = self.columns.len();
+        if rows >= self.chunk_rows && self.full.is_empty() {
+            self.full = sql::insert(&self.prefix, columns, self.chunk_rows);
+        }
+        let tail = rows % self.chunk_rows;
+        if tail == 0 || self.tails.contains_key(&tail) {
+            return;
+        }
+        if self.tails.len() >= MAX_CACHED_TAILS {
+            self.tails.clear();
+        }
+        self.tails
+            .insert(tail, sql::insert(&self.prefix, columns, tail));
+    }
+
+    /// Encodes the tag columns of device `dense` (values at `values`) for COPY, once.
+    fn ensure_tag_section(
+        &mut self,
+        dense: u32,
+        device: u32,
+        values: &[TagValue],
+        format: CopyFormat,
+    ) -> Result<(), SinkError> {
+        let i = dense as usize;
+        if self.tag_spans.len() <= i {
+            self.tag_spans.resize(i + 1, (u32::MAX, 0));
+        }
+        if self.tag_spans[i].0 != u32::MAX {
+            return Ok(());
+        }
+        let start = self.tag_bytes.len();
+        if let Err(e) = self.encode_tags(values, device, format) {
+            self.tag_bytes.truncate(start);
+            return Err(e);
+        }
+        let end = u32::try_from(self.tag_bytes.len()).map_err(|_| {
+            SinkError::new(
+                ErrorKind::Other,
+                format!("table {}: the tag cache passed 4 GiB", self.label),
+            )
+        })?;
+        self.tag_spans[i] = (start as u32, end);
+        Ok(())
+    }
+
+    fn encode_tags(
+        &mut self,
+        values: &[TagValue],
+        device: u32,
+        format: CopyFormat,
+    ) -> Result<(), SinkError> {
+        for (slot, ty, name) in &self.tag_cols {
+            let value = encode::convert(Cell::of_tag(&values[*slot]), *ty)
+                .map_err(|e| tag_error(&self.label, name, device, &e))?;
+            match format {
+                CopyFormat::Text => {
+                    self.tag_bytes.push(b'\t');
+                    encode::write_text(&mut self.tag_bytes, &value);
+                }
+                CopyFormat::Binary => encode::write_binary_field(&mut self.tag_bytes, &value)
+                    .map_err(|e| tag_error(&self.label, name, device, &e))?,
+            }
+        }
+        Ok(())
+    }
+
+    fn tag_section(&self, dense: u32) -> &[u8] {
+        let (start, end) = self.tag_spans[dense as usize];
+        &self.tag_bytes[start as usize..end as usize]
+    }
+}
+
+fn tag_error(table: &str, tag: &str, device: u32, reason: &str) -> SinkError {
+    SinkError::new(
+        ErrorKind::Rejected,
+        format!("table {table}: tag {tag:?} of device {device}: {reason}"),
+    )
+}
+
+fn field_error(t: &TableState, col: usize, row: usize, reason: &str) -> SinkError {
+    SinkError::new(
+        ErrorKind::Rejected,
+        format!(
+            "table {}: field {:?} of row {row}: {reason}",
+            t.label, t.fields[col].1
+        ),
+    )
+}
+
+/// Tag values of the devices this connection has written, `stride` values per device in
+/// one flat vector by dense index: memory grows with the devices seen, not the data set.
+#[derive(Debug)]
+struct Devices {
+    source: Arc<Schema>,
+    stride: usize,
+    index: HashMap<u32, u32>,
+    values: Vec<TagValue>,
+    scratch: Vec<TagValue>,
+}
+
+impl Devices {
+    /// Dense index of `device`, fetching its values from the tag source once.
+    fn index(&mut self, device: u32) -> u32 {
+        if let Some(&i) = self.index.get(&device) {
+            return i;
+        }
+        let i = self.index.len() as u32;
+        fetch_tags(&self.source, device, self.stride, &mut self.scratch);
+        self.values.append(&mut self.scratch);
+        self.index.insert(device, i);
+        i
+    }
+
+    fn of(&self, dense: u32) -> &[TagValue] {
+        let at = dense as usize * self.stride;
+        &self.values[at..at + self.stride]
+    }
+}
+
+/// Writes exactly `stride` tag values of `device` into `out` (a short or long answer must
+/// not shift other devices' values).
+fn fetch_tags(source: &Schema, device: u32, stride: usize, out: &mut Vec<TagValue>) {
+    source.tags.device_tags(device, out);
+    out.resize(stride, TagValue::Null);
+}
+
+/// The tags layout's bookkeeping.
+#[derive(Debug)]
+struct TagsTable {
+    /// Slot and wire type of each column after `id`, and its name.
+    slots: Vec<(usize, PgType, String)>,
+    insert_sql: String,
+    /// Devices whose tags row this connection committed (or found there).
+    known: HashSet<u32>,
+    /// Devices of the batch being written that are not known yet, ascending.
+    pending: Vec<u32>,
+    /// Their tag values, `stride` per device.
+    pending_values: Vec<TagValue>,
+}
+
+/// A failed step: the error, and whether the connection is lost with it.
+struct Failure {
+    error: SinkError,
+    broken: bool,
+}
+
+impl From<SinkError> for Failure {
+    fn from(error: SinkError) -> Self {
+        Failure {
+            error,
+            broken: false,
+        }
+    }
+}
+
+/// A driver failure while working on `context`: kind by SQLSTATE, server message.
+fn db_failure(context: &str, e: &sqlx::Error) -> Failure {
+    let kind = kind_of(e);
+    Failure {
+        error: SinkError::new(kind, format!("{context}: {}", describe(e))),
+        broken: breaks_connection(kind, Some(e)),
+    }
+}
+
+impl PostgresConn {
+    pub(crate) fn new(
+        conn: PgConnection,
+        connector: Arc<Connector>,
+        cfg: &PostgresConfig,
+        schema: Arc<Schema>,
+        slots: Vec<TagSlotColumn>,
+    ) -> Self {
+        let tables: Vec<TableState> = schema
+            .tables
+            .iter()
+            .map(|t| {
+                let columns = sql::table_columns(t, cfg.layout);
+                let tag_cols = match cfg.layout {
+                    Layout::Wide => t
+                        .tags
+                        .iter()
+                        .map(|tag| (tag.slot, PgType::of(tag.data_type), tag.name.clone()))
+                        .collect(),
+                    Layout::TagsTable => Vec::new(),
+                };
+                TableState {
+                    label: sql::quote_ident(&t.name),
+                    tags_id: cfg.layout == Layout::TagsTable,
+                    tag_cols,
+                    fields: t
+                        .fields
+                        .iter()
+                        .map(|f| (PgType::of(f.data_type), f.name.clone()))
+                        .collect(),
+                    copy_sql: sql::copy_in(&t.name, &columns, cfg.copy_format),
+                    unnest_sql: sql::insert_unnest(&t.name, &columns),
+                    chunk_rows: sql::rows_per_chunk(columns.len()),
+                    prefix: sql::insert_prefix(&t.name, &columns),
+                    full: String::new(),
+                    tails: HashMap::new(),
+                    columns,
+                    tag_bytes: Vec::new(),
+                    tag_spans: Vec::new(),
+                }
+            })
+            .collect();
+        let stride = schema
+            .tables
+            .iter()
+            .flat_map(|t| t.tags.iter().map(|tag| tag.slot + 1))
+            .max()
+            .unwrap_or(0)
+            .max(schema.tag_slots);
+        let tags = (cfg.layout == Layout::TagsTable).then(|| TagsTable {
+            insert_sql: sql::insert_tags(&slots),
+            slots: slots
+                .into_iter()
+                .map(|s| (s.slot, s.column.wire, s.column.name))
+                .collect(),
+            known: HashSet::new(),
+            pending: Vec::new(),
+            pending_values: Vec::new(),
+        });
+        PostgresConn {
+            conn: Some(conn),
+            connector,
+            state: Writer {
+                layout: cfg.layout,
+                method: cfg.method,
+                format: cfg.copy_format,
+                tables,
+                devices: Devices {
+                    source: schema,
+                    stride,
+                    index: HashMap::new(),
+                    values: Vec::new(),
+                    scratch: Vec::with_capacity(stride),
+                },
+                row_dev: Vec::new(),
+                buf: Vec::new(),
+                arrays: Vec::new(),
+                tags,
+            },
+        }
+    }
+}
+
+impl Writer {
+    /// Fails with Rejected when `batch` does not match the schema this connection was
+    /// opened for (so that encoding below cannot index out of range).
+    fn check_batch(&self, batch: &Batch) -> Result<(), SinkError> {
+        if batch.tables.len() != self.tables.len() {
+            return Err(SinkError::new(
+                ErrorKind::Rejected,
+                format!(
+                    "batch has {} tables, the schema {}",
+                    batch.tables.len(),
+                    self.tables.len()
+                ),
+            ));
+        }
+        for (t, tb) in self.tables.iter().zip(&batch.tables) {
+            let rows = tb.rows();
+            let bad = |what: String| {
+                Err(SinkError::new(
+                    ErrorKind::Rejected,
+                    format!("table {}: malformed batch: {what}", t.label),
+                ))
+            };
+            if tb.device.len() != rows {
+                return bad(format!("{} devices for {rows} timestamps", tb.device.len()));
+            }
+            if tb.columns.len() != t.fields.len() {
+                return bad(format!(
+                    "{} columns for {} fields",
+                    tb.columns.len(),
+                    t.fields.len()
+                ));
+            }
+            for (i, c) in tb.columns.iter().enumerate() {
+                if c.values.len() != rows || !(c.valid.is_empty() || c.valid.len() >= rows) {
+                    return bad(format!("column {i} does not have {rows} rows"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks up every row's device (wide) or the devices without a tags row yet (tags
+    /// layout), encodes new devices' COPY tag columns and builds the INSERTs the batch
+    /// needs, so that sending only borrows.
+    fn resolve(&mut self, batch: &Batch) -> Result<(), SinkError> {
+        self.row_dev.clear();
+        let copy = self.method == InsertMethod::Copy;
+        for (t, tb) in self.tables.iter_mut().zip(&batch.tables) {
+            if self.method == InsertMethod::Insert && tb.rows() > 0 {
+                t.ensure_inserts(tb.rows());
+            }
+            if self.layout != Layout::Wide {
+                continue;
+            }
+            if t.tag_cols.is_empty() {
+                self.row_dev.resize(self.row_dev.len() + tb.rows(), 0);
+                continue;
+            }
+            for &device in &tb.device {
+                let dense = self.devices.index(device);
+                if copy {
+                    let values = self.devices.of(dense);
+                    t.ensure_tag_section(dense, device, values, self.format)?;
+                }
+                self.row_dev.push(dense);
+            }
+        }
+        if let Some(tags) = &mut self.tags {
+            tags.pending.clear();
+            tags.pending_values.clear();
+            for tb in &batch.tables {
+                tags.pending
+                    .extend(tb.device.iter().filter(|d| !tags.known.contains(d)));
+            }
+            tags.pending.sort_unstable();
+            tags.pending.dedup();
+            let stride = self.devices.stride;
+            for &device in &tags.pending {
+                fetch_tags(
+                    &self.devices.source,
+                    device,
+                    stride,
+                    &mut self.devices.scratch,
+                );
+                tags.pending_values.append(&mut self.devices.scratch);
+            }
+        }
+        Ok(())
+    }
+
+    /// Statements the batch takes.
+    fn statements(&self, batch: &Batch) -> usize {
+        let tags = self.tags.as_ref().is_some_and(|t| !t.pending.is_empty());
+        let mut n = usize::from(tags);
+        for (t, tb) in self.tables.iter().zip(&batch.tables) {
+            let rows = tb.rows();
+            if rows > 0 {
+                n += match self.method {
+                    InsertMethod::Insert => rows.div_ceil(t.chunk_rows),
+                    InsertMethod::Copy | InsertMethod::Unnest => 1,
+                };
+            }
+        }
+        n
+    }
+
+    /// Sends every statement of the batch on `conn`; returns the payload bytes.
+    async fn send_all(&mut self, conn: &mut PgConnection, batch: &Batch) -> Result<u64, Failure> {
+        let mut bytes = 0u64;
+        if self.tags.as_ref().is_some_and(|t| !t.pending.is_empty()) {
+            bytes += self.insert_tags(conn).await?;
+        }
+        let mut first_row = 0;
+        for i in 0..self.tables.len() {
+            let tb = &batch.tables[i];
+            let rows = tb.rows();
+            if rows == 0 {
+                continue;
+            }
+            let row_dev = if self.layout == Layout::Wide {
+                first_row..first_row + rows
+            } else {
+                0..0
+            };
+            first_row += rows;
+            bytes += match self.method {
+                InsertMethod::Copy => self.copy_table(conn, i, tb, row_dev).await?,
+                InsertMethod::Unnest => self.unnest_table(conn, i, tb, row_dev).await?,
+                InsertMethod::Insert => self.insert_table(conn, i, tb, row_dev).await?,
+            };
+        }
+        Ok(bytes)
+    }
+
+    /// Inserts the tags rows of the pending devices in one UNNEST statement.
+    async fn insert_tags(&mut self, conn: &mut PgConnection) -> Result<u64, Failure> {
+        let Some(tags) = &self.tags else {
+            return Ok(0);
+        };
+        let stride = self.devices.stride;
+        let n = tags.pending.len();
+        self.buf.clear();
+        self.arrays.clear();
+        let buf = &mut self.buf;
+        let at = buf.len();
+        let mut a = ArrayWriter::begin(buf, PgType::Int8, n)?;
+        for &device in &tags.pending {
+            a.push(buf, &Value::Int8(i64::from(device)))?;
+        }
+        a.finish(buf);
+        self.arrays.push(at..buf.len());
+        for (slot, ty, name) in &tags.slots {
+            let at = buf.len();
+            let mut a = ArrayWriter::begin(buf, *ty, n)?;
+            for (i, &device) in tags.pending.iter().enumerate() {
+                let cell = Cell::of_tag(&tags.pending_values[i * stride + slot]);
+                let value = encode::convert(cell, *ty)
+                    .map_err(|e| tag_error("\"tags\"", name, device, &e))?;
+                a.push(buf, &value)?;
+            }
+            a.finish(buf);
+            self.arrays.push(at..buf.len());
+        }
+        let mut args = PgArguments::default();
+        let mut types = std::iter::once(PgType::Int8).chain(tags.slots.iter().map(|s| s.1));
+        for range in &self.arrays {
+            let elem = types.next().unwrap_or(PgType::Text);
+            add(
+                &mut args,
+                RawArray {
+                    bytes: &self.buf[range.clone()],
+                    elem,
+                },
+                "\"tags\"",
+            )?;
+        }
+        sqlx::query_with(&tags.insert_sql, args)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db_failure("table \"tags\"", &e))?;
+        Ok(self.buf.len() as u64)
+    }
+
+    /// COPY of one table: the whole table's rows encoded first, then one COPY.
+    async fn copy_table(
+        &mut self,
+        conn: &mut PgConnection,
+        i: usize,
+        tb: &TableBatch,
+        row_dev: Range<usize>,
+    ) -> Result<u64, Failure> {
+        let t = &self.tables[i];
+        let row_dev = &self.row_dev[row_dev];
+        let buf = &mut self.buf;
+        buf.clear();
+        match self.format {
+            CopyFormat::Text => encode_copy_text(buf, t, tb, row_dev)?,
+            CopyFormat::Binary => encode_copy_binary(buf, t, tb, row_dev)?,
+        }
+        let context = format!("table {}", t.label);
+        let mut copy = conn
+            .copy_in_raw(&t.copy_sql)
+            .await
+            .map_err(|e| db_failure(&context, &e))?;
+        if let Err(e) = copy.send(buf.as_slice()).await {
+            // The connection is lost; dropping `copy` queues a CopyFail for the record.
+            drop(copy);
+            return Err(db_failure(&context, &e));
+        }
+        let copied = copy.finish().await.map_err(|e| db_failure(&context, &e))?;
+        if copied != tb.rows() as u64 {
+            return Err(SinkError::new(
+                ErrorKind::Other,
+                format!("{context}: COPY stored {copied} rows of {}", tb.rows()),
+            )
+            .into());
+        }
+        Ok(buf.len() as u64)
+    }
+
+    /// One INSERT ... SELECT * FROM UNNEST(...) for the whole table: one array per column.
+    async fn unnest_table(
+        &mut self,
+        conn: &mut PgConnection,
+        i: usize,
+        tb: &TableBatch,
+        row_dev: Range<usize>,
+    ) -> Result<u64, Failure> {
+        let t = &self.tables[i];
+        let row_dev = &self.row_dev[row_dev];
+        let rows = tb.rows();
+        let buf = &mut self.buf;
+        buf.clear();
+        self.arrays.clear();
+
+        let at = buf.len();
+        let mut a = ArrayWriter::begin(buf, PgType::Timestamptz, rows)?;
+        for &ns in &tb.ts {
+            a.push(buf, &Value::Timestamptz(ns))?;
+        }
+        a.finish(buf);
+        self.arrays.push(at..buf.len());
+
+        match self.layout {
+            Layout::Wide => {
+                for (slot, ty, name) in &t.tag_cols {
+                    let at = buf.len();
+                    let mut a = ArrayWriter::begin(buf, *ty, rows)?;
+                    for (row, &dense) in row_dev.iter().enumerate() {
+                        let cell = Cell::of_tag(&self.devices.of(dense)[*slot]);
+                        let value = encode::convert(cell, *ty)
+                            .map_err(|e| tag_error(&t.label, name, tb.device[row], &e))?;
+                        a.push(buf, &value)?;
+                    }
+                    a.finish(buf);
+                    self.arrays.push(at..buf.len());
+                }
+            }
+            Layout::TagsTable => {
+                let at = buf.len();
+                let mut a = ArrayWriter::begin(buf, PgType::Int8, rows)?;
+                for &device in &tb.device {
+                    a.push(buf, &Value::Int8(i64::from(device)))?;
+                }
+                a.finish(buf);
+                self.arrays.push(at..buf.len());
+            }
+        }
+
+        for (col, (column, (ty, _))) in tb.columns.iter().zip(&t.fields).enumerate() {
+            let at = buf.len();
+            let mut a = ArrayWriter::begin(buf, *ty, rows)?;
+            for row in 0..rows {
+                let value = encode::convert(Cell::of_field(column, row), *ty)
+                    .map_err(|e| field_error(t, col, row, &e))?;
+                a.push(buf, &value)?;
+            }
+            a.finish(buf);
+            self.arrays.push(at..buf.len());
+        }
+
+        let mut args = PgArguments::default();
+        args.reserve(self.arrays.len(), buf.len());
+        for (range, column) in self.arrays.iter().zip(&t.columns) {
+            let elem = column.wire;
+            add(
+                &mut args,
+                RawArray {
+                    bytes: &buf[range.clone()],
+                    elem,
+                },
+                &t.label,
+            )?;
+        }
+        sqlx::query_with(&t.unnest_sql, args)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db_failure(&format!("table {}", t.label), &e))?;
+        Ok(buf.len() as u64)
+    }
+
+    /// Multi-row INSERTs of at most `chunk_rows` rows (65,535 parameters) each.
+    async fn insert_table(
+        &mut self,
+        conn: &mut PgConnection,
+        i: usize,
+        tb: &TableBatch,
+        row_dev: Range<usize>,
+    ) -> Result<u64, Failure> {
+        let t = &self.tables[i];
+        let row_dev = &self.row_dev[row_dev];
+        let rows = tb.rows();
+        let context = format!("table {}", t.label);
+        let mut bytes = 0u64;
+        let mut start = 0;
+        while start < rows {
+            let n = (rows - start).min(t.chunk_rows);
+            let Some(text) = t.insert_sql(n) else {
+                return Err(SinkError::new(
+                    ErrorKind::Other,
+                    format!("{context}: no INSERT built for {n} rows"),
+                )
+                .into());
+            };
+            let mut args = PgArguments::default();
+            args.reserve(n * t.columns.len(), n * t.columns.len() * 12);
+            for row in start..start + n {
+                bytes += bind_row(&mut args, t, &self.devices, row_dev, tb, row)?;
+            }
+            sqlx::query_with(text, args)
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| db_failure(&context, &e))?;
+            start += n;
+        }
+        Ok(bytes)
+    }
+}
+
+/// Adds one parameter; sqlx only fails here when a value passes 2 GiB.
+fn add<'q, T>(args: &mut PgArguments, value: T, table: &str) -> Result<(), SinkError>
+where
+    T: sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + 'q,
+{
+    args.add(value)
+        .map_err(|e| SinkError::new(ErrorKind::Rejected, format!("table {table}: {e}")))
+}
+
+/// Binds row `row` of `tb` (ts, tags or tags_id, fields); returns its payload bytes.
+fn bind_row(
+    args: &mut PgArguments,
+    t: &TableState,
+    devices: &Devices,
+    row_dev: &[u32],
+    tb: &TableBatch,
+    row: usize,
+) -> Result<u64, SinkError> {
+    let mut bytes = 0;
+    let mut push = |args: &mut PgArguments, value: Value<'_>, ty: PgType| {
+        bytes += binary_len(&value);
+        add(args, Param { value, ty }, &t.label)
+    };
+    push(args, Value::Timestamptz(tb.ts[row]), PgType::Timestamptz)?;
+    if has_tags_id(t) {
+        push(args, Value::Int8(i64::from(tb.device[row])), PgType::Int8)?;
+    }
+    for (slot, ty, name) in &t.tag_cols {
+        let value = &devices.of(row_dev[row])[*slot];
+        let value = encode::convert(Cell::of_tag(value), *ty)
+            .map_err(|e| tag_error(&t.label, name, tb.device[row], &e))?;
+        push(args, value, *ty)?;
+    }
+    for (col, (column, (ty, _))) in tb.columns.iter().zip(&t.fields).enumerate() {
+        let value = encode::convert(Cell::of_field(column, row), *ty)
+            .map_err(|e| field_error(t, col, row, &e))?;
+        push(args, value, *ty)?;
+    }
+    Ok(bytes)
+}
+
+/// Bytes of a value in binary format (numbers as text counted as 8).
+fn binary_len(value: &Value<'_>) -> u64 {
+    match value {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Int2(_) => 2,
+        Value::Int4(_) | Value::Float4(_) => 4,
+        Value::Str(s) => s.len() as u64,
+        _ => 8,
+    }
+}
+
+/// Rows of `tb` in COPY's text format: `ts \t <tags or tags_id> \t <fields> \n`.
+fn encode_copy_text(
+    buf: &mut Vec<u8>,
+    t: &TableState,
+    tb: &TableBatch,
+    row_dev: &[u32],
+) -> Result<(), SinkError> {
+    let tags_id = has_tags_id(t);
+    for row in 0..tb.rows() {
+        encode::push_timestamp_text(buf, tb.ts[row]);
+        if tags_id {
+            buf.push(b'\t');
+            buf.extend_from_slice(itoa::Buffer::new().format(tb.device[row]).as_bytes());
+        } else if !t.tag_cols.is_empty()
+            && let Some(&dense) = row_dev.get(row)
+        {
+            buf.extend_from_slice(t.tag_section(dense));
+        }
+        for (col, (column, (ty, _))) in tb.columns.iter().zip(&t.fields).enumerate() {
+            let value = encode::convert(Cell::of_field(column, row), *ty)
+                .map_err(|e| field_error(t, col, row, &e))?;
+            buf.push(b'\t');
+            encode::write_text(buf, &value);
+        }
+        buf.push(b'\n');
+    }
+    Ok(())
+}
+
+/// Rows of `tb` in COPY's binary format, header and trailer included.
+fn encode_copy_binary(
+    buf: &mut Vec<u8>,
+    t: &TableState,
+    tb: &TableBatch,
+    row_dev: &[u32],
+) -> Result<(), SinkError> {
+    let tags_id = has_tags_id(t);
+    let columns = i16::try_from(t.columns.len()).map_err(|_| {
+        SinkError::new(
+            ErrorKind::Rejected,
+            format!("table {}: more than 32,767 columns", t.label),
+        )
+    })?;
+    buf.extend_from_slice(COPY_BINARY_HEADER);
+    for row in 0..tb.rows() {
+        buf.extend_from_slice(&columns.to_be_bytes());
+        buf.extend_from_slice(&8i32.to_be_bytes());
+        buf.extend_from_slice(&encode::pg_micros(tb.ts[row]).to_be_bytes());
+        if tags_id {
+            buf.extend_from_slice(&8i32.to_be_bytes());
+            buf.extend_from_slice(&i64::from(tb.device[row]).to_be_bytes());
+        } else if !t.tag_cols.is_empty()
+            && let Some(&dense) = row_dev.get(row)
+        {
+            buf.extend_from_slice(t.tag_section(dense));
+        }
+        for (col, (column, (ty, _))) in tb.columns.iter().zip(&t.fields).enumerate() {
+            let value = encode::convert(Cell::of_field(column, row), *ty)
+                .map_err(|e| field_error(t, col, row, &e))?;
+            encode::write_binary_field(buf, &value).map_err(|e| field_error(t, col, row, &e))?;
+        }
+    }
+    buf.extend_from_slice(COPY_BINARY_TRAILER);
+    Ok(())
+}
+
+fn has_tags_id(t: &TableState) -> bool {
+    t.tags_id
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        SinkError::new(ErrorKind::Rejected, message).into()
+    }
+}
+
+impl SinkConn for PostgresConn {
+    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+        let state = &mut self.state;
+        state.check_batch(batch)?;
+        let rows = batch.rows();
+        if rows == 0 {
+            return Ok(WriteAck::default());
+        }
+        state.resolve(batch)?;
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            None => self.conn.insert(self.connector.open().await?),
+        };
+        let result = if state.statements(batch) == 1 {
+            // One statement is atomic on its own: no BEGIN / COMMIT round trips.
+            state.send_all(conn, batch).await
+        } else {
+            write_in_transaction(conn, state, batch).await
+        };
+        match result {
+            Ok(bytes) => {
+                if let Some(tags) = &mut state.tags {
+                    tags.known.extend(tags.pending.drain(..));
+                }
+                Ok(WriteAck {
+                    rows: rows as u64,
+                    bytes,
+                })
+            }
+            Err(Failure { error, broken }) => {
+                if broken {
+                    // Reopened by the next write; dropping closes the socket.
+                    self.conn = None;
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+/// BEGIN, every statement, COMMIT; ROLLBACK when one fails, so a failed write wrote
+/// nothing. If this future is dropped mid-write, sqlx's transaction rolls back on drop.
+async fn write_in_transaction(
+    conn: &mut PgConnection,
+    state: &mut Writer,
+    batch: &Batch,
+) -> Result<u64, Failure> {
+    let mut tx = conn
+        .begin()
+        .await
+        .map_err(|e| db_failure("starting the write transaction", &e))?;
+    match state.send_all(&mut tx, batch).await {
+        Ok(bytes) => {
+            tx.commit()
+                .await
+                .map_err(|e| db_failure("committing the write transaction", &e))?;
+            Ok(bytes)
+        }
+        Err(mut failure) => {
+            if !failure.broken && tx.rollback().await.is_err() {
+                failure.broken = true;
+            }
+            Err(failure)
+        }
+    }
+}

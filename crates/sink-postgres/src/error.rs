@@ -1,0 +1,241 @@
+//! Turns sqlx / PostgreSQL failures into [`SinkError`]s whose kind, from the SQLSTATE
+//! code, tells the engine whether a retry may succeed; and keeps passwords out of every
+//! message (connection URLs are shown redacted).
+
+use sqlx::postgres::{PgDatabaseError, PgSeverity};
+use tsload_core::{ErrorKind, SinkError};
+
+/// The kind of a PostgreSQL error from its SQLSTATE code.
+///
+/// - `40001` serialization_failure, `40P01` deadlock_detected, `55P03` lock_not_available:
+///   transient conflicts ([`ErrorKind::Conflict`]).
+/// - `53300` too_many_connections, `57P01` admin_shutdown, `57P02` crash_shutdown, `57P03`
+///   cannot_connect_now: the server is unavailable for now.
+/// - class `08` connection exceptions: [`ErrorKind::Connection`].
+/// - `42501` insufficient_privilege and class `28` (invalid authorization):
+///   [`ErrorKind::Permission`].
+/// - classes `42` (syntax error, undefined table/column), `22` (data exceptions) and `23`
+///   (constraint violations): the statement was refused ([`ErrorKind::Rejected`]).
+/// - anything else: [`ErrorKind::Other`].
+pub(crate) fn kind_for_sqlstate(code: &str) -> ErrorKind {
+    match code {
+        "40001" | "40P01" | "55P03" => ErrorKind::Conflict,
+        "53300" | "57P01" | "57P02" | "57P03" => ErrorKind::Unavailable,
+        "42501" => ErrorKind::Permission,
+        _ => match code.get(..2) {
+            Some("08") => ErrorKind::Connection,
+            Some("28") => ErrorKind::Permission,
+            Some("42" | "22" | "23") => ErrorKind::Rejected,
+            _ => ErrorKind::Other,
+        },
+    }
+}
+
+/// The kind of any sqlx failure: database errors by SQLSTATE; I/O, TLS and protocol
+/// failures and a closed pool or crashed worker mean the connection is gone.
+pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
+    match error {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => kind_for_sqlstate(&code),
+            None => ErrorKind::Other,
+        },
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::WorkerCrashed => ErrorKind::Connection,
+        sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) => ErrorKind::Rejected,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// Whether the connection cannot be used after `error` (the next write reconnects): the
+/// kinds that say so, or a FATAL / PANIC server error (the server closes the session).
+pub(crate) fn breaks_connection(kind: ErrorKind, error: Option<&sqlx::Error>) -> bool {
+    if matches!(kind, ErrorKind::Connection | ErrorKind::Unavailable) {
+        return true;
+    }
+    let Some(sqlx::Error::Database(db)) = error else {
+        return false;
+    };
+    db.try_downcast_ref::<PgDatabaseError>()
+        .is_some_and(|pg| matches!(pg.severity(), PgSeverity::Fatal | PgSeverity::Panic))
+}
+
+/// The driver's message: for server errors the server's text, SQLSTATE and detail.
+pub(crate) fn describe(error: &sqlx::Error) -> String {
+    let sqlx::Error::Database(db) = error else {
+        return error.to_string();
+    };
+    let mut out = db.message().to_string();
+    if let Some(code) = db.code() {
+        out.push_str(&format!(" (SQLSTATE {code})"));
+    }
+    if let Some(detail) = db
+        .try_downcast_ref::<PgDatabaseError>()
+        .and_then(PgDatabaseError::detail)
+    {
+        out.push_str(&format!("; {detail}"));
+    }
+    out
+}
+
+/// A failure while working on `context` (e.g. `table "cpu"`), kind from [`kind_of`].
+pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
+    SinkError::new(kind_of(error), format!("{context}: {}", describe(error)))
+}
+
+/// `url` with its password replaced by `***`, for messages: `postgres://user:***@host/db`.
+/// A `password=` query parameter is redacted the same way.
+pub fn redact_url(url: &str) -> String {
+    // A password may hold '?', so the query starts at the first '?' after the last '@'.
+    let after_at = url.rfind('@').map_or(0, |at| at + 1);
+    let (base, query) = match url[after_at..].find('?') {
+        Some(q) => (&url[..after_at + q], Some(&url[after_at + q + 1..])),
+        None => (url, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    match base.split_once("://") {
+        Some((scheme, rest)) => {
+            out.push_str(scheme);
+            out.push_str("://");
+            // The userinfo ends at the last '@' (a password may hold '/' or '@'; an '@'
+            // in the path only makes this redact more than needed).
+            match rest.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    match userinfo.split_once(':') {
+                        Some((user, _password)) => {
+                            out.push_str(user);
+                            out.push_str(":***");
+                        }
+                        None => out.push_str(userinfo),
+                    }
+                    out.push('@');
+                    out.push_str(host);
+                }
+                None => out.push_str(rest),
+            }
+        }
+        None => out.push_str(base),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        for (i, pair) in query.split('&').enumerate() {
+            if i > 0 {
+                out.push('&');
+            }
+            match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => {
+                    out.push_str(key);
+                    out.push_str("=***");
+                }
+                _ => out.push_str(pair),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_sqlstates() {
+        let cases = [
+            ("40001", ErrorKind::Conflict),    // serialization_failure
+            ("40P01", ErrorKind::Conflict),    // deadlock_detected
+            ("55P03", ErrorKind::Conflict),    // lock_not_available
+            ("53300", ErrorKind::Unavailable), // too_many_connections
+            ("57P01", ErrorKind::Unavailable), // admin_shutdown
+            ("57P02", ErrorKind::Unavailable), // crash_shutdown
+            ("57P03", ErrorKind::Unavailable), // cannot_connect_now
+            ("08000", ErrorKind::Connection),  // connection_exception
+            ("08006", ErrorKind::Connection),  // connection_failure
+            ("08P01", ErrorKind::Connection),  // protocol_violation
+            ("42501", ErrorKind::Permission),  // insufficient_privilege
+            ("28000", ErrorKind::Permission),  // invalid_authorization_specification
+            ("28P01", ErrorKind::Permission),  // invalid_password
+            ("42601", ErrorKind::Rejected),    // syntax_error
+            ("42P01", ErrorKind::Rejected),    // undefined_table
+            ("42703", ErrorKind::Rejected),    // undefined_column
+            ("42804", ErrorKind::Rejected),    // datatype_mismatch
+            ("22001", ErrorKind::Rejected),    // string_data_right_truncation
+            ("22003", ErrorKind::Rejected),    // numeric_value_out_of_range
+            ("22P03", ErrorKind::Rejected),    // invalid_binary_representation
+            ("23505", ErrorKind::Rejected),    // unique_violation
+            ("23502", ErrorKind::Rejected),    // not_null_violation
+            ("0A000", ErrorKind::Other),       // feature_not_supported
+            ("53100", ErrorKind::Other),       // disk_full
+            ("57014", ErrorKind::Other),       // query_canceled
+            ("XX000", ErrorKind::Other),       // internal_error
+            ("", ErrorKind::Other),
+        ];
+        for (code, kind) in cases {
+            assert_eq!(kind_for_sqlstate(code), kind, "SQLSTATE {code}");
+        }
+        assert!(kind_for_sqlstate("40P01").is_retryable());
+        assert!(kind_for_sqlstate("57P01").is_retryable());
+        assert!(!kind_for_sqlstate("42P01").is_retryable());
+    }
+
+    #[test]
+    fn maps_driver_errors() {
+        let io = sqlx::Error::Io(std::io::Error::other("reset"));
+        assert_eq!(kind_of(&io), ErrorKind::Connection);
+        assert_eq!(kind_of(&sqlx::Error::PoolClosed), ErrorKind::Connection);
+        assert_eq!(kind_of(&sqlx::Error::WorkerCrashed), ErrorKind::Connection);
+        assert_eq!(
+            kind_of(&sqlx::Error::Protocol("eof".into())),
+            ErrorKind::Connection
+        );
+        assert_eq!(
+            kind_of(&sqlx::Error::Configuration("x".into())),
+            ErrorKind::Other
+        );
+        assert_eq!(
+            kind_of(&sqlx::Error::Encode("x".into())),
+            ErrorKind::Rejected
+        );
+
+        let e = sink_error("table \"cpu\"", &io);
+        assert_eq!(e.kind, ErrorKind::Connection);
+        assert!(
+            e.message.starts_with("table \"cpu\": ") && e.message.contains("reset"),
+            "{e}"
+        );
+        assert!(breaks_connection(ErrorKind::Connection, Some(&io)));
+        assert!(breaks_connection(ErrorKind::Unavailable, None));
+        assert!(!breaks_connection(ErrorKind::Rejected, None));
+        assert!(!breaks_connection(ErrorKind::Conflict, None));
+    }
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact_url("postgres://user:s3cret@db:5432/tsload"),
+            "postgres://user:***@db:5432/tsload"
+        );
+        assert_eq!(
+            redact_url("postgresql://u:p@ss:w@rd@h/db?sslmode=disable"),
+            "postgresql://u:***@h/db?sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("postgres://tsload@127.0.0.1:5432/tsload"),
+            "postgres://tsload@127.0.0.1:5432/tsload"
+        );
+        assert_eq!(
+            redact_url("postgres://h/db?user=u&password=x&application_name=a"),
+            "postgres://h/db?user=u&password=***&application_name=a"
+        );
+        assert_eq!(redact_url("postgres://h"), "postgres://h");
+        assert_eq!(redact_url("postgres://u:a/b@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact_url("postgres://u:a?b@h/db?x=1"),
+            "postgres://u:***@h/db?x=1"
+        );
+        assert_eq!(redact_url("not a url"), "not a url");
+        assert!(!redact_url("postgres://a:topsecret@h/db").contains("topsecret"));
+    }
+}

@@ -1,0 +1,538 @@
+//! tsload-sink-postgres: the PostgreSQL / TimescaleDB target, through sqlx.
+//!
+//! [`PostgresSink::prepare`] creates one table per schema table, in one of two layouts:
+//!
+//! - [`Layout::Wide`] (default): `("ts" timestamptz NOT NULL, <tags>, <fields>)`, each row
+//!   carrying its device's tag values.
+//! - [`Layout::TagsTable`], as TSBS loads TimescaleDB: one shared `"tags"` table
+//!   `("id" bigint PRIMARY KEY, <one column per tag slot>)` and measurement tables
+//!   `("ts" timestamptz NOT NULL, "tags_id" bigint NOT NULL, <fields>)`. A device's tags row
+//!   has `id` = the device number: deterministic, so every connection agrees on it without
+//!   asking the server (no `RETURNING` round trip, no id lookup), and two connections that
+//!   meet the same device insert the same row (`ON CONFLICT ("id") DO NOTHING`), so there
+//!   is no race. Each connection inserts the tags rows of the devices it sees for the first
+//!   time in the transaction of the batch that first uses them (ascending ids, so two
+//!   transactions never wait on each other in a cycle), and remembers them once committed.
+//!
+//! Every [`PostgresConn`] owns one connection and writes a batch as one transaction (a
+//! batch that needs a single statement runs it on its own, which is as atomic), with one of
+//! three [`InsertMethod`]s: `COPY ... FROM STDIN` (text or binary format, encoded here),
+//! multi-row INSERTs chunked under the 65,535 bind-parameter limit, or one
+//! `INSERT ... SELECT * FROM UNNEST($1::timestamptz[], ...)` per table (one array per
+//! column). A connection lost or closed by the server (a retryable error) is opened again
+//! by the next write, so the engine's retries can succeed once the server is back.
+//!
+//! Types: Bool -> `boolean`, TinyInt/SmallInt -> `smallint`, Int -> `integer`,
+//! BigInt/UBigInt -> `bigint`, Float -> `real`, Double -> `double precision`, Varchar(n) ->
+//! `varchar(n)`, NChar -> `text`, Timestamp (ms) -> `bigint`. `ts` is `timestamptz`:
+//! PostgreSQL keeps microseconds, so the batch's nanoseconds are truncated (floor) to
+//! microseconds. Identifiers are double-quoted as given (case-sensitive).
+//!
+//! With `hypertable = true`, `prepare` creates the TimescaleDB extension and makes each
+//! measurement table a hypertable on `ts`; a server without TimescaleDB fails with
+//! [`ErrorKind::Schema`] naming the missing extension and how to install it.
+
+mod bind;
+mod conn;
+mod encode;
+mod error;
+mod sql;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection};
+use tsload_core::{ErrorKind, Schema, Sink, SinkError};
+
+pub use conn::PostgresConn;
+pub use error::redact_url;
+
+/// How tags are stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Tag columns in every row of the measurement table.
+    #[default]
+    Wide,
+    /// TSBS-style: one shared `tags` table, rows refer to it by `tags_id`.
+    TagsTable,
+}
+
+/// How rows are sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum InsertMethod {
+    /// `COPY ... FROM STDIN`, one per table and batch.
+    #[default]
+    Copy,
+    /// Prepared multi-row `INSERT ... VALUES`, split under 65,535 bind parameters.
+    Insert,
+    /// One `INSERT ... SELECT * FROM UNNEST(<one array per column>)` per table and batch.
+    Unnest,
+}
+
+/// The data format of [`InsertMethod::Copy`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum CopyFormat {
+    /// Tab-separated text, `\N` for NULL.
+    Text,
+    /// PostgreSQL's binary COPY format: no parsing on the server.
+    #[default]
+    Binary,
+}
+
+macro_rules! word_enum {
+    ($t:ty, $what:literal, $($word:literal => $v:expr),+ $(,)?) => {
+        impl $t {
+            /// The word a scenario uses for this value.
+            pub fn as_str(self) -> &'static str {
+                $(if self == $v { return $word; })+
+                unreachable!()
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($word => Ok($v),)+
+                    _ => Err(format!(
+                        concat!("unknown ", $what, " {:?}: expected one of {}"),
+                        s,
+                        [$($word),+].join(", ")
+                    )),
+                }
+            }
+        }
+
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+word_enum!(Layout, "layout", "wide" => Layout::Wide, "tags" => Layout::TagsTable);
+word_enum!(
+    InsertMethod,
+    "insert method",
+    "copy" => InsertMethod::Copy,
+    "insert" => InsertMethod::Insert,
+    "unnest" => InsertMethod::Unnest,
+);
+word_enum!(CopyFormat, "copy format", "text" => CopyFormat::Text, "binary" => CopyFormat::Binary);
+
+/// The values `synchronous_commit` accepts.
+pub const SYNCHRONOUS_COMMIT_VALUES: [&str; 5] =
+    ["off", "local", "remote_write", "remote_apply", "on"];
+
+/// Where and how to write. `Debug` shows the URL with its password redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PostgresConfig {
+    /// `postgres://user[:password]@host[:port]/database[?sslmode=...]` (or
+    /// `postgresql://`). The password is never printed.
+    pub url: String,
+    pub layout: Layout,
+    pub method: InsertMethod,
+    /// Format of [`InsertMethod::Copy`].
+    pub copy_format: CopyFormat,
+    /// Make every measurement table a TimescaleDB hypertable on `ts`.
+    pub hypertable: bool,
+    /// The hypertables' chunk interval (TimescaleDB's default, 7 days, when `None`).
+    pub chunk_time_interval: Option<Duration>,
+    /// `SET synchronous_commit = <value>` on every connection (one of
+    /// [`SYNCHRONOUS_COMMIT_VALUES`]); the server's setting when `None`.
+    pub synchronous_commit: Option<String>,
+    /// Drop the schema's tables (and the `tags` table) before creating them.
+    pub drop_existing: bool,
+    /// Create a `(<tags>, ts DESC)` index (`(tags_id, ts DESC)` in the tags layout) on every
+    /// measurement table, as TSBS does.
+    pub create_index: bool,
+    /// How long opening a connection may take.
+    pub connect_timeout: Duration,
+}
+
+impl PostgresConfig {
+    /// `url` with the defaults: wide layout, binary COPY, plain tables, the server's
+    /// synchronous_commit, keep existing tables, no index, 10 s connect timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        PostgresConfig {
+            url: url.into(),
+            layout: Layout::default(),
+            method: InsertMethod::default(),
+            copy_format: CopyFormat::default(),
+            hypertable: false,
+            chunk_time_interval: None,
+            synchronous_commit: None,
+            drop_existing: false,
+            create_index: false,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("url", &redact_url(&self.url))
+            .field("layout", &self.layout)
+            .field("method", &self.method)
+            .field("copy_format", &self.copy_format)
+            .field("hypertable", &self.hypertable)
+            .field("chunk_time_interval", &self.chunk_time_interval)
+            .field("synchronous_commit", &self.synchronous_commit)
+            .field("drop_existing", &self.drop_existing)
+            .field("create_index", &self.create_index)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+/// What every connection of a sink shares: the parsed options and the settings applied
+/// after connecting. `Debug` leaves the options (and so the password) out.
+pub(crate) struct Connector {
+    options: PgConnectOptions,
+    /// `host:port/database (user ...)`, for messages (never the password).
+    target: String,
+    synchronous_commit: Option<String>,
+    timeout: Duration,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connector")
+            .field("target", &self.target)
+            .field("synchronous_commit", &self.synchronous_commit)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connector {
+    /// Opens one connection and applies the per-connection settings.
+    pub(crate) async fn open(&self) -> Result<PgConnection, SinkError> {
+        let unreachable = |reason: String| {
+            SinkError::new(
+                ErrorKind::Connection,
+                format!("cannot connect to PostgreSQL at {}: {reason}", self.target),
+            )
+        };
+        let mut conn = match tokio::time::timeout(self.timeout, self.options.connect()).await {
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer within {:?} (connect_timeout)",
+                    self.timeout
+                )));
+            }
+            Ok(Err(e)) => {
+                let kind = match error::kind_of(&e) {
+                    // A refused or reset socket, or a server starting up, may answer later.
+                    ErrorKind::Other | ErrorKind::Rejected => ErrorKind::Connection,
+                    kind => kind,
+                };
+                return Err(SinkError::new(
+                    kind,
+                    format!(
+                        "cannot connect to PostgreSQL at {}: {}",
+                        self.target,
+                        error::describe(&e)
+                    ),
+                ));
+            }
+            Ok(Ok(conn)) => conn,
+        };
+        if let Some(value) = &self.synchronous_commit {
+            sqlx::query(&sql::set_synchronous_commit(value))
+                .persistent(false)
+                .execute(&mut conn)
+                .await
+                .map_err(|e| error::sink_error("setting synchronous_commit", &e))?;
+        }
+        Ok(conn)
+    }
+}
+
+/// The PostgreSQL target.
+#[derive(Debug)]
+pub struct PostgresSink {
+    cfg: PostgresConfig,
+    connector: Arc<Connector>,
+}
+
+impl PostgresSink {
+    /// Checks the configuration (URL, synchronous_commit, chunk interval) without
+    /// connecting: a bad value is an error naming it, never a panic.
+    pub fn new(cfg: PostgresConfig) -> Result<Self, SinkError> {
+        let invalid = |what: String| Err(SinkError::new(ErrorKind::Other, what));
+        let shown = redact_url(&cfg.url);
+        if !(cfg.url.starts_with("postgres://") || cfg.url.starts_with("postgresql://")) {
+            return invalid(format!(
+                "invalid PostgreSQL URL {shown:?}: expected postgres://user[:password]@host[:port]/database"
+            ));
+        }
+        let options = match PgConnectOptions::from_str(&cfg.url) {
+            Ok(o) => o,
+            Err(e) => return invalid(format!("invalid PostgreSQL URL {shown:?}: {e}")),
+        };
+        if let Some(v) = &cfg.synchronous_commit
+            && !SYNCHRONOUS_COMMIT_VALUES.contains(&v.as_str())
+        {
+            return invalid(format!(
+                "invalid synchronous_commit {v:?}: expected one of {}",
+                SYNCHRONOUS_COMMIT_VALUES.join(", ")
+            ));
+        }
+        if cfg.chunk_time_interval.is_some_and(|d| d.as_micros() == 0) {
+            return invalid("chunk_time_interval must be at least 1 microsecond".into());
+        }
+        if cfg.connect_timeout.is_zero() {
+            return invalid("connect_timeout must be positive".into());
+        }
+        let target = format!(
+            "{}:{}/{} (user {})",
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or("<user's database>"),
+            options.get_username()
+        );
+        let options = options
+            .application_name("tsload")
+            // Statements carry up to 65,535 parameters: logging them (or timing each one for
+            // the slow-statement warning) is pure overhead on the hot path.
+            .disable_statement_logging();
+        Ok(PostgresSink {
+            connector: Arc::new(Connector {
+                options,
+                target,
+                synchronous_commit: cfg.synchronous_commit.clone(),
+                timeout: cfg.connect_timeout,
+            }),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &PostgresConfig {
+        &self.cfg
+    }
+
+    /// Fails with [`ErrorKind::Schema`] when the schema cannot be laid out as configured;
+    /// returns the `tags` table's columns (tags layout).
+    fn check(&self, schema: &Schema) -> Result<Vec<sql::TagSlotColumn>, SinkError> {
+        for table in &schema.tables {
+            sql::check_table(table, self.cfg.layout)?;
+        }
+        match self.cfg.layout {
+            Layout::Wide => Ok(Vec::new()),
+            Layout::TagsTable => sql::tag_slot_columns(&schema.tables),
+        }
+    }
+
+    /// Creates the TimescaleDB extension, or says precisely why it cannot.
+    async fn ensure_timescaledb(&self, conn: &mut PgConnection) -> Result<(), SinkError> {
+        let available: bool = sqlx::query_scalar(sql::TIMESCALEDB_AVAILABLE)
+            .persistent(false)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| schema_error("checking for the timescaledb extension", &e))?;
+        let major = sqlx::query_scalar::<_, String>(sql::SERVER_VERSION_NUM)
+            .persistent(false)
+            .fetch_one(&mut *conn)
+            .await
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .map_or_else(|| "<major>".to_string(), |v| (v / 10_000).to_string());
+        let how = format!(
+            "install TimescaleDB on the server (Timescale's package timescaledb-2-postgresql-{major} \
+             from their apt/yum repository, or the timescale/timescaledb Docker image; see \
+             https://docs.timescale.com/self-hosted/latest/install/), add \
+             shared_preload_libraries = 'timescaledb' to postgresql.conf and restart the server, \
+             or set hypertable = false"
+        );
+        if !available {
+            return Err(SinkError::new(
+                ErrorKind::Schema,
+                format!(
+                    "hypertable = true needs the PostgreSQL extension timescaledb, which the \
+                     server at {} does not have: {how}",
+                    self.connector.target
+                ),
+            ));
+        }
+        sqlx::query(sql::CREATE_TIMESCALEDB)
+            .persistent(false)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| {
+                SinkError::new(
+                    ErrorKind::Schema,
+                    format!(
+                        "hypertable = true: creating the extension timescaledb failed: {}; {how}",
+                        error::describe(&e)
+                    ),
+                )
+            })?;
+        Ok(())
+    }
+}
+
+async fn ddl(conn: &mut PgConnection, text: &str, context: &str) -> Result<(), SinkError> {
+    sqlx::query(text)
+        .persistent(false)
+        .execute(conn)
+        .await
+        .map(|_| ())
+        .map_err(|e| schema_error(context, &e))
+}
+
+impl Sink for PostgresSink {
+    type Conn = PostgresConn;
+
+    async fn prepare(&self, schema: &Arc<Schema>) -> Result<(), SinkError> {
+        let slots = self.check(schema)?;
+        let mut conn = self.connector.open().await?;
+        // Before anything is dropped: a missing extension changes nothing.
+        if self.cfg.hypertable {
+            self.ensure_timescaledb(&mut conn).await?;
+        }
+        if self.cfg.layout == Layout::TagsTable {
+            let name = sql::quote_ident(sql::TAGS_TABLE);
+            if self.cfg.drop_existing {
+                let context = format!("dropping table {name}");
+                ddl(&mut conn, &sql::drop_table(sql::TAGS_TABLE), &context).await?;
+            }
+            let context = format!("creating table {name}");
+            ddl(&mut conn, &sql::create_tags_table(&slots), &context).await?;
+        }
+        for table in &schema.tables {
+            let name = sql::quote_ident(&table.name);
+            if self.cfg.drop_existing {
+                let context = format!("dropping table {name}");
+                ddl(&mut conn, &sql::drop_table(&table.name), &context).await?;
+            }
+            let context = format!("creating table {name}");
+            ddl(
+                &mut conn,
+                &sql::create_table(table, self.cfg.layout),
+                &context,
+            )
+            .await?;
+            if self.cfg.hypertable {
+                let text = sql::create_hypertable(&table.name, self.cfg.chunk_time_interval);
+                let context = format!("making table {name} a hypertable");
+                ddl(&mut conn, &text, &context).await?;
+            }
+            if self.cfg.create_index {
+                let context = format!("creating the index of table {name}");
+                ddl(
+                    &mut conn,
+                    &sql::create_index(table, self.cfg.layout),
+                    &context,
+                )
+                .await?;
+            }
+        }
+        // A clean goodbye, so the server does not log an unexpected EOF.
+        let _ = conn.close().await;
+        Ok(())
+    }
+
+    async fn connect(
+        &self,
+        schema: &Arc<Schema>,
+        _worker: usize,
+    ) -> Result<PostgresConn, SinkError> {
+        let slots = self.check(schema)?;
+        let conn = self.connector.open().await?;
+        Ok(PostgresConn::new(
+            conn,
+            self.connector.clone(),
+            &self.cfg,
+            schema.clone(),
+            slots,
+        ))
+    }
+}
+
+/// A DDL failure: kind Schema, with the server's reason.
+fn schema_error(context: &str, e: &sqlx::Error) -> SinkError {
+    SinkError::new(
+        ErrorKind::Schema,
+        format!("{context}: {}", error::describe(e)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let cfg = PostgresConfig::new("postgres://u@h/db");
+        assert_eq!(cfg.layout, Layout::Wide);
+        assert_eq!(cfg.method, InsertMethod::Copy);
+        assert_eq!(cfg.copy_format, CopyFormat::Binary);
+        assert!(!cfg.hypertable && !cfg.drop_existing && !cfg.create_index);
+        assert_eq!(cfg.connect_timeout, Duration::from_secs(10));
+        assert!(PostgresSink::new(cfg).is_ok());
+    }
+
+    #[test]
+    fn words_parse_and_print() {
+        assert_eq!("tags".parse::<Layout>(), Ok(Layout::TagsTable));
+        assert_eq!("unnest".parse::<InsertMethod>(), Ok(InsertMethod::Unnest));
+        assert_eq!(CopyFormat::Text.to_string(), "text");
+        let e = "csv".parse::<CopyFormat>().unwrap_err();
+        assert_eq!(
+            e,
+            "unknown copy format \"csv\": expected one of text, binary"
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_errors_not_panics() {
+        let err = |cfg: PostgresConfig| PostgresSink::new(cfg).unwrap_err();
+
+        let e = err(PostgresConfig::new("mysql://root:hunter2@h/db"));
+        assert_eq!(e.kind, ErrorKind::Other);
+        assert!(e.message.contains("invalid PostgreSQL URL"), "{e}");
+        assert!(!e.message.contains("hunter2"), "{e}");
+
+        let e = err(PostgresConfig::new("postgres://u:hunter2@h:notaport/db"));
+        assert!(e.message.contains("invalid PostgreSQL URL"), "{e}");
+        assert!(!e.message.contains("hunter2"), "{e}");
+
+        let e = err(PostgresConfig::new("postgres://u@h/db?sslmode=sometimes"));
+        assert!(
+            e.message.contains("sslmode") || e.message.contains("sometimes"),
+            "{e}"
+        );
+
+        let mut cfg = PostgresConfig::new("postgres://u@h/db");
+        cfg.synchronous_commit = Some("off; DROP TABLE x".into());
+        let e = err(cfg);
+        assert!(
+            e.message.contains("synchronous_commit") && e.message.contains("remote_apply"),
+            "{e}"
+        );
+
+        let mut cfg = PostgresConfig::new("postgres://u@h/db");
+        cfg.chunk_time_interval = Some(Duration::from_nanos(10));
+        assert!(err(cfg).message.contains("chunk_time_interval"));
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let cfg = PostgresConfig::new("postgres://u:hunter2@h/db");
+        let shown = format!("{cfg:?}");
+        assert!(
+            !shown.contains("hunter2") && shown.contains("u:***@h/db"),
+            "{shown}"
+        );
+        let sink = PostgresSink::new(cfg).unwrap();
+        let shown = format!("{sink:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+}

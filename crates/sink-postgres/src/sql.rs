@@ -1,0 +1,761 @@
+//! SQL text for the PostgreSQL target, built without I/O: identifier and literal quoting,
+//! column types, the schema checks of both layouts, DDL (tables, the `tags` table,
+//! indexes, TimescaleDB hypertables) and the statements of the three insert methods
+//! (COPY, multi-row INSERT chunked under the bind-parameter limit, INSERT ... UNNEST).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use tsload_core::{DataType, ErrorKind, SinkError, TableSchema};
+
+use crate::encode::PgType;
+use crate::{CopyFormat, Layout};
+
+/// Most bind parameters one statement may carry (the protocol's 16-bit count).
+pub(crate) const MAX_PARAMS: usize = 65_535;
+
+/// Longest identifier PostgreSQL keeps (NAMEDATALEN - 1 bytes); longer ones are truncated.
+pub(crate) const MAX_IDENT_BYTES: usize = 63;
+
+/// The timestamp column every measurement table starts with.
+pub(crate) const TS_COLUMN: &str = "ts";
+/// The tags table of the `tags` layout, its key, and the column referring to it.
+pub(crate) const TAGS_TABLE: &str = "tags";
+pub(crate) const TAGS_ID: &str = "id";
+pub(crate) const TAGS_ID_COLUMN: &str = "tags_id";
+
+/// `name` as a double-quoted SQL identifier, embedded `"` doubled.
+pub(crate) fn quote_ident(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    push_ident(&mut out, name);
+    out
+}
+
+fn push_ident(out: &mut String, name: &str) {
+    out.push('"');
+    for c in name.chars() {
+        if c == '"' {
+            out.push('"');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
+/// `s` as a single-quoted SQL string literal, embedded `'` doubled (with
+/// `standard_conforming_strings`, on by default since 9.1, backslashes are plain).
+pub(crate) fn quote_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The column type declared for a [`DataType`]: `varchar(n)` keeps the declared length
+/// (a length PostgreSQL cannot declare, 0 or over 10,485,760, falls back to `text`);
+/// `NChar` is `text`; integers take the smallest fitting type (PostgreSQL has no 1-byte
+/// integer, so TinyInt is `smallint`; UBigInt values are non-negative `i64`s, so `bigint`);
+/// `Timestamp` (milliseconds since the epoch) is a plain `bigint`.
+pub(crate) fn column_type(data_type: DataType) -> String {
+    match data_type {
+        DataType::Varchar(n) if (1..=10_485_760).contains(&n) => format!("varchar({n})"),
+        other => PgType::of(other).sql_name().to_string(),
+    }
+}
+
+/// One column of a table as this target writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ColumnDef {
+    pub(crate) name: String,
+    /// The declared SQL type (`varchar(32)`, `double precision`, ...).
+    pub(crate) sql_type: String,
+    /// How values are sent.
+    pub(crate) wire: PgType,
+}
+
+impl ColumnDef {
+    fn of(name: &str, data_type: DataType) -> Self {
+        ColumnDef {
+            name: name.to_string(),
+            sql_type: column_type(data_type),
+            wire: PgType::of(data_type),
+        }
+    }
+
+    fn ts() -> Self {
+        ColumnDef {
+            name: TS_COLUMN.to_string(),
+            sql_type: "timestamptz".to_string(),
+            wire: PgType::Timestamptz,
+        }
+    }
+
+    fn bigint(name: &str) -> Self {
+        ColumnDef {
+            name: name.to_string(),
+            sql_type: "bigint".to_string(),
+            wire: PgType::Int8,
+        }
+    }
+}
+
+/// The columns of a measurement table, in row order: `ts`, then the tag columns (wide) or
+/// `tags_id` (tags layout), then the fields.
+pub(crate) fn table_columns(table: &TableSchema, layout: Layout) -> Vec<ColumnDef> {
+    let mut cols = vec![ColumnDef::ts()];
+    match layout {
+        Layout::Wide => cols.extend(
+            table
+                .tags
+                .iter()
+                .map(|t| ColumnDef::of(&t.name, t.data_type)),
+        ),
+        Layout::TagsTable => cols.push(ColumnDef::bigint(TAGS_ID_COLUMN)),
+    }
+    cols.extend(
+        table
+            .fields
+            .iter()
+            .map(|f| ColumnDef::of(&f.name, f.data_type)),
+    );
+    cols
+}
+
+/// One column of the `tags` table: a device's value of tag slot `slot`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TagSlotColumn {
+    pub(crate) slot: usize,
+    pub(crate) column: ColumnDef,
+}
+
+/// The tag columns of the shared `tags` table: one per tag slot any table uses, in slot
+/// order, named after the tag. The same slot must have the same name in every table (it is
+/// the same value of the device); string types merge to the longest, other types must
+/// agree. Two slots may not share a name.
+pub(crate) fn tag_slot_columns(tables: &[TableSchema]) -> Result<Vec<TagSlotColumn>, SinkError> {
+    let mut slots: BTreeMap<usize, (&str, DataType, &str)> = BTreeMap::new();
+    for table in tables {
+        for tag in &table.tags {
+            let Some((name, ty, first_table)) = slots.get_mut(&tag.slot) else {
+                slots.insert(tag.slot, (&tag.name, tag.data_type, &table.name));
+                continue;
+            };
+            if *name != tag.name {
+                return Err(schema_error(format!(
+                    "tags layout: tag slot {} is named {:?} in table {:?} but {:?} in table {:?}; \
+                     the shared \"tags\" table needs one name per slot (use layout = wide)",
+                    tag.slot, name, first_table, tag.name, table.name
+                )));
+            }
+            *ty = match (*ty, tag.data_type) {
+                (a, b) if a == b => a,
+                (DataType::Varchar(a), DataType::Varchar(b)) => DataType::Varchar(a.max(b)),
+                (
+                    DataType::Varchar(a) | DataType::NChar(a),
+                    DataType::Varchar(b) | DataType::NChar(b),
+                ) => DataType::NChar(a.max(b)),
+                (a, b) => {
+                    return Err(schema_error(format!(
+                        "tags layout: tag {:?} is {a} in table {:?} but {b} in table {:?}",
+                        tag.name, first_table, table.name
+                    )));
+                }
+            };
+        }
+    }
+    let mut seen = HashMap::new();
+    let mut out = Vec::with_capacity(slots.len());
+    for (slot, (name, ty, _)) in slots {
+        if name == TAGS_ID {
+            return Err(schema_error(format!(
+                "tags layout: tag {name:?} clashes with the key column \"id\" of the \"tags\" table"
+            )));
+        }
+        if let Some(other) = seen.insert(ident_key(name), slot) {
+            return Err(schema_error(format!(
+                "tags layout: tag slots {other} and {slot} are both named {name:?}"
+            )));
+        }
+        out.push(TagSlotColumn {
+            slot,
+            column: ColumnDef::of(name, ty),
+        });
+    }
+    Ok(out)
+}
+
+fn schema_error(message: String) -> SinkError {
+    SinkError::new(ErrorKind::Schema, message)
+}
+
+/// How PostgreSQL tells two quoted identifiers apart: exact bytes, after truncation to 63
+/// bytes (at a character boundary).
+fn ident_key(name: &str) -> &str {
+    if name.len() <= MAX_IDENT_BYTES {
+        return name;
+    }
+    let mut end = MAX_IDENT_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// Fails with [`ErrorKind::Schema`] when `table` cannot be created as is: an empty name,
+/// a column named like the layout's own columns (`ts`, `tags_id`), two columns PostgreSQL
+/// would take for one (same name, or same first 63 bytes), or (tags layout) a table named
+/// `tags`. Renaming silently would make the data set differ from what other targets get.
+pub(crate) fn check_table(table: &TableSchema, layout: Layout) -> Result<(), SinkError> {
+    let bad = |what: String| Err(schema_error(format!("table {:?}: {what}", table.name)));
+    if table.name.is_empty() {
+        return bad("a table name cannot be empty".into());
+    }
+    if layout == Layout::TagsTable && ident_key(&table.name) == TAGS_TABLE {
+        return bad(
+            "the tags layout keeps device tags in a table of that name (use layout = wide)".into(),
+        );
+    }
+    let mut reserved = vec![TS_COLUMN];
+    let tags: Vec<(&str, &str)> = match layout {
+        Layout::Wide => table
+            .tags
+            .iter()
+            .map(|t| (t.name.as_str(), "tag"))
+            .collect(),
+        Layout::TagsTable => {
+            reserved.push(TAGS_ID_COLUMN);
+            Vec::new()
+        }
+    };
+    let columns = tags
+        .into_iter()
+        .chain(table.fields.iter().map(|f| (f.name.as_str(), "field")));
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    for (name, role) in columns {
+        if name.is_empty() {
+            return bad(format!("a {role} column name cannot be empty"));
+        }
+        let key = ident_key(name);
+        if let Some(r) = reserved.iter().find(|r| **r == key) {
+            return bad(format!(
+                "{role} column {name:?} clashes with the column {r:?} of this target"
+            ));
+        }
+        if let Some(first) = seen.insert(key, role) {
+            let what = if first == role {
+                format!("appears twice among the {role}s")
+            } else {
+                "is both a tag and a field".to_string()
+            };
+            let what = if key.len() < name.len() {
+                format!(
+                    "{what} (PostgreSQL keeps only the first {MAX_IDENT_BYTES} bytes of a name)"
+                )
+            } else {
+                what
+            };
+            return bad(format!("column {name:?} {what}"));
+        }
+    }
+    Ok(())
+}
+
+/// `DROP TABLE IF EXISTS "<name>" CASCADE`.
+pub(crate) fn drop_table(name: &str) -> String {
+    format!("DROP TABLE IF EXISTS {} CASCADE", quote_ident(name))
+}
+
+fn push_column_list(sql: &mut String, columns: &[ColumnDef]) {
+    sql.push('(');
+    for (i, c) in columns.iter().enumerate() {
+        if i > 0 {
+            sql.push(',');
+        }
+        push_ident(sql, &c.name);
+    }
+    sql.push(')');
+}
+
+/// `CREATE TABLE IF NOT EXISTS "<table>" ("ts" timestamptz NOT NULL, ...)`: the tags and
+/// fields (wide) or `"tags_id" bigint NOT NULL` and the fields (tags layout).
+pub(crate) fn create_table(table: &TableSchema, layout: Layout) -> String {
+    let mut sql = String::from("CREATE TABLE IF NOT EXISTS ");
+    push_ident(&mut sql, &table.name);
+    sql.push_str(" (");
+    for (i, c) in table_columns(table, layout).iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        push_ident(&mut sql, &c.name);
+        sql.push(' ');
+        sql.push_str(&c.sql_type);
+        if c.name == TS_COLUMN || (layout == Layout::TagsTable && c.name == TAGS_ID_COLUMN) {
+            sql.push_str(" NOT NULL");
+        }
+    }
+    sql.push(')');
+    sql
+}
+
+/// `CREATE TABLE IF NOT EXISTS "tags" ("id" bigint PRIMARY KEY, <one column per slot>)`.
+pub(crate) fn create_tags_table(slots: &[TagSlotColumn]) -> String {
+    let mut sql = String::from("CREATE TABLE IF NOT EXISTS ");
+    push_ident(&mut sql, TAGS_TABLE);
+    sql.push_str(" (");
+    push_ident(&mut sql, TAGS_ID);
+    sql.push_str(" bigint PRIMARY KEY");
+    for s in slots {
+        sql.push_str(", ");
+        push_ident(&mut sql, &s.column.name);
+        sql.push(' ');
+        sql.push_str(&s.column.sql_type);
+    }
+    sql.push(')');
+    sql
+}
+
+/// The TSBS-like index: `(<tags>, ts DESC)` (wide) or `(tags_id, ts DESC)` (tags layout),
+/// named `<table>_tags_ts_idx`.
+pub(crate) fn create_index(table: &TableSchema, layout: Layout) -> String {
+    let mut sql = String::from("CREATE INDEX IF NOT EXISTS ");
+    push_ident(&mut sql, &format!("{}_tags_ts_idx", table.name));
+    sql.push_str(" ON ");
+    push_ident(&mut sql, &table.name);
+    sql.push_str(" (");
+    let keys: Vec<&str> = match layout {
+        Layout::Wide => table.tags.iter().map(|t| t.name.as_str()).collect(),
+        Layout::TagsTable => vec![TAGS_ID_COLUMN],
+    };
+    for k in keys {
+        push_ident(&mut sql, k);
+        sql.push_str(", ");
+    }
+    push_ident(&mut sql, TS_COLUMN);
+    sql.push_str(" DESC)");
+    sql
+}
+
+/// Whether the server could install TimescaleDB.
+pub(crate) const TIMESCALEDB_AVAILABLE: &str =
+    "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')";
+pub(crate) const CREATE_TIMESCALEDB: &str = "CREATE EXTENSION IF NOT EXISTS timescaledb";
+pub(crate) const SERVER_VERSION_NUM: &str = "SELECT current_setting('server_version_num')";
+
+/// `SELECT create_hypertable('"<table>"', 'ts', if_not_exists => TRUE[, chunk_time_interval
+/// => INTERVAL '<n> microseconds'])`.
+pub(crate) fn create_hypertable(table: &str, chunk_time_interval: Option<Duration>) -> String {
+    let mut sql = format!(
+        "SELECT create_hypertable({}, {}, if_not_exists => TRUE",
+        quote_literal(&quote_ident(table)),
+        quote_literal(TS_COLUMN)
+    );
+    if let Some(d) = chunk_time_interval {
+        sql.push_str(&format!(
+            ", chunk_time_interval => INTERVAL '{} microseconds'",
+            d.as_micros().max(1)
+        ));
+    }
+    sql.push(')');
+    sql
+}
+
+/// `SET synchronous_commit = <value>` (the value was checked against the allowed words).
+pub(crate) fn set_synchronous_commit(value: &str) -> String {
+    format!("SET synchronous_commit = {value}")
+}
+
+/// `COPY "<table>" (<columns>) FROM STDIN` in the text or binary format.
+pub(crate) fn copy_in(table: &str, columns: &[ColumnDef], format: CopyFormat) -> String {
+    let mut sql = String::from("COPY ");
+    push_ident(&mut sql, table);
+    sql.push(' ');
+    push_column_list(&mut sql, columns);
+    sql.push_str(" FROM STDIN");
+    if format == CopyFormat::Binary {
+        sql.push_str(" (FORMAT binary)");
+    }
+    sql
+}
+
+/// Rows one INSERT of `columns` columns may carry without passing [`MAX_PARAMS`].
+pub(crate) fn rows_per_chunk(columns: usize) -> usize {
+    (MAX_PARAMS / columns.max(1)).max(1)
+}
+
+/// `INSERT INTO "<table>" (<columns>) VALUES ` — the part every chunk shares.
+pub(crate) fn insert_prefix(table: &str, columns: &[ColumnDef]) -> String {
+    let mut sql = String::from("INSERT INTO ");
+    push_ident(&mut sql, table);
+    sql.push(' ');
+    push_column_list(&mut sql, columns);
+    sql.push_str(" VALUES ");
+    sql
+}
+
+/// The full INSERT for `rows` rows of `columns` columns: `prefix` then
+/// `($1,$2),($3,$4)...`, parameters numbered row by row.
+pub(crate) fn insert(prefix: &str, columns: usize, rows: usize) -> String {
+    let mut sql = String::with_capacity(prefix.len() + rows * columns * 7);
+    sql.push_str(prefix);
+    let mut n = itoa::Buffer::new();
+    let mut param = 1usize;
+    for row in 0..rows {
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push('(');
+        for col in 0..columns {
+            if col > 0 {
+                sql.push(',');
+            }
+            sql.push('$');
+            sql.push_str(n.format(param));
+            param += 1;
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// `SELECT * FROM UNNEST($1::<type>[], $2::<type>[], ...)`: one array parameter per column.
+fn unnest_select(sql: &mut String, columns: &[ColumnDef]) {
+    sql.push_str(" SELECT * FROM UNNEST(");
+    for (i, c) in columns.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('$');
+        sql.push_str(itoa::Buffer::new().format(i + 1));
+        sql.push_str("::");
+        sql.push_str(c.wire.sql_name());
+        sql.push_str("[]");
+    }
+    sql.push(')');
+}
+
+/// `INSERT INTO "<table>" (<columns>) SELECT * FROM UNNEST($1::timestamptz[], ...)`: a
+/// whole table's rows in one statement whose bind count is its column count.
+pub(crate) fn insert_unnest(table: &str, columns: &[ColumnDef]) -> String {
+    let mut sql = String::from("INSERT INTO ");
+    push_ident(&mut sql, table);
+    sql.push(' ');
+    push_column_list(&mut sql, columns);
+    unnest_select(&mut sql, columns);
+    sql
+}
+
+/// The columns of the `tags` table in insert order: `id`, then the slot columns.
+pub(crate) fn tags_table_columns(slots: &[TagSlotColumn]) -> Vec<ColumnDef> {
+    let mut cols = vec![ColumnDef::bigint(TAGS_ID)];
+    cols.extend(slots.iter().map(|s| s.column.clone()));
+    cols
+}
+
+/// `INSERT INTO "tags" ("id", ...) SELECT * FROM UNNEST(...) ON CONFLICT ("id") DO NOTHING`:
+/// the tags rows of the devices a connection sees for the first time.
+pub(crate) fn insert_tags(slots: &[TagSlotColumn]) -> String {
+    let columns = tags_table_columns(slots);
+    let mut sql = insert_unnest(TAGS_TABLE, &columns);
+    sql.push_str(" ON CONFLICT (");
+    push_ident(&mut sql, TAGS_ID);
+    sql.push_str(") DO NOTHING");
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tsload_core::{FieldDef, TagDef};
+
+    fn table(
+        name: &str,
+        tags: &[(&str, DataType, usize)],
+        fields: &[(&str, DataType)],
+    ) -> TableSchema {
+        TableSchema {
+            name: name.to_string(),
+            tags: tags
+                .iter()
+                .map(|(n, t, slot)| TagDef {
+                    name: n.to_string(),
+                    data_type: *t,
+                    slot: *slot,
+                })
+                .collect(),
+            fields: fields
+                .iter()
+                .map(|(n, t)| FieldDef {
+                    name: n.to_string(),
+                    data_type: *t,
+                })
+                .collect(),
+        }
+    }
+
+    fn cpu() -> TableSchema {
+        table(
+            "cp\"u",
+            &[
+                ("host", DataType::Varchar(16), 0),
+                ("rack", DataType::Int, 1),
+            ],
+            &[("usage", DataType::Double), ("n", DataType::TinyInt)],
+        )
+    }
+
+    #[test]
+    fn quotes_identifiers_and_literals() {
+        assert_eq!(quote_ident("cpu"), "\"cpu\"");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(quote_literal("it's"), "'it''s'");
+        assert_eq!(quote_literal("\"a\"\"b\""), "'\"a\"\"b\"'");
+    }
+
+    #[test]
+    fn maps_column_types() {
+        assert_eq!(column_type(DataType::Bool), "boolean");
+        assert_eq!(column_type(DataType::TinyInt), "smallint");
+        assert_eq!(column_type(DataType::SmallInt), "smallint");
+        assert_eq!(column_type(DataType::Int), "integer");
+        assert_eq!(column_type(DataType::BigInt), "bigint");
+        assert_eq!(column_type(DataType::UBigInt), "bigint");
+        assert_eq!(column_type(DataType::Timestamp), "bigint");
+        assert_eq!(column_type(DataType::Float), "real");
+        assert_eq!(column_type(DataType::Double), "double precision");
+        assert_eq!(column_type(DataType::Varchar(32)), "varchar(32)");
+        assert_eq!(column_type(DataType::Varchar(0)), "text");
+        assert_eq!(column_type(DataType::Varchar(20_000_000)), "text");
+        assert_eq!(column_type(DataType::NChar(32)), "text");
+    }
+
+    #[test]
+    fn creates_wide_tables() {
+        assert_eq!(
+            create_table(&cpu(), Layout::Wide),
+            "CREATE TABLE IF NOT EXISTS \"cp\"\"u\" (\"ts\" timestamptz NOT NULL, \
+             \"host\" varchar(16), \"rack\" integer, \"usage\" double precision, \"n\" smallint)"
+        );
+        assert_eq!(
+            drop_table("cp\"u"),
+            "DROP TABLE IF EXISTS \"cp\"\"u\" CASCADE"
+        );
+        assert_eq!(
+            create_index(&cpu(), Layout::Wide),
+            "CREATE INDEX IF NOT EXISTS \"cp\"\"u_tags_ts_idx\" ON \"cp\"\"u\" (\"host\", \"rack\", \"ts\" DESC)"
+        );
+        let bare = table("t", &[], &[("v", DataType::Bool)]);
+        assert_eq!(
+            create_index(&bare, Layout::Wide),
+            "CREATE INDEX IF NOT EXISTS \"t_tags_ts_idx\" ON \"t\" (\"ts\" DESC)"
+        );
+    }
+
+    #[test]
+    fn creates_tags_layout_tables() {
+        assert_eq!(
+            create_table(&cpu(), Layout::TagsTable),
+            "CREATE TABLE IF NOT EXISTS \"cp\"\"u\" (\"ts\" timestamptz NOT NULL, \
+             \"tags_id\" bigint NOT NULL, \"usage\" double precision, \"n\" smallint)"
+        );
+        assert_eq!(
+            create_index(&cpu(), Layout::TagsTable),
+            "CREATE INDEX IF NOT EXISTS \"cp\"\"u_tags_ts_idx\" ON \"cp\"\"u\" (\"tags_id\", \"ts\" DESC)"
+        );
+        let mem = table(
+            "mem",
+            &[
+                ("host", DataType::Varchar(32), 0),
+                ("path", DataType::NChar(8), 3),
+            ],
+            &[("used", DataType::BigInt)],
+        );
+        let slots = tag_slot_columns(&[cpu(), mem]).unwrap();
+        assert_eq!(
+            slots
+                .iter()
+                .map(|s| (s.slot, s.column.sql_type.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(0, "varchar(32)"), (1, "integer"), (3, "text")],
+            "slots in order; string lengths merge to the longest"
+        );
+        assert_eq!(
+            create_tags_table(&slots),
+            "CREATE TABLE IF NOT EXISTS \"tags\" (\"id\" bigint PRIMARY KEY, \
+             \"host\" varchar(32), \"rack\" integer, \"path\" text)"
+        );
+        assert_eq!(
+            insert_tags(&slots),
+            "INSERT INTO \"tags\" (\"id\",\"host\",\"rack\",\"path\") SELECT * FROM \
+             UNNEST($1::bigint[], $2::text[], $3::integer[], $4::text[]) ON CONFLICT (\"id\") DO NOTHING"
+        );
+    }
+
+    #[test]
+    fn rejects_tags_layouts_it_cannot_build() {
+        let a = table("a", &[("host", DataType::Varchar(8), 0)], &[]);
+        let b = table("b", &[("name", DataType::Varchar(8), 0)], &[]);
+        let e = tag_slot_columns(&[a.clone(), b]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Schema);
+        assert!(
+            e.message.contains("\"host\"") && e.message.contains("\"name\""),
+            "{e}"
+        );
+
+        let c = table("c", &[("host", DataType::Int, 0)], &[]);
+        let e = tag_slot_columns(&[a.clone(), c]).unwrap_err();
+        assert!(
+            e.message.contains("varchar(8)") && e.message.contains("int"),
+            "{e}"
+        );
+
+        let d = table("d", &[("host", DataType::Varchar(8), 1)], &[]);
+        let e = tag_slot_columns(&[a, d]).unwrap_err();
+        assert!(e.message.contains("slots 0 and 1"), "{e}");
+
+        let id = table("e", &[("id", DataType::Int, 0)], &[]);
+        assert!(tag_slot_columns(&[id]).is_err());
+
+        let named_tags = table("tags", &[], &[("v", DataType::Int)]);
+        assert!(check_table(&named_tags, Layout::Wide).is_ok());
+        let e = check_table(&named_tags, Layout::TagsTable).unwrap_err();
+        assert!(e.message.contains("\"tags\""), "{e}");
+        let tags_id = table("t", &[], &[("tags_id", DataType::Int)]);
+        assert!(check_table(&tags_id, Layout::Wide).is_ok());
+        assert!(check_table(&tags_id, Layout::TagsTable).is_err());
+    }
+
+    #[test]
+    fn rejects_clashing_columns() {
+        assert!(check_table(&cpu(), Layout::Wide).is_ok());
+        // Quoted identifiers are case-sensitive: "TS" and "Host" are their own columns.
+        let t = table(
+            "t",
+            &[("host", DataType::Int, 0)],
+            &[("Host", DataType::Int), ("TS", DataType::Int)],
+        );
+        assert!(check_table(&t, Layout::Wide).is_ok());
+
+        let t = table(
+            "t",
+            &[("host", DataType::Int, 0)],
+            &[("host", DataType::Int)],
+        );
+        let e = check_table(&t, Layout::Wide).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Schema);
+        assert!(e.message.contains("both a tag and a field"), "{e}");
+        // In the tags layout the tags are not columns of the table, so no clash.
+        assert!(check_table(&t, Layout::TagsTable).is_ok());
+
+        let t = table("t", &[], &[("ts", DataType::Int)]);
+        let e = check_table(&t, Layout::Wide).unwrap_err();
+        assert!(e.message.contains("\"ts\""), "{e}");
+
+        let long = "x".repeat(70);
+        let t = table(
+            "t",
+            &[],
+            &[
+                (&format!("{long}a"), DataType::Int),
+                (&format!("{long}b"), DataType::Int),
+            ],
+        );
+        let e = check_table(&t, Layout::Wide).unwrap_err();
+        assert!(e.message.contains("first 63 bytes"), "{e}");
+
+        let t = table("", &[], &[]);
+        assert!(check_table(&t, Layout::Wide).is_err());
+    }
+
+    #[test]
+    fn builds_copy_statements() {
+        let cols = table_columns(&cpu(), Layout::Wide);
+        assert_eq!(
+            copy_in("cp\"u", &cols, CopyFormat::Text),
+            "COPY \"cp\"\"u\" (\"ts\",\"host\",\"rack\",\"usage\",\"n\") FROM STDIN"
+        );
+        let cols = table_columns(&cpu(), Layout::TagsTable);
+        assert_eq!(
+            copy_in("cpu", &cols, CopyFormat::Binary),
+            "COPY \"cpu\" (\"ts\",\"tags_id\",\"usage\",\"n\") FROM STDIN (FORMAT binary)"
+        );
+    }
+
+    #[test]
+    fn builds_chunked_inserts() {
+        let cols = table_columns(&cpu(), Layout::Wide);
+        let prefix = insert_prefix("cp\"u", &cols);
+        assert_eq!(
+            prefix,
+            "INSERT INTO \"cp\"\"u\" (\"ts\",\"host\",\"rack\",\"usage\",\"n\") VALUES "
+        );
+        assert_eq!(insert(&prefix, 2, 2), format!("{prefix}($1,$2),($3,$4)"));
+        assert_eq!(insert(&prefix, 1, 1), format!("{prefix}($1)"));
+        let full = insert(&prefix, 5, rows_per_chunk(5));
+        assert!(
+            full.ends_with("),($65531,$65532,$65533,$65534,$65535)"),
+            "{}",
+            &full[full.len() - 40..]
+        );
+    }
+
+    #[test]
+    fn chunks_stay_under_the_parameter_limit() {
+        assert_eq!(rows_per_chunk(1), MAX_PARAMS);
+        // ts + 3 tags + 40 fields: 1,489 rows (65,516 parameters) per INSERT.
+        assert_eq!(rows_per_chunk(44), 1489);
+        assert!(rows_per_chunk(44) * 44 <= MAX_PARAMS);
+        assert!((rows_per_chunk(44) + 1) * 44 > MAX_PARAMS);
+        // cpu-only: ts + 10 tags + 10 fields.
+        assert_eq!(rows_per_chunk(21), 3120);
+        assert_eq!(rows_per_chunk(MAX_PARAMS + 5), 1);
+        for columns in 1..2000 {
+            assert!(rows_per_chunk(columns) * columns <= MAX_PARAMS, "{columns}");
+        }
+    }
+
+    #[test]
+    fn builds_unnest_inserts_with_array_casts() {
+        let t = table(
+            "m",
+            &[("host", DataType::Varchar(8), 0)],
+            &[
+                ("b", DataType::Bool),
+                ("i2", DataType::SmallInt),
+                ("i4", DataType::Int),
+                ("i8", DataType::UBigInt),
+                ("f4", DataType::Float),
+                ("f8", DataType::Double),
+                ("s", DataType::NChar(4)),
+                ("ms", DataType::Timestamp),
+            ],
+        );
+        assert_eq!(
+            insert_unnest("m", &table_columns(&t, Layout::Wide)),
+            "INSERT INTO \"m\" (\"ts\",\"host\",\"b\",\"i2\",\"i4\",\"i8\",\"f4\",\"f8\",\"s\",\"ms\") \
+             SELECT * FROM UNNEST($1::timestamptz[], $2::text[], $3::boolean[], $4::smallint[], \
+             $5::integer[], $6::bigint[], $7::real[], $8::double precision[], $9::text[], $10::bigint[])"
+        );
+        let tags = insert_unnest("m", &table_columns(&t, Layout::TagsTable));
+        assert!(
+            tags.starts_with(
+                "INSERT INTO \"m\" (\"ts\",\"tags_id\",\"b\",\"i2\",\"i4\",\"i8\",\"f4\",\"f8\",\"s\",\"ms\") \
+                 SELECT * FROM UNNEST($1::timestamptz[], $2::bigint[], $3::boolean[], "
+            ),
+            "{tags}"
+        );
+    }
+
+    #[test]
+    fn builds_hypertable_and_settings() {
+        assert_eq!(
+            create_hypertable("cpu", None),
+            "SELECT create_hypertable('\"cpu\"', 'ts', if_not_exists => TRUE)"
+        );
+        assert_eq!(
+            create_hypertable("it's", Some(Duration::from_secs(8 * 3600))),
+            "SELECT create_hypertable('\"it''s\"', 'ts', if_not_exists => TRUE, \
+             chunk_time_interval => INTERVAL '28800000000 microseconds')"
+        );
+        assert_eq!(
+            set_synchronous_commit("off"),
+            "SET synchronous_commit = off"
+        );
+    }
+}
