@@ -1,0 +1,145 @@
+//! Turns sqlx / MySQL failures into [`SinkError`]s whose kind tells the engine whether a
+//! retry may succeed, by MySQL / MariaDB error number.
+
+use sqlx::mysql::MySqlDatabaseError;
+use tsload_core::{ErrorKind, SinkError};
+
+/// The kind of a MySQL failure, from its error number.
+///
+/// Deadlocks and lock wait timeouts are transient conflicts; "too many connections" and a
+/// server shutting down mean the server is unavailable; the client-side codes (2002..2013)
+/// and a killed connection mean it could not be reached; access denied is a permission
+/// problem; syntax, unknown table / column and bad values mean the statement itself was
+/// refused (sending it again fails again).
+pub(crate) fn kind_for_number(number: u16) -> ErrorKind {
+    match number {
+        // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT.
+        1213 | 1205 => ErrorKind::Conflict,
+        // ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ER_TOO_MANY_USER_CONNECTIONS,
+        // ER_USER_LIMIT_REACHED.
+        1040 | 1053 | 1203 | 1226 => ErrorKind::Unavailable,
+        // CR_CONNECTION_ERROR, CR_CONN_HOST_ERROR, CR_SERVER_GONE_ERROR, CR_SERVER_LOST,
+        // ER_CONNECTION_KILLED (MariaDB), ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8).
+        2002 | 2003 | 2006 | 2013 | 1927 | 4031 => ErrorKind::Connection,
+        // ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR,
+        // ER_COLUMNACCESS_DENIED_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
+        // ER_OPTION_PREVENTS_STATEMENT (read_only), ER_READ_ONLY_MODE.
+        1044 | 1045 | 1142 | 1143 | 1227 | 1290 | 1836 => ErrorKind::Permission,
+        // ER_PARSE_ERROR, ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR, ER_BAD_DB_ERROR,
+        // ER_WRONG_VALUE_COUNT_ON_ROW, ER_BAD_NULL_ERROR, ER_DUP_ENTRY, ER_NET_PACKET_TOO_LARGE,
+        // ER_WARN_DATA_OUT_OF_RANGE, ER_TRUNCATED_WRONG_VALUE,
+        // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, ER_DATA_TOO_LONG.
+        1064 | 1146 | 1054 | 1049 | 1136 | 1048 | 1062 | 1153 | 1264 | 1292 | 1366 | 1406 => {
+            ErrorKind::Rejected
+        }
+        _ => ErrorKind::Other,
+    }
+}
+
+/// The server's error number of a database error.
+fn number_of(error: &sqlx::Error) -> Option<u16> {
+    match error {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<MySqlDatabaseError>()
+            .map(MySqlDatabaseError::number),
+        _ => None,
+    }
+}
+
+/// The kind of any sqlx failure.
+pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
+    match error {
+        sqlx::Error::Database(_) => number_of(error).map_or(ErrorKind::Other, kind_for_number),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::WorkerCrashed => ErrorKind::Connection,
+        sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) => ErrorKind::Rejected,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// The driver's message, short: the server's own text and error number for database
+/// errors.
+pub(crate) fn describe(error: &sqlx::Error) -> String {
+    match error {
+        sqlx::Error::Database(db) => match number_of(error) {
+            Some(number) => format!("{} (MySQL error {number})", db.message()),
+            None => db.message().to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// A failure while working on `context` (e.g. ``table `cpu` ``), kind from [`kind_of`].
+pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
+    SinkError::new(kind_of(error), format!("{context}: {}", describe(error)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_error_numbers() {
+        let cases = [
+            (1213, ErrorKind::Conflict),
+            (1205, ErrorKind::Conflict),
+            (1040, ErrorKind::Unavailable),
+            (1053, ErrorKind::Unavailable),
+            (1203, ErrorKind::Unavailable),
+            (2002, ErrorKind::Connection),
+            (2003, ErrorKind::Connection),
+            (2006, ErrorKind::Connection),
+            (2013, ErrorKind::Connection),
+            (1927, ErrorKind::Connection),
+            (1044, ErrorKind::Permission),
+            (1045, ErrorKind::Permission),
+            (1142, ErrorKind::Permission),
+            (1064, ErrorKind::Rejected),
+            (1146, ErrorKind::Rejected),
+            (1054, ErrorKind::Rejected),
+            (1366, ErrorKind::Rejected),
+            (1264, ErrorKind::Rejected),
+            (1406, ErrorKind::Rejected),
+            (1062, ErrorKind::Rejected),
+            (1048, ErrorKind::Rejected),
+            (1153, ErrorKind::Rejected),
+            (1114, ErrorKind::Other), // table is full
+            (1100, ErrorKind::Other),
+            (0, ErrorKind::Other),
+        ];
+        for (number, kind) in cases {
+            assert_eq!(kind_for_number(number), kind, "error {number}");
+        }
+        for retryable in [1213, 1205, 1040, 1053, 2013] {
+            assert!(kind_for_number(retryable).is_retryable(), "{retryable}");
+        }
+        for fatal in [1064, 1146, 1045, 1062] {
+            assert!(!kind_for_number(fatal).is_retryable(), "{fatal}");
+        }
+    }
+
+    #[test]
+    fn maps_driver_errors() {
+        let io = sqlx::Error::Io(std::io::Error::other("broken pipe"));
+        assert_eq!(kind_of(&io), ErrorKind::Connection);
+        assert_eq!(kind_of(&sqlx::Error::PoolClosed), ErrorKind::Connection);
+        assert_eq!(kind_of(&sqlx::Error::PoolTimedOut), ErrorKind::Connection);
+        assert_eq!(kind_of(&sqlx::Error::WorkerCrashed), ErrorKind::Connection);
+        let protocol = sqlx::Error::Protocol("unexpected packet".into());
+        assert_eq!(kind_of(&protocol), ErrorKind::Connection);
+        let config = sqlx::Error::Configuration("bad url".into());
+        assert_eq!(kind_of(&config), ErrorKind::Other);
+        assert_eq!(kind_of(&sqlx::Error::RowNotFound), ErrorKind::Other);
+
+        let e = sink_error("table `cpu`", &io);
+        assert_eq!(e.kind, ErrorKind::Connection);
+        assert!(
+            e.message.starts_with("table `cpu`: ") && e.message.contains("broken pipe"),
+            "{e}"
+        );
+    }
+}

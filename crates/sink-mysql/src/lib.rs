@@ -1,0 +1,399 @@
+//! tsload-sink-mysql: the MySQL / MariaDB / GreatSQL target, through sqlx.
+//!
+//! [`MysqlSink::prepare`] creates one table per schema table (wide rows):
+//! `(ts, <tags>, <fields>)`, with `ts` either `DATETIME(6)` (the default: microseconds, the
+//! nanoseconds below are dropped, rounding down) or `BIGINT` nanoseconds since the epoch,
+//! in the storage engine asked for, with no key, an auto-increment `id` key or a
+//! `(tags..., ts)` key. Every [`MysqlConn`] owns one connection and writes a batch as
+//! prepared multi-row `INSERT`s, each under 65,535 placeholders and under the server's
+//! `max_allowed_packet`, in one transaction per batch or each committing by itself.
+//!
+//! Each connection runs with sqlx's session settings (`time_zone='+00:00'`, `NAMES
+//! utf8mb4`, `NO_ENGINE_SUBSTITUTION`) plus `STRICT_ALL_TABLES`, so that a bad value is an
+//! error in any row and any engine rather than silently adjusted; it reads
+//! `@@max_allowed_packet` once, and a connection that broke is reopened by its next write.
+//! The bytes a write acknowledges are the estimated size of its EXECUTE packets. sqlx is
+//! built without TLS here: connections are plain TCP (or a Unix socket, `?socket=`).
+//!
+//! Types: bool `BOOLEAN`, tinyint `TINYINT`, smallint `SMALLINT`, int `INT`, bigint
+//! `BIGINT`, ubigint `BIGINT UNSIGNED`, float `FLOAT`, double `DOUBLE`, varchar(n)
+//! `VARCHAR(n)` (the table's default character set), nchar(n) `VARCHAR(n) CHARACTER SET
+//! utf8mb4`, timestamp (ms) `BIGINT`.
+
+mod conn;
+mod error;
+mod sql;
+mod url;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
+use sqlx::{ConnectOptions, Executor};
+use tsload_core::{ErrorKind, Schema, Sink, SinkError};
+
+pub use conn::MysqlConn;
+
+/// The column type of `ts`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TsType {
+    /// `DATETIME(6)`: microseconds, no time zone (the UTC wall clock). The nanoseconds
+    /// below the microsecond are dropped (rounded down).
+    #[default]
+    DateTime6,
+    /// `BIGINT`: nanoseconds since the Unix epoch, exact.
+    BigIntNs,
+}
+
+/// The primary key of each table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum PrimaryKey {
+    /// No key (InnoDB adds a hidden row id).
+    #[default]
+    None,
+    /// An `id BIGINT UNSIGNED AUTO_INCREMENT` column, filled by the server.
+    AutoIncrement,
+    /// `PRIMARY KEY (<tags...>, ts)`: rows clustered by series then time. Tag columns are
+    /// `NOT NULL` then, and a second row of the same series and timestamp (after the
+    /// `DATETIME(6)` truncation) is rejected as a duplicate.
+    TagsTs,
+}
+
+/// How writes commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TransactionMode {
+    /// One transaction per batch: a failed batch wrote nothing (with a transactional
+    /// engine such as InnoDB; MyISAM and Aria keep what was inserted before the failure).
+    #[default]
+    PerBatch,
+    /// `autocommit=1`, each INSERT statement commits by itself: a batch that fails midway
+    /// keeps its earlier statements' rows, and a retry writes them again.
+    Autocommit,
+}
+
+/// Where and how to write.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MysqlConfig {
+    /// `mysql://user:password@host:3306/database` (or `mariadb://`); options such as
+    /// `?ssl-mode=disabled` or `?socket=/path` as sqlx reads them. The database must be
+    /// named.
+    pub url: String,
+    /// The storage engine of the tables (`ENGINE=`): one word, e.g. `InnoDB` (default),
+    /// `MyISAM`, `Aria`, `RocksDB`. An engine the server lacks is an error (the connection
+    /// sets `NO_ENGINE_SUBSTITUTION`).
+    pub engine: String,
+    pub primary_key: PrimaryKey,
+    pub transaction: TransactionMode,
+    pub ts_type: TsType,
+    /// Drop the schema's tables before creating them.
+    pub drop_existing: bool,
+    /// Create the URL's database when it does not exist (`prepare` connects without a
+    /// database first and runs `CREATE DATABASE IF NOT EXISTS`).
+    pub create_database: bool,
+    /// How long opening one connection may take; zero waits as long as the OS does.
+    pub connect_timeout: Duration,
+}
+
+impl MysqlConfig {
+    /// `url` with the defaults: InnoDB, no primary key, one transaction per batch,
+    /// `DATETIME(6)` timestamps, keep existing tables, do not create the database, 10 s
+    /// connect timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        MysqlConfig {
+            url: url.into(),
+            engine: "InnoDB".to_string(),
+            primary_key: PrimaryKey::default(),
+            transaction: TransactionMode::default(),
+            ts_type: TsType::default(),
+            drop_existing: false,
+            create_database: false,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl fmt::Debug for MysqlConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MysqlConfig")
+            .field("url", &url::redact(&self.url))
+            .field("engine", &self.engine)
+            .field("primary_key", &self.primary_key)
+            .field("transaction", &self.transaction)
+            .field("ts_type", &self.ts_type)
+            .field("drop_existing", &self.drop_existing)
+            .field("create_database", &self.create_database)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+/// The MySQL target.
+#[derive(Clone)]
+pub struct MysqlSink {
+    inner: Arc<Inner>,
+}
+
+/// What the sink and each of its connections share (a connection reopens itself with it).
+pub(crate) struct Inner {
+    pub(crate) cfg: MysqlConfig,
+    /// The URL with its password hidden, for messages.
+    pub(crate) label: String,
+    pub(crate) options: MySqlConnectOptions,
+    /// The database the URL names.
+    database: String,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inner")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for MysqlSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MysqlSink")
+            .field("cfg", &self.inner.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MysqlSink {
+    /// Checks the configuration: the URL must parse and name a database, the engine must
+    /// be one word.
+    pub fn new(cfg: MysqlConfig) -> Result<Self, SinkError> {
+        let label = url::redact(&cfg.url);
+        let options = parse_url(&cfg.url, &label)?;
+        let Some(database) = options.get_database().map(str::to_string) else {
+            return Err(SinkError::new(
+                ErrorKind::Connection,
+                format!(
+                    "invalid MySQL URL {label}: no database named (mysql://user@host:port/database)"
+                ),
+            ));
+        };
+        if !sql::is_engine_name(&cfg.engine) {
+            return Err(SinkError::new(
+                ErrorKind::Schema,
+                format!(
+                    "invalid MySQL storage engine {:?}: expected one word of letters, digits \
+                     and '_' such as InnoDB, MyISAM, Aria or RocksDB",
+                    cfg.engine
+                ),
+            ));
+        }
+        Ok(MysqlSink {
+            inner: Arc::new(Inner {
+                cfg,
+                label,
+                options,
+                database,
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &MysqlConfig {
+        &self.inner.cfg
+    }
+}
+
+fn parse_url(url: &str, label: &str) -> Result<MySqlConnectOptions, SinkError> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("mysql" | "mariadb")) {
+        return Err(SinkError::new(
+            ErrorKind::Connection,
+            format!(
+                "invalid MySQL URL {label}: expected mysql://user:password@host:port/database \
+                 (or mariadb://)"
+            ),
+        ));
+    }
+    let options = MySqlConnectOptions::from_str(url).map_err(|e| {
+        // sqlx's message may quote the URL: say it with the password hidden instead.
+        let reason = url::redact(&e.to_string()).replace(url, label);
+        SinkError::new(
+            ErrorKind::Connection,
+            format!("invalid MySQL URL {label}: {reason}"),
+        )
+    })?;
+    // The INSERTs carry up to 65,535 parameters: logging them (or timing each one for the
+    // slow-statement warning) is pure overhead on the hot path.
+    Ok(options.disable_statement_logging())
+}
+
+impl Inner {
+    /// Opens one connection with `options` (the URL's, or the URL's without database).
+    pub(crate) async fn open_with(
+        &self,
+        options: &MySqlConnectOptions,
+    ) -> Result<MySqlConnection, SinkError> {
+        let connect = options.connect();
+        let result = if self.cfg.connect_timeout.is_zero() {
+            connect.await
+        } else {
+            match tokio::time::timeout(self.cfg.connect_timeout, connect).await {
+                Ok(result) => result,
+                Err(_) => {
+                    return Err(SinkError::new(
+                        ErrorKind::Connection,
+                        format!(
+                            "cannot connect to {}: timed out after {:?}",
+                            self.label, self.cfg.connect_timeout
+                        ),
+                    ));
+                }
+            }
+        };
+        result.map_err(|e| {
+            let kind = match error::kind_of(&e) {
+                ErrorKind::Other => ErrorKind::Connection,
+                kind => kind,
+            };
+            let hint = if error::describe(&e).contains("(MySQL error 1049)") {
+                " (set create_database to create it)"
+            } else {
+                ""
+            };
+            SinkError::new(
+                kind,
+                format!(
+                    "cannot connect to {}: {}{hint}",
+                    self.label,
+                    error::describe(&e)
+                ),
+            )
+        })
+    }
+
+    pub(crate) async fn open(&self) -> Result<MySqlConnection, SinkError> {
+        self.open_with(&self.options).await
+    }
+}
+
+impl Sink for MysqlSink {
+    type Conn = MysqlConn;
+
+    async fn prepare(&self, schema: &Arc<Schema>) -> Result<(), SinkError> {
+        let inner = &self.inner;
+        let cfg = &inner.cfg;
+        for table in &schema.tables {
+            sql::check_table(table, cfg.primary_key)?;
+        }
+        if cfg.create_database {
+            let options = parse_url(&url::without_database(&cfg.url), &inner.label)?;
+            let mut conn = inner.open_with(&options).await?;
+            ddl(
+                &mut conn,
+                &sql::create_database(&inner.database),
+                &format!("creating database {}", sql::quote_ident(&inner.database)),
+            )
+            .await?;
+        }
+        let mut conn = inner.open().await?;
+        let options = sql::TableOptions {
+            engine: &cfg.engine,
+            primary_key: cfg.primary_key,
+            ts_type: cfg.ts_type,
+        };
+        for table in &schema.tables {
+            let name = sql::quote_ident(&table.name);
+            if cfg.drop_existing {
+                ddl(
+                    &mut conn,
+                    &sql::drop_table(table),
+                    &format!("dropping table {name}"),
+                )
+                .await?;
+            }
+            ddl(
+                &mut conn,
+                &sql::create_table(table, options),
+                &format!("creating table {name}"),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<MysqlConn, SinkError> {
+        for table in &schema.tables {
+            sql::check_table(table, self.inner.cfg.primary_key)?;
+        }
+        MysqlConn::open(self.inner.clone(), schema.clone()).await
+    }
+}
+
+/// Runs one DDL statement (text protocol); a failure is a Schema error unless the
+/// connection itself broke or rights were missing.
+async fn ddl(conn: &mut MySqlConnection, statement: &str, context: &str) -> Result<(), SinkError> {
+    conn.execute(sqlx::raw_sql(statement))
+        .await
+        .map(drop)
+        .map_err(|e| {
+            let kind = match error::kind_of(&e) {
+                kind @ (ErrorKind::Connection | ErrorKind::Permission | ErrorKind::Unavailable) => {
+                    kind
+                }
+                _ => ErrorKind::Schema,
+            };
+            SinkError::new(kind, format!("{context}: {}", error::describe(&e)))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults() {
+        let cfg = MysqlConfig::new("mysql://root@127.0.0.1:3306/tsload");
+        assert_eq!(cfg.engine, "InnoDB");
+        assert_eq!(cfg.primary_key, PrimaryKey::None);
+        assert_eq!(cfg.transaction, TransactionMode::PerBatch);
+        assert_eq!(cfg.ts_type, TsType::DateTime6);
+        assert!(!cfg.drop_existing && !cfg.create_database);
+        assert_eq!(cfg.connect_timeout, Duration::from_secs(10));
+        assert!(MysqlSink::new(cfg).is_ok());
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let cfg = MysqlConfig::new("mysql://root:hunter2@127.0.0.1:3306/tsload");
+        let text = format!("{cfg:?}");
+        assert!(
+            !text.contains("hunter2") && text.contains("root:***@"),
+            "{text}"
+        );
+        let sink = MysqlSink::new(cfg).unwrap();
+        let text = format!("{sink:?}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn bad_urls_are_clear_errors() {
+        let err = MysqlSink::new(MysqlConfig::new("postgres://u:hunter2@h/db")).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Connection);
+        assert!(err.message.contains("invalid MySQL URL"), "{err}");
+        assert!(!err.message.contains("hunter2"), "{err}");
+
+        let err = MysqlSink::new(MysqlConfig::new("mysql://u:hunter2@h:notaport/db")).unwrap_err();
+        assert!(err.message.contains("invalid MySQL URL"), "{err}");
+        assert!(!err.message.contains("hunter2"), "{err}");
+
+        let err = MysqlSink::new(MysqlConfig::new("mysql://u:hunter2@h:3306")).unwrap_err();
+        assert!(err.message.contains("no database named"), "{err}");
+        assert!(!err.message.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn bad_engines_are_refused() {
+        let mut cfg = MysqlConfig::new("mysql://root@127.0.0.1:3306/tsload");
+        cfg.engine = "InnoDB; DROP TABLE x".to_string();
+        let err = MysqlSink::new(cfg).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Schema);
+        assert!(err.message.contains("storage engine"), "{err}");
+    }
+}
