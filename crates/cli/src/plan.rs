@@ -7,6 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
+use tsload_sink_mysql::MysqlConfig;
+use tsload_sink_postgres::PostgresConfig;
+use tsload_sink_tdengine::TdengineConfig;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
 /// What will be generated, with every default resolved.
@@ -65,6 +68,9 @@ pub struct InfluxPlan {
 pub enum TargetPlan {
     Null,
     Influx(InfluxPlan),
+    Postgres(PostgresConfig),
+    Mysql(MysqlConfig),
+    Tdengine(TdengineConfig),
     Sqlite {
         url: String,
         drop_existing: bool,
@@ -79,6 +85,9 @@ impl TargetPlan {
         match self {
             TargetPlan::Null => "null",
             TargetPlan::Influx(_) => "influx",
+            TargetPlan::Postgres(_) => "postgres",
+            TargetPlan::Mysql(_) => "mysql",
+            TargetPlan::Tdengine(_) => "tdengine",
             TargetPlan::Sqlite { .. } => "sqlite",
         }
     }
@@ -169,6 +178,33 @@ impl Plan {
         };
         let target = match &self.target {
             TargetPlan::Null => json!({"kind": "null"}),
+            TargetPlan::Postgres(c) => json!({
+                "kind": "postgres", "url": c.url, "layout": c.layout.as_str(),
+                "method": c.method.as_str(), "copy_format": c.copy_format.as_str(),
+                "hypertable": c.hypertable,
+                "chunk_time_interval": c.chunk_time_interval.map(|d| humantime::format_duration(d).to_string()),
+                "synchronous_commit": c.synchronous_commit, "drop_existing": c.drop_existing,
+                "create_index": c.create_index,
+                "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
+            }),
+            TargetPlan::Mysql(c) => json!({
+                "kind": "mysql", "url": c.url, "engine": c.engine,
+                "primary_key": format!("{:?}", c.primary_key),
+                "transaction": format!("{:?}", c.transaction), "ts_type": format!("{:?}", c.ts_type),
+                "drop_existing": c.drop_existing, "create_database": c.create_database,
+                "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
+            }),
+            TargetPlan::Tdengine(c) => json!({
+                "kind": "tdengine", "url": c.redacted_dsn(), "database": c.database,
+                "vgroups": c.db_options.vgroups, "buffer": c.db_options.buffer,
+                "wal_level": c.db_options.wal_level,
+                "cachemodel": c.db_options.cachemodel.map(|m| format!("{m:?}")),
+                "precision": format!("{:?}", c.db_options.precision),
+                "child_tables": format!("{:?}", c.child_tables), "mode": format!("{:?}", c.mode),
+                "batch_create_tbl_num": c.batch_create_tbl_num, "max_sql_length": c.max_sql_length,
+                "drop_existing": c.drop_existing,
+                "timeout": humantime::format_duration(c.request_timeout).to_string(),
+            }),
             TargetPlan::Influx(i) => {
                 let mut v = json!({
                     "kind": "influx", "url": i.url, "api": i.api, "precision": i.precision,

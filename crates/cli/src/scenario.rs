@@ -126,6 +126,30 @@ struct TargetSection {
     gzip: Option<Spanned<bool>>,
     create_database: Option<Spanned<bool>>,
     timeout: Option<Spanned<String>>,
+    // postgres
+    layout: Option<Spanned<String>>,
+    method: Option<Spanned<String>>,
+    copy_format: Option<Spanned<String>>,
+    hypertable: Option<Spanned<bool>>,
+    chunk_time_interval: Option<Spanned<String>>,
+    synchronous_commit: Option<Spanned<String>>,
+    create_index: Option<Spanned<bool>>,
+    connect_timeout: Option<Spanned<String>>,
+    // mysql
+    engine: Option<Spanned<String>>,
+    primary_key: Option<Spanned<String>>,
+    transaction: Option<Spanned<String>>,
+    ts_type: Option<Spanned<String>>,
+    // tdengine
+    database: Option<Spanned<String>>,
+    vgroups: Option<Spanned<i64>>,
+    cachemodel: Option<Spanned<String>>,
+    buffer: Option<Spanned<i64>>,
+    wal_level: Option<Spanned<i64>>,
+    child_tables: Option<Spanned<String>>,
+    batch_create_tbl_num: Option<Spanned<i64>>,
+    mode: Option<Spanned<String>>,
+    max_sql_length: Option<Spanned<i64>>,
 }
 
 impl TargetSection {
@@ -160,7 +184,47 @@ impl TargetSection {
     }
 }
 
-const TARGET_KINDS: &[&str] = &["sqlite", "influx", "null"];
+const TARGET_KINDS: &[&str] = &["sqlite", "influx", "postgres", "mysql", "tdengine", "null"];
+const POSTGRES_KEYS: &[&str] = &[
+    "url",
+    "password",
+    "layout",
+    "method",
+    "copy_format",
+    "hypertable",
+    "chunk_time_interval",
+    "synchronous_commit",
+    "drop_existing",
+    "create_index",
+    "connect_timeout",
+];
+const MYSQL_KEYS: &[&str] = &[
+    "url",
+    "password",
+    "engine",
+    "primary_key",
+    "transaction",
+    "ts_type",
+    "drop_existing",
+    "create_database",
+    "connect_timeout",
+];
+const TDENGINE_KEYS: &[&str] = &[
+    "url",
+    "password",
+    "database",
+    "vgroups",
+    "cachemodel",
+    "buffer",
+    "wal_level",
+    "precision",
+    "child_tables",
+    "batch_create_tbl_num",
+    "mode",
+    "max_sql_length",
+    "drop_existing",
+    "timeout",
+];
 const SQLITE_KEYS: &[&str] = &[
     "url",
     "drop_existing",
@@ -303,6 +367,23 @@ struct Ctx<'a> {
     file: String,
     text: &'a str,
     overridden: Vec<String>,
+}
+
+fn flag(v: &Option<Spanned<bool>>, default: bool) -> bool {
+    v.as_ref().map_or(default, |v| *v.get_ref())
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Length of varchar, binary and nchar columns that give no `len`.
@@ -848,6 +929,9 @@ impl Ctx<'_> {
         let (allowed, what): (&[&str], String) = match kind {
             "null" => (&[], "target kind \"null\", which has none".into()),
             "sqlite" => (SQLITE_KEYS, "target kind \"sqlite\"".into()),
+            "postgres" => (POSTGRES_KEYS, "target kind \"postgres\"".into()),
+            "mysql" => (MYSQL_KEYS, "target kind \"mysql\"".into()),
+            "tdengine" => (TDENGINE_KEYS, "target kind \"tdengine\"".into()),
             _ if api == "v2" => (
                 INFLUX_V2_KEYS,
                 "target kind \"influx\" with api \"v2\"".into(),
@@ -883,6 +967,11 @@ impl Ctx<'_> {
         let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
         match kind {
             "null" => Ok(TargetPlan::Null),
+            "postgres" => {
+                self.target_postgres(t, url("postgres://postgres@127.0.0.1:5432/postgres")?)
+            }
+            "mysql" => self.target_mysql(t, url("mysql://root@127.0.0.1:3306/tsload")?),
+            "tdengine" => self.target_tdengine(t, url("ws://root:taosdata@127.0.0.1:6041")?),
             "sqlite" => {
                 let synchronous = match &t.synchronous {
                     None => "normal".to_string(),
@@ -946,6 +1035,209 @@ impl Ctx<'_> {
                 }))
             }
         }
+    }
+
+    fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
+        use tsload_sink_postgres::{CopyFormat, InsertMethod, Layout, PostgresConfig};
+        let url = self.url_with_password(t, url, &["postgres://", "postgresql://"])?;
+        let mut cfg = PostgresConfig::new(url);
+        if let Some(v) = &t.layout {
+            cfg.layout = match self.choice(v, "target.layout", &["wide", "tags"])? {
+                "tags" => Layout::TagsTable,
+                _ => Layout::Wide,
+            };
+        }
+        if let Some(v) = &t.method {
+            cfg.method = match self.choice(v, "target.method", &["copy", "insert", "unnest"])? {
+                "insert" => InsertMethod::Insert,
+                "unnest" => InsertMethod::Unnest,
+                _ => InsertMethod::Copy,
+            };
+        }
+        if let Some(v) = &t.copy_format {
+            cfg.copy_format = match self.choice(v, "target.copy_format", &["binary", "text"])? {
+                "text" => CopyFormat::Text,
+                _ => CopyFormat::Binary,
+            };
+        }
+        cfg.hypertable = flag(&t.hypertable, false);
+        cfg.chunk_time_interval = t
+            .chunk_time_interval
+            .as_ref()
+            .map(|v| self.duration(v, "target.chunk_time_interval", Duration::from_micros(1)))
+            .transpose()?;
+        cfg.synchronous_commit = t
+            .synchronous_commit
+            .as_ref()
+            .map(|v| {
+                self.choice(
+                    v,
+                    "target.synchronous_commit",
+                    &tsload_sink_postgres::SYNCHRONOUS_COMMIT_VALUES,
+                )
+                .map(str::to_string)
+            })
+            .transpose()?;
+        cfg.drop_existing = flag(&t.drop_existing, false);
+        cfg.create_index = flag(&t.create_index, false);
+        if let Some(v) = &t.connect_timeout {
+            cfg.connect_timeout =
+                self.duration(v, "target.connect_timeout", Duration::from_millis(1))?;
+        }
+        Ok(TargetPlan::Postgres(cfg))
+    }
+
+    fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
+        use tsload_sink_mysql::{MysqlConfig, PrimaryKey, TransactionMode, TsType};
+        let url = self.url_with_password(t, url, &["mysql://", "mariadb://"])?;
+        let mut cfg = MysqlConfig::new(url);
+        if let Some(v) = &t.engine {
+            cfg.engine = v.get_ref().clone();
+        }
+        if let Some(v) = &t.primary_key {
+            cfg.primary_key = match self.choice(
+                v,
+                "target.primary_key",
+                &["none", "auto_increment", "tags_ts"],
+            )? {
+                "auto_increment" => PrimaryKey::AutoIncrement,
+                "tags_ts" => PrimaryKey::TagsTs,
+                _ => PrimaryKey::None,
+            };
+        }
+        if let Some(v) = &t.transaction {
+            cfg.transaction =
+                match self.choice(v, "target.transaction", &["per_batch", "autocommit"])? {
+                    "autocommit" => TransactionMode::Autocommit,
+                    _ => TransactionMode::PerBatch,
+                };
+        }
+        if let Some(v) = &t.ts_type {
+            cfg.ts_type = match self.choice(v, "target.ts_type", &["datetime", "bigint_ns"])? {
+                "bigint_ns" => TsType::BigIntNs,
+                _ => TsType::DateTime6,
+            };
+        }
+        cfg.drop_existing = flag(&t.drop_existing, false);
+        cfg.create_database = flag(&t.create_database, false);
+        if let Some(v) = &t.connect_timeout {
+            cfg.connect_timeout = self.duration(v, "target.connect_timeout", Duration::ZERO)?;
+        }
+        Ok(TargetPlan::Mysql(cfg))
+    }
+
+    fn target_tdengine(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
+        use tsload_sink_tdengine::{
+            CacheModel, ChildTables, InsertMode, Precision, TdengineConfig,
+        };
+        let url =
+            self.url_with_password(t, url, &["ws://", "wss://", "taos+ws://", "taos+wss://"])?;
+        let mut cfg = TdengineConfig::new(url);
+        if let Some(v) = &t.database {
+            cfg.database = v.get_ref().clone();
+        }
+        let count = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
+            v.as_ref().map(|v| self.int(v, key, lo, hi)).transpose()
+        };
+        cfg.db_options.vgroups = count(&t.vgroups, "target.vgroups", 1, 1024)?.map(|v| v as u32);
+        cfg.db_options.buffer = count(&t.buffer, "target.buffer", 3, 16_384)?.map(|v| v as u32);
+        cfg.db_options.wal_level = count(&t.wal_level, "target.wal_level", 0, 2)?.map(|v| v as u8);
+        if let Some(v) = &t.cachemodel {
+            cfg.db_options.cachemodel = Some(
+                match self.choice(
+                    v,
+                    "target.cachemodel",
+                    &["none", "last_row", "last_value", "both"],
+                )? {
+                    "last_row" => CacheModel::LastRow,
+                    "last_value" => CacheModel::LastValue,
+                    "both" => CacheModel::Both,
+                    _ => CacheModel::None,
+                },
+            );
+        }
+        if let Some(v) = &t.precision {
+            cfg.db_options.precision =
+                match self.choice(v, "target.precision", &["ms", "us", "ns"])? {
+                    "us" => Precision::Us,
+                    "ns" => Precision::Ns,
+                    _ => Precision::Ms,
+                };
+        }
+        if let Some(v) = &t.child_tables {
+            cfg.child_tables = match self.choice(v, "target.child_tables", &["prepare", "auto"])? {
+                "auto" => ChildTables::Auto,
+                _ => ChildTables::Prepare,
+            };
+        }
+        if let Some(n) = count(
+            &t.batch_create_tbl_num,
+            "target.batch_create_tbl_num",
+            1,
+            3000,
+        )? {
+            cfg.batch_create_tbl_num = n as usize;
+        }
+        if let Some(v) = &t.mode {
+            cfg.mode =
+                match self.choice(v, "target.mode", &["stmt", "stmt2", "sql", "schemaless"])? {
+                    "stmt2" => InsertMode::Stmt2,
+                    "sql" => InsertMode::Sql,
+                    "schemaless" => InsertMode::Schemaless,
+                    _ => InsertMode::Stmt,
+                };
+        }
+        if let Some(n) = count(&t.max_sql_length, "target.max_sql_length", 1024, 64 << 20)? {
+            cfg.max_sql_length = n as usize;
+        }
+        cfg.drop_existing = flag(&t.drop_existing, false);
+        if let Some(v) = &t.timeout {
+            cfg.request_timeout = self.duration(v, "target.timeout", Duration::from_millis(1))?;
+        }
+        Ok(TargetPlan::Tdengine(cfg))
+    }
+
+    /// `url` with `target.password` (if given) put in as the URL's password, after checking
+    /// that the URL has an allowed scheme.
+    fn url_with_password(
+        &self,
+        t: &TargetSection,
+        url: String,
+        schemes: &[&str],
+    ) -> Result<String, ScenarioError> {
+        let span = t.url.as_ref().map(|u| u.span());
+        let Some(scheme) = schemes.iter().find(|s| url.starts_with(**s)) else {
+            return Err(self.error(
+                span.as_ref(),
+                "target.url",
+                format!("the URL must start with {}", schemes.join(" or ")),
+            ));
+        };
+        let Some(password) = self.secret(&t.password, "target.password")? else {
+            return Ok(url);
+        };
+        let rest = &url[scheme.len()..];
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        let Some((user, host)) = authority.split_once('@') else {
+            return Err(self.error(
+                span.as_ref(),
+                "target.url",
+                "a `password` needs a user name in the URL, e.g. scheme://USER@host".into(),
+            ));
+        };
+        if user.contains(':') {
+            return Err(self.error(
+                span.as_ref(),
+                "target.password",
+                "the URL has a password already; give it in one place".into(),
+            ));
+        }
+        Ok(format!(
+            "{scheme}{user}:{}@{host}{}",
+            percent_encode(&password),
+            &rest[authority_end..]
+        ))
     }
 
     /// A secret: the value itself, or `$NAME` / `${NAME}` to read it from the environment

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use tsload_core::engine::{self, EngineError, Observer, RunOutcome, StopHandle};
 use tsload_core::{NullSink, Workload};
 use tsload_sink_influx::{Api, InfluxConfig, InfluxSink, Precision};
+use tsload_sink_mysql::MysqlSink;
+use tsload_sink_postgres::PostgresSink;
 use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
+use tsload_sink_tdengine::TdengineSink;
 
 use crate::plan::{Plan, TargetPlan};
 
@@ -20,6 +23,18 @@ pub async fn run(
     let load = plan.load.clone();
     match &plan.target {
         TargetPlan::Null => engine::run(workload, Arc::new(NullSink), load, stop, observer).await,
+        TargetPlan::Postgres(cfg) => {
+            let sink = PostgresSink::new(cfg.clone()).map_err(EngineError::Prepare)?;
+            engine::run(workload, Arc::new(sink), load, stop, observer).await
+        }
+        TargetPlan::Mysql(cfg) => {
+            let sink = MysqlSink::new(cfg.clone()).map_err(EngineError::Prepare)?;
+            engine::run(workload, Arc::new(sink), load, stop, observer).await
+        }
+        TargetPlan::Tdengine(cfg) => {
+            let sink = TdengineSink::new(cfg.clone()).map_err(EngineError::Prepare)?;
+            engine::run(workload, Arc::new(sink), load, stop, observer).await
+        }
         TargetPlan::Influx(i) => {
             let cfg = InfluxConfig {
                 url: i.url.clone(),
