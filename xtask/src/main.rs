@@ -8,10 +8,11 @@ use anyhow::{Context as _, bail};
 const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|fmt>
   test           install what the tests need, then fmt check, clippy, and every test
   bench          criterion benchmarks of the hot path
-  bench-targets [victoria-metrics|influxdb|questdb]... [-- --set KEY=VALUE...]
+  bench-targets [victoria-metrics|influxdb|questdb|postgres|mariadb]... [-- KEY=VALUE...]
                  start each real server on loopback and load TSBS cpu-only (seed 123,
-                 100 hosts, 1 day = 8.64 M metrics, 4 workers, batch 10,000) into it
-                 three times with the release build, printing tsload's reports
+                 100 hosts, 4 workers, batch 10,000; 1 day = 8.64 M metrics over line
+                 protocol, 6 h = 2.16 M metrics into the SQL servers) three times with
+                 the release build, printing tsload's reports; KEY=VALUE are --set's
   fmt            format the workspace";
 
 fn main() -> anyhow::Result<()> {
@@ -296,6 +297,8 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
             ServerKind::VictoriaMetrics,
             ServerKind::InfluxDb1,
             ServerKind::QuestDb,
+            ServerKind::Postgres,
+            ServerKind::MariaDb,
         ]
     } else {
         names
@@ -304,9 +307,12 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
                 "victoria-metrics" | "vm" => Ok(ServerKind::VictoriaMetrics),
                 "influxdb" => Ok(ServerKind::InfluxDb1),
                 "questdb" => Ok(ServerKind::QuestDb),
-                other => {
-                    bail!("unknown server {other}; allowed: victoria-metrics, influxdb, questdb")
-                }
+                "postgres" => Ok(ServerKind::Postgres),
+                "mariadb" => Ok(ServerKind::MariaDb),
+                other => bail!(
+                    "unknown server {other}; allowed: victoria-metrics, influxdb, questdb, \
+                     postgres, mariadb"
+                ),
             })
             .collect::<anyhow::Result<_>>()?
     };
@@ -317,22 +323,36 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
             eprintln!("== {kind}, run {round}: {}", server.base_url());
             let mut cmd = Command::new("target/release/tsload");
             cmd.args(["run", "configs/cpu-only.toml", "--progress", "none"]);
-            for set in [
-                "target.kind=\"influx\"".to_string(),
-                format!("target.url=\"{}\"", server.base_url()),
-                "load.workers=4".into(),
-                "load.batch=10000".into(),
-            ] {
-                cmd.args(["--set", &set]);
+            let mut sets = vec!["load.workers=4".to_string(), "load.batch=10000".into()];
+            match kind {
+                ServerKind::Postgres | ServerKind::MariaDb => {
+                    let target = if kind == ServerKind::Postgres {
+                        "postgres"
+                    } else {
+                        "mysql"
+                    };
+                    let url = server.database_url().context("an SQL server has a URL")?;
+                    sets.push(format!("target.kind=\"{target}\""));
+                    sets.push(format!("target.url=\"{url}\""));
+                    sets.push("target.drop_existing=true".into());
+                    sets.push("workload.end=\"2016-01-01T06:00:00Z\"".into());
+                }
+                _ => {
+                    sets.push("target.kind=\"influx\"".into());
+                    sets.push(format!("target.url=\"{}\"", server.base_url()));
+                    if kind != ServerKind::InfluxDb1 {
+                        sets.push("target.create_database=false".into());
+                    }
+                }
             }
-            if kind != ServerKind::InfluxDb1 {
-                cmd.args(["--set", "target.create_database=false"]);
+            for set in &sets {
+                cmd.args(["--set", set]);
             }
             for set in extra {
                 cmd.args(["--set", set]);
             }
             let status = cmd.status().context("starting target/release/tsload")?;
-            eprintln!("   server CPU: {}", server_cpu(server.pid()));
+            eprintln!("   server CPU: {}", server_cpu(&server));
             if !status.success() {
                 bail!(
                     "tsload failed against {kind}: {status}\n{}",
@@ -344,24 +364,25 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// User + system CPU seconds of a process so far, from /proc.
-fn server_cpu(pid: u32) -> String {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return "unknown".into();
-    };
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
-    format!("{:.2} s", (ticks(11) + ticks(12)) / 100.0)
+/// User + system CPU seconds of a server so far, from /proc: its processes, and the
+/// children they have reaped (PostgreSQL's backends, once their connections closed).
+fn server_cpu(server: &tsload_testbed::Server) -> String {
+    let mut ticks = 0.0;
+    for pid in server.processes() {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces) start after the last ')':
+        // utime, stime, cutime, cstime are stat's fields 14-17, 11-14 after the name.
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        ticks += (11..=14)
+            .filter_map(|i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
+            .sum::<f64>();
+    }
+    format!("{:.2} s", ticks / 100.0)
 }

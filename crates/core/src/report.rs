@@ -18,6 +18,7 @@ pub struct LatencySummary {
     pub mean_ms: f64,
     pub p50_ms: f64,
     pub p90_ms: f64,
+    pub p95_ms: f64,
     pub p99_ms: f64,
     pub p99_9_ms: f64,
     pub p99_99_ms: f64,
@@ -36,6 +37,7 @@ impl LatencySummary {
             mean_ms: h.mean() / 1e6,
             p50_ms: ms(h.value_at_quantile(0.5)),
             p90_ms: ms(h.value_at_quantile(0.9)),
+            p95_ms: ms(h.value_at_quantile(0.95)),
             p99_ms: ms(h.value_at_quantile(0.99)),
             p99_9_ms: ms(h.value_at_quantile(0.999)),
             p99_99_ms: ms(h.value_at_quantile(0.9999)),
@@ -43,13 +45,14 @@ impl LatencySummary {
         }
     }
 
-    /// The figure a threshold names: min, mean, p50, p90, p99, p99.9, p99.99, max.
+    /// The figure a threshold names: min, mean, p50, p90, p95, p99, p99.9, p99.99, max.
     pub fn get(&self, name: &str) -> Option<f64> {
         Some(match name {
             "min" => self.min_ms,
             "mean" | "avg" => self.mean_ms,
             "p50" | "median" => self.p50_ms,
             "p90" => self.p90_ms,
+            "p95" => self.p95_ms,
             "p99" => self.p99_ms,
             "p99.9" => self.p99_9_ms,
             "p99.99" => self.p99_99_ms,
@@ -205,18 +208,19 @@ impl Summary {
         }
         let _ = writeln!(
             s,
-            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms)",
-            "", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"
+            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms)",
+            "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
         );
         for (name, l) in [("latency", &self.latency), ("service", &self.service)] {
             let _ = writeln!(
                 s,
-                "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 name,
                 ms(l.min_ms),
                 ms(l.mean_ms),
                 ms(l.p50_ms),
                 ms(l.p90_ms),
+                ms(l.p95_ms),
                 ms(l.p99_ms),
                 ms(l.p99_9_ms),
                 ms(l.p99_99_ms),

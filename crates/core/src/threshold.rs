@@ -55,7 +55,7 @@ pub struct ThresholdError {
 }
 
 const LATENCY_FIGURES: &[&str] = &[
-    "min", "mean", "avg", "p50", "median", "p90", "p99", "p99.9", "p99.99", "max",
+    "min", "mean", "avg", "p50", "median", "p90", "p95", "p99", "p99.9", "p99.99", "max",
 ];
 const COUNT_FIGURES: &[&str] = &[
     "rows",
