@@ -179,7 +179,28 @@ impl TargetSection {
             precision,
             gzip,
             create_database,
-            timeout
+            timeout,
+            layout,
+            method,
+            copy_format,
+            hypertable,
+            chunk_time_interval,
+            synchronous_commit,
+            create_index,
+            connect_timeout,
+            engine,
+            primary_key,
+            transaction,
+            ts_type,
+            database,
+            vgroups,
+            cachemodel,
+            buffer,
+            wal_level,
+            child_tables,
+            batch_create_tbl_num,
+            mode,
+            max_sql_length
         )
     }
 }
@@ -1432,7 +1453,11 @@ mod tests {
             "{e}"
         );
         let e = err("[target]\nkind = \"oracle\"\n");
-        assert!(e.message.contains("sqlite, influx, null"), "{e}");
+        assert!(
+            e.message
+                .contains("sqlite, influx, postgres, mysql, tdengine, null"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1514,5 +1539,40 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key.as_deref(), Some("target.drop_existing"));
+    }
+
+    #[test]
+    fn a_password_goes_into_the_url_percent_encoded() {
+        let file = "[target]\nkind = \"postgres\"\nurl = \"postgres://bob@h:5432/db\"\npassword = \"p@ss w/rd\"\n";
+        let p = parse("s.toml", file, &[]).unwrap();
+        let TargetPlan::Postgres(cfg) = &p.target else {
+            panic!("{:?}", p.target)
+        };
+        assert_eq!(cfg.url, "postgres://bob:p%40ss%20w%2Frd@h:5432/db");
+        assert!(
+            !p.to_json().to_string().contains("p%40ss"),
+            "redacted in the plan"
+        );
+        let twice = "[target]\nkind = \"mysql\"\nurl = \"mysql://bob:x@h/db\"\npassword = \"y\"\n";
+        let e = parse("s.toml", twice, &[]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("target.password"));
+        let e = parse(
+            "s.toml",
+            "[target]\nkind = \"postgres\"\nurl = \"mysql://h/db\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("postgres://"), "{e}");
+        let e = parse(
+            "s.toml",
+            "[target]\nkind = \"postgres\"\nmode = \"sql\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("not a setting of target kind \"postgres\""),
+            "{e}"
+        );
     }
 }
