@@ -2,6 +2,7 @@
 //! engine, shows progress and prints (and writes) the final report.
 
 mod generate;
+mod netem;
 mod plan;
 mod progress;
 mod scenario;
@@ -47,6 +48,9 @@ enum Command {
     Validate(ScenarioArgs),
     /// Write a scenario's data set as TSBS-compatible line protocol.
     Generate(GenerateArgs),
+    /// Network impairment with tc qdiscs over rtnetlink: apply, show, clear, restore.
+    #[command(subcommand)]
+    Netem(netem::NetemCommand),
 }
 
 #[derive(Args)]
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Validate(args) => cmd_validate(args),
+        Command::Netem(command) => netem::cmd_netem(command),
         Command::Generate(args) => generate::cmd_generate(
             args.scenario.scenario.as_deref(),
             &args.scenario.set,

@@ -1,0 +1,168 @@
+//! `tsload netem apply|show|clear|restore`: tc's qdisc commands for network impairment,
+//! over rtnetlink (no `tc` binary), with `--dry-run`/`--hex` to see the exact request.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use tsload_netem::guard::DEFAULT_RECORD_DIR;
+use tsload_netem::{ApplyOptions, Guard, Psched, QdiscOp, QdiscRequest, Spec, Target};
+
+#[derive(Subcommand)]
+pub enum NetemCommand {
+    /// Install an impairment as the root qdisc of an interface (stays until cleared).
+    Apply(ApplyArgs),
+    /// Print the root qdisc of an interface, decoded.
+    Show(DevArgs),
+    /// Remove the root qdisc of an interface (back to the kernel's default).
+    Clear(DevArgs),
+    /// Restore interfaces that a killed tsload run left impaired (records under /run/tsload).
+    Restore,
+}
+
+#[derive(Args)]
+pub struct DevArgs {
+    /// The interface, e.g. eth0 or veth0.
+    #[arg(long)]
+    dev: String,
+    /// Run inside this network namespace (`ip netns` name or path).
+    #[arg(long)]
+    netns: Option<String>,
+}
+
+impl DevArgs {
+    fn target(&self) -> Target {
+        let t = Target::new(&self.dev);
+        match &self.netns {
+            Some(ns) => t.in_netns(ns),
+            None => t,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    dev: DevArgs,
+    /// Fail if a root qdisc is already there (tc's `add`) instead of replacing it.
+    #[arg(long)]
+    add: bool,
+    /// Impair the interface that carries the default route (it may cut your own session).
+    #[arg(long)]
+    allow_default_route: bool,
+    /// Print the request instead of sending it.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: print the request's exact bytes in hex (interface index 0 unless
+    /// the interface exists here).
+    #[arg(long)]
+    hex: bool,
+    /// The impairment in tc's words, e.g. `delay 10ms 2ms loss 0.5%` or
+    /// `tbf rate 100mbit burst 32kbit latency 50ms`.
+    #[arg(last = true, required = true, value_name = "SPEC")]
+    spec: Vec<String>,
+}
+
+pub fn cmd_netem(command: NetemCommand) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        match command {
+            NetemCommand::Apply(args) => apply(args).await,
+            NetemCommand::Show(args) => {
+                let target = args.target();
+                match tsload_netem::show(&target).await? {
+                    None => println!("{target}: the kernel's default root qdisc"),
+                    Some(q) => println!("{target}: {q}"),
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            NetemCommand::Clear(args) => {
+                let target = args.target();
+                if tsload_netem::clear(&target).await? {
+                    println!("{target}: root qdisc removed");
+                } else {
+                    println!("{target}: nothing to clear (default root qdisc)");
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            NetemCommand::Restore => restore().await,
+        }
+    })
+}
+
+async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
+    let text = args.spec.join(" ");
+    let spec: Spec = match text.parse() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: netem spec `{text}`: {e}");
+            return Ok(ExitCode::from(crate::EXIT_USAGE));
+        }
+    };
+    let target = args.dev.target();
+    let op = if args.add {
+        QdiscOp::Add
+    } else {
+        QdiscOp::Replace
+    };
+    if args.dry_run {
+        let ifindex = match tsload_netem::apply::Netlink::open(target.netns.as_deref()).await {
+            Ok(nl) => nl.ifindex(&target.ifname).await.unwrap_or(0),
+            Err(_) => 0,
+        };
+        let request = QdiscRequest::root(op, ifindex as i32, 0, &spec, &Psched::read())
+            .with_context(|| format!("encoding `{spec}`"))?;
+        let bytes = request.to_bytes();
+        println!(
+            "{} root qdisc of {target} (ifindex {ifindex}): {} {spec} ({} bytes)",
+            op.name(),
+            spec.kind(),
+            bytes.len()
+        );
+        if args.hex {
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            println!("{hex}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = ApplyOptions {
+        op,
+        allow_default_route: args.allow_default_route,
+        ..ApplyOptions::default()
+    };
+    tsload_netem::apply(&target, &spec, &options).await?;
+    println!("{target}: {spec}");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn restore() -> anyhow::Result<ExitCode> {
+    let records = Guard::pending_records(Path::new(DEFAULT_RECORD_DIR))?;
+    if records.is_empty() {
+        println!("nothing to restore: no records under {DEFAULT_RECORD_DIR}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut failed = false;
+    for record in records {
+        let target = record.target();
+        if record.owner_alive() {
+            println!("{target}: still held by a running tsload (pid alive): left alone");
+            continue;
+        }
+        match Guard::restore_from_record(&record).await {
+            Ok(outcome) => println!("{target}: {outcome:?}"),
+            Err(e) => {
+                eprintln!("error: {target}: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

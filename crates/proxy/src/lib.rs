@@ -1,0 +1,369 @@
+//! tsload-proxy: a user-space TCP delay proxy, for machines whose kernel has no netem.
+//!
+//! [`Proxy::start`] listens on [`ProxyConfig::listen`], connects every accepted client to
+//! [`ProxyConfig::upstream`] and forwards bytes both ways, adding what netem would add on
+//! the client's egress:
+//!
+//! - **delay** `D`: with [`Direction::Up`] (the default) every byte read from the client is
+//!   written to the upstream `D` after it was read, so a round trip takes `D` longer;
+//!   [`Direction::Down`] delays the server-to-client direction instead, and
+//!   [`Direction::Both`] delays both (`2D` per round trip, netem on both ends).
+//! - **jitter** `J`: each chunk's delay is `D + uniform(-J, J)` (never below zero), but a
+//!   chunk is never released before the one read before it, so bytes are never reordered.
+//! - **rate**: a bandwidth limit in bytes per second on each delayed direction, a token
+//!   bucket whose burst is one chunk (10 ms of the rate, between 1 KiB and 64 KiB); bytes
+//!   are delayed by `D` after they leave the bucket.
+//!
+//! Each connection has its own queues; byte order is kept; a half-close (a FIN) travels
+//! through the delay line like data; an I/O error on either side closes both (with a
+//! reset). An upstream that refuses a connection gets the client's connection reset and is
+//! counted in [`ProxyStats::connect_errors`].
+//!
+//! A direction without delay, jitter or rate is a plain copy loop (64 KiB reads, no
+//! timers). A delayed direction is a delay line: the reader stamps each chunk with its
+//! release instant and queues it (at most 16 MiB per direction, then the reader stops
+//! reading and TCP pushes back), the writer sleeps until the release instant and writes.
+//! On Linux the writer sleeps on its own timerfd (a kernel hrtimer, woken through tokio's
+//! reactor), which is accurate to a few tens of microseconds where tokio's own timer
+//! rounds up to the next millisecond; elsewhere it falls back to tokio's timer for the
+//! coarse part and yields for the last millisecond (exact, but it keeps a core busy).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), tsload_proxy::ProxyError> {
+//! use std::time::Duration;
+//! use tsload_proxy::{Direction, Proxy, ProxyConfig};
+//!
+//! let mut config = ProxyConfig::new(
+//!     "127.0.0.1:0".parse().unwrap(),
+//!     "127.0.0.1:8086".parse().unwrap(),
+//! );
+//! config.delay = Duration::from_millis(10);
+//! config.direction = Direction::Up;
+//! let proxy = Proxy::start(config).await?;
+//! println!("point the load at {}", proxy.local_addr());
+//! // ... run the load ...
+//! println!("{:?}", proxy.stats());
+//! proxy.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod lane;
+mod timer;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::lane::LaneConfig;
+
+/// The largest delay or jitter accepted (one hour): more is surely a unit mistake.
+pub const MAX_DELAY: Duration = Duration::from_secs(3600);
+
+/// Which direction of each connection is delayed (and rate-limited).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Client to upstream: netem on the client's egress.
+    #[default]
+    Up,
+    /// Upstream to client: netem on the server's egress.
+    Down,
+    /// Both directions, each by the full delay: netem on both ends.
+    Both,
+}
+
+impl Direction {
+    fn up(self) -> bool {
+        matches!(self, Direction::Up | Direction::Both)
+    }
+
+    fn down(self) -> bool {
+        matches!(self, Direction::Down | Direction::Both)
+    }
+}
+
+/// What a [`Proxy`] listens on, where it forwards to, and what it adds on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyConfig {
+    /// Address to listen on (port 0 picks a free port; see [`ProxyHandle::local_addr`]).
+    pub listen: SocketAddr,
+    /// Address every accepted connection is forwarded to.
+    pub upstream: SocketAddr,
+    /// Delay added to each delayed direction.
+    pub delay: Duration,
+    /// Each chunk's delay is `delay + uniform(-jitter, jitter)`, clamped so that nothing
+    /// is reordered and no delay is negative.
+    pub jitter: Duration,
+    /// Bandwidth limit of each delayed direction, in bytes per second (`None`: unlimited).
+    pub rate: Option<u64>,
+    /// Which direction the delay, jitter and rate apply to.
+    pub direction: Direction,
+}
+
+impl ProxyConfig {
+    /// A transparent proxy from `listen` to `upstream`: no delay, no jitter, no rate limit,
+    /// [`Direction::Up`].
+    pub fn new(listen: SocketAddr, upstream: SocketAddr) -> Self {
+        ProxyConfig {
+            listen,
+            upstream,
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            rate: None,
+            direction: Direction::Up,
+        }
+    }
+
+    fn validate(&self) -> Result<(), ProxyError> {
+        if self.delay > MAX_DELAY {
+            return Err(ProxyError::Config(format!(
+                "delay {:?} is over the maximum of {MAX_DELAY:?}",
+                self.delay
+            )));
+        }
+        if self.jitter > MAX_DELAY {
+            return Err(ProxyError::Config(format!(
+                "jitter {:?} is over the maximum of {MAX_DELAY:?}",
+                self.jitter
+            )));
+        }
+        if self.rate == Some(0) {
+            return Err(ProxyError::Config(
+                "rate 0 would never send a byte; leave it unset for no limit".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn lane(&self, delayed: bool) -> LaneConfig {
+        if delayed {
+            LaneConfig {
+                delay: self.delay,
+                jitter: self.jitter,
+                rate: self.rate,
+            }
+        } else {
+            LaneConfig::default()
+        }
+    }
+}
+
+/// Why a proxy could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The configuration is out of range.
+    #[error("invalid proxy configuration: {0}")]
+    Config(String),
+    /// The listening socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Counters of a running proxy (a snapshot, see [`ProxyHandle::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProxyStats {
+    /// Client connections accepted.
+    pub connections: u64,
+    /// Connections open now (accepted and not yet closed).
+    pub active: u64,
+    /// Connections whose upstream could not be reached (refused, unreachable).
+    pub connect_errors: u64,
+    /// Connections closed by an I/O error on either side (reset, broken pipe), and
+    /// failed accepts.
+    pub io_errors: u64,
+    /// Bytes written to the upstream.
+    pub bytes_up: u64,
+    /// Bytes written to clients.
+    pub bytes_down: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    connections: AtomicU64,
+    active: AtomicU64,
+    connect_errors: AtomicU64,
+    io_errors: AtomicU64,
+    bytes_up: AtomicU64,
+    bytes_down: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> ProxyStats {
+        ProxyStats {
+            connections: self.connections.load(Ordering::Relaxed),
+            active: self.active.load(Ordering::Relaxed),
+            connect_errors: self.connect_errors.load(Ordering::Relaxed),
+            io_errors: self.io_errors.load(Ordering::Relaxed),
+            bytes_up: self.bytes_up.load(Ordering::Relaxed),
+            bytes_down: self.bytes_down.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What every connection task shares.
+#[derive(Debug)]
+struct Shared {
+    upstream: SocketAddr,
+    up: LaneConfig,
+    down: LaneConfig,
+    counters: Counters,
+}
+
+/// The user-space delay proxy; see the [crate documentation](crate).
+#[derive(Debug)]
+pub struct Proxy;
+
+impl Proxy {
+    /// Binds `config.listen` and starts accepting and forwarding on the current tokio
+    /// runtime. The proxy runs until [`ProxyHandle::shutdown`] or until the handle is
+    /// dropped.
+    pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
+        config.validate()?;
+        let bind_err = |source| ProxyError::Bind {
+            addr: config.listen,
+            source,
+        };
+        let listener = TcpListener::bind(config.listen).await.map_err(bind_err)?;
+        let local_addr = listener.local_addr().map_err(bind_err)?;
+        let shared = Arc::new(Shared {
+            upstream: config.upstream,
+            up: config.lane(config.direction.up()),
+            down: config.lane(config.direction.down()),
+            counters: Counters::default(),
+        });
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), stop_rx));
+        Ok(ProxyHandle {
+            local_addr,
+            shared,
+            stop: stop_tx,
+            task: Some(task),
+        })
+    }
+}
+
+/// A running proxy. Dropping it stops the proxy: the listener is closed and every open
+/// connection is dropped (both sides closed).
+#[derive(Debug)]
+pub struct ProxyHandle {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ProxyHandle {
+    /// The address the proxy listens on (with the port picked when asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> ProxyStats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Stops accepting, closes every open connection (both sides) and waits until all of
+    /// the proxy's tasks have ended.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ProxyHandle {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            // Aborting the accept task drops its JoinSet, which aborts every connection.
+            task.abort();
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    let mut seq: u64 = 0;
+    loop {
+        tokio::select! {
+            biased;
+            // A stop request, or the handle gone.
+            _ = stop.changed() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((client, _)) => {
+                    shared.counters.connections.fetch_add(1, Ordering::Relaxed);
+                    seq += 1;
+                    conns.spawn(serve(client, Arc::clone(&shared), seq));
+                }
+                Err(_) => {
+                    // Out of descriptors or memory, or an aborted handshake: count it and
+                    // back off a little rather than spin on a listener that keeps failing.
+                    shared.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    conns.shutdown().await;
+}
+
+/// Decrements the active count when a connection task ends, aborted or not.
+struct ActiveGuard<'a>(&'a AtomicU64);
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
+    let counters = &shared.counters;
+    counters.active.fetch_add(1, Ordering::Relaxed);
+    let _active = ActiveGuard(&counters.active);
+    let _ = client.set_nodelay(true);
+    let mut server = match TcpStream::connect(shared.upstream).await {
+        Ok(server) => server,
+        Err(_) => {
+            counters.connect_errors.fetch_add(1, Ordering::Relaxed);
+            // A reset rather than a clean EOF: the client must not take this for an
+            // empty answer.
+            let _ = client.set_zero_linger();
+            return;
+        }
+    };
+    let _ = server.set_nodelay(true);
+    let seed = lane::seed(seq);
+    let result = {
+        let (client_r, client_w) = client.split();
+        let (server_r, server_w) = server.split();
+        let up = lane::forward(client_r, server_w, &shared.up, &counters.bytes_up, seed);
+        let down = lane::forward(
+            server_r,
+            client_w,
+            &shared.down,
+            &counters.bytes_down,
+            seed.rotate_left(32) ^ 0x5bd1_e995,
+        );
+        tokio::try_join!(up, down)
+    };
+    if result.is_err() {
+        counters.io_errors.fetch_add(1, Ordering::Relaxed);
+        let _ = client.set_zero_linger();
+        let _ = server.set_zero_linger();
+    }
+}

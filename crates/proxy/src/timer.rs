@@ -1,0 +1,231 @@
+//! Precise sleeps for the delay lines.
+//!
+//! tokio's timer wheel has a 1 ms resolution and rounds up, so `sleep_until` wakes up to
+//! a millisecond late: far too coarse for a 0.1 ms delay. On Linux each delay line's
+//! writer owns a timerfd on CLOCK_MONOTONIC (the clock of [`Instant`]): a kernel hrtimer,
+//! not subject to timer slack, whose expiry wakes the task through tokio's reactor like any
+//! socket. A wake-up still reaches the task some tens of microseconds after the expiry
+//! (more on a virtual machine whose idle vCPU must be woken), so timers are armed early by
+//! the learnt 90th percentile of that lateness and the task yields for the rest.
+//! Elsewhere, or where no timerfd can be made, the writer sleeps on tokio's timer until a
+//! millisecond and a half before the deadline and yields until it is reached.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Deadlines closer than this (after the early margin) are reached by yielding instead of
+/// arming a timer: a wake-up through the reactor costs about as much.
+const SPIN_BELOW: Duration = Duration::from_micros(10);
+/// How long before the deadline the fallback stops sleeping on tokio's timer.
+const COARSE_MARGIN: Duration = Duration::from_micros(1500);
+/// The most a timerfd is armed ahead of its deadline.
+const MAX_EARLY: Duration = Duration::from_micros(250);
+/// Step of the lateness estimate, per wake-up.
+const EARLY_STEP_NS: u64 = 1000;
+
+/// How long after its expiry a timerfd wake-up reaches the task: the 90th percentile of
+/// recent wake-ups, tracked by every timer of the process (it is the machine's and the
+/// runtime's, not a connection's). Timers are armed that much early and yield the rest.
+static EARLY_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Updates [`EARLY_NS`] with one lateness: up 9 steps when later than the estimate, down
+/// one step otherwise, which settles where 10% of wake-ups are later than the estimate.
+fn learn(late: Duration) {
+    let early = EARLY_NS.load(Ordering::Relaxed);
+    let next = if late.as_nanos() > u128::from(early) {
+        early + 9 * EARLY_STEP_NS
+    } else {
+        early.saturating_sub(EARLY_STEP_NS)
+    };
+    EARLY_NS.store(next.min(MAX_EARLY.as_nanos() as u64), Ordering::Relaxed);
+}
+
+/// A reusable one-shot timer with microsecond accuracy.
+#[derive(Debug)]
+pub(crate) struct PreciseTimer(Kind);
+
+#[derive(Debug)]
+enum Kind {
+    #[cfg(target_os = "linux")]
+    TimerFd(tokio::io::unix::AsyncFd<linux::TimerFd>),
+    Coarse,
+}
+
+impl PreciseTimer {
+    /// A timerfd-backed timer where possible, the fallback otherwise. Must be called
+    /// within a tokio runtime.
+    pub(crate) fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        if let Ok(fd) = linux::TimerFd::new().and_then(linux::register) {
+            return PreciseTimer(Kind::TimerFd(fd));
+        }
+        PreciseTimer(Kind::Coarse)
+    }
+
+    /// The fallback, whatever the platform (for tests and measurements).
+    #[cfg(test)]
+    pub(crate) fn coarse() -> Self {
+        PreciseTimer(Kind::Coarse)
+    }
+
+    /// Returns once `Instant::now() >= deadline`.
+    pub(crate) async fn sleep_until(&mut self, deadline: Instant) -> io::Result<()> {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(());
+            }
+            match &self.0 {
+                #[cfg(target_os = "linux")]
+                Kind::TimerFd(fd) => {
+                    let early = Duration::from_nanos(EARLY_NS.load(Ordering::Relaxed));
+                    let target = deadline - early;
+                    let Some(left) = target.checked_duration_since(now).filter(|&l| l > SPIN_BELOW)
+                    else {
+                        spin_until(deadline).await;
+                        return Ok(());
+                    };
+                    fd.get_ref().arm(left)?;
+                    loop {
+                        let mut ready = fd.readable().await?;
+                        if let Ok(expired) = ready.try_io(|fd| fd.get_ref().consume()) {
+                            expired?;
+                            break;
+                        }
+                    }
+                    let woke = Instant::now();
+                    // Earlier than the target is a stale expiry (of a sleep that was
+                    // cancelled): arm again.
+                    if woke >= target {
+                        learn(woke - target);
+                        spin_until(deadline).await;
+                        return Ok(());
+                    }
+                }
+                Kind::Coarse => {
+                    if let Some(coarse) = deadline.checked_sub(COARSE_MARGIN).filter(|&c| c > now)
+                    {
+                        tokio::time::sleep_until(coarse.into()).await;
+                    }
+                    spin_until(deadline).await;
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Yields to the runtime until the deadline has passed.
+async fn spin_until(deadline: Instant) {
+    while Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    //! A timerfd that tokio's `AsyncFd` can watch.
+
+    use std::io;
+    use std::os::fd::{AsFd, AsRawFd, RawFd};
+    use std::time::Duration;
+
+    use nix::sys::time::TimeSpec;
+    use tokio::io::Interest;
+    use tokio::io::unix::AsyncFd;
+    use nix::sys::timerfd::{self, ClockId, Expiration, TimerFlags, TimerSetTimeFlags};
+
+    #[derive(Debug)]
+    pub(super) struct TimerFd(timerfd::TimerFd);
+
+    impl AsRawFd for TimerFd {
+        fn as_raw_fd(&self) -> RawFd {
+            self.0.as_fd().as_raw_fd()
+        }
+    }
+
+    impl TimerFd {
+        pub(super) fn new() -> io::Result<Self> {
+            let flags = TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC;
+            Ok(TimerFd(timerfd::TimerFd::new(ClockId::CLOCK_MONOTONIC, flags)?))
+        }
+
+        /// Arms the timer to expire `after` from now (`after` must not be zero: a zero
+        /// value disarms it).
+        pub(super) fn arm(&self, after: Duration) -> io::Result<()> {
+            let spec = Expiration::OneShot(TimeSpec::from_duration(after));
+            Ok(self.0.set(spec, TimerSetTimeFlags::empty())?)
+        }
+
+        /// Reads the expiry count; `WouldBlock` if the timer has not expired.
+        pub(super) fn consume(&self) -> io::Result<()> {
+            Ok(self.0.wait()?)
+        }
+    }
+
+    /// Registers the timerfd with tokio's reactor.
+    ///
+    /// `AsyncFd::new` is deprecated since tokio 1.52 in favour of the `unsafe`
+    /// `AsyncFd::register`, whose contract is that the descriptor stays open and the same
+    /// for the `AsyncFd`'s whole life. That holds here by construction: [`TimerFd`] owns its
+    /// descriptor (an `OwnedFd`), never replaces it, and the `AsyncFd` owns the `TimerFd`.
+    /// The deprecated safe form is used because this workspace denies `unsafe`.
+    #[allow(deprecated)]
+    pub(super) fn register(fd: TimerFd) -> io::Result<AsyncFd<TimerFd>> {
+        AsyncFd::with_interest(fd, Interest::READABLE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Median lateness of `n` sleeps of `d`.
+    async fn lateness(mut timer: PreciseTimer, d: Duration, n: usize) -> Duration {
+        let mut late = Vec::with_capacity(n);
+        for _ in 0..n {
+            let deadline = Instant::now() + d;
+            timer.sleep_until(deadline).await.unwrap();
+            let now = Instant::now();
+            assert!(now >= deadline, "woke early");
+            late.push(now - deadline);
+        }
+        late.sort();
+        late[n / 2]
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn sleeps_are_never_early_and_rarely_late() {
+        for d in [Duration::from_micros(10), Duration::from_micros(100), Duration::from_millis(2)] {
+            let late = lateness(PreciseTimer::new(), d, 50).await;
+            // Generous: a loaded machine runs tests in parallel.
+            assert!(late < Duration::from_micros(500), "{d:?}: median {late:?} late");
+            let late = lateness(PreciseTimer::coarse(), d, 20).await;
+            assert!(late < Duration::from_micros(500), "coarse {d:?}: median {late:?} late");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn past_deadlines_return_at_once() {
+        let mut timer = PreciseTimer::new();
+        let past = Instant::now();
+        timer.sleep_until(past).await.unwrap();
+        timer.sleep_until(past - Duration::from_millis(1)).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_cancelled_sleep_does_not_cut_the_next_short() {
+        let mut timer = PreciseTimer::new();
+        // Arm for 1 ms, then give up after 0.2 ms: the timerfd stays armed and expires.
+        let _ = tokio::time::timeout(
+            Duration::from_micros(200),
+            timer.sleep_until(Instant::now() + Duration::from_millis(1)),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        let deadline = Instant::now() + Duration::from_millis(5);
+        timer.sleep_until(deadline).await.unwrap();
+        assert!(Instant::now() >= deadline);
+    }
+}
