@@ -34,10 +34,6 @@ pub enum ProbeError {
     #[error("timed out after {0:?}")]
     Timeout(Duration),
 
-    /// An ICMP error came back instead of an echo reply.
-    #[error("{0}")]
-    Icmp(String),
-
     /// An HTTP request failed before an answer.
     #[error("HTTP request to {url} failed: {source}")]
     Http { url: String, source: reqwest::Error },
@@ -58,7 +54,6 @@ impl ProbeError {
         match self {
             ProbeError::Timeout(_) => "timeout".to_string(),
             ProbeError::Io { source, .. } => io_reason(source),
-            ProbeError::Icmp(what) => what.clone(),
             ProbeError::Http { source, .. } => {
                 if source.is_timeout() {
                     "timeout".to_string()

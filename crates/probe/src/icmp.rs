@@ -8,8 +8,9 @@
 //! datagram socket first and falls back to the raw one, as iputils does; when neither
 //! opens, [`ProbeError::IcmpPermission`] names both missing privileges.
 //!
-//! RTTs are surge-ping's: from the moment `sendto()` returned to the moment its receive
-//! task read the reply. Replies that arrive after `timeout` count as lost; ICMP errors
+//! RTTs run from just before the echo request is built and sent to the moment
+//! surge-ping's receive task read the reply (see `timed_ping` for why surge-ping's own
+//! figure, which starts after `sendto()` returned, is not used alone). Replies that arrive after `timeout` count as lost; ICMP errors
 //! (unreachable, time exceeded) count as errors, as iputils' `+N errors`.
 
 use std::io;
@@ -134,7 +135,7 @@ async fn run(o: &IcmpOptions) -> Result<ProbeReport, ProbeError> {
                 pinger.timeout(o.timeout);
                 let payload = Arc::clone(&payload);
                 let s = PingSequence(seq);
-                in_flight.push(async move { pinger.ping(s, &payload).await });
+                in_flight.push(async move { timed_ping(&mut pinger, s, &payload).await });
                 seq = seq.wrapping_add(1);
                 sent += 1;
                 stats.on_send();
@@ -169,6 +170,30 @@ async fn run(o: &IcmpOptions) -> Result<ProbeReport, ProbeError> {
         &stats,
         elapsed,
     ))
+}
+
+/// One echo request, its RTT taken from just before the request is built and sent.
+///
+/// surge-ping's own figure starts once `sendto()` has returned; on a veth pair or
+/// loopback the whole round trip can happen inside that `sendto()` (the reply is queued
+/// before it returns), so its figure alone would leave most of the RTT out. The first
+/// poll of `Pinger::ping` builds and sends the request (and ends just after surge-ping
+/// takes its send time), so its duration is added back.
+async fn timed_ping(
+    pinger: &mut surge_ping::Pinger,
+    seq: PingSequence,
+    payload: &[u8],
+) -> Result<(IcmpPacket, Duration), SurgeError> {
+    let mut ping = std::pin::pin!(pinger.ping(seq, payload));
+    let start = Instant::now();
+    let mut send_took = None;
+    let (packet, after_send) = std::future::poll_fn(|cx| {
+        let poll = ping.as_mut().poll(cx);
+        send_took.get_or_insert_with(|| start.elapsed());
+        poll
+    })
+    .await?;
+    Ok((packet, send_took.unwrap_or_default() + after_send))
 }
 
 fn record(stats: &mut RttStats, result: Result<(IcmpPacket, Duration), SurgeError>) {

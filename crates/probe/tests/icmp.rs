@@ -65,7 +65,8 @@ async fn interval_mode_paces_sends() {
     // iputils' time: first send to last send, four intervals.
     assert!(r.elapsed >= Duration::from_millis(80), "{:?}", r.elapsed);
     assert!(r.elapsed < Duration::from_millis(130), "{:?}", r.elapsed);
-    assert!(wall < Duration::from_millis(500), "{wall:?}");
+    // No reply was waited out (the timeout is 2 s); setup may be slow on a busy host.
+    assert!(wall < Duration::from_millis(1500), "{wall:?}");
 }
 
 #[tokio::test]
