@@ -6,15 +6,18 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::stamp::{self, StampedReader};
 use crate::timer::PreciseTimer;
 
 /// Read size of the delay lines.
 const CHUNK: usize = 64 * 1024;
 /// Read size of the copy path.
-const COPY_BUF: usize = 1024 * 1024;
+const COPY_BUF: usize = 64 * 1024;
 /// Bytes a delay line holds before its reader stops reading (TCP then pushes back): enough
 /// for 1.6 GB/s at 10 ms.
 const QUEUE_LIMIT: usize = 16 * 1024 * 1024;
@@ -28,7 +31,7 @@ pub(crate) struct LaneConfig {
 }
 
 impl LaneConfig {
-    fn is_transparent(&self) -> bool {
+    pub(crate) fn is_transparent(&self) -> bool {
         self.delay.is_zero() && self.jitter.is_zero() && self.rate.is_none()
     }
 }
@@ -42,39 +45,60 @@ pub(crate) fn seed(seq: u64) -> u64 {
     SplitMix64(seq ^ nanos.rotate_left(17)).next_u64()
 }
 
-/// Forwards `r` to `w` until EOF (then shuts `w` down) or an error, counting the bytes
-/// written in `counter`.
-pub(crate) async fn forward<R, W>(
-    r: R,
-    w: W,
+/// Forwards `from` to `to` until EOF (then shuts `to` down) or an error, counting the
+/// bytes written in `counter`. `opposite_delayed`: whether the other direction of the
+/// connection is a delay line (then an undelayed lane measures its hop, and a delayed one
+/// does not take the hop off its delay).
+pub(crate) async fn forward(
+    from: ReadHalf<'_>,
+    to: WriteHalf<'_>,
     config: &LaneConfig,
+    opposite_delayed: bool,
     counter: &AtomicU64,
     seed: u64,
-) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    if config.is_transparent() {
-        copy(r, w, counter).await
-    } else {
-        delay_line(r, w, config, counter, seed).await
+) -> io::Result<()> {
+    match (config.is_transparent(), opposite_delayed) {
+        (true, false) => copy(from, to, counter).await,
+        (true, true) => measured_copy(from.as_ref(), to, counter).await,
+        (false, _) => delay_line(from.as_ref(), to, config, !opposite_delayed, counter, seed).await,
     }
 }
 
 /// The zero-delay fast path: read, write, repeat; no timers, no queue.
-async fn copy<R, W>(mut r: R, mut w: W, counter: &AtomicU64) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+async fn copy(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, counter: &AtomicU64) -> io::Result<()> {
     let mut buf = vec![0u8; COPY_BUF];
     loop {
-        let n = r.read(&mut buf).await?;
+        let n = from.read(&mut buf).await?;
         if n == 0 {
-            return w.shutdown().await;
+            return to.shutdown().await;
         }
-        w.write_all(&buf[..n]).await?;
+        to.write_all(&buf[..n]).await?;
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// The copy path of a connection delayed the other way: it also measures the hop it adds
+/// (from the bytes' arrival until the write that forwards them returns), for the delay
+/// line to take off. Writes that had to wait for room are not measured: that wait is the
+/// receiver's pace, not the proxy's cost.
+async fn measured_copy(from: &TcpStream, mut to: WriteHalf<'_>, counter: &AtomicU64) -> io::Result<()> {
+    let mut reader = StampedReader::new(from);
+    let mut buf = vec![0u8; COPY_BUF];
+    loop {
+        let (n, arrival) = reader.read(from, &mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        let written = match to.as_ref().try_write(&buf[..n]) {
+            Ok(written) => written,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(e) => return Err(e),
+        };
+        if written < n {
+            to.write_all(&buf[written..n]).await?;
+        } else if let Some(arrival) = arrival {
+            stamp::learn_hop(arrival.elapsed());
+        }
         counter.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
@@ -85,26 +109,28 @@ struct Chunk {
     data: Vec<u8>,
 }
 
-async fn delay_line<R, W>(
-    mut r: R,
-    mut w: W,
+/// The delay path: `compensate` takes the other direction's hop off the delay.
+async fn delay_line(
+    from: &TcpStream,
+    mut to: WriteHalf<'_>,
     config: &LaneConfig,
+    compensate: bool,
     counter: &AtomicU64,
     seed: u64,
-) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+) -> io::Result<()> {
     let budget = Semaphore::new(QUEUE_LIMIT);
     let (tx, mut rx) = mpsc::unbounded_channel::<Chunk>();
     let mut shaper = Shaper::new(config, seed);
 
     let reader = async {
+        let mut reader = StampedReader::new(from);
         let mut buf = vec![0u8; shaper.chunk_limit()];
         loop {
-            let n = r.read(&mut buf).await?;
-            let release = shaper.release(Instant::now(), n);
+            let (n, arrival) = reader.read(from, &mut buf).await?;
+            let now = Instant::now();
+            let arrived = arrival.map_or(now, |a| a.min(now));
+            let credit = if compensate { stamp::hop() } else { Duration::ZERO };
+            let release = shaper.release(arrived, n, credit);
             if n == 0 {
                 let _ = tx.send(Chunk {
                     release,
@@ -134,9 +160,9 @@ where
         while let Some(chunk) = rx.recv().await {
             timer.sleep_until(chunk.release).await?;
             if chunk.data.is_empty() {
-                return w.shutdown().await;
+                return to.shutdown().await;
             }
-            w.write_all(&chunk.data).await?;
+            to.write_all(&chunk.data).await?;
             let n = chunk.data.len();
             budget.add_permits(n);
             counter.fetch_add(n as u64, Ordering::Relaxed);
@@ -174,8 +200,10 @@ impl Shaper {
         self.pacer.as_ref().map_or(CHUNK, |p| p.chunk)
     }
 
-    /// When the `n` bytes read at `now` (0: the end of the stream) may be written.
-    fn release(&mut self, now: Instant, n: usize) -> Instant {
+    /// When the `n` bytes that arrived at `now` (0: the end of the stream) may be written,
+    /// with `credit` (time already spent on the round trip by the proxy) taken off the
+    /// delay.
+    fn release(&mut self, now: Instant, n: usize, credit: Duration) -> Instant {
         let departure = match &mut self.pacer {
             Some(pacer) => pacer.departure(now, n),
             None => now,
@@ -189,7 +217,7 @@ impl Shaper {
             let nanos = (self.delay.as_nanos() as i128 + offset).max(0);
             Duration::from_nanos(nanos as u64)
         };
-        let mut release = departure + delay;
+        let mut release = departure + delay.saturating_sub(credit);
         if let Some(last) = self.last {
             release = release.max(last);
         }
@@ -268,9 +296,9 @@ mod tests {
     fn plain_delay_is_exact() {
         let mut s = Shaper::new(&lane(1000, 0, None), 1);
         let t0 = Instant::now();
-        assert_eq!(s.release(t0, 10), t0 + Duration::from_millis(1));
+        assert_eq!(s.release(t0, 10, Duration::ZERO), t0 + Duration::from_millis(1));
         let t1 = t0 + Duration::from_micros(5);
-        assert_eq!(s.release(t1, 10), t1 + Duration::from_millis(1));
+        assert_eq!(s.release(t1, 10, Duration::ZERO), t1 + Duration::from_millis(1));
     }
 
     #[test]
@@ -281,7 +309,7 @@ mod tests {
         let (mut low, mut high) = (Duration::MAX, Duration::ZERO);
         for i in 0..10_000u64 {
             let now = t0 + Duration::from_micros(i * 100);
-            let r = s.release(now, 100);
+            let r = s.release(now, 100, Duration::ZERO);
             assert!(r >= last, "reordered at {i}");
             assert!(r <= now + Duration::from_micros(1500), "over D + J at {i}");
             // Without the clamp, a release is never earlier than D - J.
@@ -302,7 +330,7 @@ mod tests {
         let t0 = Instant::now();
         for i in 0..1000u64 {
             let now = t0 + Duration::from_millis(i * 10);
-            assert!(s.release(now, 1) >= now);
+            assert!(s.release(now, 1, Duration::ZERO) >= now);
         }
     }
 

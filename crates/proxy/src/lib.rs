@@ -49,6 +49,7 @@
 //! ```
 
 mod lane;
+mod stamp;
 mod timer;
 
 use std::io;
@@ -351,11 +352,21 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
     let result = {
         let (client_r, client_w) = client.split();
         let (server_r, server_w) = server.split();
-        let up = lane::forward(client_r, server_w, &shared.up, &counters.bytes_up, seed);
+        let up_delayed = !shared.up.is_transparent();
+        let down_delayed = !shared.down.is_transparent();
+        let up = lane::forward(
+            client_r,
+            server_w,
+            &shared.up,
+            down_delayed,
+            &counters.bytes_up,
+            seed,
+        );
         let down = lane::forward(
             server_r,
             client_w,
             &shared.down,
+            up_delayed,
             &counters.bytes_down,
             seed.rotate_left(32) ^ 0x5bd1_e995,
         );

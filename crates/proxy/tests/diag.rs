@@ -54,6 +54,7 @@ fn diag() {
         let copy = median(ping_pong(p0.local_addr(), 200, 64));
         let p = start(&rt, config(echo, d, Direction::Up));
         let prox = median(ping_pong(p.local_addr(), 200, 64));
+        thread::sleep(Duration::from_millis(50));
         let ps = idle.saturating_sub(base);
         let pc = hold.saturating_sub(base + d);
         eprintln!("D {d:?}: base {base:?} idle-penalty(server) {ps:?} hold-penalty(client) {pc:?} copy-overhead {:?} proxy-added {:?} => proxy error vs ref {:?}",

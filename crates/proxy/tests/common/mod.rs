@@ -173,3 +173,51 @@ pub fn send_and_collect(conn: TcpStream, data: &[u8]) -> Vec<u8> {
     writer.shutdown(std::net::Shutdown::Write).unwrap();
     collector.join().unwrap()
 }
+
+/// An echo server that holds each reply for `hold` (spinning, so that it stays awake)
+/// before sending it.
+pub fn holding_echo_server(size: usize, hold: Duration) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            conn.set_nodelay(true).unwrap();
+            thread::spawn(move || {
+                let mut buf = vec![0u8; size];
+                while conn.read_exact(&mut buf).is_ok() {
+                    let t0 = Instant::now();
+                    while t0.elapsed() < hold {
+                        std::hint::spin_loop();
+                    }
+                    if conn.write_all(&buf).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Like [`ping_pong`], but the client sleeps `idle` before each round trip (outside the
+/// measured time), so the server has been idle that long when the request comes.
+pub fn ping_pong_after_idle(addr: SocketAddr, rounds: usize, size: usize, idle: Duration) -> Vec<Duration> {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_nodelay(true).unwrap();
+    let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let mut buf = vec![0u8; size];
+    let mut rtts = Vec::with_capacity(rounds);
+    for i in 0..rounds + 5 {
+        thread::sleep(idle);
+        let t0 = Instant::now();
+        conn.write_all(&msg).unwrap();
+        conn.read_exact(&mut buf).unwrap();
+        let rtt = t0.elapsed();
+        assert_eq!(buf, msg);
+        if i >= 5 {
+            rtts.push(rtt);
+        }
+    }
+    rtts
+}
