@@ -41,7 +41,10 @@ fn parse_size(s: &str) -> u64 {
         Some('G') => (&s[..s.len() - 1], 1_000_000_000),
         _ => (s, 1),
     };
-    digits.parse::<u64>().unwrap_or_else(|_| usage(&format!("bad size {s}"))) * scale
+    digits
+        .parse::<u64>()
+        .unwrap_or_else(|_| usage(&format!("bad size {s}")))
+        * scale
 }
 
 fn usage(message: &str) -> ! {
@@ -61,7 +64,10 @@ fn parse() -> Options {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| usage(&format!("{arg} needs a value")));
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{arg} needs a value")))
+        };
         match arg.as_str() {
             "--bytes" => o.bytes = parse_size(&value()),
             "--delay-us" => o.delay = Duration::from_micros(parse_size(&value())),
@@ -79,7 +85,11 @@ fn parse() -> Options {
 /// User + system seconds of this process's threads named `name`.
 fn cpu_seconds(name: &str) -> f64 {
     let mut ticks = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let path = task.path();
         let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
         if comm.trim_end() != name {
@@ -90,7 +100,8 @@ fn cpu_seconds(name: &str) -> f64 {
         let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
         let fields: Vec<&str> = rest.split_whitespace().collect();
         if fields.len() > 12 {
-            ticks += fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+            ticks +=
+                fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
         }
     }
     ticks as f64 / 100.0

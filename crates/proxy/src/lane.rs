@@ -65,7 +65,11 @@ pub(crate) async fn forward(
 }
 
 /// The zero-delay fast path: read, write, repeat; no timers, no queue.
-async fn copy(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, counter: &AtomicU64) -> io::Result<()> {
+async fn copy(
+    mut from: ReadHalf<'_>,
+    mut to: WriteHalf<'_>,
+    counter: &AtomicU64,
+) -> io::Result<()> {
     let mut buf = vec![0u8; COPY_BUF];
     loop {
         let n = from.read(&mut buf).await?;
@@ -81,7 +85,11 @@ async fn copy(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, counter: &AtomicU64
 /// (from the bytes' arrival until the write that forwards them returns), for the delay
 /// line to take off. Writes that had to wait for room are not measured: that wait is the
 /// receiver's pace, not the proxy's cost.
-async fn measured_copy(from: &TcpStream, mut to: WriteHalf<'_>, counter: &AtomicU64) -> io::Result<()> {
+async fn measured_copy(
+    from: &TcpStream,
+    mut to: WriteHalf<'_>,
+    counter: &AtomicU64,
+) -> io::Result<()> {
     let mut reader = StampedReader::new(from);
     let mut buf = vec![0u8; COPY_BUF];
     loop {
@@ -129,7 +137,11 @@ async fn delay_line(
             let (n, arrival) = reader.read(from, &mut buf).await?;
             let now = Instant::now();
             let arrived = arrival.map_or(now, |a| a.min(now));
-            let credit = if compensate { stamp::hop() } else { Duration::ZERO };
+            let credit = if compensate {
+                stamp::hop()
+            } else {
+                Duration::ZERO
+            };
             let release = shaper.release(arrived, n, credit);
             if n == 0 {
                 let _ = tx.send(Chunk {
@@ -296,9 +308,15 @@ mod tests {
     fn plain_delay_is_exact() {
         let mut s = Shaper::new(&lane(1000, 0, None), 1);
         let t0 = Instant::now();
-        assert_eq!(s.release(t0, 10, Duration::ZERO), t0 + Duration::from_millis(1));
+        assert_eq!(
+            s.release(t0, 10, Duration::ZERO),
+            t0 + Duration::from_millis(1)
+        );
         let t1 = t0 + Duration::from_micros(5);
-        assert_eq!(s.release(t1, 10, Duration::ZERO), t1 + Duration::from_millis(1));
+        assert_eq!(
+            s.release(t1, 10, Duration::ZERO),
+            t1 + Duration::from_millis(1)
+        );
     }
 
     #[test]
@@ -349,7 +367,10 @@ mod tests {
         // After a long idle period the bucket is full again, but holds one burst only.
         let later = t0 + Duration::from_secs(10);
         assert_eq!(p.departure(later, 10_000), later);
-        assert_eq!(p.departure(later, 10_000), later + Duration::from_millis(10));
+        assert_eq!(
+            p.departure(later, 10_000),
+            later + Duration::from_millis(10)
+        );
     }
 
     #[test]

@@ -92,7 +92,11 @@ impl StampedReader {
     }
 
     #[cfg(target_os = "linux")]
-    fn try_read(&mut self, stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+    fn try_read(
+        &mut self,
+        stream: &TcpStream,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, Option<Instant>)> {
         use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
         use std::os::fd::AsRawFd;
 
@@ -115,7 +119,11 @@ impl StampedReader {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn try_read(&mut self, stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+    fn try_read(
+        &mut self,
+        stream: &TcpStream,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, Option<Instant>)> {
         stream.try_read(buf).map(|n| (n, None))
     }
 }
@@ -127,8 +135,8 @@ impl StampedReader {
 fn arrival_instant(sec: i64, nsec: i64) -> Option<Instant> {
     let now = Instant::now();
     let wall = std::time::SystemTime::now();
-    let at = std::time::UNIX_EPOCH
-        + Duration::new(u64::try_from(sec).ok()?, u32::try_from(nsec).ok()?);
+    let at =
+        std::time::UNIX_EPOCH + Duration::new(u64::try_from(sec).ok()?, u32::try_from(nsec).ok()?);
     let age = wall.duration_since(at).ok()?;
     if age > Duration::from_secs(1) {
         return None;
@@ -165,7 +173,9 @@ mod tests {
     async fn reads_come_with_a_recent_arrival_time() {
         use tokio::io::AsyncWriteExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
         let (server, _) = listener.accept().await.unwrap();
         let mut reader = StampedReader::new(&server);
         let before = Instant::now();
@@ -178,8 +188,16 @@ mod tests {
             let arrival = arrival.expect("an arrival time");
             // It arrived right after the write, well before the read 20 ms later
             // (the clocks are read a few microseconds apart: allow some slack).
-            assert!(arrival + Duration::from_micros(100) >= before, "{:?}", before - arrival);
-            assert!(arrival < before + Duration::from_millis(10), "{:?}", arrival - before);
+            assert!(
+                arrival + Duration::from_micros(100) >= before,
+                "{:?}",
+                before - arrival
+            );
+            assert!(
+                arrival < before + Duration::from_millis(10),
+                "{:?}",
+                arrival - before
+            );
         }
         drop(client);
         assert_eq!(reader.read(&server, &mut buf).await.unwrap().0, 0);

@@ -81,7 +81,9 @@ impl PreciseTimer {
                 Kind::TimerFd(fd) => {
                     let early = Duration::from_nanos(EARLY_NS.load(Ordering::Relaxed));
                     let target = deadline - early;
-                    let Some(left) = target.checked_duration_since(now).filter(|&l| l > SPIN_BELOW)
+                    let Some(left) = target
+                        .checked_duration_since(now)
+                        .filter(|&l| l > SPIN_BELOW)
                     else {
                         spin_until(deadline).await;
                         return Ok(());
@@ -104,8 +106,7 @@ impl PreciseTimer {
                     }
                 }
                 Kind::Coarse => {
-                    if let Some(coarse) = deadline.checked_sub(COARSE_MARGIN).filter(|&c| c > now)
-                    {
+                    if let Some(coarse) = deadline.checked_sub(COARSE_MARGIN).filter(|&c| c > now) {
                         tokio::time::sleep_until(coarse.into()).await;
                     }
                     spin_until(deadline).await;
@@ -132,9 +133,9 @@ mod linux {
     use std::time::Duration;
 
     use nix::sys::time::TimeSpec;
+    use nix::sys::timerfd::{self, ClockId, Expiration, TimerFlags, TimerSetTimeFlags};
     use tokio::io::Interest;
     use tokio::io::unix::AsyncFd;
-    use nix::sys::timerfd::{self, ClockId, Expiration, TimerFlags, TimerSetTimeFlags};
 
     #[derive(Debug)]
     pub(super) struct TimerFd(timerfd::TimerFd);
@@ -148,7 +149,10 @@ mod linux {
     impl TimerFd {
         pub(super) fn new() -> io::Result<Self> {
             let flags = TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC;
-            Ok(TimerFd(timerfd::TimerFd::new(ClockId::CLOCK_MONOTONIC, flags)?))
+            Ok(TimerFd(timerfd::TimerFd::new(
+                ClockId::CLOCK_MONOTONIC,
+                flags,
+            )?))
         }
 
         /// Arms the timer to expire `after` from now (`after` must not be zero: a zero
@@ -197,12 +201,22 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn sleeps_are_never_early_and_rarely_late() {
-        for d in [Duration::from_micros(10), Duration::from_micros(100), Duration::from_millis(2)] {
+        for d in [
+            Duration::from_micros(10),
+            Duration::from_micros(100),
+            Duration::from_millis(2),
+        ] {
             let late = lateness(PreciseTimer::new(), d, 50).await;
             // Generous: a loaded machine runs tests in parallel.
-            assert!(late < Duration::from_micros(500), "{d:?}: median {late:?} late");
+            assert!(
+                late < Duration::from_micros(500),
+                "{d:?}: median {late:?} late"
+            );
             let late = lateness(PreciseTimer::coarse(), d, 20).await;
-            assert!(late < Duration::from_micros(500), "coarse {d:?}: median {late:?} late");
+            assert!(
+                late < Duration::from_micros(500),
+                "coarse {d:?}: median {late:?} late"
+            );
         }
     }
 
@@ -211,7 +225,10 @@ mod tests {
         let mut timer = PreciseTimer::new();
         let past = Instant::now();
         timer.sleep_until(past).await.unwrap();
-        timer.sleep_until(past - Duration::from_millis(1)).await.unwrap();
+        timer
+            .sleep_until(past - Duration::from_millis(1))
+            .await
+            .unwrap();
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -1,10 +1,10 @@
 //! scratch diagnostics (to be deleted)
 mod common;
+use common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
-use common::*;
 use tsload_proxy::Direction;
 
 fn hold_server(hold: Duration) -> std::net::SocketAddr {
@@ -19,7 +19,9 @@ fn hold_server(hold: Duration) -> std::net::SocketAddr {
                 while conn.read_exact(&mut buf).is_ok() {
                     let t = Instant::now();
                     while t.elapsed() < hold {}
-                    if conn.write_all(&buf).is_err() { break; }
+                    if conn.write_all(&buf).is_err() {
+                        break;
+                    }
                 }
             });
         }
@@ -37,7 +39,9 @@ fn idle_ping(addr: std::net::SocketAddr, idle: Duration) -> Duration {
         let t0 = Instant::now();
         conn.write_all(&buf.clone()).unwrap();
         conn.read_exact(&mut buf).unwrap();
-        if i >= 20 { v.push(t0.elapsed()); }
+        if i >= 20 {
+            v.push(t0.elapsed());
+        }
     }
     median(v)
 }
@@ -46,7 +50,11 @@ fn idle_ping(addr: std::net::SocketAddr, idle: Duration) -> Duration {
 fn diag() {
     let rt = runtime();
     let echo = echo_server(64);
-    for d in [Duration::from_micros(100), Duration::from_millis(1), Duration::from_millis(10)] {
+    for d in [
+        Duration::from_micros(100),
+        Duration::from_millis(1),
+        Duration::from_millis(10),
+    ] {
         let base = median(ping_pong(echo, 200, 64));
         let idle = idle_ping(echo, d);
         let hold = median(ping_pong(hold_server(d), 200, 64));
@@ -57,7 +65,11 @@ fn diag() {
         thread::sleep(Duration::from_millis(50));
         let ps = idle.saturating_sub(base);
         let pc = hold.saturating_sub(base + d);
-        eprintln!("D {d:?}: base {base:?} idle-penalty(server) {ps:?} hold-penalty(client) {pc:?} copy-overhead {:?} proxy-added {:?} => proxy error vs ref {:?}",
-            copy.saturating_sub(base), prox.saturating_sub(base), prox.as_nanos() as i128 - (base + d + ps + pc).as_nanos() as i128);
+        eprintln!(
+            "D {d:?}: base {base:?} idle-penalty(server) {ps:?} hold-penalty(client) {pc:?} copy-overhead {:?} proxy-added {:?} => proxy error vs ref {:?}",
+            copy.saturating_sub(base),
+            prox.saturating_sub(base),
+            prox.as_nanos() as i128 - (base + d + ps + pc).as_nanos() as i128
+        );
     }
 }

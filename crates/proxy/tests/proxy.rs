@@ -42,7 +42,11 @@ fn round_trip_stream(config: ProxyConfig, len: usize, seed: u64) {
 
 #[test]
 fn jitter_keeps_order_and_content_both_ways() {
-    let mut config = config(copy_echo_server(), Duration::from_millis(1), Direction::Both);
+    let mut config = config(
+        copy_echo_server(),
+        Duration::from_millis(1),
+        Direction::Both,
+    );
     // Jitter as large as the delay: some chunks would go at once, others after 2 ms.
     config.jitter = Duration::from_millis(1);
     round_trip_stream(config, 8 * MB, 1);
@@ -50,7 +54,11 @@ fn jitter_keeps_order_and_content_both_ways() {
 
 #[test]
 fn large_jitter_with_rate_keeps_order_and_content() {
-    let mut config = config(copy_echo_server(), Duration::from_micros(200), Direction::Up);
+    let mut config = config(
+        copy_echo_server(),
+        Duration::from_micros(200),
+        Direction::Up,
+    );
     config.jitter = Duration::from_millis(3);
     config.rate = Some(200 * MB as u64);
     round_trip_stream(config, 4 * MB, 2);
@@ -90,7 +98,10 @@ fn half_close(delay: Duration, direction: Direction) {
     conn.shutdown(Shutdown::Write).unwrap();
     let mut reply = String::new();
     conn.read_to_string(&mut reply).unwrap();
-    assert_eq!(reply, format!("got 100000 bytes, hash {:016x}", hash(&request)));
+    assert_eq!(
+        reply,
+        format!("got 100000 bytes, hash {:016x}", hash(&request))
+    );
     eventually("the connection is closed", || proxy.stats().active == 0);
     assert_eq!(proxy.stats().io_errors, 0);
     assert_eq!(proxy_panics(), 0);
@@ -114,7 +125,10 @@ fn the_fin_is_delayed_like_data() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let rt = runtime();
     let delay = Duration::from_millis(50);
-    let proxy = start(&rt, config(listener.local_addr().unwrap(), delay, Direction::Up));
+    let proxy = start(
+        &rt,
+        config(listener.local_addr().unwrap(), delay, Direction::Up),
+    );
     let client = TcpStream::connect(proxy.local_addr()).unwrap();
     let (mut server, _) = listener.accept().unwrap();
     let t0 = Instant::now();
@@ -153,7 +167,10 @@ fn refused_upstream_closes_the_client_and_counts() {
         }
         eventually("nothing is open", || proxy.stats().active == 0);
         let stats = proxy.stats();
-        assert_eq!((stats.connections, stats.bytes_up, stats.bytes_down), (3, 0, 0));
+        assert_eq!(
+            (stats.connections, stats.bytes_up, stats.bytes_down),
+            (3, 0, 0)
+        );
         assert_eq!(proxy_panics(), 0);
     }
 }
@@ -162,9 +179,18 @@ fn refused_upstream_closes_the_client_and_counts() {
 fn a_reset_by_the_server_closes_the_client() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let rt = runtime();
-    let proxy = start(&rt, config(listener.local_addr().unwrap(), Duration::from_millis(1), Direction::Both));
+    let proxy = start(
+        &rt,
+        config(
+            listener.local_addr().unwrap(),
+            Duration::from_millis(1),
+            Direction::Both,
+        ),
+    );
     let mut client = TcpStream::connect(proxy.local_addr()).unwrap();
-    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let (mut server, _) = listener.accept().unwrap();
     client.write_all(b"ping").unwrap();
     let mut buf = [0u8; 4];
@@ -186,7 +212,10 @@ fn a_reset_by_the_server_closes_the_client() {
 #[test]
 fn shutdown_closes_the_listener_and_the_connections() {
     let rt = runtime();
-    let proxy = start(&rt, config(echo_server(4), Duration::from_millis(1), Direction::Up));
+    let proxy = start(
+        &rt,
+        config(echo_server(4), Duration::from_millis(1), Direction::Up),
+    );
     let addr = proxy.local_addr();
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -221,7 +250,9 @@ fn dropping_the_handle_stops_the_proxy() {
         other => panic!("expected the connection closed, got {other:?}"),
     }
     // The listener goes with the accept task, which the runtime drops shortly.
-    eventually("the listener is closed", || TcpStream::connect(addr).is_err());
+    eventually("the listener is closed", || {
+        TcpStream::connect(addr).is_err()
+    });
 }
 
 #[test]
@@ -234,15 +265,25 @@ fn bad_configurations_are_refused() {
     assert!(matches!(err, ProxyError::Config(_)), "{err}");
     config.rate = None;
     config.delay = Duration::from_secs(3601);
-    assert!(matches!(rt.block_on(Proxy::start(config.clone())), Err(ProxyError::Config(_))));
+    assert!(matches!(
+        rt.block_on(Proxy::start(config.clone())),
+        Err(ProxyError::Config(_))
+    ));
     config.delay = Duration::ZERO;
     config.jitter = Duration::from_secs(3601);
-    assert!(matches!(rt.block_on(Proxy::start(config.clone())), Err(ProxyError::Config(_))));
+    assert!(matches!(
+        rt.block_on(Proxy::start(config.clone())),
+        Err(ProxyError::Config(_))
+    ));
 
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     config.jitter = Duration::ZERO;
     config.listen = taken.local_addr().unwrap();
     let err = rt.block_on(Proxy::start(config)).unwrap_err();
     assert!(matches!(err, ProxyError::Bind { .. }), "{err}");
-    assert!(err.to_string().contains(&taken.local_addr().unwrap().to_string()), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&taken.local_addr().unwrap().to_string()),
+        "{err}"
+    );
 }

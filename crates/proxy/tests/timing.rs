@@ -35,7 +35,12 @@ struct Measured {
     proxied: Duration,
 }
 
-fn measure(rt: &tokio::runtime::Runtime, delay: Duration, direction: Direction, added: Duration) -> Measured {
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    delay: Duration,
+    direction: Direction,
+    added: Duration,
+) -> Measured {
     let server = echo_server(SIZE);
     let plain = median(ping_pong(server, ROUNDS, SIZE));
     let holding = holding_echo_server(SIZE, added);
@@ -80,14 +85,20 @@ fn check_added_rtt(direction: Direction, factor: u32, delays: &[Duration]) {
             }
         }
         if attempts.iter().all(|a| a.abs_diff(expected) > tolerance) {
-            failures.push(format!("{delay:?}: added {attempts:?}, expected {expected:?} +- {tolerance:?}"));
+            failures.push(format!(
+                "{delay:?}: added {attempts:?}, expected {expected:?} +- {tolerance:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(proxy_panics(), 0);
 }
 
-const DELAYS: [Duration; 3] = [Duration::from_micros(100), Duration::from_millis(1), Duration::from_millis(10)];
+const DELAYS: [Duration; 3] = [
+    Duration::from_micros(100),
+    Duration::from_millis(1),
+    Duration::from_millis(10),
+];
 
 #[test]
 fn added_rtt_up_is_the_delay() {

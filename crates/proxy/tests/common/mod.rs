@@ -164,7 +164,9 @@ pub fn send_and_collect(conn: TcpStream, data: &[u8]) -> Vec<u8> {
     let mut sizes = 12_345u64;
     let mut at = 0;
     while at < data.len() {
-        sizes = sizes.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        sizes = sizes
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         let size = ((sizes >> 33) % 100_000 + 1) as usize;
         let end = (at + size).min(data.len());
         writer.write_all(&data[at..end]).unwrap();
@@ -202,7 +204,12 @@ pub fn holding_echo_server(size: usize, hold: Duration) -> SocketAddr {
 
 /// Like [`ping_pong`], but the client sleeps `idle` before each round trip (outside the
 /// measured time), so the server has been idle that long when the request comes.
-pub fn ping_pong_after_idle(addr: SocketAddr, rounds: usize, size: usize, idle: Duration) -> Vec<Duration> {
+pub fn ping_pong_after_idle(
+    addr: SocketAddr,
+    rounds: usize,
+    size: usize,
+    idle: Duration,
+) -> Vec<Duration> {
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_nodelay(true).unwrap();
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
