@@ -1,14 +1,15 @@
-//! `SELECT 1` RTT against a real server on 127.0.0.1, given by URL in the environment:
-//! `TSLOAD_PROBE_PG_URL` (e.g. `postgres://postgres@127.0.0.1:5432/postgres`) and
-//! `TSLOAD_PROBE_MYSQL_URL` (e.g. `mysql://root@127.0.0.1:3306/mysql`). No server is
-//! started here; run by hand with `cargo test -p tsload-probe --test sql -- --ignored`.
+//! `SELECT 1` RTT against real PostgreSQL and MariaDB servers that the testbed starts on
+//! 127.0.0.1, and a clean failure against a closed port.
 
 use std::time::Duration;
 
 use tsload_probe::{AppOptions, ProbeKind, sql_rtt};
+use tsload_testbed::{Server, ServerKind};
 
-fn url(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("set {var} to a server's URL to run this test"))
+fn url(kind: ServerKind) -> (Server, String) {
+    let server = Server::start(kind).unwrap_or_else(|e| panic!("{kind} did not start: {e}"));
+    let url = server.database_url().expect("an SQL server has a URL");
+    (server, url)
 }
 
 async fn select_1_200_times(url: &str) {
@@ -22,15 +23,15 @@ async fn select_1_200_times(url: &str) {
 }
 
 #[tokio::test]
-#[ignore = "needs a PostgreSQL server: TSLOAD_PROBE_PG_URL"]
 async fn postgres_select_1() {
-    select_1_200_times(&url("TSLOAD_PROBE_PG_URL")).await;
+    let (_server, url) = url(ServerKind::Postgres);
+    select_1_200_times(&url).await;
 }
 
 #[tokio::test]
-#[ignore = "needs a MySQL/MariaDB server: TSLOAD_PROBE_MYSQL_URL"]
 async fn mysql_select_1() {
-    select_1_200_times(&url("TSLOAD_PROBE_MYSQL_URL")).await;
+    let (_server, url) = url(ServerKind::MariaDb);
+    select_1_200_times(&url).await;
 }
 
 #[tokio::test]
