@@ -62,6 +62,26 @@ pub fn start(rt: &tokio::runtime::Runtime, config: ProxyConfig) -> ProxyHandle {
     rt.block_on(Proxy::start(config)).unwrap()
 }
 
+/// Pins the calling thread to one CPU (`Some(cpu)`) or lets it run anywhere (`None`).
+/// The ping-pong client and server run on CPU 0: on a 2-vCPU virtual machine a wake-up
+/// across vCPUs costs some 30 us more than one on the same vCPU, and where the scheduler
+/// happens to put the two threads would otherwise move the plain RTT between 13 and 60 us
+/// from one run to the next. The proxy's threads are not pinned.
+pub fn pin(cpu: Option<usize>) {
+    use nix::sched::{CpuSet, sched_setaffinity};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    match cpu {
+        Some(cpu) => set.set(cpu).unwrap(),
+        None => {
+            for cpu in 0..CpuSet::count() {
+                let _ = set.set(cpu);
+            }
+        }
+    }
+    let _ = sched_setaffinity(Pid::from_raw(0), &set);
+}
+
 /// A server that answers every `size`-byte message with the same bytes, one thread per
 /// connection, until the client closes. Runs until the test process ends.
 pub fn echo_server(size: usize) -> SocketAddr {
@@ -72,6 +92,7 @@ pub fn echo_server(size: usize) -> SocketAddr {
             let Ok(mut conn) = conn else { continue };
             conn.set_nodelay(true).unwrap();
             thread::spawn(move || {
+                pin(Some(0));
                 let mut buf = vec![0u8; size];
                 while conn.read_exact(&mut buf).is_ok() {
                     if conn.write_all(&buf).is_err() {
@@ -87,6 +108,7 @@ pub fn echo_server(size: usize) -> SocketAddr {
 /// Round-trip times of `rounds` `size`-byte ping-pongs over one connection to `addr`,
 /// after 20 unmeasured ones.
 pub fn ping_pong(addr: SocketAddr, rounds: usize, size: usize) -> Vec<Duration> {
+    pin(Some(0));
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_nodelay(true).unwrap();
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
@@ -102,6 +124,7 @@ pub fn ping_pong(addr: SocketAddr, rounds: usize, size: usize) -> Vec<Duration> 
             rtts.push(rtt);
         }
     }
+    pin(None);
     rtts
 }
 
@@ -186,6 +209,7 @@ pub fn holding_echo_server(size: usize, hold: Duration) -> SocketAddr {
             let Ok(mut conn) = conn else { continue };
             conn.set_nodelay(true).unwrap();
             thread::spawn(move || {
+                pin(Some(0));
                 let mut buf = vec![0u8; size];
                 while conn.read_exact(&mut buf).is_ok() {
                     let t0 = Instant::now();
@@ -210,6 +234,7 @@ pub fn ping_pong_after_idle(
     size: usize,
     idle: Duration,
 ) -> Vec<Duration> {
+    pin(Some(0));
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_nodelay(true).unwrap();
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
@@ -226,5 +251,6 @@ pub fn ping_pong_after_idle(
             rtts.push(rtt);
         }
     }
+    pin(None);
     rtts
 }
