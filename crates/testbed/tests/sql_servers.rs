@@ -270,7 +270,8 @@ fn a_killed_test_process_takes_postgres_and_its_children_with_it() {
     let dir = PathBuf::from(words.next().unwrap());
     let pids: Vec<u32> = words.map(|w| w.parse().unwrap()).collect();
     assert!(pids.len() > 1, "{line}");
-    assert!(pids.iter().all(|&p| alive(p)), "{line}");
+    // The postmaster is first; its children may come and go (startup, autovacuum workers).
+    assert!(alive(pids[0]), "{line}");
     inner.kill().unwrap(); // SIGKILL: no unwinding, no Drop
     inner.wait().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
