@@ -159,6 +159,15 @@ impl TableBatch {
     }
 }
 
+/// A batch whose columns do not line up with the schema it is written for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchShapeError {
+    /// The table at fault (its index in the schema), or `None` when the batch has the
+    /// wrong number of tables.
+    pub table: Option<usize>,
+    pub message: String,
+}
+
 /// A request's worth of rows: one [`TableBatch`] per schema table, in schema order (tables
 /// without rows in this request are empty).
 #[derive(Debug, Clone, PartialEq)]
@@ -190,6 +199,48 @@ impl Batch {
 
     pub fn rows(&self) -> usize {
         self.tables.iter().map(TableBatch::rows).sum()
+    }
+
+    /// Checks that the batch has one table per entry of `fields` (each table's field
+    /// count, in schema order) and that every device, column and validity vector has one
+    /// entry per row, so that sinks can index without bounds surprises.
+    pub fn check_shape<I>(&self, fields: I) -> Result<(), BatchShapeError>
+    where
+        I: IntoIterator<Item = usize>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let fields = fields.into_iter();
+        if self.tables.len() != fields.len() {
+            return Err(BatchShapeError {
+                table: None,
+                message: format!(
+                    "batch has {} tables, the schema {}",
+                    self.tables.len(),
+                    fields.len()
+                ),
+            });
+        }
+        for (i, (tb, fields)) in self.tables.iter().zip(fields).enumerate() {
+            let rows = tb.rows();
+            let bad = |message: String| {
+                Err(BatchShapeError {
+                    table: Some(i),
+                    message,
+                })
+            };
+            if tb.device.len() != rows {
+                return bad(format!("{} devices for {rows} timestamps", tb.device.len()));
+            }
+            if tb.columns.len() != fields {
+                return bad(format!("{} columns for {fields} fields", tb.columns.len()));
+            }
+            for (c, col) in tb.columns.iter().enumerate() {
+                if col.values.len() != rows || !(col.valid.is_empty() || col.valid.len() >= rows) {
+                    return bad(format!("column {c} does not have {rows} rows"));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn metrics(&self) -> u64 {

@@ -16,7 +16,7 @@ pub mod sink;
 pub mod threshold;
 pub mod workload;
 
-pub use batch::{Batch, Column, ColumnValues, StrValues, TableBatch};
+pub use batch::{Batch, BatchShapeError, Column, ColumnValues, StrValues, TableBatch};
 pub use engine::{LoadConfig, LoadMode, RunOutcome};
 pub use schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
 pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};

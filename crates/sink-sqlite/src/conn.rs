@@ -143,41 +143,18 @@ impl SqliteConn {
     /// Fails with Rejected when `batch` does not match the schema this connection was
     /// opened for (so that binding below cannot index out of range).
     fn check_batch(&self, batch: &Batch) -> Result<(), SinkError> {
-        if batch.tables.len() != self.tables.len() {
-            return Err(SinkError::new(
-                ErrorKind::Rejected,
-                format!(
-                    "batch has {} tables, the schema {}",
-                    batch.tables.len(),
-                    self.tables.len()
-                ),
-            ));
-        }
-        for (t, tb) in self.tables.iter().zip(&batch.tables) {
-            let rows = tb.rows();
-            let bad = |what: String| {
-                Err(SinkError::new(
-                    ErrorKind::Rejected,
-                    format!("table {}: malformed batch: {what}", t.label),
-                ))
-            };
-            if tb.device.len() != rows {
-                return bad(format!("{} devices for {rows} timestamps", tb.device.len()));
-            }
-            if tb.columns.len() != t.fields {
-                return bad(format!(
-                    "{} columns for {} fields",
-                    tb.columns.len(),
-                    t.fields
-                ));
-            }
-            for (i, c) in tb.columns.iter().enumerate() {
-                if c.values.len() != rows || !(c.valid.is_empty() || c.valid.len() >= rows) {
-                    return bad(format!("column {i} does not have {rows} rows"));
-                }
-            }
-        }
-        Ok(())
+        batch
+            .check_shape(self.tables.iter().map(|t| t.fields))
+            .map_err(|e| {
+                let message = match e.table {
+                    Some(i) => format!(
+                        "table {}: malformed batch: {}",
+                        self.tables[i].label, e.message
+                    ),
+                    None => e.message,
+                };
+                SinkError::new(ErrorKind::Rejected, message)
+            })
     }
 
     /// Fills `row_tags` for every row and makes sure every INSERT the batch needs is built,
