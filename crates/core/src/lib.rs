@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod engine;
 pub mod hlog;
+pub mod query;
 pub mod recorder;
 pub mod report;
 pub mod rusage;
@@ -18,6 +19,9 @@ pub mod workload;
 
 pub use batch::{Batch, BatchShapeError, Column, ColumnValues, StrValues, TableBatch};
 pub use engine::{LoadConfig, LoadMode, RunOutcome};
+pub use query::{
+    Param, QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload, Statement,
+};
 pub use schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
 pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};
 pub use workload::{BatchSource, Workload};

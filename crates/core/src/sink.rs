@@ -35,6 +35,8 @@ pub enum ErrorKind {
     Permission,
     /// Creating the database or tables failed.
     Schema,
+    /// A query returned no rows where the run requires rows (`require_rows`).
+    Empty,
     /// Anything else.
     Other,
 }
@@ -60,6 +62,7 @@ impl ErrorKind {
             ErrorKind::Rejected => "rejected",
             ErrorKind::Permission => "permission",
             ErrorKind::Schema => "schema",
+            ErrorKind::Empty => "empty",
             ErrorKind::Other => "other",
         }
     }

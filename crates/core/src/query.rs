@@ -1,0 +1,117 @@
+//! The read seam: a [`QueryWorkload`] hands each worker a [`QuerySource`] of requests (a
+//! query, or a transaction of statements), and a [`QueryTarget`] opens one [`QueryConn`]
+//! per worker that executes them. Requests carry finished text in the target's dialect
+//! plus bind parameters, so core knows no query language and no database.
+
+use std::future::Future;
+
+use crate::sink::SinkError;
+
+/// A bind parameter of a [`Statement`], in order of its placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+/// One statement: text in the target's dialect, and its bind parameters (empty when the
+/// text is complete, as for InfluxQL, PromQL and most TSBS queries).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Statement {
+    pub text: String,
+    pub params: Vec<Param>,
+}
+
+impl Statement {
+    pub fn new(text: impl Into<String>) -> Self {
+        Statement {
+            text: text.into(),
+            params: Vec::new(),
+        }
+    }
+
+    pub fn with_params(text: impl Into<String>, params: Vec<Param>) -> Self {
+        Statement {
+            text: text.into(),
+            params,
+        }
+    }
+}
+
+/// One request of a query run: a single query, or a transaction of statements. Sources
+/// refill the same request again and again, so its vectors keep their capacity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryRequest {
+    /// Index into the workload's [`QueryWorkload::kinds`]; latency is kept per kind.
+    pub kind: usize,
+    /// Statements run in order on one connection.
+    pub statements: Vec<Statement>,
+    /// Whether the statements run between BEGIN and COMMIT (rolled back on an error).
+    pub transaction: bool,
+}
+
+impl QueryRequest {
+    /// Empties the request for refilling.
+    pub fn clear(&mut self) {
+        self.kind = 0;
+        self.statements.clear();
+        self.transaction = false;
+    }
+}
+
+/// What the server returned for one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryAck {
+    /// Result rows (or series points, for HTTP query APIs) summed over the statements;
+    /// for statements that return no rows, the rows they affected.
+    pub rows: u64,
+    /// Statements executed (BEGIN and COMMIT not counted).
+    pub statements: u64,
+}
+
+/// A deterministic stream of read requests (a seed fixes every choice).
+pub trait QueryWorkload: Send + Sync {
+    /// Names of the request kinds, e.g. TSBS query types or `oltp_read_write`.
+    fn kinds(&self) -> &[String];
+
+    /// Requests that create what the load needs (DDL), run once, in order, on one
+    /// connection before any [`QueryWorkload::load`] source. Empty by default.
+    fn setup(&self) -> Vec<QueryRequest> {
+        Vec::new()
+    }
+
+    /// The data-loading source of loader `worker` of `workers` (e.g. sysbench's prepare:
+    /// multi-row INSERTs), run after setup and before the timed load; `None` by default.
+    fn load(&self, _worker: usize, _workers: usize) -> Option<Box<dyn QuerySource>> {
+        None
+    }
+
+    /// The request source of worker `worker` of `workers` for the timed load.
+    fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource>;
+}
+
+/// Streams one worker's requests.
+pub trait QuerySource: Send {
+    /// Fills `request` (which the caller has cleared) with the next request; false when the
+    /// source is exhausted (a TSBS query count reached), true otherwise.
+    fn next(&mut self, request: &mut QueryRequest) -> bool;
+}
+
+/// A read target: opens one connection per worker.
+pub trait QueryTarget: Send + Sync + 'static {
+    type Conn: QueryConn;
+
+    /// Opens the connection of worker `worker`.
+    fn connect(&self, worker: usize) -> impl Future<Output = Result<Self::Conn, SinkError>> + Send;
+}
+
+/// One worker's connection.
+pub trait QueryConn: Send + 'static {
+    /// Executes every statement of `request` (inside a transaction when it asks for one)
+    /// and reads every result row to the end; the error names the statement that failed.
+    fn execute(
+        &mut self,
+        request: &QueryRequest,
+    ) -> impl Future<Output = Result<QueryAck, SinkError>> + Send;
+}
