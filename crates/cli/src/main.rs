@@ -3,24 +3,22 @@
 
 mod generate;
 mod netem;
+mod network;
 mod plan;
 mod progress;
+mod run;
 mod scenario;
 mod targets;
+mod tools;
 mod workloads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use tsload_core::engine::{StopHandle, StopReason};
-use tsload_core::report::Summary;
-use tsload_core::rusage::Usage;
 use tsload_core::threshold::Threshold;
 
 use crate::plan::{Plan, ProgressMode};
-use crate::progress::RunObserver;
 
 /// Exit code when the scenario or the command line is wrong.
 const EXIT_USAGE: u8 = 2;
@@ -51,6 +49,11 @@ enum Command {
     /// Network impairment with tc qdiscs over rtnetlink: apply, show, clear, restore.
     #[command(subcommand)]
     Netem(netem::NetemCommand),
+    /// The user-space delay proxy: forwards TCP from --listen to --upstream, adding delay.
+    Proxy(tools::ProxyArgs),
+    /// Measure RTT: ICMP echo, TCP connect, or the server's own ping.
+    #[command(subcommand)]
+    Probe(tools::ProbeCommand),
 }
 
 #[derive(Args)]
@@ -98,6 +101,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run(args),
         Command::Validate(args) => cmd_validate(args),
         Command::Netem(command) => netem::cmd_netem(command),
+        Command::Proxy(args) => tools::cmd_proxy(args),
+        Command::Probe(command) => tools::cmd_probe(command),
         Command::Generate(args) => generate::cmd_generate(
             args.scenario.scenario.as_deref(),
             &args.scenario.set,
@@ -181,89 +186,11 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    let hlog = match &plan.output.hlog {
-        None => None,
-        Some(p) => Some((
-            p.display().to_string(),
-            std::fs::File::create(p)
-                .with_context(|| format!("cannot create the interval log {}", p.display()))?,
-        )),
-    };
-    let mut observer = RunObserver::new(
-        plan.output.progress,
-        plan.load.rows.or(workload.total_rows()),
-        hlog,
-        format!("tsload {} {}", env!("CARGO_PKG_VERSION"), plan.name),
-    );
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let stop = StopHandle::new();
-    let outcome = runtime.block_on(async {
-        let ctrl_c_stop = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: no new requests; finishing the ones in flight (Ctrl-C again to abort)");
-                ctrl_c_stop.stop(StopReason::Interrupted);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(EXIT_INTERRUPTED as i32);
-                }
-            }
-        });
-        targets::run(&plan, workload.clone(), stop.clone(), &mut observer).await
-    });
-    observer.finish();
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let usage = Usage::now().since(&observer.usage_at_start);
-    let summary = Summary::new(
-        &outcome,
-        &usage,
-        plan.target.kind(),
-        plan.workload.kind(),
-        plan.to_json(),
-    );
-    print!("{}", summary.render_text());
-    if let Some(e) = &observer.hlog_error {
-        eprintln!("error: interval log incomplete: {e}");
+    if !plan.sweep.is_empty() {
+        eprintln!(
+            "note: the scenario's [sweep] is not used by `tsload run`, which runs its base point; `tsload sweep` runs the grid"
+        );
     }
-    if let Some(path) = &plan.output.json {
-        let text = serde_json::to_string_pretty(&summary)?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
-    }
-    if let Some(e) = workload.source_error() {
-        eprintln!("error: the data source failed during the run, which ended early: {e}");
-        return Ok(ExitCode::FAILURE);
-    }
-    if let Some(fatal) = &outcome.fatal {
-        eprintln!("error: the run stopped on a fatal error: {fatal}");
-        return Ok(ExitCode::FAILURE);
-    }
-    if outcome.stop_reason == StopReason::Interrupted {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
-    let broken: Vec<String> = plan
-        .output
-        .fail_if
-        .iter()
-        .filter_map(|t| t.check(&summary).err())
-        .collect();
-    if !broken.is_empty() {
-        for b in &broken {
-            eprintln!("FAIL: {b}");
-        }
-        return Ok(ExitCode::from(EXIT_THRESHOLD));
-    }
-    if observer.hlog_error.is_some() {
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    let executed = run::execute(&plan, workload)?;
+    Ok(ExitCode::from(executed.code))
 }

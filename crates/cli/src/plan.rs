@@ -110,6 +110,99 @@ pub struct OutputPlan {
     pub progress: ProgressMode,
 }
 
+/// Where the impairment is made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NetworkBackend {
+    /// tsload's user-space delay proxy, started in-process; the target is reached through it.
+    Proxy { direction: tsload_proxy::Direction },
+    /// tc netem (or tbf) as the root qdisc of an interface, restored after the run.
+    Netem {
+        dev: String,
+        netns: Option<String>,
+        allow_default_route: bool,
+    },
+}
+
+/// How the real RTT to the target is measured before the load starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeChoice {
+    None,
+    /// TCP connect() to the target's address (sees netem, not the proxy).
+    Tcp,
+    /// ICMP echo, flood-paced, to the target's IP address (sees netem, not the proxy).
+    Icmp,
+    /// The target's own ping: HTTP GET of `probe_path`, or `SELECT 1`.
+    App,
+}
+
+impl ProbeChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeChoice::None => "none",
+            ProbeChoice::Tcp => "tcp",
+            ProbeChoice::Icmp => "icmp",
+            ProbeChoice::App => "app",
+        }
+    }
+}
+
+/// The `[network]` section: the impairment between client and target during the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkPlan {
+    pub backend: NetworkBackend,
+    /// Added to the round trip (`both`: to each direction).
+    pub delay: Duration,
+    pub jitter: Duration,
+    /// Random loss in percent (netem only).
+    pub loss: Option<f64>,
+    /// Bandwidth limit in bits per second.
+    pub rate_bits: Option<u64>,
+    /// The qdisc for the netem backend, built from the keys above.
+    pub spec: Option<tsload_netem::Spec>,
+    pub probe: ProbeChoice,
+    pub probe_count: u64,
+    /// HTTP path of the application probe for line-protocol targets.
+    pub probe_path: String,
+}
+
+impl NetworkPlan {
+    pub fn to_json(&self) -> Value {
+        let (backend, extra) = match &self.backend {
+            NetworkBackend::Proxy { direction } => (
+                "proxy",
+                json!({"direction": match direction {
+                    tsload_proxy::Direction::Up => "up",
+                    tsload_proxy::Direction::Down => "down",
+                    tsload_proxy::Direction::Both => "both",
+                }}),
+            ),
+            NetworkBackend::Netem {
+                dev,
+                netns,
+                allow_default_route,
+            } => (
+                "netem",
+                json!({"dev": dev, "netns": netns, "allow_default_route": allow_default_route,
+                       "spec": self.spec.as_ref().map(|s| s.to_string())}),
+            ),
+        };
+        let mut v = json!({
+            "backend": backend,
+            "delay": humantime::format_duration(self.delay).to_string(),
+            "jitter": humantime::format_duration(self.jitter).to_string(),
+            "loss_pct": self.loss,
+            "rate_bits_per_s": self.rate_bits,
+            "probe": self.probe.as_str(),
+            "probe_count": self.probe_count,
+            "probe_path": self.probe_path,
+        });
+        if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+            m.extend(e);
+        }
+        v
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -121,6 +214,10 @@ pub struct Plan {
     pub target: TargetPlan,
     pub load: LoadConfig,
     pub output: OutputPlan,
+    /// The impairment during the run, if any.
+    pub network: Option<NetworkPlan>,
+    /// The `[sweep]` lists: full dotted keys and their values as TOML text, in file order.
+    pub sweep: Vec<(String, Vec<String>)>,
 }
 
 fn rfc3339(ns: i64) -> String {
@@ -256,6 +353,17 @@ impl Plan {
             "name": self.name, "description": self.description, "source": self.source,
             "workload": workload, "target": target, "load": load, "output": output,
         });
+        if let Some(n) = &self.network {
+            v["network"] = n.to_json();
+        }
+        if !self.sweep.is_empty() {
+            v["sweep"] = self
+                .sweep
+                .iter()
+                .map(|(k, vals)| (k.clone(), json!(vals)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
         redact(&mut v);
         v
     }

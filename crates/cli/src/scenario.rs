@@ -14,7 +14,13 @@ use tsload_core::schema::DataType;
 use tsload_core::threshold::Threshold;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
-use crate::plan::{InfluxPlan, OutputPlan, Plan, ProgressMode, TargetPlan, WorkloadPlan};
+use crate::plan::{
+    InfluxPlan, NetworkBackend, NetworkPlan, OutputPlan, Plan, ProbeChoice, ProgressMode,
+    TargetPlan, WorkloadPlan,
+};
+
+/// Sections whose keys a `[sweep]` list may name in full (`load.rate`).
+const SWEEP_SECTIONS: &[&str] = &["load", "network", "workload", "target", "query"];
 
 /// The quickstart scenario, used when `tsload run` gets no file.
 pub const QUICKSTART: &str = include_str!("../../../configs/quickstart.toml");
@@ -57,6 +63,28 @@ struct ScenarioFile {
     load: LoadSection,
     #[serde(default)]
     output: OutputSection,
+    network: Option<Spanned<NetworkSection>>,
+    sweep: Option<Spanned<toml::Table>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct NetworkSection {
+    backend: Option<Spanned<String>>,
+    delay: Option<Spanned<String>>,
+    jitter: Option<Spanned<String>>,
+    loss: Option<Spanned<String>>,
+    rate: Option<Spanned<String>>,
+    // proxy
+    direction: Option<Spanned<String>>,
+    // netem
+    dev: Option<Spanned<String>>,
+    netns: Option<Spanned<String>>,
+    allow_default_route: Option<Spanned<bool>>,
+    // RTT probe before the load
+    probe: Option<Spanned<String>>,
+    probe_count: Option<Spanned<i64>>,
+    probe_path: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -384,6 +412,35 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
     Ok(doc.to_string())
 }
 
+/// A duration as humantime reads it (`1h 30m`, `500ms`), or a decimal number with one
+/// unit as tc writes it (`0.5ms`, `1.5s`), which humantime refuses.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let whole = humantime::parse_duration(s).map_err(|e| e.to_string());
+    if whole.is_ok() {
+        return whole;
+    }
+    let t = s.trim();
+    let Some(split) = t.find(|c: char| c.is_ascii_alphabetic()) else {
+        return whole;
+    };
+    let (number, unit) = (t[..split].trim(), t[split..].trim());
+    let scale = match unit {
+        "s" | "sec" | "secs" => 1.0,
+        "ms" | "msec" => 1e-3,
+        "us" | "usec" | "µs" => 1e-6,
+        "ns" | "nsec" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return whole,
+    };
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e12 => {
+            Ok(Duration::from_nanos((v * scale * 1e9).round() as u64))
+        }
+        _ => whole,
+    }
+}
+
 struct Ctx<'a> {
     file: String,
     text: &'a str,
@@ -511,7 +568,7 @@ impl Ctx<'_> {
         key: &str,
         min: Duration,
     ) -> Result<Duration, ScenarioError> {
-        let d = humantime::parse_duration(v.get_ref()).map_err(|e| {
+        let d = parse_duration(v.get_ref()).map_err(|e| {
             self.error(
                 Some(&v.span()),
                 key,
@@ -580,6 +637,17 @@ impl Ctx<'_> {
         let target = self.target(&raw.target)?;
         let load = self.load(&raw.load)?;
         let output = self.output(&raw.output)?;
+        let network = raw
+            .network
+            .as_ref()
+            .map(|n| self.network(n, &target))
+            .transpose()?;
+        let sweep = raw
+            .sweep
+            .as_ref()
+            .map(|s| self.sweep(s))
+            .transpose()?
+            .unwrap_or_default();
         Ok(Plan {
             name: raw.name.unwrap_or_else(|| self.file.clone()),
             description: raw.description,
@@ -588,6 +656,8 @@ impl Ctx<'_> {
             target,
             load,
             output,
+            network,
+            sweep,
         })
     }
 
@@ -1357,6 +1427,250 @@ impl Ctx<'_> {
                 .transpose()?
                 .unwrap_or(d.retry_backoff),
         })
+    }
+
+    fn network(
+        &self,
+        section: &Spanned<NetworkSection>,
+        target: &TargetPlan,
+    ) -> Result<NetworkPlan, ScenarioError> {
+        let n = section.get_ref();
+        let backend = match &n.backend {
+            None => {
+                return Err(self.error(
+                    Some(&section.span()),
+                    "network.backend",
+                    "missing; allowed: \"proxy\" (user space, works everywhere) or \"netem\" (tc qdisc on an interface)".into(),
+                ));
+            }
+            Some(b) => self.choice(b, "network.backend", &["proxy", "netem"])?,
+        };
+        let only = |v: Option<Range<usize>>, key: &str, backend_needed: &str| match v {
+            Some(span) => Err(self.error(
+                Some(&span),
+                &format!("network.{key}"),
+                format!(
+                    "a setting of backend \"{backend_needed}\" only (this is backend \"{backend}\")"
+                ),
+            )),
+            None => Ok(()),
+        };
+        let delay = n
+            .delay
+            .as_ref()
+            .map(|v| self.duration(v, "network.delay", Duration::ZERO))
+            .transpose()?
+            .unwrap_or_default();
+        let jitter = n
+            .jitter
+            .as_ref()
+            .map(|v| self.duration(v, "network.jitter", Duration::ZERO))
+            .transpose()?
+            .unwrap_or_default();
+        let tc_word = |v: &Spanned<String>, key: &str, word: &str| {
+            tsload_netem::Spec::parse(&format!("{word} {}", v.get_ref()))
+                .map_err(|e| self.error(Some(&v.span()), key, e.to_string()))
+        };
+        let rate_bits = match &n.rate {
+            None => None,
+            Some(v) => match tc_word(v, "network.rate", "rate")? {
+                tsload_netem::Spec::Netem(netem) => netem.rate.map(|r| r.bits_per_sec()),
+                _ => None,
+            },
+        };
+        if rate_bits == Some(0) {
+            let v = n.rate.as_ref().expect("rate was given");
+            return Err(self.error(
+                Some(&v.span()),
+                "network.rate",
+                "a rate of 0 would send nothing; leave it out for no limit".into(),
+            ));
+        }
+        let loss = match &n.loss {
+            None => None,
+            Some(v) => match tc_word(v, "network.loss", "loss")? {
+                tsload_netem::Spec::Netem(netem) => netem.loss.map(|c| c.probability.as_percent()),
+                _ => None,
+            },
+        };
+        let addressable = !matches!(target, TargetPlan::Null | TargetPlan::Sqlite { .. });
+        if !addressable {
+            return Err(self.error(
+                Some(&section.span()),
+                "network.backend",
+                format!(
+                    "target kind \"{}\" is not reached over the network, so there is nothing to impair; use a server target (influx, postgres, mysql, tdengine)",
+                    target.kind()
+                ),
+            ));
+        }
+        let (backend, spec, default_probe) = if backend == "proxy" {
+            only(n.dev.as_ref().map(|v| v.span()), "dev", "netem")?;
+            only(n.netns.as_ref().map(|v| v.span()), "netns", "netem")?;
+            only(
+                n.allow_default_route.as_ref().map(|v| v.span()),
+                "allow_default_route",
+                "netem",
+            )?;
+            only(n.loss.as_ref().map(|v| v.span()), "loss", "netem")?;
+            let direction = match &n.direction {
+                None => tsload_proxy::Direction::Up,
+                Some(d) => match self.choice(d, "network.direction", &["up", "down", "both"])? {
+                    "down" => tsload_proxy::Direction::Down,
+                    "both" => tsload_proxy::Direction::Both,
+                    _ => tsload_proxy::Direction::Up,
+                },
+            };
+            (NetworkBackend::Proxy { direction }, None, ProbeChoice::App)
+        } else {
+            only(n.direction.as_ref().map(|v| v.span()), "direction", "proxy")?;
+            let dev = n.dev.as_ref().ok_or_else(|| {
+                self.error(
+                    Some(&section.span()),
+                    "network.dev",
+                    "missing: the interface to impair, e.g. \"veth0\" (the client's egress toward the target)".into(),
+                )
+            })?;
+            let mut words = format!("delay {}us", delay.as_micros());
+            if !jitter.is_zero() {
+                words.push_str(&format!(" {}us", jitter.as_micros()));
+            }
+            if let Some(l) = &n.loss {
+                words.push_str(&format!(" loss {}", l.get_ref()));
+            }
+            if let Some(r) = &n.rate {
+                words.push_str(&format!(" rate {}", r.get_ref()));
+            }
+            let spec = tsload_netem::Spec::parse(&words).map_err(|e| {
+                self.error(Some(&section.span()), "network", format!("`{words}`: {e}"))
+            })?;
+            (
+                NetworkBackend::Netem {
+                    dev: dev.get_ref().clone(),
+                    netns: n.netns.as_ref().map(|v| v.get_ref().clone()),
+                    allow_default_route: flag(&n.allow_default_route, false),
+                },
+                Some(spec),
+                ProbeChoice::Tcp,
+            )
+        };
+        let probe = match &n.probe {
+            None => default_probe,
+            Some(p) => match self.choice(p, "network.probe", &["none", "tcp", "icmp", "app"])? {
+                "none" => ProbeChoice::None,
+                "tcp" | "icmp" if matches!(backend, NetworkBackend::Proxy { .. }) => {
+                    return Err(self.error(
+                        Some(&p.span()),
+                        "network.probe",
+                        format!(
+                            "\"{}\" measures the kernel's path, which the proxy's delay is not on (the proxy delays the bytes of a connection, not packets); use \"app\"",
+                            p.get_ref()
+                        ),
+                    ));
+                }
+                "tcp" => ProbeChoice::Tcp,
+                "icmp" => ProbeChoice::Icmp,
+                _ => ProbeChoice::App,
+            },
+        };
+        if probe == ProbeChoice::App && matches!(target, TargetPlan::Tdengine(_)) {
+            let span = n.probe.as_ref().map_or(section.span(), |p| p.span());
+            return Err(self.error(
+                Some(&span),
+                "network.probe",
+                "target kind \"tdengine\" has no application probe here; use \"tcp\" or \"none\""
+                    .into(),
+            ));
+        }
+        let probe_count = n
+            .probe_count
+            .as_ref()
+            .map(|v| self.int(v, "network.probe_count", 1, 1_000_000))
+            .transpose()?
+            .map_or(100, |v| v as u64);
+        let probe_path = match &n.probe_path {
+            None => "/ping".to_string(),
+            Some(p) if p.get_ref().starts_with('/') => p.get_ref().clone(),
+            Some(p) => {
+                return Err(self.error(
+                    Some(&p.span()),
+                    "network.probe_path",
+                    format!(
+                        "\"{}\" must start with /, e.g. \"/ping\" or \"/health\"",
+                        p.get_ref()
+                    ),
+                ));
+            }
+        };
+        Ok(NetworkPlan {
+            backend,
+            delay,
+            jitter,
+            loss,
+            rate_bits,
+            spec,
+            probe,
+            probe_count,
+            probe_path,
+        })
+    }
+
+    /// The `[sweep]` lists, keys made full (`delay` is `network.delay`, `workers` is
+    /// `load.workers`), values kept as TOML text for `--set`-style overrides.
+    fn sweep(&self, s: &Spanned<toml::Table>) -> Result<Vec<(String, Vec<String>)>, ScenarioError> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for (key, value) in s.get_ref() {
+            let full = match key.as_str() {
+                "delay" | "jitter" | "loss" => format!("network.{key}"),
+                "workers" | "batch" | "in_flight" | "duration" | "rows" => format!("load.{key}"),
+                k if SWEEP_SECTIONS
+                    .iter()
+                    .any(|p| k.starts_with(&format!("{p}."))) =>
+                {
+                    k.to_string()
+                }
+                _ => {
+                    return Err(self.error(
+                        Some(&s.span()),
+                        &format!("sweep.{key}"),
+                        format!(
+                            "not a sweepable key; allowed: delay, jitter, loss, workers, batch, in_flight, duration, rows, or a full key such as \"load.rate\", \"network.rate\", \"query.workers\" (sections: {})",
+                            SWEEP_SECTIONS.join(", ")
+                        ),
+                    ));
+                }
+            };
+            let toml::Value::Array(items) = value else {
+                return Err(self.error(
+                    Some(&s.span()),
+                    &format!("sweep.{key}"),
+                    format!("must be a list of values, e.g. {key} = [1, 2, 4]; got {value}"),
+                ));
+            };
+            if items.is_empty() {
+                return Err(self.error(
+                    Some(&s.span()),
+                    &format!("sweep.{key}"),
+                    "the list is empty; give at least one value".into(),
+                ));
+            }
+            if out.iter().any(|(k, _)| *k == full) {
+                return Err(self.error(
+                    Some(&s.span()),
+                    &format!("sweep.{key}"),
+                    format!("`{full}` is swept twice"),
+                ));
+            }
+            out.push((full, items.iter().map(|v| v.to_string()).collect()));
+        }
+        if out.is_empty() {
+            return Err(self.error(
+                Some(&s.span()),
+                "sweep",
+                "the [sweep] table is empty; give lists such as delay = [\"0ms\", \"1ms\"]".into(),
+            ));
+        }
+        Ok(out)
     }
 
     fn output(&self, o: &OutputSection) -> Result<OutputPlan, ScenarioError> {

@@ -70,6 +70,8 @@ pub enum StopReason {
     RowLimit,
     Interrupted,
     Fatal,
+    /// A query run's request limit was reached.
+    RequestLimit,
 }
 
 /// Asks a running engine to stop issuing requests (Ctrl-C, a fatal error, a limit).
@@ -171,6 +173,12 @@ pub enum EngineError {
     Prepare(SinkError),
     #[error("worker {worker} could not connect: {error}")]
     Connect { worker: usize, error: SinkError },
+    /// A query run's setup request (counted from 0) failed.
+    #[error("setup request {request} failed: {error}")]
+    Setup { request: usize, error: SinkError },
+    /// A query run's data loader failed to connect or to execute a request.
+    #[error("loader {loader} failed: {error}")]
+    Load { loader: usize, error: SinkError },
 }
 
 impl LoadConfig {
@@ -359,7 +367,7 @@ pub async fn run<S: Sink>(
     })
 }
 
-struct IntervalAccumulator {
+pub(crate) struct IntervalAccumulator {
     counters: Counters,
     latency: Histogram<u64>,
     service: Histogram<u64>,
@@ -367,7 +375,7 @@ struct IntervalAccumulator {
 }
 
 impl IntervalAccumulator {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         IntervalAccumulator {
             counters: Counters::default(),
             latency: new_histogram(),
@@ -377,20 +385,29 @@ impl IntervalAccumulator {
     }
 
     fn add(&mut self, r: &IntervalRecord) {
-        self.counters.add(&r.counters);
+        self.add_parts(&r.counters, &r.latency, &r.service);
+    }
+
+    pub(crate) fn add_parts(
+        &mut self,
+        counters: &Counters,
+        latency: &Histogram<u64>,
+        service: &Histogram<u64>,
+    ) {
+        self.counters.add(counters);
         // Auto-resizing histograms accept any other histogram's range.
-        let _ = self.latency.add(&r.latency);
-        let _ = self.service.add(&r.service);
+        let _ = self.latency.add(latency);
+        let _ = self.service.add(service);
         self.records += 1;
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.records == 0
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn emit(
+pub(crate) fn emit(
     current: &mut IntervalAccumulator,
     index: &mut u64,
     start: &mut Duration,

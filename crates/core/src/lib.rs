@@ -3,12 +3,15 @@
 //! It holds the data model ([`Schema`], [`Batch`]), the two seams every workload and
 //! every database plugs into ([`Workload`]/[`BatchSource`] and [`Sink`]/[`SinkConn`]),
 //! the engine that drives workers in closed or open loop, the latency recorder, and the
-//! final report. It knows no database, no CLI and no netlink.
+//! final report; for reads, the query engine ([`run_queries`]) and its report. It knows no
+//! database, no CLI and no netlink.
 
 pub mod batch;
 pub mod engine;
 pub mod hlog;
 pub mod query;
+pub mod query_engine;
+pub mod query_report;
 pub mod recorder;
 pub mod report;
 pub mod rusage;
@@ -22,6 +25,8 @@ pub use engine::{LoadConfig, LoadMode, RunOutcome};
 pub use query::{
     Param, QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload, Statement,
 };
+pub use query_engine::{KindOutcome, QueryConfig, QueryOutcome, run_queries};
+pub use query_report::{KindSummary, QuerySummary};
 pub use schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
 pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};
 pub use workload::{BatchSource, Workload};

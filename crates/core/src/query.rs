@@ -115,3 +115,70 @@ pub trait QueryConn: Send + 'static {
         request: &QueryRequest,
     ) -> impl Future<Output = Result<QueryAck, SinkError>> + Send;
 }
+
+/// Most characters of a statement's text that [`Statement::excerpt`] keeps.
+pub const EXCERPT_CHARS: usize = 200;
+
+impl Statement {
+    /// The start of the text, for error messages: runs of whitespace (the line breaks of
+    /// multi-line SQL) become one space, and text past [`EXCERPT_CHARS`] characters is cut
+    /// and marked with `...`.
+    pub fn excerpt(&self) -> String {
+        let mut out = String::with_capacity(self.text.len().min(EXCERPT_CHARS + 3));
+        let mut chars = 0;
+        for word in self.text.split_whitespace() {
+            if chars > 0 {
+                if chars == EXCERPT_CHARS {
+                    out.push_str("...");
+                    return out;
+                }
+                out.push(' ');
+                chars += 1;
+            }
+            for c in word.chars() {
+                if chars == EXCERPT_CHARS {
+                    out.push_str("...");
+                    return out;
+                }
+                out.push(c);
+                chars += 1;
+            }
+        }
+        out
+    }
+
+    /// How an error names this statement, `index` (from 0) in its request:
+    /// ``statement 2 `UPDATE sbtest1 SET k=k+1 WHERE id=?` ``.
+    pub fn label(&self, index: usize) -> String {
+        format!("statement {} `{}`", index + 1, self.excerpt())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpt_collapses_whitespace_and_cuts_long_text() {
+        let s = Statement::new("SELECT *\n  FROM\tcpu\n WHERE x = 'a  b' ");
+        assert_eq!(s.excerpt(), "SELECT * FROM cpu WHERE x = 'a b'");
+        assert_eq!(
+            s.label(1),
+            "statement 2 `SELECT * FROM cpu WHERE x = 'a b'`"
+        );
+
+        let long = Statement::new(format!("SELECT {}", "é".repeat(300)));
+        let e = long.excerpt();
+        assert_eq!(e.chars().count(), EXCERPT_CHARS + 3);
+        assert!(e.starts_with("SELECT éé") && e.ends_with("é..."), "{e}");
+
+        let exact = Statement::new("x".repeat(EXCERPT_CHARS));
+        assert_eq!(exact.excerpt(), "x".repeat(EXCERPT_CHARS));
+        let word_after = Statement::new(format!("{} y", "x".repeat(EXCERPT_CHARS)));
+        assert_eq!(
+            word_after.excerpt(),
+            format!("{}...", "x".repeat(EXCERPT_CHARS))
+        );
+        assert_eq!(Statement::new("  ").excerpt(), "");
+    }
+}

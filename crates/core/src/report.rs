@@ -240,17 +240,18 @@ impl Summary {
     }
 }
 
-fn stop_reason_name(r: StopReason) -> &'static str {
+pub(crate) fn stop_reason_name(r: StopReason) -> &'static str {
     match r {
         StopReason::DataEnd => "data end",
         StopReason::Duration => "duration",
         StopReason::RowLimit => "row limit",
         StopReason::Interrupted => "interrupted",
         StopReason::Fatal => "fatal error",
+        StopReason::RequestLimit => "request limit",
     }
 }
 
-fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.1}")
     } else if v >= 1.0 {

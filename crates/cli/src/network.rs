@@ -1,0 +1,263 @@
+//! The impairment of one run: starts the user-space delay proxy (and points the target at
+//! it) or installs a netem qdisc under a restoring guard, probes the real RTT to the
+//! target, and undoes everything after the run.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use tsload_netem::{Guard, GuardOptions, Target};
+use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeReport, TcpOptions};
+use tsload_proxy::{Proxy, ProxyConfig, ProxyHandle};
+
+use crate::plan::{NetworkBackend, NetworkPlan, ProbeChoice, TargetPlan};
+
+/// An impairment in place; [`ActiveNetwork::finish`] takes it away.
+pub struct ActiveNetwork {
+    proxy: Option<ProxyHandle>,
+    guard: Option<Guard>,
+    /// What is in place, in words (for the report).
+    pub description: String,
+}
+
+/// The URL (or DSN) through which the target is reached, if it is reached over TCP.
+pub fn target_url(target: &TargetPlan) -> Option<&str> {
+    match target {
+        TargetPlan::Influx(i) => Some(&i.url),
+        TargetPlan::Postgres(c) => Some(&c.url),
+        TargetPlan::Mysql(c) => Some(&c.url),
+        TargetPlan::Tdengine(c) => Some(&c.dsn),
+        TargetPlan::Null | TargetPlan::Sqlite { .. } => None,
+    }
+}
+
+fn set_target_url(target: &mut TargetPlan, url: String) {
+    match target {
+        TargetPlan::Influx(i) => i.url = url,
+        TargetPlan::Postgres(c) => c.url = url,
+        TargetPlan::Mysql(c) => c.url = url,
+        TargetPlan::Tdengine(c) => c.dsn = url,
+        TargetPlan::Null | TargetPlan::Sqlite { .. } => {}
+    }
+}
+
+/// The socket address a target URL names (default ports by scheme).
+pub fn url_addr(raw: &str) -> anyhow::Result<SocketAddr> {
+    let url =
+        url::Url::parse(raw).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .context("the target URL has no host; the network impairment needs a TCP address")?;
+    let port = url.port().or(match url.scheme() {
+        "http" | "ws" => Some(80),
+        "https" | "wss" => Some(443),
+        "postgres" | "postgresql" => Some(5432),
+        "mysql" | "mariadb" => Some(3306),
+        "taos" | "taosws" => Some(6041),
+        _ => None,
+    });
+    let port = port.with_context(|| {
+        format!(
+            "the target URL (scheme {}) has no port and no known default",
+            url.scheme()
+        )
+    })?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve the target host {host}"))?
+        .next()
+        .with_context(|| format!("the target host {host} has no address"))
+}
+
+/// `raw` with its host and port replaced by `addr`.
+fn url_with_addr(raw: &str, addr: SocketAddr) -> anyhow::Result<String> {
+    let mut url =
+        url::Url::parse(raw).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
+    url.set_ip_host(addr.ip())
+        .map_err(|()| anyhow::anyhow!("cannot set the host of the target URL"))?;
+    url.set_port(Some(addr.port()))
+        .map_err(|()| anyhow::anyhow!("cannot set the port of the target URL"))?;
+    let mut out = url.to_string();
+    // `Url` writes an empty path as "/"; keep the user's form (sinks append their paths).
+    if !raw.ends_with('/') && out.ends_with('/') && url.path() == "/" && url.query().is_none() {
+        out.pop();
+    }
+    Ok(out)
+}
+
+impl ActiveNetwork {
+    /// Puts the impairment in place. With the proxy backend, `target`'s URL is rewritten
+    /// to go through the proxy.
+    pub async fn start(net: &NetworkPlan, target: &mut TargetPlan) -> anyhow::Result<Self> {
+        let url = target_url(target)
+            .context("the target is not reached over the network; nothing to impair")?
+            .to_string();
+        match &net.backend {
+            NetworkBackend::Proxy { direction } => {
+                let upstream = url_addr(&url)?;
+                let listen = if upstream.is_ipv4() {
+                    SocketAddr::from(([127, 0, 0, 1], 0))
+                } else {
+                    SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 0))
+                };
+                let config = ProxyConfig {
+                    listen,
+                    upstream,
+                    delay: net.delay,
+                    jitter: net.jitter,
+                    rate: net.rate_bits.map(|b| (b / 8).max(1)),
+                    direction: *direction,
+                };
+                let proxy = Proxy::start(config)
+                    .await
+                    .context("cannot start the delay proxy")?;
+                let local = proxy.local_addr();
+                set_target_url(target, url_with_addr(&url, local)?);
+                let description = format!(
+                    "proxy {local} -> {upstream}: delay {}{}{} ({})",
+                    humantime::format_duration(net.delay),
+                    if net.jitter.is_zero() {
+                        String::new()
+                    } else {
+                        format!(" jitter {}", humantime::format_duration(net.jitter))
+                    },
+                    net.rate_bits
+                        .map(|b| format!(" rate {b} bit/s"))
+                        .unwrap_or_default(),
+                    match direction {
+                        tsload_proxy::Direction::Up => "client to server",
+                        tsload_proxy::Direction::Down => "server to client",
+                        tsload_proxy::Direction::Both => "both directions",
+                    }
+                );
+                Ok(ActiveNetwork {
+                    proxy: Some(proxy),
+                    guard: None,
+                    description,
+                })
+            }
+            NetworkBackend::Netem {
+                dev,
+                netns,
+                allow_default_route,
+            } => {
+                let spec = net.spec.as_ref().context("no qdisc spec was built")?;
+                let mut t = Target::new(dev);
+                if let Some(ns) = netns {
+                    t = t.in_netns(ns);
+                }
+                let options = GuardOptions {
+                    allow_default_route: *allow_default_route,
+                    ..GuardOptions::default()
+                };
+                let guard = Guard::apply(&t, spec, &options)
+                    .await
+                    .with_context(|| format!("cannot apply `{spec}` to {t}"))?;
+                Ok(ActiveNetwork {
+                    proxy: None,
+                    guard: Some(guard),
+                    description: format!("netem on {t}: {spec}"),
+                })
+            }
+        }
+    }
+
+    /// Takes the impairment away: stops the proxy, restores the previous qdisc.
+    pub async fn finish(self) -> anyhow::Result<()> {
+        if let Some(p) = self.proxy {
+            p.shutdown().await;
+        }
+        if let Some(g) = self.guard {
+            g.restore().await.context(
+                "cannot restore the interface's previous qdisc (run `tsload netem restore`)",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Measures the RTT to `target` as the plan asks (`None` when it asks for no probe).
+pub async fn probe(net: &NetworkPlan, target: &TargetPlan) -> anyhow::Result<Option<ProbeReport>> {
+    let url = target_url(target).context("the target has no network address to probe")?;
+    let report = match net.probe {
+        ProbeChoice::None => return Ok(None),
+        ProbeChoice::Tcp => {
+            let mut o = TcpOptions::new(url_addr(url)?, net.probe_count);
+            o.interval = Duration::ZERO;
+            o.timeout = Duration::from_secs(5);
+            tsload_probe::connect_rtt(&o).await?
+        }
+        ProbeChoice::Icmp => {
+            let mut o = IcmpOptions::new(url_addr(url)?.ip(), net.probe_count);
+            o.pacing = Pacing::Flood;
+            o.timeout = Duration::from_secs(2);
+            tsload_probe::icmp::ping(&o).await?
+        }
+        ProbeChoice::App => {
+            let mut o = AppOptions::new(net.probe_count);
+            o.interval = Duration::ZERO;
+            o.timeout = Duration::from_secs(10);
+            app_probe(target, &net.probe_path, &o).await?
+        }
+    };
+    if report.received == 0 {
+        bail!(
+            "the RTT probe got no answer ({} sent); is the target up?\n{}",
+            report.transmitted,
+            report.render_text()
+        );
+    }
+    Ok(Some(report))
+}
+
+/// The target's own ping: HTTP GET of `path` for line-protocol servers, `SELECT 1` for SQL.
+pub async fn app_probe(
+    target: &TargetPlan,
+    path: &str,
+    opts: &AppOptions,
+) -> anyhow::Result<ProbeReport> {
+    Ok(match target {
+        TargetPlan::Influx(i) => {
+            let url = format!("{}{path}", i.url.trim_end_matches('/'));
+            tsload_probe::http_rtt(&url, opts).await?
+        }
+        TargetPlan::Postgres(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
+        TargetPlan::Mysql(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
+        TargetPlan::Tdengine(_) | TargetPlan::Null | TargetPlan::Sqlite { .. } => {
+            bail!("target kind \"{}\" has no application probe", target.kind())
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_resolve_and_are_rewritten() {
+        assert_eq!(
+            url_addr("postgres://u:p@127.0.0.1/db").unwrap(),
+            "127.0.0.1:5432".parse().unwrap()
+        );
+        assert_eq!(
+            url_addr("http://127.0.0.1:8428").unwrap(),
+            "127.0.0.1:8428".parse().unwrap()
+        );
+        let to = "127.0.0.1:40000".parse().unwrap();
+        assert_eq!(
+            url_with_addr("mysql://root:s%40cret@localhost:3306/tsload?x=1", to).unwrap(),
+            "mysql://root:s%40cret@127.0.0.1:40000/tsload?x=1"
+        );
+        assert_eq!(
+            url_with_addr("http://127.0.0.1:8086/", to).unwrap(),
+            "http://127.0.0.1:40000/"
+        );
+        assert_eq!(
+            url_with_addr("http://127.0.0.1:8086", to).unwrap(),
+            "http://127.0.0.1:40000"
+        );
+        assert!(url_addr("sqlite:./x.db").is_err());
+    }
+}

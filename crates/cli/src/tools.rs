@@ -1,0 +1,259 @@
+//! `tsload proxy` (the user-space delay proxy on its own) and `tsload probe icmp|tcp|app`
+//! (RTT measurements printed as iputils prints them, plus HDR percentiles).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand, ValueEnum};
+use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeReport, TcpOptions};
+use tsload_proxy::{Direction, Proxy, ProxyConfig};
+
+#[derive(Args)]
+pub struct ProxyArgs {
+    /// Address to listen on, e.g. 127.0.0.1:15432 (port 0 picks a free one).
+    #[arg(long)]
+    listen: SocketAddr,
+    /// Address every connection is forwarded to, e.g. 127.0.0.1:5432.
+    #[arg(long)]
+    upstream: SocketAddr,
+    /// Delay added to the round trip (to each direction with `--direction both`), e.g. 1ms.
+    #[arg(long, value_parser = parse_duration, default_value = "0ms")]
+    delay: Duration,
+    /// Each chunk's delay varies uniformly by +- this much (never reordering bytes).
+    #[arg(long, value_parser = parse_duration, default_value = "0ms")]
+    jitter: Duration,
+    /// Bandwidth limit of each delayed direction in tc's words, e.g. 100mbit or 10mbps.
+    #[arg(long, value_parser = parse_rate_bits)]
+    rate: Option<u64>,
+    /// Which direction is delayed: up (client to server, like netem on the client),
+    /// down, or both (netem on both ends: the round trip grows by twice the delay).
+    #[arg(long, value_enum, default_value = "up")]
+    direction: DirectionArg,
+    /// Print the proxy's counters this often (0: only at the end).
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    stats_every: Duration,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DirectionArg {
+    Up,
+    Down,
+    Both,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    crate::scenario::parse_duration(s)
+        .map_err(|e| format!("\"{s}\" is not a duration ({e}); write e.g. 1ms, 500us, 0.2ms"))
+}
+
+fn parse_rate_bits(s: &str) -> Result<u64, String> {
+    match tsload_netem::Spec::parse(&format!("rate {s}")) {
+        Ok(tsload_netem::Spec::Netem(n)) => match n.rate.map(|r| r.bits_per_sec()) {
+            Some(0) | None => Err(format!("\"{s}\": a rate of 0 would send nothing")),
+            Some(b) => Ok(b),
+        },
+        Ok(_) => Err(format!("\"{s}\" is not a rate")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub fn cmd_proxy(args: ProxyArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let config = ProxyConfig {
+            listen: args.listen,
+            upstream: args.upstream,
+            delay: args.delay,
+            jitter: args.jitter,
+            rate: args.rate.map(|b| (b / 8).max(1)),
+            direction: match args.direction {
+                DirectionArg::Up => Direction::Up,
+                DirectionArg::Down => Direction::Down,
+                DirectionArg::Both => Direction::Both,
+            },
+        };
+        let proxy = match Proxy::start(config).await {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(crate::EXIT_USAGE));
+            }
+        };
+        println!(
+            "tsload proxy: listening on {}, forwarding to {}, delay {} jitter {} {}{} (Ctrl-C to stop)",
+            proxy.local_addr(),
+            args.upstream,
+            humantime::format_duration(args.delay),
+            humantime::format_duration(args.jitter),
+            match args.direction {
+                DirectionArg::Up => "client->server",
+                DirectionArg::Down => "server->client",
+                DirectionArg::Both => "both directions",
+            },
+            args.rate.map(|b| format!(", rate {b} bit/s")).unwrap_or_default()
+        );
+        let show = |s: tsload_proxy::ProxyStats| {
+            println!(
+                "connections {} (open {}), upstream connect errors {}, i/o errors {}, bytes up {}, down {}",
+                s.connections, s.active, s.connect_errors, s.io_errors, s.bytes_up, s.bytes_down
+            );
+        };
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        if args.stats_every.is_zero() {
+            ctrl_c.await.context("cannot wait for Ctrl-C")?;
+        } else {
+            let mut tick = tokio::time::interval(args.stats_every);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    r = &mut ctrl_c => { r.context("cannot wait for Ctrl-C")?; break; }
+                    _ = tick.tick() => show(proxy.stats()),
+                }
+            }
+        }
+        show(proxy.stats());
+        proxy.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+#[derive(Subcommand)]
+pub enum ProbeCommand {
+    /// ICMP echo (like `ping`; `--flood` like `ping -f`).
+    Icmp(IcmpArgs),
+    /// TCP connect() round trips to ADDR:PORT.
+    Tcp(TcpArgs),
+    /// The server's own ping over one connection: HTTP GET of the URL (http://...), or
+    /// `SELECT 1` (postgres://..., mysql://...).
+    App(AppArgs),
+}
+
+#[derive(Args)]
+pub struct CommonProbeArgs {
+    /// Probes to send.
+    #[arg(short, long, default_value_t = 10)]
+    count: u64,
+    /// Time from one probe to the next (0: back to back); ignored with --flood.
+    #[arg(short, long, value_parser = parse_duration, default_value = "1s")]
+    interval: Duration,
+    /// How long to wait for each answer.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    timeout: Duration,
+    /// Probe from inside this network namespace (`ip netns` name or a path).
+    #[arg(long)]
+    netns: Option<String>,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct IcmpArgs {
+    /// The address to ping.
+    target: std::net::IpAddr,
+    /// Next request on each reply or every 10 ms, whichever comes first (`ping -f`).
+    #[arg(short, long)]
+    flood: bool,
+    /// Payload bytes (`ping -s`).
+    #[arg(short, long, default_value_t = tsload_probe::icmp::DEFAULT_PAYLOAD)]
+    size: usize,
+    #[command(flatten)]
+    common: CommonProbeArgs,
+}
+
+#[derive(Args)]
+pub struct TcpArgs {
+    /// ADDR:PORT to connect to.
+    target: SocketAddr,
+    #[command(flatten)]
+    common: CommonProbeArgs,
+}
+
+#[derive(Args)]
+pub struct AppArgs {
+    /// http://HOST:PORT/PATH, postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB.
+    url: String,
+    #[command(flatten)]
+    common: CommonProbeArgs,
+}
+
+pub fn cmd_probe(command: ProbeCommand) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (report, json) = runtime.block_on(async {
+        let r: Result<(ProbeReport, Option<PathBuf>), tsload_probe::ProbeError> = match command {
+            ProbeCommand::Icmp(a) => {
+                let mut o = IcmpOptions::new(a.target, a.common.count);
+                o.pacing = if a.flood {
+                    Pacing::Flood
+                } else {
+                    Pacing::Interval(a.common.interval)
+                };
+                o.timeout = a.common.timeout;
+                o.payload_size = a.size;
+                o.netns = a.common.netns.clone();
+                tsload_probe::icmp::ping(&o)
+                    .await
+                    .map(|r| (r, a.common.json))
+            }
+            ProbeCommand::Tcp(a) => {
+                let mut o = TcpOptions::new(a.target, a.common.count);
+                o.interval = a.common.interval;
+                o.timeout = a.common.timeout;
+                o.netns = a.common.netns.clone();
+                tsload_probe::connect_rtt(&o)
+                    .await
+                    .map(|r| (r, a.common.json))
+            }
+            ProbeCommand::App(a) => {
+                let mut o = AppOptions::new(a.common.count);
+                o.interval = a.common.interval;
+                o.timeout = a.common.timeout;
+                o.netns = a.common.netns.clone();
+                let r = if a.url.starts_with("http://") || a.url.starts_with("https://") {
+                    tsload_probe::http_rtt(&a.url, &o).await
+                } else {
+                    tsload_probe::sql_rtt(&a.url, &o).await
+                };
+                r.map(|r| (r, a.common.json))
+            }
+        };
+        r
+    })?;
+    print!("{}", report.render_text());
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(&path, text + "\n")
+            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
+    }
+    Ok(if report.received == 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_rates_parse_like_tc() {
+        assert_eq!(parse_duration("1ms").unwrap(), Duration::from_millis(1));
+        assert_eq!(parse_duration("0.5ms").unwrap(), Duration::from_micros(500));
+        assert!(parse_duration("fast").is_err());
+        assert_eq!(parse_rate_bits("100mbit").unwrap(), 100_000_000);
+        assert_eq!(parse_rate_bits("1mbps").unwrap(), 8_000_000);
+        assert!(parse_rate_bits("0bit").is_err());
+        assert!(parse_rate_bits("lots").is_err());
+    }
+}

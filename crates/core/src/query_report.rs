@@ -1,0 +1,482 @@
+//! The final report of a query run: one [`QuerySummary`] with requests per second (TPS for
+//! transactions), statements per second (QPS), errors, latency percentiles per request
+//! kind and in all, the data load and client CPU, rendered as a human table or serialized
+//! as JSON.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::query_engine::{KindOutcome, QueryOutcome};
+use crate::recorder::Counters;
+use crate::report::{ClientSummary, LatencySummary, group, ms, stop_reason_name};
+use crate::rusage::Usage;
+
+/// One request kind's figures.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KindSummary {
+    pub name: String,
+    /// Requests that succeeded.
+    pub requests: u64,
+    /// Requests that failed.
+    pub failed: u64,
+    /// Result rows of the successful requests.
+    pub rows: u64,
+    /// Statements the successful requests executed.
+    pub statements: u64,
+    /// Successful requests per second of the run.
+    pub requests_per_s: f64,
+    /// Statements per second of the run.
+    pub statements_per_s: f64,
+    /// Failed requests by error kind (`rejected`, `empty`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Latency from the intended send time (coordinated-omission corrected).
+    pub latency: LatencySummary,
+    /// Time from the actual send to the last result row.
+    pub service: LatencySummary,
+}
+
+/// The whole final report of a query run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct QuerySummary {
+    pub tsload_version: String,
+    pub target: String,
+    pub workload: String,
+    pub started_at: String,
+    /// Seconds of the timed load.
+    pub elapsed_s: f64,
+    /// Seconds of the data load before it (0 without one).
+    pub load_s: f64,
+    pub load_requests: u64,
+    /// Rows the server reported for the data load (e.g. inserted).
+    pub load_rows: u64,
+    pub load_statements: u64,
+    pub stop_reason: String,
+    /// The error that stopped the run (the one that exceeded the error budget).
+    pub stop_error: Option<String>,
+    /// Requests that succeeded.
+    pub requests: u64,
+    pub failed_requests: u64,
+    /// Statements the successful requests executed.
+    pub statements: u64,
+    /// Result rows of the successful requests.
+    pub rows: u64,
+    /// Failed requests by error kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Successful requests per second: TPS when requests are transactions.
+    pub requests_per_s: f64,
+    /// Statements per second: QPS.
+    pub statements_per_s: f64,
+    pub rows_per_s: f64,
+    /// Latency of all kinds together, from the intended send time.
+    pub latency: LatencySummary,
+    /// Service time of all kinds together.
+    pub service: LatencySummary,
+    /// One entry per request kind, in the workload's order.
+    pub kinds: Vec<KindSummary>,
+    /// Client cost; `cpu_us_per_1000_metrics` counts statements as metrics.
+    pub client: ClientSummary,
+    /// Client CPU microseconds per request sent (successful and failed).
+    pub cpu_us_per_request: f64,
+    /// The resolved scenario, secrets redacted.
+    pub scenario: serde_json::Value,
+}
+
+fn error_names(c: &Counters) -> BTreeMap<String, u64> {
+    c.errors
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), *v))
+        .collect()
+}
+
+fn per_s(v: u64, secs: f64) -> f64 {
+    if secs > 0.0 { v as f64 / secs } else { 0.0 }
+}
+
+impl KindSummary {
+    pub fn new(kind: &KindOutcome, elapsed_s: f64) -> Self {
+        let c = &kind.counters;
+        KindSummary {
+            name: kind.name.clone(),
+            requests: c.requests,
+            failed: c.failed_requests,
+            rows: c.rows,
+            statements: c.metrics,
+            requests_per_s: per_s(c.requests, elapsed_s),
+            statements_per_s: per_s(c.metrics, elapsed_s),
+            errors: error_names(c),
+            latency: LatencySummary::from_histogram(&kind.latency),
+            service: LatencySummary::from_histogram(&kind.service),
+        }
+    }
+}
+
+impl QuerySummary {
+    pub fn new(
+        outcome: &QueryOutcome,
+        usage: &Usage,
+        target: &str,
+        workload: &str,
+        scenario: serde_json::Value,
+    ) -> Self {
+        let c = &outcome.counters;
+        let secs = outcome.elapsed.as_secs_f64();
+        let cpu_s = usage.cpu().as_secs_f64();
+        let sent = c.requests + c.failed_requests;
+        QuerySummary {
+            tsload_version: env!("CARGO_PKG_VERSION").to_string(),
+            target: target.to_string(),
+            workload: workload.to_string(),
+            started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
+            elapsed_s: secs,
+            load_s: outcome.load_elapsed.as_secs_f64(),
+            load_requests: outcome.load_counters.requests,
+            load_rows: outcome.load_counters.rows,
+            load_statements: outcome.load_counters.metrics,
+            stop_reason: stop_reason_name(outcome.stop_reason).to_string(),
+            stop_error: outcome.stop_error.as_ref().map(|e| e.to_string()),
+            requests: c.requests,
+            failed_requests: c.failed_requests,
+            statements: c.metrics,
+            rows: c.rows,
+            errors: error_names(c),
+            requests_per_s: per_s(c.requests, secs),
+            statements_per_s: per_s(c.metrics, secs),
+            rows_per_s: per_s(c.rows, secs),
+            latency: LatencySummary::from_histogram(&outcome.latency),
+            service: LatencySummary::from_histogram(&outcome.service),
+            kinds: outcome
+                .kinds
+                .iter()
+                .map(|k| KindSummary::new(k, secs))
+                .collect(),
+            client: ClientSummary {
+                cpu_user_s: usage.user.as_secs_f64(),
+                cpu_system_s: usage.system.as_secs_f64(),
+                cpu_s,
+                cpu_us_per_1000_metrics: if c.metrics > 0 {
+                    cpu_s * 1e6 / (c.metrics as f64 / 1000.0)
+                } else {
+                    0.0
+                },
+                peak_rss_bytes: usage.peak_rss_bytes,
+            },
+            cpu_us_per_request: if sent > 0 {
+                cpu_s * 1e6 / sent as f64
+            } else {
+                0.0
+            },
+            scenario,
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// The human table printed at the end of a query run: one line per request kind, then
+    /// the totals.
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "tsload {} | {} -> {} | {:.3} s | stopped: {}",
+            self.tsload_version, self.workload, self.target, self.elapsed_s, self.stop_reason
+        );
+        if let Some(e) = &self.stop_error {
+            let _ = writeln!(s, "FATAL: {e}");
+        }
+        if self.load_requests > 0 {
+            let _ = writeln!(
+                s,
+                "  load      {} requests   {} statements   {} rows   in {:.3} s",
+                group(self.load_requests),
+                group(self.load_statements),
+                group(self.load_rows),
+                self.load_s
+            );
+        }
+        let width = self
+            .kinds
+            .iter()
+            .map(|k| k.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("total".len());
+        let _ = writeln!(
+            s,
+            "  {:<width$} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}   (latency, ms)",
+            "kind", "requests", "req/s", "min", "p50", "p90", "p99", "p99.9", "max", "errors"
+        );
+        let line = |s: &mut String,
+                    name: &str,
+                    requests: u64,
+                    rate: f64,
+                    l: &LatencySummary,
+                    failed: u64,
+                    errors: &BTreeMap<String, u64>| {
+            let _ = write!(
+                s,
+                "  {:<width$} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+                name,
+                group(requests),
+                per_second(rate),
+                ms(l.min_ms),
+                ms(l.p50_ms),
+                ms(l.p90_ms),
+                ms(l.p99_ms),
+                ms(l.p99_9_ms),
+                ms(l.max_ms),
+                group(failed)
+            );
+            if !errors.is_empty() {
+                let _ = write!(s, "   ({})", error_list(errors));
+            }
+            s.push('\n');
+        };
+        for k in &self.kinds {
+            line(
+                &mut s,
+                &k.name,
+                k.requests,
+                k.requests_per_s,
+                &k.latency,
+                k.failed,
+                &k.errors,
+            );
+        }
+        line(
+            &mut s,
+            "total",
+            self.requests,
+            self.requests_per_s,
+            &self.latency,
+            self.failed_requests,
+            &self.errors,
+        );
+        let _ = writeln!(
+            s,
+            "  requests   {:>16}   {:>14} requests/s (TPS for transactions)   failed {}",
+            group(self.requests),
+            per_second(self.requests_per_s),
+            group(self.failed_requests)
+        );
+        let _ = writeln!(
+            s,
+            "  statements {:>16}   {:>14} statements/s (QPS)",
+            group(self.statements),
+            per_second(self.statements_per_s)
+        );
+        let _ = writeln!(
+            s,
+            "  rows       {:>16}   {:>14} rows/s",
+            group(self.rows),
+            per_second(self.rows_per_s)
+        );
+        if self.errors.is_empty() {
+            let _ = writeln!(s, "  errors     none");
+        } else {
+            let _ = writeln!(s, "  errors     {}", error_list(&self.errors));
+        }
+        let _ = writeln!(
+            s,
+            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms, all kinds)",
+            "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
+        );
+        for (name, l) in [("latency", &self.latency), ("service", &self.service)] {
+            let _ = writeln!(
+                s,
+                "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                name,
+                ms(l.min_ms),
+                ms(l.mean_ms),
+                ms(l.p50_ms),
+                ms(l.p90_ms),
+                ms(l.p95_ms),
+                ms(l.p99_ms),
+                ms(l.p99_9_ms),
+                ms(l.p99_99_ms),
+                ms(l.max_ms)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  client    cpu {:.3} s (user {:.3}, sys {:.3})   {:.2} us per request   peak RSS {:.1} MiB",
+            self.client.cpu_s,
+            self.client.cpu_user_s,
+            self.client.cpu_system_s,
+            self.cpu_us_per_request,
+            self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+        s
+    }
+}
+
+/// `rejected 3, empty 2`.
+fn error_list(errors: &BTreeMap<String, u64>) -> String {
+    let list: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    list.join(", ")
+}
+
+/// A rate: one decimal below 1,000 per second, grouped whole numbers above.
+fn per_second(v: f64) -> String {
+    if v < 1000.0 {
+        format!("{v:.1}")
+    } else {
+        group(v.round() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::engine::StopReason;
+    use crate::recorder::new_histogram;
+    use crate::sink::{ErrorKind, SinkError};
+
+    fn kind(
+        name: &str,
+        requests: u64,
+        ms_values: &[u64],
+        errors: &[(ErrorKind, u64)],
+    ) -> KindOutcome {
+        let mut latency = new_histogram();
+        let mut service = new_histogram();
+        for v in ms_values {
+            latency.record(v * 1_000_000).unwrap();
+            service.record(v * 500_000).unwrap();
+        }
+        let mut counters = Counters {
+            requests,
+            rows: requests * 10,
+            metrics: requests * 2,
+            ..Default::default()
+        };
+        for (k, n) in errors {
+            counters.errors.insert(*k, *n);
+            counters.failed_requests += n;
+        }
+        KindOutcome {
+            name: name.to_string(),
+            counters,
+            latency,
+            service,
+        }
+    }
+
+    fn outcome() -> QueryOutcome {
+        let kinds = vec![
+            kind("point-select", 3, &[1, 2, 3], &[]),
+            kind(
+                "range",
+                2,
+                &[10, 20],
+                &[(ErrorKind::Empty, 4), (ErrorKind::Rejected, 1)],
+            ),
+        ];
+        let mut counters = Counters::default();
+        let mut latency = new_histogram();
+        let mut service = new_histogram();
+        for k in &kinds {
+            counters.add(&k.counters);
+            latency.add(&k.latency).unwrap();
+            service.add(&k.service).unwrap();
+        }
+        QueryOutcome {
+            started_at: SystemTime::UNIX_EPOCH,
+            elapsed: Duration::from_secs(2),
+            load_elapsed: Duration::from_millis(1500),
+            load_counters: Counters {
+                requests: 10,
+                rows: 1000,
+                metrics: 10,
+                ..Default::default()
+            },
+            counters,
+            latency,
+            service,
+            kinds,
+            stop_reason: StopReason::Fatal,
+            stop_error: Some(SinkError::new(ErrorKind::Rejected, "too many")),
+            intervals: 2,
+        }
+    }
+
+    #[test]
+    fn summary_sums_kinds_and_computes_rates() {
+        let usage = Usage {
+            user: Duration::from_millis(30),
+            system: Duration::from_millis(20),
+            peak_rss_bytes: 1 << 20,
+        };
+        let s = QuerySummary::new(&outcome(), &usage, "pg", "mix", serde_json::Value::Null);
+        assert_eq!(s.requests, 5);
+        assert_eq!(s.failed_requests, 5);
+        assert_eq!(s.statements, 10);
+        assert_eq!(s.rows, 50);
+        assert_eq!(s.requests_per_s, 2.5);
+        assert_eq!(s.statements_per_s, 5.0);
+        assert_eq!(s.errors["empty"], 4);
+        assert_eq!(s.error_count(), 5);
+        assert_eq!(s.kinds[0].requests_per_s, 1.5);
+        assert_eq!(s.kinds[1].failed, 5);
+        assert_eq!(s.kinds[1].errors["rejected"], 1);
+        assert_eq!(s.latency.count, 5);
+        assert!((s.kinds[1].latency.max_ms - 20.0).abs() < 0.1);
+        assert_eq!(s.load_rows, 1000);
+        assert_eq!(s.load_s, 1.5);
+        assert_eq!(s.stop_reason, "fatal error");
+        assert_eq!(s.stop_error.as_deref(), Some("rejected: too many"));
+        // 50 ms of CPU over 10 requests sent (5 ok, 5 failed); 10 statements.
+        assert!((s.cpu_us_per_request - 5000.0).abs() < 1e-6);
+        assert!((s.client.cpu_us_per_1000_metrics - 5_000_000.0).abs() < 1e-3);
+        let json = serde_json::to_string(&s).unwrap();
+        let back: QuerySummary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["kinds"][1]["name"], "range");
+        assert_eq!(v["kinds"][1]["errors"]["empty"], 4);
+        assert_eq!(v["statements_per_s"], 5.0);
+    }
+
+    #[test]
+    fn text_has_one_line_per_kind_then_totals() {
+        let s = QuerySummary::new(
+            &outcome(),
+            &Usage::default(),
+            "pg",
+            "mix",
+            serde_json::Value::Null,
+        );
+        let text = s.render_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("mix -> pg"), "{text}");
+        assert!(lines[0].ends_with("stopped: fatal error"), "{text}");
+        assert_eq!(lines[1], "FATAL: rejected: too many");
+        assert!(
+            lines[2].contains("10 requests") && lines[2].contains("1,000 rows"),
+            "{text}"
+        );
+        assert!(lines[3].trim_start().starts_with("kind"), "{text}");
+        let point = lines[4];
+        assert!(point.trim_start().starts_with("point-select"), "{text}");
+        assert!(point.contains(" 1.5 "), "req/s: {point}");
+        assert!(point.contains("3.00"), "max: {point}");
+        let range = lines[5];
+        assert!(range.trim_start().starts_with("range"), "{text}");
+        assert!(range.ends_with("(empty 4, rejected 1)"), "{range}");
+        assert!(lines[6].trim_start().starts_with("total"), "{text}");
+        assert!(
+            lines[6].contains("20.0"),
+            "max over all kinds: {}",
+            lines[6]
+        );
+        // Columns line up: every table line is as wide up to the error count.
+        let at = |l: &str| l.find("   (").unwrap_or(l.len());
+        assert_eq!(at(point), at(lines[6]));
+        assert!(text.contains("statements/s (QPS)"), "{text}");
+        assert!(text.contains("errors     empty 4, rejected 1"), "{text}");
+        assert!(text.contains("us per request"), "{text}");
+    }
+}

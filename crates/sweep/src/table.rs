@@ -1,0 +1,490 @@
+//! The sweep's result table: one [`SweepRow`] per grid point (the point plus what its run
+//! measured) and its writers: an aligned text table, CSV (RFC 4180) and JSON.
+
+use std::fmt::Write as _;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fit::FitGroup;
+use crate::grid::{Axis, Grid, Point};
+
+/// The RTT measured at one point, in milliseconds. `median_ms` is the figure the fit and
+/// the plots use (robust against the odd slow probe); the others are optional extras.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RttStats {
+    /// How it was measured: e.g. `icmp`, `tcp`, `http`, `sql`.
+    pub method: String,
+    pub median_ms: f64,
+    pub min_ms: Option<f64>,
+    pub avg_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+/// One grid point and what its run measured. The CLI fills it from the run's `Summary`:
+/// `rows_per_s`, `metrics_per_s`, `requests / elapsed_s`, `latency.{mean,p50,p99}_ms`,
+/// `service.mean_ms`, `failed_requests` (or the sum of `errors`), `stop_reason`, and the
+/// run's effective `workers`, `batch` (rows per request) and `in_flight` (requests in
+/// flight per worker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub point: Point,
+    /// `None` when no probe ran or every probe failed.
+    pub rtt: Option<RttStats>,
+    pub rows_per_s: f64,
+    pub metrics_per_s: f64,
+    pub requests_per_s: f64,
+    /// Latency from the intended send time (coordinated-omission corrected), ms.
+    pub latency_mean_ms: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    /// Time from the actual send to the acknowledgement, ms.
+    pub service_mean_ms: f64,
+    pub errors: u64,
+    pub workers: u64,
+    pub batch: u64,
+    pub in_flight: u64,
+    pub stop_reason: String,
+}
+
+/// Why a row does not fit the table.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TableError {
+    #[error("the row's point has keys [{got}] but the sweep's keys are [{expected}] (same order)")]
+    KeysMismatch { expected: String, got: String },
+    #[error(
+        "the row's point has {key} = {value}, which is not one of the sweep's values for `{key}`"
+    )]
+    ValueNotInGrid { key: String, value: String },
+}
+
+/// The results of a sweep: the grid's axes and one row per point that ran, in run order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepTable {
+    pub axes: Vec<Axis>,
+    pub rows: Vec<SweepRow>,
+}
+
+/// Columns after the key columns, in the CSV (the text table shows a subset).
+const MEASURE_COLUMNS: [&str; 13] = [
+    "rtt_method",
+    "rtt_median_ms",
+    "rtt_min_ms",
+    "rtt_avg_ms",
+    "rtt_max_ms",
+    "rows_per_s",
+    "metrics_per_s",
+    "requests_per_s",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "service_mean_ms",
+    "errors",
+];
+
+/// Run settings columns; each is left out when a sweep key of the same name already
+/// gives it (the values are then the point's).
+const SETTING_COLUMNS: [&str; 3] = ["workers", "batch", "in_flight"];
+
+impl SweepTable {
+    /// An empty table for `grid`'s points.
+    pub fn new(grid: &Grid) -> SweepTable {
+        SweepTable {
+            axes: grid.axes().to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a row; its point must have the grid's keys, in order, with values from the
+    /// grid's lists.
+    pub fn push(&mut self, row: SweepRow) -> Result<(), TableError> {
+        let keys_match = row.point.values().len() == self.axes.len()
+            && row
+                .point
+                .values()
+                .iter()
+                .zip(&self.axes)
+                .all(|((k, _), a)| *k == a.key);
+        if !keys_match {
+            return Err(TableError::KeysMismatch {
+                expected: self.keys().join(", "),
+                got: row
+                    .point
+                    .values()
+                    .iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        for ((key, value), axis) in row.point.values().iter().zip(&self.axes) {
+            if !axis.values.contains(value) {
+                return Err(TableError::ValueNotInGrid {
+                    key: key.clone(),
+                    value: value.to_string(),
+                });
+            }
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+
+    /// The sweep's keys in order.
+    pub fn keys(&self) -> Vec<&str> {
+        self.axes.iter().map(|a| a.key.as_str()).collect()
+    }
+
+    fn setting_columns(&self) -> Vec<&'static str> {
+        SETTING_COLUMNS
+            .into_iter()
+            .filter(|c| !self.axes.iter().any(|a| a.key == *c))
+            .collect()
+    }
+
+    /// The CSV header: the sweep keys, then `rtt_method, rtt_median_ms, rtt_min_ms,
+    /// rtt_avg_ms, rtt_max_ms, rows_per_s, metrics_per_s, requests_per_s, latency_mean_ms,
+    /// latency_p50_ms, latency_p99_ms, service_mean_ms, errors`, then those of `workers,
+    /// batch, in_flight` that are not sweep keys, then `stop_reason`.
+    pub fn csv_header(&self) -> Vec<String> {
+        let mut h: Vec<String> = self.axes.iter().map(|a| a.key.clone()).collect();
+        h.extend(MEASURE_COLUMNS.iter().map(|c| c.to_string()));
+        h.extend(self.setting_columns().iter().map(|c| c.to_string()));
+        h.push("stop_reason".to_string());
+        h
+    }
+
+    /// Writes the table as CSV: the [`csv_header`](Self::csv_header) line, then one line
+    /// per row. RFC 4180: CRLF line ends, a field holding `,`, `"`, CR or LF is quoted with
+    /// `"` and its quotes doubled. Numbers use Rust's shortest round-trip form; a missing
+    /// value (no RTT, no RTT min) is an empty field.
+    pub fn write_csv<W: io::Write>(&self, mut w: W) -> io::Result<()> {
+        write_csv_record(&mut w, &self.csv_header())?;
+        let settings = self.setting_columns();
+        for row in &self.rows {
+            let mut rec: Vec<String> = row
+                .point
+                .values()
+                .iter()
+                .map(|(_, v)| v.to_string())
+                .collect();
+            let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+            let rtt = row.rtt.as_ref();
+            rec.push(rtt.map(|r| r.method.clone()).unwrap_or_default());
+            rec.push(opt(rtt.map(|r| r.median_ms)));
+            rec.push(opt(rtt.and_then(|r| r.min_ms)));
+            rec.push(opt(rtt.and_then(|r| r.avg_ms)));
+            rec.push(opt(rtt.and_then(|r| r.max_ms)));
+            for v in [
+                row.rows_per_s,
+                row.metrics_per_s,
+                row.requests_per_s,
+                row.latency_mean_ms,
+                row.latency_p50_ms,
+                row.latency_p99_ms,
+                row.service_mean_ms,
+            ] {
+                rec.push(v.to_string());
+            }
+            rec.push(row.errors.to_string());
+            for c in &settings {
+                rec.push(
+                    match *c {
+                        "workers" => row.workers,
+                        "batch" => row.batch,
+                        _ => row.in_flight,
+                    }
+                    .to_string(),
+                );
+            }
+            rec.push(row.stop_reason.clone());
+            write_csv_record(&mut w, &rec)?;
+        }
+        Ok(())
+    }
+
+    /// The table as aligned text, one line per row, for a terminal: the sweep keys, then
+    /// `rtt ms` (median), `rows/s`, `metrics/s`, `req/s`, `lat mean`, `p50`, `p99`,
+    /// `svc mean` (ms), `errors`, `stop`. Numbers are right-aligned, text left-aligned.
+    pub fn render_text(&self) -> String {
+        let mut header: Vec<String> = self.axes.iter().map(|a| a.key.clone()).collect();
+        let n_keys = header.len();
+        header.extend(
+            [
+                "rtt ms",
+                "rows/s",
+                "metrics/s",
+                "req/s",
+                "lat mean",
+                "p50",
+                "p99",
+                "svc mean",
+                "errors",
+                "stop",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        let mut cells: Vec<Vec<String>> = Vec::with_capacity(self.rows.len());
+        for row in &self.rows {
+            let mut line: Vec<String> = row
+                .point
+                .values()
+                .iter()
+                .map(|(_, v)| v.to_string())
+                .collect();
+            line.push(
+                row.rtt
+                    .as_ref()
+                    .map(|r| format!("{:.3}", r.median_ms))
+                    .unwrap_or_else(|| "-".to_string()),
+            );
+            line.push(format!("{:.0}", row.rows_per_s));
+            line.push(format!("{:.0}", row.metrics_per_s));
+            line.push(format!("{:.1}", row.requests_per_s));
+            line.push(format!("{:.3}", row.latency_mean_ms));
+            line.push(format!("{:.3}", row.latency_p50_ms));
+            line.push(format!("{:.3}", row.latency_p99_ms));
+            line.push(format!("{:.3}", row.service_mean_ms));
+            line.push(row.errors.to_string());
+            line.push(row.stop_reason.clone());
+            cells.push(line);
+        }
+        let ncols = header.len();
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for line in &cells {
+            for (i, c) in line.iter().enumerate() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        // Key columns are right-aligned when every value of the key is a number.
+        let numeric: Vec<bool> = (0..ncols)
+            .map(|i| {
+                if i < n_keys {
+                    self.axes[i].values.iter().all(|v| v.as_f64().is_some())
+                } else {
+                    i != ncols - 1
+                }
+            })
+            .collect();
+        let mut out = String::new();
+        let mut emit = |line: &[String]| {
+            let mut s = String::new();
+            for (i, c) in line.iter().enumerate() {
+                if i > 0 {
+                    s.push_str("  ");
+                }
+                let pad = widths[i] - c.chars().count();
+                if numeric[i] {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(c);
+                } else {
+                    s.push_str(c);
+                    if i != ncols - 1 {
+                        s.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            let _ = writeln!(out, "{}", s.trim_end());
+        };
+        emit(&header);
+        for line in &cells {
+            emit(line);
+        }
+        out
+    }
+
+    /// Writes `{"axes": [...], "rows": [...], "fits": [...]}` (pretty-printed, newline at
+    /// the end). `fits` is what [`SweepTable::fit_groups`] returned (may be empty): each
+    /// `{"fixed": {key: value}, "fit": {...} | null, "error": "..." | null}`.
+    pub fn write_json<W: io::Write>(&self, fits: &[FitGroup], mut w: W) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            axes: &'a [Axis],
+            rows: &'a [SweepRow],
+            fits: &'a [FitGroup],
+        }
+        serde_json::to_writer_pretty(
+            &mut w,
+            &Report {
+                axes: &self.axes,
+                rows: &self.rows,
+                fits,
+            },
+        )?;
+        w.write_all(b"\n")
+    }
+}
+
+/// Writes one CSV record (RFC 4180 quoting, CRLF).
+pub fn write_csv_record<W: io::Write>(w: &mut W, fields: &[String]) -> io::Result<()> {
+    let mut line = String::new();
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        if f.contains([',', '"', '\r', '\n']) {
+            line.push('"');
+            line.push_str(&f.replace('"', "\"\""));
+            line.push('"');
+        } else {
+            line.push_str(f);
+        }
+    }
+    line.push_str("\r\n");
+    w.write_all(line.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::SweepValue;
+
+    pub(crate) fn row(point: &Point, rtt: Option<f64>, rows_per_s: f64) -> SweepRow {
+        SweepRow {
+            point: point.clone(),
+            rtt: rtt.map(|m| RttStats {
+                method: "icmp".into(),
+                median_ms: m,
+                min_ms: Some(m * 0.9),
+                avg_ms: None,
+                max_ms: Some(m * 1.5),
+            }),
+            rows_per_s,
+            metrics_per_s: rows_per_s * 10.0,
+            requests_per_s: rows_per_s / 10.0,
+            latency_mean_ms: 1.25,
+            latency_p50_ms: 1.0,
+            latency_p99_ms: 4.5,
+            service_mean_ms: 1.2,
+            errors: 0,
+            workers: 16,
+            batch: 10,
+            in_flight: 1,
+            stop_reason: "duration".into(),
+        }
+    }
+
+    fn table() -> SweepTable {
+        let grid = Grid::new(vec![
+            (
+                "delay",
+                vec![SweepValue::from("0ms"), SweepValue::from("1ms")],
+            ),
+            ("batch", vec![SweepValue::Int(1), SweepValue::Int(50)]),
+        ])
+        .unwrap();
+        let mut t = SweepTable::new(&grid);
+        for (i, p) in grid.points().iter().enumerate() {
+            t.push(row(p, Some(0.05 + i as f64), 1000.0 * (i + 1) as f64))
+                .unwrap();
+        }
+        t
+    }
+
+    #[test]
+    fn push_checks_keys_and_values() {
+        let mut t = table();
+        let wrong_order = Point::new(vec![
+            ("batch".into(), SweepValue::Int(1)),
+            ("delay".into(), SweepValue::from("0ms")),
+        ]);
+        let err = t.push(row(&wrong_order, None, 1.0)).unwrap_err();
+        assert_eq!(
+            err,
+            TableError::KeysMismatch {
+                expected: "delay, batch".into(),
+                got: "batch, delay".into()
+            }
+        );
+        let off_grid = Point::new(vec![
+            ("delay".into(), SweepValue::from("3ms")),
+            ("batch".into(), SweepValue::Int(1)),
+        ]);
+        assert_eq!(
+            t.push(row(&off_grid, None, 1.0)).unwrap_err(),
+            TableError::ValueNotInGrid {
+                key: "delay".into(),
+                value: "3ms".into()
+            }
+        );
+        assert_eq!(t.rows.len(), 4);
+    }
+
+    #[test]
+    fn csv_header_rows_and_quoting() {
+        let mut t = table();
+        t.rows[1].stop_reason = "error: \"boom\", then\nstop".into();
+        t.rows[2].rtt = None;
+        let mut out = Vec::new();
+        t.write_csv(&mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = s.split("\r\n").collect();
+        assert_eq!(
+            lines[0],
+            "delay,batch,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,rows_per_s,\
+             metrics_per_s,requests_per_s,latency_mean_ms,latency_p50_ms,latency_p99_ms,\
+             service_mean_ms,errors,workers,in_flight,stop_reason"
+        );
+        assert_eq!(
+            lines[1],
+            "0ms,1,icmp,0.05,0.045000000000000005,,0.07500000000000001,1000,10000,100,1.25,1,4.5,1.2,0,16,1,duration"
+        );
+        assert!(
+            lines[2].ends_with(",16,1,\"error: \"\"boom\"\", then\nstop\""),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[3].starts_with("1ms,1,,,,,,3000,"), "{}", lines[3]);
+        assert_eq!(lines.len(), 6); // header, 4 rows, "" after the last CRLF
+        assert_eq!(lines[5], "");
+    }
+
+    #[test]
+    fn text_is_aligned() {
+        let t = table();
+        let text = t.render_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert!(
+            lines[0].starts_with("delay  batch  rtt ms  rows/s"),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("0ms        1   0.050    1000"),
+            "{text}"
+        );
+        assert!(
+            lines[4].starts_with("1ms       50   3.050    4000"),
+            "{text}"
+        );
+        // The right-aligned numeric columns end at the same offset on every line.
+        let end_of = |line: &str, col: &str| line.find(col).map(|i| i + col.len());
+        assert_eq!(end_of(lines[0], "rows/s"), end_of(lines[1], "1000"));
+        assert_eq!(end_of(lines[0], "rows/s"), end_of(lines[4], "4000"));
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let t = table();
+        let mut out = Vec::new();
+        t.write_json(&[], &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["axes"][0]["key"], "delay");
+        assert_eq!(v["axes"][1]["values"], serde_json::json!([1, 50]));
+        assert_eq!(
+            v["rows"][3]["point"],
+            serde_json::json!({"delay": "1ms", "batch": 50})
+        );
+        assert_eq!(v["rows"][3]["rtt"]["median_ms"], 3.05);
+        assert_eq!(v["fits"], serde_json::json!([]));
+        // Read back from the bytes (a serde_json::Value would sort the point's keys).
+        let back: SweepTable = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back.axes, t.axes);
+        assert_eq!(back.rows.len(), t.rows.len());
+        for (b, r) in back.rows.iter().zip(&t.rows) {
+            assert_eq!(b.point, r.point);
+            assert_eq!(b.rows_per_s, r.rows_per_s);
+            assert_eq!(b.stop_reason, r.stop_reason);
+        }
+    }
+}
