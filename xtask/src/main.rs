@@ -5,7 +5,7 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|fmt>
+const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|serve|fmt>
   test           install what the tests need, then fmt check, clippy, and every test
   bench          criterion benchmarks of the hot path
   bench-targets [victoria-metrics|influxdb|questdb|postgres|mariadb]... [-- KEY=VALUE...]
@@ -13,6 +13,9 @@ const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|fmt>
                  100 hosts, 4 workers, batch 10,000; 1 day = 8.64 M metrics over line
                  protocol, 6 h = 2.16 M metrics into the SQL servers) three times with
                  the release build, printing tsload's reports; KEY=VALUE are --set's
+  serve <victoria-metrics|influxdb|questdb|postgres|mariadb>
+                 start one testbed server on 127.0.0.1, print its URLs and keep it up
+                 until Ctrl-C or the end of standard input (for experiments by hand)
   fmt            format the workspace";
 
 fn main() -> anyhow::Result<()> {
@@ -21,6 +24,7 @@ fn main() -> anyhow::Result<()> {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("bench-targets") => bench_targets(&args[1..]),
+        Some("serve") => serve(&args[1..]),
         Some("fmt") => run("cargo", &["fmt", "--all"]),
         _ => {
             eprintln!("{USAGE}");
@@ -286,6 +290,41 @@ fn bench(extra: &[String]) -> anyhow::Result<()> {
 
 /// Loads the same data set into each real server, a fresh server per run, and prints
 /// tsload's own reports (rate, latency, client CPU per metric) and the server's CPU time.
+/// Starts one testbed server on 127.0.0.1, prints how to reach it and keeps it up until
+/// Ctrl-C (or until standard input closes): for experiments by hand.
+fn serve(args: &[String]) -> anyhow::Result<()> {
+    use tsload_testbed::Server;
+    let [name] = args else {
+        bail!("usage: cargo xtask serve <victoria-metrics|influxdb|questdb|postgres|mariadb>");
+    };
+    let kind = server_kind(name)?;
+    let server = Server::start(kind).with_context(|| format!("starting {kind}"))?;
+    println!("{kind} is up (Ctrl-C or end of input stops it)");
+    println!("base_url={}", server.base_url());
+    if let Some(url) = server.database_url() {
+        println!("database_url={url}");
+    }
+    println!("data_dir={}", server.data_dir().display());
+    use std::io::Read as _;
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    Ok(())
+}
+
+fn server_kind(name: &str) -> anyhow::Result<tsload_testbed::ServerKind> {
+    use tsload_testbed::ServerKind;
+    Ok(match name {
+        "victoria-metrics" | "vm" => ServerKind::VictoriaMetrics,
+        "influxdb" => ServerKind::InfluxDb1,
+        "questdb" => ServerKind::QuestDb,
+        "postgres" => ServerKind::Postgres,
+        "mariadb" => ServerKind::MariaDb,
+        other => bail!(
+            "unknown server {other}; allowed: victoria-metrics, influxdb, questdb, postgres, mariadb"
+        ),
+    })
+}
+
 fn bench_targets(args: &[String]) -> anyhow::Result<()> {
     use tsload_testbed::{Server, ServerKind};
     let (names, extra) = match args.iter().position(|a| a == "--") {
@@ -303,17 +342,7 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
     } else {
         names
             .iter()
-            .map(|n| match n.as_str() {
-                "victoria-metrics" | "vm" => Ok(ServerKind::VictoriaMetrics),
-                "influxdb" => Ok(ServerKind::InfluxDb1),
-                "questdb" => Ok(ServerKind::QuestDb),
-                "postgres" => Ok(ServerKind::Postgres),
-                "mariadb" => Ok(ServerKind::MariaDb),
-                other => bail!(
-                    "unknown server {other}; allowed: victoria-metrics, influxdb, questdb, \
-                     postgres, mariadb"
-                ),
-            })
+            .map(|n| server_kind(n))
             .collect::<anyhow::Result<_>>()?
     };
     run("cargo", &["build", "--release", "-p", "tsload"])?;

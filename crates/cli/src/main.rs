@@ -8,6 +8,7 @@ mod plan;
 mod progress;
 mod run;
 mod scenario;
+mod sweep;
 mod targets;
 mod tools;
 mod workloads;
@@ -49,6 +50,9 @@ enum Command {
     /// Network impairment with tc qdiscs over rtnetlink: apply, show, clear, restore.
     #[command(subcommand)]
     Netem(netem::NetemCommand),
+    /// Run a scenario once per point of its [sweep] grid; write a table, CSV, JSON, a fit
+    /// and an SVG plot.
+    Sweep(sweep::SweepArgs),
     /// The user-space delay proxy: forwards TCP from --listen to --upstream, adding delay.
     Proxy(tools::ProxyArgs),
     /// Measure RTT: ICMP echo, TCP connect, or the server's own ping.
@@ -57,7 +61,7 @@ enum Command {
 }
 
 #[derive(Args)]
-struct ScenarioArgs {
+pub struct ScenarioArgs {
     /// Scenario file (TOML); the built-in quickstart when omitted.
     scenario: Option<PathBuf>,
     /// Override a scenario key, e.g. `--set load.workers=8` (repeatable).
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd_validate(args),
         Command::Netem(command) => netem::cmd_netem(command),
         Command::Proxy(args) => tools::cmd_proxy(args),
+        Command::Sweep(args) => sweep::cmd_sweep(args),
         Command::Probe(command) => tools::cmd_probe(command),
         Command::Generate(args) => generate::cmd_generate(
             args.scenario.scenario.as_deref(),

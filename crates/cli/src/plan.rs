@@ -203,6 +203,15 @@ impl NetworkPlan {
     }
 }
 
+/// One `[sweep]` list: the key as written (`delay`), the scenario key it sets
+/// (`network.delay`), and its values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepAxis {
+    pub key: String,
+    pub full_key: String,
+    pub values: Vec<toml::Value>,
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -216,8 +225,8 @@ pub struct Plan {
     pub output: OutputPlan,
     /// The impairment during the run, if any.
     pub network: Option<NetworkPlan>,
-    /// The `[sweep]` lists: full dotted keys and their values as TOML text, in file order.
-    pub sweep: Vec<(String, Vec<String>)>,
+    /// The `[sweep]` lists, in file order.
+    pub sweep: Vec<SweepAxis>,
 }
 
 fn rfc3339(ns: i64) -> String {
@@ -360,7 +369,10 @@ impl Plan {
             v["sweep"] = self
                 .sweep
                 .iter()
-                .map(|(k, vals)| (k.clone(), json!(vals)))
+                .map(|a| {
+                    let values: Vec<String> = a.values.iter().map(|v| v.to_string()).collect();
+                    (a.full_key.clone(), json!(values))
+                })
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }

@@ -22,8 +22,6 @@ pub struct Executed {
     pub summary: Option<Summary>,
     /// The RTT measured before the load, when the plan asked for a probe.
     pub probe: Option<ProbeReport>,
-    /// The impairment that was in place, in words.
-    pub network: Option<String>,
     /// The exit code this run earns on its own.
     pub code: u8,
 }
@@ -99,7 +97,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         Ok::<_, anyhow::Error>((outcome, probe, description))
     });
     observer.finish();
-    let (outcome, probe, network) = result?;
+    let (outcome, probe, _network) = result?;
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
@@ -107,7 +105,6 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             return Ok(Executed {
                 summary: None,
                 probe,
-                network,
                 code: 1,
             });
         }
@@ -165,7 +162,6 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     Ok(Executed {
         summary: Some(summary),
         probe,
-        network,
         code,
     })
 }

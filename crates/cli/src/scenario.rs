@@ -16,7 +16,7 @@ use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
 use crate::plan::{
     InfluxPlan, NetworkBackend, NetworkPlan, OutputPlan, Plan, ProbeChoice, ProgressMode,
-    TargetPlan, WorkloadPlan,
+    SweepAxis, TargetPlan, WorkloadPlan,
 };
 
 /// Sections whose keys a `[sweep]` list may name in full (`load.rate`).
@@ -64,7 +64,7 @@ struct ScenarioFile {
     #[serde(default)]
     output: OutputSection,
     network: Option<Spanned<NetworkSection>>,
-    sweep: Option<Spanned<toml::Table>>,
+    sweep: Option<Spanned<std::collections::BTreeMap<String, Spanned<toml::Value>>>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -1615,53 +1615,60 @@ impl Ctx<'_> {
         })
     }
 
-    /// The `[sweep]` lists, keys made full (`delay` is `network.delay`, `workers` is
-    /// `load.workers`), values kept as TOML text for `--set`-style overrides.
-    fn sweep(&self, s: &Spanned<toml::Table>) -> Result<Vec<(String, Vec<String>)>, ScenarioError> {
-        let mut out: Vec<(String, Vec<String>)> = Vec::new();
-        for (key, value) in s.get_ref() {
-            let full = match key.as_str() {
+    /// The `[sweep]` lists in file order, keys made full (`delay` sets `network.delay`,
+    /// `workers` sets `load.workers`).
+    fn sweep(
+        &self,
+        s: &Spanned<std::collections::BTreeMap<String, Spanned<toml::Value>>>,
+    ) -> Result<Vec<SweepAxis>, ScenarioError> {
+        let mut entries: Vec<(&String, &Spanned<toml::Value>)> = s.get_ref().iter().collect();
+        entries.sort_by_key(|(_, v)| v.span().start);
+        let mut out: Vec<SweepAxis> = Vec::new();
+        for (key, value) in entries {
+            let span = value.span();
+            let err = |message: String| self.error(Some(&span), &format!("sweep.{key}"), message);
+            let full_key = match key.as_str() {
                 "delay" | "jitter" | "loss" => format!("network.{key}"),
                 "workers" | "batch" | "in_flight" | "duration" | "rows" => format!("load.{key}"),
                 k if SWEEP_SECTIONS
                     .iter()
-                    .any(|p| k.starts_with(&format!("{p}."))) =>
+                    .any(|p| k.starts_with(&format!("{p}.")))
+                    && k.split('.').count() == 2 =>
                 {
                     k.to_string()
                 }
                 _ => {
-                    return Err(self.error(
-                        Some(&s.span()),
-                        &format!("sweep.{key}"),
-                        format!(
-                            "not a sweepable key; allowed: delay, jitter, loss, workers, batch, in_flight, duration, rows, or a full key such as \"load.rate\", \"network.rate\", \"query.workers\" (sections: {})",
-                            SWEEP_SECTIONS.join(", ")
-                        ),
-                    ));
+                    return Err(err(format!(
+                        "not a sweepable key; allowed: delay, jitter, loss, workers, batch, in_flight, duration, rows, or SECTION.KEY such as \"load.rate\", \"network.rate\", \"query.workers\" (sections: {})",
+                        SWEEP_SECTIONS.join(", ")
+                    )));
                 }
             };
-            let toml::Value::Array(items) = value else {
-                return Err(self.error(
-                    Some(&s.span()),
-                    &format!("sweep.{key}"),
-                    format!("must be a list of values, e.g. {key} = [1, 2, 4]; got {value}"),
-                ));
+            let toml::Value::Array(items) = value.get_ref() else {
+                return Err(err(format!(
+                    "must be a list of values, e.g. {key} = [1, 2, 4]; got {}",
+                    value.get_ref()
+                )));
             };
             if items.is_empty() {
-                return Err(self.error(
-                    Some(&s.span()),
-                    &format!("sweep.{key}"),
-                    "the list is empty; give at least one value".into(),
-                ));
+                return Err(err("the list is empty; give at least one value".into()));
             }
-            if out.iter().any(|(k, _)| *k == full) {
-                return Err(self.error(
-                    Some(&s.span()),
-                    &format!("sweep.{key}"),
-                    format!("`{full}` is swept twice"),
-                ));
+            if let Some(bad) = items
+                .iter()
+                .find(|v| matches!(v, toml::Value::Array(_) | toml::Value::Table(_)))
+            {
+                return Err(err(format!(
+                    "{bad} is not a plain value; allowed: numbers, strings, booleans"
+                )));
             }
-            out.push((full, items.iter().map(|v| v.to_string()).collect()));
+            if out.iter().any(|a| a.full_key == full_key) {
+                return Err(err(format!("`{full_key}` is swept twice")));
+            }
+            out.push(SweepAxis {
+                key: key.clone(),
+                full_key,
+                values: items.clone(),
+            });
         }
         if out.is_empty() {
             return Err(self.error(

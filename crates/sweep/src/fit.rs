@@ -122,12 +122,13 @@ impl RttFit {
 }
 
 impl fmt::Display for RttFit {
-    /// `t_request = 0.812 ms + 1.690 x RTT (R^2 0.9991, 7 points); throughput halves at RTT 0.481 ms`
+    /// `t_request = 0.812 ms + 1.690 x RTT (R^2 0.9991, 7 points): k = 1.690 round trips
+    /// per request, t_service = 0.812 ms; throughput halves at RTT 0.481 ms`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "t_request = {:.3} ms + {:.3} x RTT (R^2 {:.4}, {} points); ",
-            self.t_service_ms, self.k, self.r_squared, self.points
+            "t_request = {:.3} ms + {:.3} x RTT (R^2 {:.4}, {} points): k = {:.3} round trips per request, t_service = {:.3} ms; ",
+            self.t_service_ms, self.k, self.r_squared, self.points, self.k, self.t_service_ms
         )?;
         match self.halving_rtt_ms() {
             Ok(h) => write!(f, "throughput halves at RTT {h:.3} ms"),

@@ -1,0 +1,245 @@
+//! `tsload sweep`: runs a scenario once per point of its `[sweep]` grid (apply the
+//! impairment, probe the real RTT, run the load, restore), then writes the table (text,
+//! CSV, JSON), the RTT fit and an SVG plot.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use tsload_core::engine::LoadMode;
+use tsload_sweep::{
+    Grid, PlotOptions, RttStats, SweepRow, SweepTable, SweepValue, TRequestSource, choose_plot,
+};
+
+use crate::plan::Plan;
+use crate::{EXIT_INTERRUPTED, EXIT_USAGE, ScenarioArgs, run, scenario, workloads};
+
+/// Keys whose values are a delay, so the fit and plot use the measured RTT against them.
+const RTT_KEYS: &[&str] = &["delay", "network.delay"];
+
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Directory for sweep.csv, sweep.json, sweep.svg and each point's report
+    /// (default: sweep-NAME in the current directory).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Progress display of each point's run: auto, bar, plain or none.
+    #[arg(long, value_name = "MODE", default_value = "none")]
+    progress: String,
+}
+
+fn to_sweep_value(v: &toml::Value) -> SweepValue {
+    match v {
+        toml::Value::Integer(i) => SweepValue::Int(*i),
+        toml::Value::Float(f) => SweepValue::Float(*f),
+        toml::Value::Boolean(b) => SweepValue::Bool(*b),
+        toml::Value::String(s) => SweepValue::Str(s.clone()),
+        other => SweepValue::Str(other.to_string()),
+    }
+}
+
+fn sweep_value_toml(v: &SweepValue) -> String {
+    match v {
+        SweepValue::Int(i) => i.to_string(),
+        SweepValue::Float(f) => toml::Value::Float(*f).to_string(),
+        SweepValue::Bool(b) => b.to_string(),
+        SweepValue::Str(s) => toml::Value::String(s.clone()).to_string(),
+    }
+}
+
+pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
+    let usage = |m: String| {
+        eprintln!("error: {m}");
+        Ok(ExitCode::from(EXIT_USAGE))
+    };
+    let progress = match args.progress.as_str() {
+        p @ ("auto" | "bar" | "plain" | "none") => p.to_string(),
+        other => {
+            return usage(format!(
+                "--progress: \"{other}\" is not allowed; allowed: auto, bar, plain, none"
+            ));
+        }
+    };
+    let base = match scenario::load(args.scenario.scenario.as_deref(), &args.scenario.set) {
+        Ok(p) => p,
+        Err(e) => return usage(e.to_string()),
+    };
+    if base.sweep.is_empty() {
+        return usage(format!(
+            "{}: the scenario has no [sweep] table; add lists such as delay = [\"0ms\", \"1ms\"] or workers = [1, 16]",
+            base.source
+        ));
+    }
+    let grid = match Grid::new(base.sweep.iter().map(|a| {
+        (
+            a.key.clone(),
+            a.values.iter().map(to_sweep_value).collect::<Vec<_>>(),
+        )
+    })) {
+        Ok(g) => g,
+        Err(e) => return usage(format!("{}: [sweep]: {e}", base.source)),
+    };
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        let name: String = base
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        PathBuf::from(format!("sweep-{name}"))
+    });
+    std::fs::create_dir_all(out_dir.join("points"))
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+
+    // Every point is resolved and validated before the first one runs.
+    let points = grid.points();
+    let mut plans: Vec<Plan> = Vec::with_capacity(points.len());
+    for (i, point) in points.iter().enumerate() {
+        let mut sets = args.scenario.set.clone();
+        for ((_, value), axis) in point.values().iter().zip(&base.sweep) {
+            sets.push(format!("{}={}", axis.full_key, sweep_value_toml(value)));
+        }
+        let report = out_dir.join("points").join(format!("{:03}.json", i + 1));
+        sets.push(format!(
+            "output.json={}",
+            toml::Value::String(report.display().to_string())
+        ));
+        if base.output.hlog.is_some() {
+            let hlog = out_dir.join("points").join(format!("{:03}.hlog", i + 1));
+            sets.push(format!(
+                "output.hlog={}",
+                toml::Value::String(hlog.display().to_string())
+            ));
+        }
+        sets.push(format!("output.progress=\"{progress}\""));
+        match scenario::load(args.scenario.scenario.as_deref(), &sets) {
+            Ok(p) => plans.push(p),
+            Err(e) => return usage(format!("sweep point {} ({}): {e}", i + 1, point.label())),
+        }
+    }
+    let closed_loop = plans.iter().all(|p| p.load.mode == LoadMode::Closed);
+    let source = if closed_loop {
+        TRequestSource::ClosedLoop
+    } else {
+        TRequestSource::ServiceMean
+    };
+
+    let mut table = SweepTable::new(&grid);
+    let mut failed = 0usize;
+    let mut interrupted = false;
+    let total = plans.len();
+    for (i, (point, plan)) in points.iter().zip(&plans).enumerate() {
+        eprintln!("=== point {}/{total}: {} ===", i + 1, point.label());
+        let workload = match workloads::build(plan) {
+            Ok(w) => w,
+            Err(e) => return usage(format!("sweep point {}: {e}", i + 1)),
+        };
+        let executed = run::execute(plan, workload)?;
+        if executed.code == EXIT_INTERRUPTED {
+            interrupted = true;
+        }
+        if executed.code != 0 {
+            failed += 1;
+        }
+        if let Some(s) = &executed.summary {
+            let requests_per_s = if s.elapsed_s > 0.0 {
+                s.requests as f64 / s.elapsed_s
+            } else {
+                0.0
+            };
+            let rtt = executed.probe.as_ref().map(|p| RttStats {
+                method: p.kind.as_str().to_string(),
+                median_ms: p.latency.p50_ms,
+                min_ms: Some(p.latency.min_ms),
+                avg_ms: Some(p.latency.mean_ms),
+                max_ms: Some(p.latency.max_ms),
+            });
+            table
+                .push(SweepRow {
+                    point: point.clone(),
+                    rtt,
+                    rows_per_s: s.rows_per_s,
+                    metrics_per_s: s.metrics_per_s,
+                    requests_per_s,
+                    latency_mean_ms: s.latency.mean_ms,
+                    latency_p50_ms: s.latency.p50_ms,
+                    latency_p99_ms: s.latency.p99_ms,
+                    service_mean_ms: s.service.mean_ms,
+                    errors: s.failed_requests,
+                    workers: plan.load.workers as u64,
+                    batch: plan.load.batch as u64,
+                    in_flight: plan.load.in_flight as u64,
+                    stop_reason: s.stop_reason.clone(),
+                })
+                .context("recording the point")?;
+        }
+        // Written after every point, so an interrupted sweep keeps what it measured.
+        write_outputs(&table, &out_dir, source, &base.name, false)?;
+        if interrupted {
+            eprintln!("interrupted: the sweep stops after point {}", i + 1);
+            break;
+        }
+    }
+    println!("\n=== sweep: {} points ===", table.rows.len());
+    print!("{}", table.render_text());
+    write_outputs(&table, &out_dir, source, &base.name, true)?;
+    println!(
+        "wrote {0}/sweep.csv, {0}/sweep.json, {0}/sweep.svg and {0}/points/",
+        out_dir.display()
+    );
+    Ok(if interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if failed > 0 {
+        eprintln!("error: {failed} of {total} points failed");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn write_outputs(
+    table: &SweepTable,
+    dir: &Path,
+    source: TRequestSource,
+    name: &str,
+    print_fits: bool,
+) -> anyhow::Result<()> {
+    let create = |f: &str| {
+        let p = dir.join(f);
+        std::fs::File::create(&p)
+            .map(std::io::BufWriter::new)
+            .with_context(|| format!("cannot create {}", p.display()))
+    };
+    table.write_csv(create("sweep.csv")?)?;
+    let fits = table.fit_groups(RTT_KEYS, source);
+    if print_fits {
+        for f in &fits {
+            println!("{f}");
+        }
+    }
+    table.write_json(&fits, create("sweep.json")?)?;
+    if table.rows.is_empty() {
+        return Ok(());
+    }
+    let kind = choose_plot(&table.axes, RTT_KEYS);
+    let options = PlotOptions {
+        title: Some(format!("tsload sweep: {name}")),
+        rtt_keys: RTT_KEYS.iter().map(|k| k.to_string()).collect(),
+        t_request_source: source,
+        ..PlotOptions::default()
+    };
+    match tsload_sweep::render_svg(table, &kind, &options) {
+        Ok(svg) => std::fs::write(dir.join("sweep.svg"), svg)
+            .with_context(|| format!("cannot write {}/sweep.svg", dir.display()))?,
+        Err(e) if print_fits => eprintln!("note: no plot: {e}"),
+        Err(_) => {}
+    }
+    Ok(())
+}
