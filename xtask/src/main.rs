@@ -49,7 +49,8 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
 /// PATH, /usr/sbin and /sbin, or an absolute path). SQLite is compiled in; Java runs
 /// HdrHistogram's own `HistogramLogProcessor` over tsload's interval logs, and QuestDB.
 /// InfluxDB 1.x, VictoriaMetrics, PostgreSQL 15 (whose programs are not on PATH) and
-/// MariaDB are the real servers `tsload-testbed` starts for the sinks' integration tests.
+/// MariaDB are the real servers `tsload-testbed` starts for the sinks' integration tests;
+/// sysbench runs side by side with the OLTP workload.
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("default-jre-headless", "java"),
     ("maven", "mvn"),
@@ -57,6 +58,7 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("victoria-metrics", "victoria-metrics"),
     ("postgresql", "/usr/lib/postgresql/15/bin/postgres"),
     ("mariadb-server", "mariadbd"),
+    ("sysbench", "sysbench"),
 ];
 
 /// Maven artifacts the tests need, as (group, artifact, version); fetched into ~/.m2.

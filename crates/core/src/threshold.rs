@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::query_report::QuerySummary;
 use crate::report::Summary;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,11 @@ const COUNT_FIGURES: &[&str] = &[
     "metrics_per_s",
     "mb_per_s",
     "cpu_us_per_1000_metrics",
+    // query runs
+    "failed_requests",
+    "statements",
+    "requests_per_s",
+    "statements_per_s",
 ];
 
 impl Threshold {
@@ -147,7 +153,40 @@ impl Threshold {
             };
             (Some(v), "")
         };
-        let actual = actual.unwrap_or(f64::NAN);
+        self.judge(actual.unwrap_or(f64::NAN), unit)
+    }
+}
+
+impl Threshold {
+    /// Checks the threshold against a query run: latency figures are the requests'
+    /// (all kinds merged); counts are `requests`, `failed_requests`, `errors`, `rows`,
+    /// `statements`, `requests_per_s` (TPS for transactions) and `statements_per_s`
+    /// (QPS). Write-only figures (metrics, bytes, retries) read as not measured.
+    pub fn check_query(&self, s: &QuerySummary) -> Result<(), String> {
+        let (actual, unit) = if let Some(f) = self.metric.strip_prefix("service.") {
+            (s.service.get(f), "ms")
+        } else if let Some(f) = self.metric.strip_prefix("latency.") {
+            (s.latency.get(f), "ms")
+        } else if let Some(v) = s.latency.get(&self.metric) {
+            (Some(v), "ms")
+        } else {
+            let v = match self.metric.as_str() {
+                "rows" => s.rows as f64,
+                "requests" => s.requests as f64,
+                "failed_requests" => s.failed_requests as f64,
+                "errors" => s.error_count() as f64,
+                "statements" => s.statements as f64,
+                "requests_per_s" => s.requests_per_s,
+                "statements_per_s" => s.statements_per_s,
+                "rows_per_s" => s.rows_per_s,
+                _ => f64::NAN,
+            };
+            (Some(v), "")
+        };
+        self.judge(actual.unwrap_or(f64::NAN), unit)
+    }
+
+    fn judge(&self, actual: f64, unit: &str) -> Result<(), String> {
         if self.op.holds(actual, self.value) {
             Ok(())
         } else {

@@ -2,9 +2,12 @@
 //! per worker. It speaks InfluxDB 1.x's `/write?db=` (user and password as HTTP basic
 //! auth) and InfluxDB 2.x/3.x's `/api/v2/write?org=&bucket=` (token), which covers
 //! VictoriaMetrics, QuestDB, TDengine's taosAdapter and other InfluxDB-compatible servers.
-//! Bodies are encoded by `tsload-lineproto`, optionally gzip'd.
+//! Bodies are encoded by `tsload-lineproto`, optionally gzip'd. [`InfluxQueryTarget`] is
+//! the read side: InfluxQL, PromQL (VictoriaMetrics) or QuestDB SQL queries over HTTP
+//! ([`QueryApi`]), with the same [`InfluxConfig`].
 
 mod classify;
+mod query;
 
 use std::fmt;
 use std::io::Write as _;
@@ -16,6 +19,7 @@ use tsload_core::{Batch, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck}
 use tsload_lineproto::LineEncoder;
 
 pub use classify::{classify_request_error, classify_status};
+pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
 pub use tsload_lineproto::Precision;
 
 /// Which write API the server is spoken to with.

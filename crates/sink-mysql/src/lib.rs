@@ -19,9 +19,14 @@
 //! `BIGINT`, ubigint `BIGINT UNSIGNED`, float `FLOAT`, double `DOUBLE`, varchar(n)
 //! `VARCHAR(n)` (the table's default character set), nchar(n) `VARCHAR(n) CHARACTER SET
 //! utf8mb4`, timestamp (ms) `BIGINT`.
+//!
+//! [`MysqlQueryTarget`] is the read side: it runs query requests (prepared when they have
+//! parameters, transactions when asked) on connections opened from the same
+//! [`MysqlConfig`].
 
 mod conn;
 mod error;
+mod query;
 mod sql;
 mod url;
 
@@ -35,6 +40,7 @@ use sqlx::{ConnectOptions, Executor};
 use tsload_core::{ErrorKind, Schema, Sink, SinkError};
 
 pub use conn::MysqlConn;
+pub use query::{MysqlQueryConn, MysqlQueryTarget};
 
 /// The column type of `ts`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -31,11 +31,16 @@
 //! With `hypertable = true`, `prepare` creates the TimescaleDB extension and makes each
 //! measurement table a hypertable on `ts`; a server without TimescaleDB fails with
 //! [`ErrorKind::Schema`] naming the missing extension and how to install it.
+//!
+//! [`PostgresQueryTarget`] is the read side: it runs query requests (prepared when they
+//! have parameters, transactions when asked) on connections opened from the same
+//! [`PostgresConfig`].
 
 mod bind;
 mod conn;
 mod encode;
 mod error;
+mod query;
 mod sql;
 
 use std::fmt;
@@ -49,6 +54,7 @@ use tsload_core::{ErrorKind, Schema, Sink, SinkError};
 
 pub use conn::PostgresConn;
 pub use error::redact_url;
+pub use query::{PostgresQueryConn, PostgresQueryTarget};
 
 /// How tags are stored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

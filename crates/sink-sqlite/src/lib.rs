@@ -3,10 +3,12 @@
 //! [`SqliteSink::prepare`] creates one table per schema table,
 //! `(ts INTEGER NOT NULL, <tags>, <fields>)` with `ts` in nanoseconds since the epoch;
 //! every [`SqliteConn`] owns one SQLite connection and writes a batch as one
-//! `BEGIN IMMEDIATE` transaction of multi-row INSERTs.
+//! `BEGIN IMMEDIATE` transaction of multi-row INSERTs. [`SqliteQueryTarget`] is the read
+//! side: it runs query requests on connections opened from the same [`SqliteConfig`].
 
 mod conn;
 mod error;
+mod query;
 mod sql;
 
 use std::str::FromStr;
@@ -18,6 +20,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 use tsload_core::{ErrorKind, Schema, Sink, SinkError};
 
 pub use conn::SqliteConn;
+pub use query::{SqliteQueryConn, SqliteQueryTarget};
 
 /// `PRAGMA synchronous`: how often SQLite waits for the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

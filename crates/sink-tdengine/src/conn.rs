@@ -85,14 +85,14 @@ impl fmt::Debug for TdengineConn {
 }
 
 /// Why a guarded driver call failed.
-enum Failure {
+pub(crate) enum Failure {
     Driver(taos::Error),
     Timeout,
     Panic(String),
 }
 
 impl Failure {
-    fn into_sink(self, context: &str, shared: &Shared) -> SinkError {
+    pub(crate) fn into_sink(self, context: &str, shared: &Shared) -> SinkError {
         match self {
             Failure::Driver(e) => driver_error(context, &e, &shared.secrets),
             Failure::Timeout => SinkError::new(
@@ -116,7 +116,7 @@ impl Failure {
 /// Runs a driver call with a deadline, catching the driver's panics: its WebSocket tasks
 /// can leave a call waiting forever when the connection dies, and some of its paths
 /// `unwrap`.
-async fn guarded<T>(
+pub(crate) async fn guarded<T>(
     timeout: Duration,
     fut: impl Future<Output = Result<T, taos::Error>>,
 ) -> Result<T, Failure> {

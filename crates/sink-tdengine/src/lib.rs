@@ -26,6 +26,9 @@
 //! Row timestamps (ns) and `Timestamp` column values (ms) are converted to the database
 //! precision. Rows rewritten after a retry overwrite themselves (same table, same
 //! timestamp), so a retried batch does not add rows.
+//!
+//! [`TdengineQueryTarget`] is the read side: it runs SQL query requests on sessions opened
+//! from the same [`TdengineConfig`] (TDengine has no transactions).
 
 mod bind;
 mod config;
@@ -33,6 +36,7 @@ mod conn;
 mod dsn;
 mod error;
 mod layout;
+mod query;
 mod sql;
 
 use std::fmt;
@@ -49,6 +53,7 @@ pub use config::{
 };
 pub use conn::TdengineConn;
 pub use dsn::redact as redact_dsn;
+pub use query::{TdengineQueryConn, TdengineQueryTarget};
 
 use conn::Shared;
 use dsn::Endpoint;
