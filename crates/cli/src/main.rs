@@ -6,6 +6,7 @@ mod netem;
 mod network;
 mod plan;
 mod progress;
+mod queries;
 mod run;
 mod scenario;
 mod sweep;
@@ -144,6 +145,12 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    if plan.query.is_some()
+        && let Err(e) = queries::build(&plan)
+    {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     let mut v = plan.to_json();
     v["data_set"] = workloads::describe(workload.as_ref());
     println!("{}", serde_json::to_string_pretty(&v)?);

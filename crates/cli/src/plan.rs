@@ -203,6 +203,128 @@ impl NetworkPlan {
     }
 }
 
+/// What a run drives: writes (`[load]`), reads (`[query]`), or both at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    Write,
+    Query,
+    Mixed,
+}
+
+impl RunMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunMode::Write => "write",
+            RunMode::Query => "query",
+            RunMode::Mixed => "mixed",
+        }
+    }
+}
+
+/// The read workload of `[query]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryWorkloadPlan {
+    /// TSBS devops queries over the data set `[workload]` describes.
+    Tsbs {
+        data: TsbsConfig,
+        seed: u64,
+        /// `None`: every type the target's language can express.
+        types: Option<Vec<tsload_query::QueryType>>,
+        /// For line-protocol targets: `influxql`, `promql` or `questdb` (`None`: influxql).
+        dialect: Option<String>,
+        time_bucket: bool,
+        /// Write the data set (through `[load]`) before the queries.
+        preload: bool,
+    },
+    /// sysbench-shaped transactions; `prepare` creates and loads the tables first.
+    Oltp {
+        config: tsload_oltp::OltpConfig,
+        prepare: bool,
+    },
+}
+
+impl QueryWorkloadPlan {
+    pub fn kind(&self) -> String {
+        match self {
+            QueryWorkloadPlan::Tsbs { .. } => "tsbs".into(),
+            QueryWorkloadPlan::Oltp { config, .. } => config.kind.name().into(),
+        }
+    }
+}
+
+/// The `[query]` section: the read stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryPlan {
+    pub workload: QueryWorkloadPlan,
+    pub config: tsload_core::QueryConfig,
+    /// Mixed mode: the queries start this long after the writes.
+    pub start_after: Option<Duration>,
+}
+
+impl QueryPlan {
+    pub fn to_json(&self) -> Value {
+        let c = &self.config;
+        let mut v = json!({
+            "kind": self.workload.kind(),
+            "workers": c.workers,
+            "mode": match c.mode { LoadMode::Closed => "closed", LoadMode::Open { .. } => "open" },
+            "rate": match c.mode { LoadMode::Closed => None, LoadMode::Open { rate } => Some(rate) },
+            "duration": c.duration.map(|d| humantime::format_duration(d).to_string()),
+            "queries": c.requests,
+            "max_errors": c.max_errors,
+            "require_rows": c.require_rows,
+            "start_after": self.start_after.map(|d| humantime::format_duration(d).to_string()),
+        });
+        match &self.workload {
+            QueryWorkloadPlan::Tsbs {
+                seed,
+                types,
+                dialect,
+                time_bucket,
+                preload,
+                ..
+            } => {
+                v["seed"] = json!(seed);
+                v["types"] = json!(
+                    types
+                        .as_ref()
+                        .map(|t| t.iter().map(|t| t.name()).collect::<Vec<_>>())
+                );
+                v["dialect"] = json!(dialect);
+                v["time_bucket"] = json!(time_bucket);
+                v["preload"] = json!(preload);
+            }
+            QueryWorkloadPlan::Oltp { config: o, prepare } => {
+                v["prepare"] = json!(prepare);
+                v["loaders"] = json!(c.loaders);
+                v["dialect"] = json!(o.dialect.name());
+                v["seed"] = json!(o.seed);
+                for (k, val) in [
+                    ("tables", o.tables),
+                    ("table_size", o.table_size),
+                    ("range_size", o.range_size),
+                    ("point_selects", o.point_selects),
+                    ("simple_ranges", o.simple_ranges),
+                    ("sum_ranges", o.sum_ranges),
+                    ("order_ranges", o.order_ranges),
+                    ("distinct_ranges", o.distinct_ranges),
+                    ("index_updates", o.index_updates),
+                    ("non_index_updates", o.non_index_updates),
+                    ("delete_inserts", o.delete_inserts),
+                    ("load_batch_rows", o.load_batch_rows),
+                ] {
+                    v[k] = json!(val);
+                }
+                v["range_selects"] = json!(o.range_selects);
+                v["skip_trx"] = json!(o.skip_trx);
+                v["rand_type"] = json!(o.rand_type.name());
+                v["secondary_index"] = json!(o.secondary_index.name());
+            }
+        }
+        v
+    }
+}
+
 /// One `[sweep]` list: the key as written (`delay`), the scenario key it sets
 /// (`network.delay`), and its values.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,6 +349,9 @@ pub struct Plan {
     pub network: Option<NetworkPlan>,
     /// The `[sweep]` lists, in file order.
     pub sweep: Vec<SweepAxis>,
+    pub mode: RunMode,
+    /// The read stream (mode query or mixed).
+    pub query: Option<QueryPlan>,
 }
 
 fn rfc3339(ns: i64) -> String {
@@ -362,6 +487,10 @@ impl Plan {
             "name": self.name, "description": self.description, "source": self.source,
             "workload": workload, "target": target, "load": load, "output": output,
         });
+        v["mode"] = json!(self.mode.as_str());
+        if let Some(q) = &self.query {
+            v["query"] = q.to_json();
+        }
         if let Some(n) = &self.network {
             v["network"] = n.to_json();
         }

@@ -24,6 +24,10 @@ pub struct RunObserver {
     /// Resource usage when the load started, so the report counts the load alone.
     pub usage_at_start: Usage,
     comment: String,
+    /// A read stream: the line counts requests and statements, not rows and metrics.
+    reads: bool,
+    /// Put before each plain line (mixed runs tell their two streams apart).
+    prefix: &'static str,
 }
 
 impl RunObserver {
@@ -49,7 +53,21 @@ impl RunObserver {
             hlog_error: None,
             usage_at_start: Usage::now(),
             comment,
+            reads: false,
+            prefix: "",
         }
+    }
+
+    /// Shows a read stream's figures (requests/s, statements/s) instead of rows.
+    pub fn for_reads(mut self) -> Self {
+        self.reads = true;
+        self
+    }
+
+    /// Starts every plain progress line with `prefix` (e.g. `write` or `query`).
+    pub fn with_prefix(mut self, prefix: &'static str) -> Self {
+        self.prefix = prefix;
+        self
     }
 
     /// Flushes the interval log and clears the bar before the final report prints.
@@ -80,6 +98,23 @@ fn make_bar(total_rows: Option<u64>) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// One progress line for an interval of a read stream (requests, statements/s).
+pub fn read_interval_line(r: &IntervalReport) -> String {
+    let secs = (r.end - r.start).as_secs_f64().max(1e-9);
+    let ms = |q: f64| r.latency.value_at_quantile(q) as f64 / 1e6;
+    format!(
+        "[{:>7.1}s] requests {:>11} | {:>9} req/s {:>10} statements/s | p50 {:.3} p99 {:.3} p99.9 {:.3} ms | errors {}",
+        r.end.as_secs_f64(),
+        group(r.totals.requests),
+        group((r.counters.requests as f64 / secs).round() as u64),
+        group((r.counters.metrics as f64 / secs).round() as u64),
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        r.totals.error_count()
+    )
 }
 
 /// One progress line for an interval.
@@ -118,11 +153,20 @@ impl Observer for RunObserver {
             self.hlog_error
                 .get_or_insert(format!("writing {name}: {e}"));
         }
+        let line = if self.reads {
+            read_interval_line(r)
+        } else {
+            interval_line(r)
+        };
         if let Some(bar) = &self.bar {
-            bar.set_position(r.totals.rows);
-            bar.set_message(interval_line(r));
+            bar.set_position(if self.reads {
+                r.totals.requests
+            } else {
+                r.totals.rows
+            });
+            bar.set_message(line);
         } else if self.plain {
-            eprintln!("{}", interval_line(r));
+            eprintln!("{}{line}", self.prefix);
         }
     }
 }

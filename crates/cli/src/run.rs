@@ -1,34 +1,88 @@
-//! One run of a plan: the network impairment (if any) and its RTT probe, the engine with
-//! its progress line and interval log, the final report, and the exit code it earns.
-//! `tsload run` does one; `tsload sweep` does one per grid point.
+//! One run of a plan: the network impairment (if any) and its RTT probe, then the write
+//! stream (`mode = "write"`), the read stream (`"query"`, optionally after preloading the
+//! data set) or both at once (`"mixed"`), with progress and interval log, the final
+//! reports, and the exit code they earn. `tsload run` does one; `tsload sweep` one per
+//! grid point.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
+use hdrhistogram::Histogram;
 use tsload_core::Workload;
-use tsload_core::engine::{StopHandle, StopReason};
-use tsload_core::report::Summary;
+use tsload_core::engine::{
+    EngineError, IntervalReport, Observer, RunOutcome, StopHandle, StopReason,
+};
+use tsload_core::query_engine::QueryOutcome;
+use tsload_core::query_report::QuerySummary;
+use tsload_core::recorder::new_histogram;
+use tsload_core::report::{LatencySummary, Summary};
 use tsload_core::rusage::Usage;
 use tsload_probe::ProbeReport;
 
 use crate::network::{self, ActiveNetwork};
-use crate::plan::Plan;
+use crate::plan::{Plan, ProgressMode, QueryWorkloadPlan, RunMode};
 use crate::progress::RunObserver;
-use crate::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use crate::{EXIT_INTERRUPTED, EXIT_THRESHOLD, queries};
 
 /// What one run produced.
 pub struct Executed {
-    /// The final report (`None` when the run failed before the load started).
+    /// The write stream's report (`None` when there was none or it failed to start).
     pub summary: Option<Summary>,
+    /// The read stream's report.
+    pub query_summary: Option<QuerySummary>,
     /// The RTT measured before the load, when the plan asked for a probe.
     pub probe: Option<ProbeReport>,
     /// The exit code this run earns on its own.
     pub code: u8,
 }
 
-/// Runs `plan` and prints its report (and errors), writing the JSON report and interval
-/// log where the plan says.
-pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Executed> {
+/// Write latency of a mixed run split at the moment the queries started.
+#[derive(Default)]
+struct WriteSplit {
+    alone: Option<Histogram<u64>>,
+    with_queries: Option<Histogram<u64>>,
+}
+
+/// Forwards to the CLI's observer and files each interval's write latency under
+/// "alone" (ended before the queries started) or "with queries".
+struct SplitObserver<'a> {
+    inner: &'a mut RunObserver,
+    queries_from: Duration,
+    split: WriteSplit,
+}
+
+impl Observer for SplitObserver<'_> {
+    fn on_start(&mut self, started_at: std::time::SystemTime) {
+        self.inner.on_start(started_at);
+    }
+
+    fn on_interval(&mut self, r: &IntervalReport) {
+        let slot = if r.end <= self.queries_from {
+            &mut self.split.alone
+        } else {
+            &mut self.split.with_queries
+        };
+        let h = slot.get_or_insert_with(new_histogram);
+        let _ = h.add(&r.latency);
+        self.inner.on_interval(r);
+    }
+}
+
+enum Outcomes {
+    Write(Result<RunOutcome, EngineError>),
+    Query {
+        preload: Option<Result<RunOutcome, EngineError>>,
+        query: Result<QueryOutcome, EngineError>,
+    },
+    Mixed {
+        write: Result<RunOutcome, EngineError>,
+        query: Result<QueryOutcome, EngineError>,
+        split: WriteSplit,
+    },
+}
+
+fn observer_for(plan: &Plan, workload: &dyn Workload) -> anyhow::Result<RunObserver> {
     let hlog = match &plan.output.hlog {
         None => None,
         Some(p) => Some((
@@ -37,26 +91,63 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 .with_context(|| format!("cannot create the interval log {}", p.display()))?,
         )),
     };
-    let mut observer = RunObserver::new(
+    Ok(RunObserver::new(
         plan.output.progress,
         plan.load.rows.or(workload.total_rows()),
         hlog,
         format!("tsload {} {}", env!("CARGO_PKG_VERSION"), plan.name),
-    );
+    ))
+}
+
+/// Runs `plan` and prints its report (and errors), writing the JSON report and interval
+/// log where the plan says.
+pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Executed> {
+    let query_workload = match plan.mode {
+        RunMode::Write => None,
+        RunMode::Query | RunMode::Mixed => match queries::build(plan) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(Executed {
+                    summary: None,
+                    query_summary: None,
+                    probe: None,
+                    code: crate::EXIT_USAGE,
+                });
+            }
+        },
+    };
+    let mut observer = observer_for(plan, workload.as_ref())?;
+    if plan.mode == RunMode::Query {
+        observer = observer.for_reads();
+    }
+    let mut query_observer = RunObserver::new(
+        match plan.output.progress {
+            ProgressMode::None => ProgressMode::None,
+            _ => ProgressMode::Plain,
+        },
+        None,
+        None,
+        String::new(),
+    )
+    .for_reads()
+    .with_prefix("query ");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let stop = StopHandle::new();
+    let query_stop = StopHandle::new();
     let mut target_plan = plan.clone();
     let result = runtime.block_on(async {
-        let ctrl_c_stop = stop.clone();
+        let (ctrl_c_stop, ctrl_c_query_stop) = (stop.clone(), query_stop.clone());
         let watcher = tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!(
                     "\ninterrupted: no new requests; finishing the ones in flight (Ctrl-C again to abort)"
                 );
                 ctrl_c_stop.stop(StopReason::Interrupted);
+                ctrl_c_query_stop.stop(StopReason::Interrupted);
                 if tokio::signal::ctrl_c().await.is_ok() {
                     // Put back any qdisc this run changed before leaving.
                     for (target, result) in tsload_netem::guard::restore_all().await {
@@ -87,67 +178,254 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 eprint!("{}", p.render_text());
             }
         }
-        let outcome =
-            crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut observer).await;
-        let description = active.as_ref().map(|a| a.description.clone());
+        let outcomes = match (plan.mode, &plan.query, query_workload) {
+            (RunMode::Query, Some(q), Some(qw)) => {
+                let preload = match &q.workload {
+                    QueryWorkloadPlan::Tsbs { preload: true, .. } => {
+                        eprintln!("preload: writing the data set the queries read");
+                        let mut quiet = RunObserver::new(ProgressMode::None, None, None, String::new());
+                        Some(
+                            crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut quiet)
+                                .await,
+                        )
+                    }
+                    _ => None,
+                };
+                let preload_failed = matches!(&preload, Some(Err(_)))
+                    || matches!(&preload, Some(Ok(o)) if o.fatal.is_some());
+                let query = if preload_failed || stop.is_stopped() {
+                    Err(EngineError::Config("the preload did not complete".into()))
+                } else {
+                    queries::run(
+                        &target_plan.target,
+                        q,
+                        qw,
+                        q.config.clone(),
+                        stop.clone(),
+                        &mut observer,
+                    )
+                    .await
+                };
+                Outcomes::Query { preload, query }
+            }
+            (RunMode::Mixed, Some(q), Some(qw)) => {
+                let delay = q.start_after.unwrap_or_default();
+                let mut split_observer = SplitObserver {
+                    inner: &mut observer,
+                    queries_from: delay,
+                    split: WriteSplit::default(),
+                };
+                let write_stop = stop.clone();
+                let qs = query_stop.clone();
+                let own_limit = q.config.duration.is_some() || q.config.requests.is_some();
+                let target = target_plan.target.clone();
+                let write = async {
+                    let r = crate::targets::run(&target_plan, workload.clone(), write_stop, &mut split_observer).await;
+                    if !own_limit {
+                        // Without a limit of its own, the read stream ends with the writes.
+                        qs.stop(StopReason::DataEnd);
+                    }
+                    r
+                };
+                let read = async {
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = query_stop.stopped() => {}
+                    }
+                    if query_stop.is_stopped() {
+                        return Err(EngineError::Config("the writes ended before the queries were to start".into()));
+                    }
+                    queries::run(&target, q, qw, q.config.clone(), query_stop.clone(), &mut query_observer).await
+                };
+                let (write, query) = tokio::join!(write, read);
+                let split = split_observer.split;
+                Outcomes::Mixed { write, query, split }
+            }
+            _ => Outcomes::Write(
+                crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut observer).await,
+            ),
+        };
         if let Some(a) = active {
             a.finish().await?;
         }
         watcher.abort();
-        Ok::<_, anyhow::Error>((outcome, probe, description))
+        Ok::<_, anyhow::Error>((outcomes, probe))
     });
     observer.finish();
-    let (outcome, probe, _network) = result?;
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(Executed {
-                summary: None,
-                probe,
-                code: 1,
-            });
+    query_observer.finish();
+    let (outcomes, probe) = result?;
+    let usage = Usage::now().since(&observer.usage_at_start);
+    let mut executed = Executed {
+        summary: None,
+        query_summary: None,
+        probe,
+        code: 0,
+    };
+    let mut json = serde_json::Map::new();
+    let fatal = std::cell::Cell::new(false);
+    let interrupted = std::cell::Cell::new(false);
+    let write_summary = |o: Result<RunOutcome, EngineError>, label: &str| -> Option<Summary> {
+        match o {
+            Err(e) => {
+                eprintln!("error: {label}{e}");
+                fatal.set(true);
+                None
+            }
+            Ok(o) => {
+                let s = Summary::new(
+                    &o,
+                    &usage,
+                    plan.target.kind(),
+                    plan.workload.kind(),
+                    plan.to_json(),
+                );
+                if let Some(f) = &o.fatal {
+                    eprintln!("error: {label}the run stopped on a fatal error: {f}");
+                    fatal.set(true);
+                }
+                if o.stop_reason == StopReason::Interrupted {
+                    interrupted.set(true);
+                }
+                Some(s)
+            }
         }
     };
-    let usage = Usage::now().since(&observer.usage_at_start);
-    let summary = Summary::new(
-        &outcome,
-        &usage,
-        plan.target.kind(),
-        plan.workload.kind(),
-        plan.to_json(),
-    );
-    print!("{}", summary.render_text());
-    if let Some(p) = &probe {
+    let query_kind = plan
+        .query
+        .as_ref()
+        .map(|q| q.workload.kind())
+        .unwrap_or_default();
+    let query_summary = |o: Result<QueryOutcome, EngineError>| -> Option<QuerySummary> {
+        match o {
+            Err(e) => {
+                eprintln!("error: queries: {e}");
+                fatal.set(true);
+                None
+            }
+            Ok(o) => {
+                let s =
+                    QuerySummary::new(&o, &usage, plan.target.kind(), &query_kind, plan.to_json());
+                if let Some(f) = &o.stop_error {
+                    eprintln!("error: queries: the run stopped: {f}");
+                    fatal.set(true);
+                }
+                if o.stop_reason == StopReason::Interrupted {
+                    interrupted.set(true);
+                }
+                Some(s)
+            }
+        }
+    };
+    match outcomes {
+        Outcomes::Write(o) => {
+            executed.summary = write_summary(o, "");
+            if let Some(s) = &executed.summary {
+                print!("{}", s.render_text());
+                json = to_map(serde_json::to_value(s)?);
+            }
+        }
+        Outcomes::Query { preload, query } => {
+            if let Some(p) = preload {
+                if let Some(s) = write_summary(p, "preload: ") {
+                    println!(
+                        "preload: {} rows in {:.3} s ({:.0} rows/s)",
+                        s.rows, s.elapsed_s, s.rows_per_s
+                    );
+                    json.insert("preload".into(), serde_json::to_value(&s)?);
+                }
+            }
+            executed.query_summary = query_summary(query);
+            if let Some(s) = &executed.query_summary {
+                print!("{}", s.render_text());
+                let mut m = to_map(serde_json::to_value(s)?);
+                m.extend(json);
+                json = m;
+            }
+        }
+        Outcomes::Mixed {
+            write,
+            query,
+            split,
+        } => {
+            executed.summary = write_summary(write, "writes: ");
+            executed.query_summary = query_summary(query);
+            if let Some(s) = &executed.summary {
+                println!("=== writes ===");
+                print!("{}", s.render_text());
+                json.insert("write".into(), serde_json::to_value(s)?);
+            }
+            let alone = split.alone.as_ref().map(LatencySummary::from_histogram);
+            let with = split
+                .with_queries
+                .as_ref()
+                .map(LatencySummary::from_histogram);
+            if let (Some(a), Some(w)) = (&alone, &with) {
+                println!(
+                    "  write latency     min      mean       p50       p90       p99     p99.9       max   (ms)"
+                );
+                for (label, l) in [("alone", a), ("with queries", w)] {
+                    println!(
+                        "  {label:<14}{:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}   (n={})",
+                        l.min_ms,
+                        l.mean_ms,
+                        l.p50_ms,
+                        l.p90_ms,
+                        l.p99_ms,
+                        l.p99_9_ms,
+                        l.max_ms,
+                        l.count
+                    );
+                }
+            }
+            json.insert("write_latency_alone".into(), serde_json::to_value(&alone)?);
+            json.insert(
+                "write_latency_with_queries".into(),
+                serde_json::to_value(&with)?,
+            );
+            if let Some(s) = &executed.query_summary {
+                println!("=== queries ===");
+                print!("{}", s.render_text());
+                json.insert("query".into(), serde_json::to_value(s)?);
+            }
+            json.insert("mode".into(), "mixed".into());
+        }
+    }
+    if let Some(p) = &executed.probe {
         println!("{}", p.table_row("rtt"));
+        json.insert("rtt".into(), serde_json::to_value(p)?);
     }
     if let Some(e) = &observer.hlog_error {
         eprintln!("error: interval log incomplete: {e}");
     }
-    if let Some(path) = &plan.output.json {
-        let mut v = serde_json::to_value(&summary)?;
-        if let Some(p) = &probe {
-            v["rtt"] = serde_json::to_value(p)?;
-        }
-        let text = serde_json::to_string_pretty(&v)?;
+    if let Some(path) = &plan.output.json
+        && !json.is_empty()
+    {
+        let text = serde_json::to_string_pretty(&serde_json::Value::Object(json))?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
-    let code = if let Some(e) = workload.source_error() {
+    executed.code = if let Some(e) = workload.source_error() {
         eprintln!("error: the data source failed during the run, which ended early: {e}");
         1
-    } else if let Some(fatal) = &outcome.fatal {
-        eprintln!("error: the run stopped on a fatal error: {fatal}");
-        1
-    } else if outcome.stop_reason == StopReason::Interrupted {
+    } else if interrupted.get() {
         EXIT_INTERRUPTED
+    } else if fatal.get() {
+        1
     } else {
-        let broken: Vec<String> = plan
-            .output
-            .fail_if
-            .iter()
-            .filter_map(|t| t.check(&summary).err())
-            .collect();
+        let mut broken: Vec<String> = Vec::new();
+        for t in &plan.output.fail_if {
+            // A mixed run checks both streams; a query run its read stream.
+            if let Some(s) = &executed.summary
+                && let Err(b) = t.check(s)
+            {
+                broken.push(b);
+            }
+            if let Some(s) = &executed.query_summary
+                && let Err(b) = t.check_query(s)
+            {
+                broken.push(format!("queries: {b}"));
+            }
+        }
         for b in &broken {
             eprintln!("FAIL: {b}");
         }
@@ -159,9 +437,12 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             0
         }
     };
-    Ok(Executed {
-        summary: Some(summary),
-        probe,
-        code,
-    })
+    Ok(executed)
+}
+
+fn to_map(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
 }

@@ -124,7 +124,10 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
             Err(e) => return usage(format!("sweep point {} ({}): {e}", i + 1, point.label())),
         }
     }
-    let closed_loop = plans.iter().all(|p| p.load.mode == LoadMode::Closed);
+    let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
+        (Some(q), crate::plan::RunMode::Query) => q.config.mode == LoadMode::Closed,
+        _ => p.load.mode == LoadMode::Closed,
+    });
     let source = if closed_loop {
         TRequestSource::ClosedLoop
     } else {
@@ -148,7 +151,35 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         if executed.code != 0 {
             failed += 1;
         }
-        if let Some(s) = &executed.summary {
+        if let Some(q) = &executed.query_summary {
+            let rtt = executed.probe.as_ref().map(|p| RttStats {
+                method: p.kind.as_str().to_string(),
+                median_ms: p.latency.p50_ms,
+                min_ms: Some(p.latency.min_ms),
+                avg_ms: Some(p.latency.mean_ms),
+                max_ms: Some(p.latency.max_ms),
+            });
+            let qp = plan.query.as_ref();
+            // A read run's row: result rows, statements as "metrics", requests as requests.
+            table
+                .push(SweepRow {
+                    point: point.clone(),
+                    rtt,
+                    rows_per_s: q.rows_per_s,
+                    metrics_per_s: q.statements_per_s,
+                    requests_per_s: q.requests_per_s,
+                    latency_mean_ms: q.latency.mean_ms,
+                    latency_p50_ms: q.latency.p50_ms,
+                    latency_p99_ms: q.latency.p99_ms,
+                    service_mean_ms: q.service.mean_ms,
+                    errors: q.failed_requests,
+                    workers: qp.map_or(1, |q| q.config.workers as u64),
+                    batch: 1,
+                    in_flight: 1,
+                    stop_reason: q.stop_reason.clone(),
+                })
+                .context("recording the point")?;
+        } else if let Some(s) = &executed.summary {
             let requests_per_s = if s.elapsed_s > 0.0 {
                 s.requests as f64 / s.elapsed_s
             } else {

@@ -11,7 +11,7 @@ use tsload_sink_postgres::PostgresSink;
 use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
 use tsload_sink_tdengine::TdengineSink;
 
-use crate::plan::{Plan, TargetPlan};
+use crate::plan::{InfluxPlan, Plan, TargetPlan};
 
 /// Runs the plan's load against its target.
 pub async fn run(
@@ -36,57 +36,12 @@ pub async fn run(
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
         TargetPlan::Influx(i) => {
-            let cfg = InfluxConfig {
-                url: i.url.clone(),
-                api: if i.api == "v2" {
-                    Api::V2 {
-                        org: i.org.clone(),
-                        bucket: i.bucket.clone(),
-                        token: i.token.clone(),
-                    }
-                } else {
-                    Api::V1 {
-                        db: i.db.clone(),
-                        rp: i.rp.clone(),
-                        user: i.user.clone(),
-                        password: i.password.clone(),
-                    }
-                },
-                precision: match i.precision.as_str() {
-                    "us" => Precision::Us,
-                    "ms" => Precision::Ms,
-                    "s" => Precision::S,
-                    _ => Precision::Ns,
-                },
-                gzip: i.gzip,
-                create_database: i.create_database,
-                timeout: i.timeout,
-            };
+            let cfg = influx_config(i);
             let sink = InfluxSink::new(cfg).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
-        TargetPlan::Sqlite {
-            url,
-            drop_existing,
-            synchronous,
-            journal_mode,
-            busy_timeout,
-        } => {
-            let cfg = SqliteConfig {
-                url: url.clone(),
-                drop_existing: *drop_existing,
-                synchronous: match synchronous.as_str() {
-                    "off" => Synchronous::Off,
-                    "full" => Synchronous::Full,
-                    _ => Synchronous::Normal,
-                },
-                journal_mode: match journal_mode.as_str() {
-                    "delete" => JournalMode::Delete,
-                    "memory" => JournalMode::Memory,
-                    _ => JournalMode::Wal,
-                },
-                busy_timeout: *busy_timeout,
-            };
+        TargetPlan::Sqlite { .. } => {
+            let cfg = sqlite_config(&plan.target).expect("a sqlite target");
             engine::run(
                 workload,
                 Arc::new(SqliteSink::new(cfg)),
@@ -97,4 +52,63 @@ pub async fn run(
             .await
         }
     }
+}
+
+/// The HTTP target's settings in the sink's terms.
+pub fn influx_config(i: &InfluxPlan) -> InfluxConfig {
+    InfluxConfig {
+        url: i.url.clone(),
+        api: if i.api == "v2" {
+            Api::V2 {
+                org: i.org.clone(),
+                bucket: i.bucket.clone(),
+                token: i.token.clone(),
+            }
+        } else {
+            Api::V1 {
+                db: i.db.clone(),
+                rp: i.rp.clone(),
+                user: i.user.clone(),
+                password: i.password.clone(),
+            }
+        },
+        precision: match i.precision.as_str() {
+            "us" => Precision::Us,
+            "ms" => Precision::Ms,
+            "s" => Precision::S,
+            _ => Precision::Ns,
+        },
+        gzip: i.gzip,
+        create_database: i.create_database,
+        timeout: i.timeout,
+    }
+}
+
+/// The SQLite target's settings in the sink's terms (`None` for other targets).
+pub fn sqlite_config(target: &TargetPlan) -> Option<SqliteConfig> {
+    let TargetPlan::Sqlite {
+        url,
+        drop_existing,
+        synchronous,
+        journal_mode,
+        busy_timeout,
+    } = target
+    else {
+        return None;
+    };
+    Some(SqliteConfig {
+        url: url.clone(),
+        drop_existing: *drop_existing,
+        synchronous: match synchronous.as_str() {
+            "off" => Synchronous::Off,
+            "full" => Synchronous::Full,
+            _ => Synchronous::Normal,
+        },
+        journal_mode: match journal_mode.as_str() {
+            "delete" => JournalMode::Delete,
+            "memory" => JournalMode::Memory,
+            _ => JournalMode::Wal,
+        },
+        busy_timeout: *busy_timeout,
+    })
 }

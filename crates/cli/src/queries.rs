@@ -1,0 +1,163 @@
+//! Read runs: builds the `[query]` workload (TSBS devops queries in the target's own
+//! language, or sysbench-shaped OLTP transactions) and the read target of `[target]`, and
+//! drives core's query engine. Like `targets`, the one place that knows every read target.
+
+use std::sync::Arc;
+
+use tsload_core::SinkError;
+use tsload_core::engine::{EngineError, Observer, StopHandle};
+use tsload_core::query::{QueryRequest, QuerySource, QueryWorkload};
+use tsload_core::query_engine::{QueryConfig, QueryOutcome, run_queries};
+use tsload_query::{
+    Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, TdPrecision, TdengineOptions,
+    TsbsQueries, TsbsQueriesConfig,
+};
+use tsload_sink_influx::{InfluxQueryTarget, QueryApi};
+use tsload_sink_mysql::MysqlQueryTarget;
+use tsload_sink_postgres::PostgresQueryTarget;
+use tsload_sink_sqlite::SqliteQueryTarget;
+use tsload_sink_tdengine::TdengineQueryTarget;
+
+use crate::plan::{Plan, QueryPlan, QueryWorkloadPlan, TargetPlan};
+use crate::targets::{influx_config, sqlite_config};
+
+/// The query language of a line-protocol target (`influxql` unless the scenario says).
+fn influx_api(q: &QueryPlan) -> QueryApi {
+    match &q.workload {
+        QueryWorkloadPlan::Tsbs {
+            dialect: Some(d), ..
+        } => d.parse().unwrap_or(QueryApi::InfluxQl),
+        _ => QueryApi::InfluxQl,
+    }
+}
+
+/// The TSBS query language that matches what the target's sink wrote.
+fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result<Dialect, String> {
+    Ok(match target {
+        TargetPlan::Influx(_) => match influx_api(q) {
+            QueryApi::InfluxQl => Dialect::InfluxQl,
+            QueryApi::PromQl => Dialect::PromQl,
+            QueryApi::QuestDb => Dialect::QuestDb,
+        },
+        TargetPlan::Postgres(c) => Dialect::Postgres(PostgresOptions {
+            layout: match c.layout {
+                tsload_sink_postgres::Layout::Wide => PgLayout::Wide,
+                tsload_sink_postgres::Layout::TagsTable => PgLayout::TagsTable,
+            },
+            time_bucket,
+        }),
+        TargetPlan::Mysql(c) => Dialect::Mysql(MysqlOptions {
+            ts: match c.ts_type {
+                tsload_sink_mysql::TsType::DateTime6 => MysqlTs::DateTime,
+                tsload_sink_mysql::TsType::BigIntNs => MysqlTs::BigIntNs,
+            },
+        }),
+        TargetPlan::Sqlite { .. } => Dialect::Sqlite,
+        TargetPlan::Tdengine(c) => Dialect::Tdengine(TdengineOptions {
+            precision: match c.db_options.precision {
+                tsload_sink_tdengine::Precision::Ms => TdPrecision::Ms,
+                tsload_sink_tdengine::Precision::Us => TdPrecision::Us,
+                tsload_sink_tdengine::Precision::Ns => TdPrecision::Ns,
+            },
+            schemaless: c.mode == tsload_sink_tdengine::InsertMode::Schemaless,
+        }),
+        TargetPlan::Null => return Err("target kind \"null\" stores nothing to query".into()),
+    })
+}
+
+/// The read workload of the plan's `[query]` section.
+pub fn build(plan: &Plan) -> Result<Arc<dyn QueryWorkload>, String> {
+    let q = plan
+        .query
+        .as_ref()
+        .ok_or_else(|| format!("{}: the scenario has no [query] section", plan.source))?;
+    let at = |e: String| format!("{}: [query]: {e}", plan.source);
+    match &q.workload {
+        QueryWorkloadPlan::Tsbs {
+            data,
+            seed,
+            types,
+            time_bucket,
+            ..
+        } => {
+            let dialect = tsbs_dialect(&plan.target, q, *time_bucket).map_err(at)?;
+            let mut cfg =
+                TsbsQueriesConfig::new(*seed, data.scale, data.start_ns, data.end_ns, dialect);
+            cfg.types = types.clone();
+            cfg.queries = q.config.requests;
+            let w = TsbsQueries::new(cfg).map_err(|e| {
+                at(format!(
+                    "{e} (the queries read the data set [workload] describes: scale {}, {} to {})",
+                    data.scale,
+                    tsload_query::rfc3339(data.start_ns),
+                    tsload_query::rfc3339(data.end_ns)
+                ))
+            })?;
+            Ok(Arc::new(w))
+        }
+        QueryWorkloadPlan::Oltp { config, prepare } => {
+            let w = tsload_oltp::Oltp::new(config.clone()).map_err(|e| at(e.to_string()))?;
+            if *prepare {
+                Ok(Arc::new(w))
+            } else {
+                Ok(Arc::new(Prepared(w)))
+            }
+        }
+    }
+}
+
+/// An OLTP workload over tables prepared earlier (`prepare = false`): no setup, no load.
+struct Prepared(tsload_oltp::Oltp);
+
+impl QueryWorkload for Prepared {
+    fn kinds(&self) -> &[String] {
+        self.0.kinds()
+    }
+
+    fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource> {
+        self.0.source(worker, workers)
+    }
+
+    fn setup(&self) -> Vec<QueryRequest> {
+        Vec::new()
+    }
+}
+
+/// Runs `workload` against the read target of `target`.
+pub async fn run(
+    target: &TargetPlan,
+    q: &QueryPlan,
+    workload: Arc<dyn QueryWorkload>,
+    cfg: QueryConfig,
+    stop: StopHandle,
+    observer: &mut dyn Observer,
+) -> Result<QueryOutcome, EngineError> {
+    match target {
+        TargetPlan::Postgres(c) => {
+            let t = PostgresQueryTarget::new(c).map_err(EngineError::Prepare)?;
+            run_queries(workload, Arc::new(t), cfg, stop, observer).await
+        }
+        TargetPlan::Mysql(c) => {
+            let t = MysqlQueryTarget::new(c).map_err(EngineError::Prepare)?;
+            run_queries(workload, Arc::new(t), cfg, stop, observer).await
+        }
+        TargetPlan::Tdengine(c) => {
+            let t = TdengineQueryTarget::new(c).map_err(EngineError::Prepare)?;
+            run_queries(workload, Arc::new(t), cfg, stop, observer).await
+        }
+        TargetPlan::Influx(i) => {
+            let t = InfluxQueryTarget::new(&influx_config(i), influx_api(q))
+                .map_err(EngineError::Prepare)?;
+            run_queries(workload, Arc::new(t), cfg, stop, observer).await
+        }
+        TargetPlan::Sqlite { .. } => {
+            let c = sqlite_config(target).expect("a sqlite target");
+            let t = SqliteQueryTarget::new(&c).map_err(EngineError::Prepare)?;
+            run_queries(workload, Arc::new(t), cfg, stop, observer).await
+        }
+        TargetPlan::Null => Err(EngineError::Prepare(SinkError::new(
+            tsload_core::ErrorKind::Schema,
+            "target kind \"null\" stores nothing to query",
+        ))),
+    }
+}
