@@ -325,14 +325,14 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             }
         }
         Outcomes::Query { preload, query } => {
-            if let Some(p) = preload {
-                if let Some(s) = write_summary(p, "preload: ") {
-                    println!(
-                        "preload: {} rows in {:.3} s ({:.0} rows/s)",
-                        s.rows, s.elapsed_s, s.rows_per_s
-                    );
-                    json.insert("preload".into(), serde_json::to_value(&s)?);
-                }
+            if let Some(p) = preload
+                && let Some(s) = write_summary(p, "preload: ")
+            {
+                println!(
+                    "preload: {} rows in {:.3} s ({:.0} rows/s)",
+                    s.rows, s.elapsed_s, s.rows_per_s
+                );
+                json.insert("preload".into(), serde_json::to_value(&s)?);
             }
             executed.query_summary = query_summary(query);
             if let Some(s) = &executed.query_summary {

@@ -1769,7 +1769,7 @@ impl Ctx<'_> {
                     }
                 };
                 QueryWorkloadPlan::Tsbs {
-                    data: t.clone(),
+                    data: *t,
                     seed: seed.unwrap_or(t.seed),
                     types,
                     dialect,

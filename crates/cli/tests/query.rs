@@ -1,0 +1,422 @@
+//! `mode = "query"` and `"mixed"` against real servers on 127.0.0.1: every TSBS query type
+//! runs through tsload's own read targets in each server's language and returns rows; a
+//! query error is counted and the run goes on (until an error budget stops it); the OLTP
+//! workload keeps sysbench's statement mix and table shape (sysbench itself runs on the
+//! tables tsload prepared); a mixed run reports writes and queries side by side.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use tsload_testbed::{Server, ServerKind};
+
+fn tsload() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tsload"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn start(kind: ServerKind) -> Server {
+    Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"))
+}
+
+/// `tsload run --json r.json` with `sets`; the report when it wrote one.
+fn run(dir: &Path, sets: &[String]) -> (Output, serde_json::Value) {
+    let _ = std::fs::remove_file(dir.join("r.json"));
+    let mut cmd = tsload();
+    cmd.args(["run", "--json", "r.json", "--progress", "none"])
+        .current_dir(dir);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().expect("start tsload");
+    let r = std::fs::read_to_string(dir.join("r.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, r)
+}
+
+fn s(v: &str) -> String {
+    v.to_string()
+}
+
+/// TSBS data for the queries: 10 hosts x 12 h (every type's window fits).
+fn tsbs_data() -> Vec<String> {
+    vec![
+        s("workload.kind=\"cpu-only\""),
+        s("workload.scale=10"),
+        s("workload.end=\"2016-01-01T12:00:00Z\""),
+        s("load.batch=2000"),
+        s("load.workers=2"),
+    ]
+}
+
+fn target_sets(server: &Server) -> Vec<String> {
+    match server.kind() {
+        ServerKind::Postgres => vec![
+            s("target.kind=\"postgres\""),
+            format!("target.url=\"{}\"", server.database_url().unwrap()),
+            s("target.drop_existing=true"),
+        ],
+        ServerKind::MariaDb => vec![
+            s("target.kind=\"mysql\""),
+            format!("target.url=\"{}\"", server.database_url().unwrap()),
+            s("target.drop_existing=true"),
+        ],
+        ServerKind::InfluxDb1 => vec![
+            s("target.kind=\"influx\""),
+            format!("target.url=\"{}\"", server.base_url()),
+        ],
+        ServerKind::VictoriaMetrics => vec![
+            s("target.kind=\"influx\""),
+            format!("target.url=\"{}\"", server.base_url()),
+            s("target.create_database=false"),
+            s("query.dialect=\"promql\""),
+        ],
+        ServerKind::QuestDb => vec![
+            s("target.kind=\"influx\""),
+            format!("target.url=\"{}\"", server.base_url()),
+            s("target.create_database=false"),
+            s("query.dialect=\"questdb\""),
+        ],
+    }
+}
+
+/// Runs every type the target's language has, 3 queries each, after writing the data.
+fn every_type(name: &str, dir: &Path, target: Vec<String>, before_queries: impl Fn()) {
+    let mut sets = tsbs_data();
+    sets.extend(target.iter().filter(|t| !t.starts_with("query.")).cloned());
+    sets.push(s("mode=\"write\""));
+    let (out, _) = run(dir, &sets);
+    assert!(out.status.success(), "{name} load: {}", text(&out.stderr));
+    before_queries();
+    let mut sets = tsbs_data();
+    sets.extend(target);
+    sets.retain(|t| !t.starts_with("target.drop_existing"));
+    sets.extend([s("query.kind=\"tsbs\""), s("query.workers=3")]);
+    let promql = sets.iter().any(|t| t.contains("promql"));
+    let types = if promql { 11 } else { 15 };
+    sets.push(format!("query.queries={}", types * 3));
+    let (out, r) = run(dir, &sets);
+    assert!(
+        out.status.success(),
+        "{name}: {}\n{}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
+    let kinds = r["kinds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{name}: {r}"));
+    assert_eq!(kinds.len(), types, "{name}");
+    assert_eq!(r["requests"], types as u64 * 3, "{name}: {r}");
+    assert_eq!(r["failed_requests"], 0, "{name}: {r}");
+    for k in kinds {
+        assert_eq!(k["requests"], 3, "{name}: {k}");
+        assert!(
+            k["rows"].as_u64().unwrap() > 0,
+            "{name}: {} returned no rows",
+            k["name"]
+        );
+        assert!(
+            k["latency"]["p50_ms"].as_f64().unwrap() > 0.0,
+            "{name}: {k}"
+        );
+    }
+}
+
+#[test]
+fn every_tsbs_query_type_runs_and_returns_rows_on_every_server() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [
+        ServerKind::Postgres,
+        ServerKind::MariaDb,
+        ServerKind::InfluxDb1,
+        ServerKind::VictoriaMetrics,
+        ServerKind::QuestDb,
+    ] {
+        let server = start(kind);
+        let name = format!("{kind:?}");
+        every_type(&name, dir.path(), target_sets(&server), || match kind {
+            ServerKind::VictoriaMetrics => server.vm_flush(),
+            ServerKind::QuestDb => server.questdb_wait_wal().unwrap(),
+            _ => {}
+        });
+    }
+    // The embedded default too.
+    every_type(
+        "sqlite",
+        dir.path(),
+        vec![
+            s("target.url=\"sqlite:./q.db\""),
+            s("target.drop_existing=true"),
+        ],
+        || {},
+    );
+}
+
+#[test]
+fn a_query_error_is_counted_and_the_run_goes_on() {
+    let pg = start(ServerKind::Postgres);
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = tsbs_data();
+    base.extend(target_sets(&pg));
+    let mut load = base.clone();
+    load.push(s("mode=\"write\""));
+    let (out, _) = run(dir.path(), &load);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    base.retain(|t| !t.starts_with("target.drop_existing"));
+    base.extend([
+        s("query.kind=\"tsbs\""),
+        s("query.types=[\"single-groupby-1-1-1\", \"lastpoint\"]"),
+        s("query.workers=2"),
+        s("query.duration=\"4s\""),
+    ]);
+    // The table goes away 1.5 s into the run.
+    let dropper = {
+        let url = pg.database_url().unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            url
+        })
+    };
+    let child = {
+        let mut cmd = tsload();
+        cmd.args(["run", "--json", "r.json", "--progress", "none"])
+            .current_dir(dir.path());
+        for t in &base {
+            cmd.args(["--set", t]);
+        }
+        cmd.spawn().unwrap()
+    };
+    dropper.join().unwrap();
+    pg.sql("DROP TABLE cpu").expect("drop the table mid-run");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["stop_reason"], "duration", "{r}");
+    let rejected = r["errors"]["rejected"].as_u64().unwrap_or(0);
+    assert!(rejected > 10, "errors after the drop are counted: {r}");
+    assert!(
+        r["requests"].as_u64().unwrap() > 10,
+        "requests before the drop: {r}"
+    );
+    assert_eq!(r["failed_requests"].as_u64().unwrap(), rejected);
+    for k in r["kinds"].as_array().unwrap() {
+        assert!(k["failed"].as_u64().unwrap() > 0, "{k}");
+        assert!(k["requests"].as_u64().unwrap() > 0, "{k}");
+    }
+
+    // With an error budget, the run stops on it and exits 1.
+    let mut sets = base.clone();
+    sets.push(s("query.max_errors=5"));
+    let (out, r) = run(dir.path(), &sets);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(r["stop_reason"], "fatal error", "{r}");
+    // The 6th failure stops the run; the other worker's request in flight may add one.
+    let failed = r["failed_requests"].as_u64().unwrap();
+    assert!((6..=7).contains(&failed), "{r}");
+    assert!(
+        r["stop_error"].as_str().unwrap().contains("max_errors"),
+        "{r}"
+    );
+    assert!(
+        text(&out.stderr).contains("does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+fn oltp_sets(server: &Server) -> Vec<String> {
+    let mut sets = target_sets(server);
+    sets.retain(|t| !t.starts_with("target.drop_existing"));
+    sets.extend([
+        s("query.kind=\"oltp_read_write\""),
+        s("query.table_size=2000"),
+        s("query.workers=2"),
+        s("query.duration=\"2s\""),
+    ]);
+    sets
+}
+
+#[test]
+fn oltp_read_write_keeps_sysbench_s_mix_and_sysbench_runs_on_its_tables() {
+    let db = start(ServerKind::MariaDb);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, r) = run(dir.path(), &oltp_sets(&db));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tx = r["requests"].as_u64().unwrap();
+    assert!(tx > 20, "{r}");
+    // 10 point selects + 4 ranges + 2 updates + delete + insert per transaction.
+    assert_eq!(r["statements"].as_u64().unwrap(), tx * 18, "{r}");
+    assert_eq!(r["load_rows"].as_u64().unwrap(), 2000, "{r}");
+    assert_eq!(r["kinds"][0]["name"], "oltp_read_write");
+    assert_eq!(
+        db.sql_count("sbtest1"),
+        2000,
+        "delete + insert keep the row count"
+    );
+
+    // sysbench (Debian's 1.0.20, installed by `cargo xtask test`) on the same tables.
+    let addr = db.addr();
+    let out = Command::new("sysbench")
+        .args([
+            "oltp_read_write",
+            "--db-driver=mysql",
+            "--mysql-host=127.0.0.1",
+            &format!("--mysql-port={}", addr.port()),
+            "--mysql-user=root",
+            "--mysql-db=tsload",
+            "--tables=1",
+            "--table-size=2000",
+            "--rand-type=uniform",
+            "--threads=2",
+            "--time=2",
+            "run",
+        ])
+        .output()
+        .expect("sysbench is installed (cargo xtask test installs Debian's sysbench)");
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{report}\n{}", text(&out.stderr));
+    let field = |name: &str| -> u64 {
+        report
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no `{name}` in:\n{report}"))
+    };
+    let (read, write, other) = (field("read:"), field("write:"), field("other:"));
+    let transactions = field("transactions:");
+    assert!(transactions > 0, "{report}");
+    assert_eq!(read, transactions * 14, "{report}");
+    assert_eq!(write, transactions * 4, "{report}");
+    assert_eq!(other, transactions * 2, "BEGIN + COMMIT: {report}");
+}
+
+#[test]
+fn oltp_runs_on_postgres_and_sqlite() {
+    let pg = start(ServerKind::Postgres);
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["oltp_read_write", "oltp_point_select", "oltp_insert"] {
+        let mut sets = oltp_sets(&pg);
+        sets.push(format!("query.kind=\"{kind}\""));
+        let (out, r) = run(dir.path(), &sets);
+        assert!(out.status.success(), "{kind}: {}", text(&out.stderr));
+        assert!(r["requests"].as_u64().unwrap() > 10, "{kind}: {r}");
+        let failed = r["failed_requests"].as_u64().unwrap();
+        // Concurrent delete + insert of one id may conflict, as in sysbench (which
+        // retries those); never more than a few.
+        assert!(
+            failed * 100 <= r["requests"].as_u64().unwrap(),
+            "{kind}: {r}"
+        );
+    }
+    let sets = vec![
+        s("target.url=\"sqlite:./oltp.db\""),
+        s("query.kind=\"oltp_read_write\""),
+        s("query.table_size=1000"),
+        s("query.workers=1"),
+        s("query.queries=200"),
+    ];
+    let (out, r) = run(dir.path(), &sets);
+    assert!(out.status.success(), "sqlite: {}", text(&out.stderr));
+    assert_eq!(r["requests"], 200, "{r}");
+    assert_eq!(r["stop_reason"], "request limit", "{r}");
+}
+
+#[test]
+fn a_mixed_run_reports_writes_and_queries_side_by_side() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = tsbs_data();
+    sets.extend(target_sets(&vm));
+    sets.extend([
+        s("mode=\"mixed\""),
+        s("load.rate=20000"),
+        s("load.batch=500"),
+        s("load.duration=\"3s\""),
+        s("load.report_interval=\"250ms\""),
+        s("query.kind=\"tsbs\""),
+        s("query.types=[\"single-groupby-1-1-1\", \"cpu-max-all-1\"]"),
+        s("query.rate=20"),
+        s("query.start_after=\"1s\""),
+    ]);
+    let (out, r) = run(dir.path(), &sets);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("=== writes ===") && stdout.contains("=== queries ==="));
+    assert!(r["write"]["rows"].as_u64().unwrap() > 30_000, "{r}");
+    let q = r["query"]["requests"].as_u64().unwrap();
+    assert!((20..=50).contains(&q), "about 20/s for 2 s: {q}");
+    assert!(
+        r["write_latency_alone"]["count"].as_u64().unwrap() > 0,
+        "{r}"
+    );
+    assert!(
+        r["write_latency_with_queries"]["count"].as_u64().unwrap() > 0,
+        "{r}"
+    );
+}
+
+#[test]
+fn query_settings_are_checked_before_anything_runs() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["mode=\"query\""], "needs a [query] section"),
+        (
+            &["query.kind=\"graphql\""],
+            "allowed: tsbs, oltp_read_write",
+        ),
+        (
+            &[
+                "query.kind=\"tsbs\"",
+                "query.types=[\"single-groupby-9-9-9\"]",
+            ],
+            "not a TSBS devops query type",
+        ),
+        (
+            &["query.kind=\"tsbs\"", "query.table_size=10"],
+            "not a setting of query kind \"tsbs\"",
+        ),
+        (
+            &["query.kind=\"oltp_point_select\"", "query.delete_inserts=2"],
+            "not a setting of query kind \"oltp_point_select\"",
+        ),
+        (
+            &["query.kind=\"tsbs\"", "query.dialect=\"promql\""],
+            "only line-protocol targets",
+        ),
+        // The quickstart's 6 h are shorter than the 8 h and 12 h windows.
+        (&["query.kind=\"tsbs\""], "[query]"),
+        (
+            &["mode=\"mixed\"", "query.kind=\"oltp_read_write\""],
+            "an OLTP workload writes by itself",
+        ),
+        (
+            &["query.kind=\"tsbs\"", "query.start_after=\"1s\""],
+            "only mode \"mixed\"",
+        ),
+    ];
+    for (sets, expect) in cases {
+        let mut cmd = tsload();
+        cmd.arg("validate");
+        for t in *sets {
+            cmd.args(["--set", t]);
+        }
+        let out = cmd.output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sets:?}: {err}");
+        assert!(
+            err.contains(expect),
+            "{sets:?}: expected `{expect}` in: {err}"
+        );
+    }
+}
