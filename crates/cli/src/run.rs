@@ -82,7 +82,7 @@ enum Outcomes {
     },
 }
 
-fn observer_for(plan: &Plan, workload: &dyn Workload) -> anyhow::Result<RunObserver> {
+fn observer_for(plan: &Plan, total: Option<u64>) -> anyhow::Result<RunObserver> {
     let hlog = match &plan.output.hlog {
         None => None,
         Some(p) => Some((
@@ -93,7 +93,7 @@ fn observer_for(plan: &Plan, workload: &dyn Workload) -> anyhow::Result<RunObser
     };
     Ok(RunObserver::new(
         plan.output.progress,
-        plan.load.rows.or(workload.total_rows()),
+        total,
         hlog,
         format!("tsload {} {}", env!("CARGO_PKG_VERSION"), plan.name),
     ))
@@ -117,10 +117,13 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             }
         },
     };
-    let mut observer = observer_for(plan, workload.as_ref())?;
-    if plan.mode == RunMode::Query {
-        observer = observer.for_reads();
-    }
+    let mut observer = if plan.mode == RunMode::Query {
+        // The bar counts requests: full at the query limit, a spinner without one.
+        let total = plan.query.as_ref().and_then(|q| q.config.requests);
+        observer_for(plan, total)?.for_reads()
+    } else {
+        observer_for(plan, plan.load.rows.or(workload.total_rows()))?
+    };
     let mut query_observer = RunObserver::new(
         match plan.output.progress {
             ProgressMode::None => ProgressMode::None,

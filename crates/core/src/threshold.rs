@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::query_report::QuerySummary;
-use crate::report::Summary;
+use crate::report::{LatencySummary, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -131,14 +131,8 @@ impl Threshold {
 
     /// Checks the threshold; `Err` carries a line saying what was measured.
     pub fn check(&self, s: &Summary) -> Result<(), String> {
-        let (actual, unit) = if let Some(f) = self.metric.strip_prefix("service.") {
-            (s.service.get(f), "ms")
-        } else if let Some(f) = self.metric.strip_prefix("latency.") {
-            (s.latency.get(f), "ms")
-        } else if let Some(v) = s.latency.get(&self.metric) {
-            (Some(v), "ms")
-        } else {
-            let v = match self.metric.as_str() {
+        self.evaluate(&s.latency, &s.service, |metric| {
+            Some(match metric {
                 "rows" => s.rows as f64,
                 "metrics" => s.metrics as f64,
                 "requests" => s.requests as f64,
@@ -149,28 +143,18 @@ impl Threshold {
                 "metrics_per_s" => s.metrics_per_s,
                 "mb_per_s" => s.mb_per_s,
                 "cpu_us_per_1000_metrics" => s.client.cpu_us_per_1000_metrics,
-                _ => f64::NAN,
-            };
-            (Some(v), "")
-        };
-        self.judge(actual.unwrap_or(f64::NAN), unit)
+                _ => return None,
+            })
+        })
     }
-}
 
-impl Threshold {
     /// Checks the threshold against a query run: latency figures are the requests'
     /// (all kinds merged); counts are `requests`, `failed_requests`, `errors`, `rows`,
     /// `statements`, `requests_per_s` (TPS for transactions) and `statements_per_s`
     /// (QPS). Write-only figures (metrics, bytes, retries) read as not measured.
     pub fn check_query(&self, s: &QuerySummary) -> Result<(), String> {
-        let (actual, unit) = if let Some(f) = self.metric.strip_prefix("service.") {
-            (s.service.get(f), "ms")
-        } else if let Some(f) = self.metric.strip_prefix("latency.") {
-            (s.latency.get(f), "ms")
-        } else if let Some(v) = s.latency.get(&self.metric) {
-            (Some(v), "ms")
-        } else {
-            let v = match self.metric.as_str() {
+        self.evaluate(&s.latency, &s.service, |metric| {
+            Some(match metric {
                 "rows" => s.rows as f64,
                 "requests" => s.requests as f64,
                 "failed_requests" => s.failed_requests as f64,
@@ -179,9 +163,27 @@ impl Threshold {
                 "requests_per_s" => s.requests_per_s,
                 "statements_per_s" => s.statements_per_s,
                 "rows_per_s" => s.rows_per_s,
-                _ => f64::NAN,
-            };
-            (Some(v), "")
+                _ => return None,
+            })
+        })
+    }
+
+    /// Looks the metric up (latency figures in ms, then `count`) and judges it; a figure
+    /// the run did not measure is NaN, which breaks every threshold.
+    fn evaluate(
+        &self,
+        latency: &LatencySummary,
+        service: &LatencySummary,
+        count: impl Fn(&str) -> Option<f64>,
+    ) -> Result<(), String> {
+        let (actual, unit) = if let Some(f) = self.metric.strip_prefix("service.") {
+            (service.get(f), "ms")
+        } else if let Some(f) = self.metric.strip_prefix("latency.") {
+            (latency.get(f), "ms")
+        } else if let Some(v) = latency.get(&self.metric) {
+            (Some(v), "ms")
+        } else {
+            (count(&self.metric), "")
         };
         self.judge(actual.unwrap_or(f64::NAN), unit)
     }
@@ -258,6 +260,33 @@ mod tests {
             client: ClientSummary::default(),
             scenario: serde_json::Value::Null,
         }
+    }
+
+    #[test]
+    fn query_runs_are_judged_on_their_own_figures() {
+        let json = serde_json::json!({
+            "tsload_version": "0", "target": "postgres", "workload": "tsbs",
+            "started_at": "", "elapsed_s": 2.0, "load_s": 0.0, "load_requests": 0,
+            "load_rows": 0, "load_statements": 0, "stop_reason": "duration",
+            "stop_error": null, "requests": 200, "failed_requests": 3, "statements": 400,
+            "rows": 1000, "errors": {"rejected": 3}, "requests_per_s": 100.0,
+            "statements_per_s": 200.0, "rows_per_s": 500.0,
+            "latency": {"count": 200, "min_ms": 1.0, "mean_ms": 2.0, "p50_ms": 2.0,
+                        "p90_ms": 3.0, "p95_ms": 3.5, "p99_ms": 12.0, "p99_9_ms": 13.0,
+                        "p99_99_ms": 13.0, "max_ms": 13.0},
+            "service": LatencySummary::default(), "kinds": [],
+            "client": ClientSummary::default(), "cpu_us_per_request": 0.0,
+            "scenario": null,
+        });
+        let q: QuerySummary = serde_json::from_value(json).unwrap();
+        let check = |t: &str| Threshold::parse(t).unwrap().check_query(&q);
+        assert!(check("p99<20ms").is_ok());
+        assert!(check("p99<10ms").unwrap_err().contains("was 12ms"));
+        assert!(check("errors==0").unwrap_err().contains("errors was 3"));
+        assert!(check("statements_per_s>=200").is_ok());
+        assert!(check("requests_per_s>100").is_err());
+        // A write-only figure was not measured: NaN breaks the threshold.
+        assert!(check("metrics_per_s>0").is_err());
     }
 
     #[test]

@@ -11,20 +11,9 @@ use crate::QueryError;
 pub const MINUTE_NS: i64 = 60_000_000_000;
 pub const HOUR_NS: i64 = 60 * MINUTE_NS;
 
-/// TSBS's cpu metrics (fields of the `cpu` table), in TSBS's order. Queries that read
-/// "N metrics" read the first N.
-pub const CPU_METRICS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
+/// TSBS's cpu metrics (fields of the `cpu` table), in TSBS's order: the ones the
+/// workload writes. Queries that read "N metrics" read the first N.
+pub const CPU_METRICS: [&str; 10] = tsload_workload::CPU_FIELDS;
 
 /// The `usage_user` threshold of the high-cpu queries (`usage_user > 90.0`).
 pub const HIGH_CPU_THRESHOLD: f64 = 90.0;

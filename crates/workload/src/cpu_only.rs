@@ -12,8 +12,8 @@ use crate::WorkloadError;
 use crate::rng::{DeviceRng, below, device_rng};
 use crate::tsbs::{HostTags, StepCursor, TsbsConfig, field_defs, host_tag_defs};
 
-/// TSBS's cpu fields, in TSBS's order.
-pub(crate) const CPU_FIELDS: &[&str] = &[
+/// TSBS's cpu fields (of the `cpu` table), in TSBS's order.
+pub const CPU_FIELDS: [&str; 10] = [
     "usage_user",
     "usage_system",
     "usage_idle",
@@ -84,7 +84,7 @@ pub(crate) fn cpu_table() -> TableSchema {
     TableSchema {
         name: "cpu".into(),
         tags: host_tag_defs(),
-        fields: field_defs(CPU_FIELDS, DataType::BigInt),
+        fields: field_defs(&CPU_FIELDS, DataType::BigInt),
     }
 }
 

@@ -17,7 +17,7 @@ mod tsbs;
 
 mod cpu_only;
 
-pub use cpu_only::CpuOnly;
+pub use cpu_only::{CPU_FIELDS, CpuOnly};
 pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue};
 pub use devops::Devops;
 pub use file::{FileReplay, ReplayInput, ReplayOptions};
