@@ -126,3 +126,54 @@ fn bad_specs_and_missing_interfaces_are_clear_errors() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_run_with_the_netem_backend_leaves_the_previous_qdisc_in_place_when_it_fails() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let pair = rt
+        .block_on(VethPair::create("tsl-run"))
+        .expect("creating namespaces and a veth pair needs root (CI runs as root)");
+    let ns = pair.left.name().to_string();
+    let dev = pair.left_if.clone();
+    let apply = tsload(&[
+        "netem", "apply", "--dev", &dev, "--netns", &ns, "--", "tbf", "rate", "8mbit", "burst",
+        "32kbit", "latency", "400ms",
+    ]);
+    assert!(apply.status.success(), "{}", text(&apply.stderr));
+    let qdisc = || {
+        let tc = Command::new("tc")
+            .args(["-n", &ns, "qdisc", "show", "dev", &dev])
+            .output()
+            .unwrap();
+        text(&tc.stdout)
+    };
+    let before = qdisc();
+    assert!(before.contains("qdisc tbf"), "{before}");
+    // Nothing listens on port 1: were netem there, the TCP probe would fail instead.
+    let out = tsload(&[
+        "run",
+        "--progress",
+        "none",
+        "--set",
+        "target.kind=\"postgres\"",
+        "--set",
+        "target.url=\"postgres://u@127.0.0.1:1/db\"",
+        "--set",
+        "network.backend=\"netem\"",
+        "--set",
+        &format!("network.dev=\"{dev}\""),
+        "--set",
+        &format!("network.netns=\"{ns}\""),
+        "--set",
+        "network.delay=\"5ms\"",
+        "--set",
+        "network.probe_count=2",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("sch_netem") || err.contains("measuring the RTT"),
+        "{err}"
+    );
+    assert_eq!(qdisc(), before, "the interface is as it was: {err}");
+}
