@@ -3,10 +3,9 @@
 //! known data: row and sample counts, errors (also InfluxDB's errors inside a 200 answer)
 //! that name their statement and leave the connection usable, and a killed server.
 
-use tsload_core::{
-    ErrorKind, Param, QueryAck, QueryConn, QueryRequest, QueryTarget, SinkError, Statement,
-};
+use tsload_core::{ErrorKind, Param, QueryConn, QueryTarget, SinkError, Statement};
 use tsload_sink_influx::{InfluxConfig, InfluxQueryConn, InfluxQueryTarget, QueryApi};
+use tsload_testbed::query_checks::{ack, assert_error, assert_rejected, one, request};
 use tsload_testbed::{Server, ServerKind};
 
 /// Points per host; two hosts.
@@ -15,22 +14,6 @@ const POINTS: u64 = 60;
 const START_MS: i64 = 1_451_606_400_000;
 const STEP_MS: i64 = 10_000;
 const DB: &str = "bench";
-
-fn request(statements: Vec<Statement>, transaction: bool) -> QueryRequest {
-    QueryRequest {
-        kind: 0,
-        statements,
-        transaction,
-    }
-}
-
-fn one(text: &str) -> QueryRequest {
-    request(vec![Statement::new(text)], false)
-}
-
-fn ack(rows: u64, statements: u64) -> QueryAck {
-    QueryAck { rows, statements }
-}
 
 /// `cpu,host=h0|h1 usage_user=..,usage_system=..` every 10 s from START_MS.
 fn lines() -> String {
@@ -54,28 +37,39 @@ async fn open(server: &Server, db: &str, api: QueryApi) -> InfluxQueryConn {
     target.connect(0).await.unwrap()
 }
 
-fn assert_rejected(err: &SinkError, label: &str, server: &str) {
-    assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
-    assert!(
-        err.message.contains(label) && err.message.contains(server),
-        "expected {label:?} and {server:?} in: {err}"
-    );
-}
-
 /// HTTP has no transactions, and these APIs take no bind parameters.
 async fn refuses_transactions_and_parameters(conn: &mut InfluxQueryConn, text: &str) {
     let err = conn
         .execute(&request(vec![Statement::new(text)], true))
         .await
         .unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
-    assert!(err.message.contains("no transactions"), "{err}");
+    assert_error(&err, ErrorKind::Rejected, &["no transactions"]);
     let with_params = Statement::with_params(text, vec![Param::Text("x".into())]);
     let err = conn
         .execute(&request(vec![with_params], false))
         .await
         .unwrap_err();
     assert_rejected(&err, "statement 1", "no bind parameters");
+}
+
+/// After an error the run goes on: `SELECT * FROM cpu` reads every point, and
+/// transactions and parameters are refused; then, the server killed, that query is a
+/// connection error naming it (returned for more checks).
+async fn goes_on_until_the_server_is_killed(
+    server: &mut Server,
+    conn: &mut InfluxQueryConn,
+) -> SinkError {
+    let all = one("SELECT * FROM cpu");
+    assert_eq!(conn.execute(&all).await.unwrap(), ack(2 * POINTS, 1));
+    refuses_transactions_and_parameters(conn, "SELECT * FROM cpu").await;
+    server.kill();
+    let err = conn.execute(&all).await.unwrap_err();
+    assert_error(
+        &err,
+        ErrorKind::Connection,
+        &["statement 1 `SELECT * FROM cpu`"],
+    );
+    err
 }
 
 #[tokio::test]
@@ -133,20 +127,9 @@ async fn influxql_counts_points_of_every_series() {
         "statement 1 `SELECT * FROM cpu`",
         "database not found: nope",
     );
-    // The run goes on.
-    assert_eq!(
-        conn.execute(&one("SELECT * FROM cpu")).await.unwrap(),
-        ack(2 * POINTS, 1)
-    );
-    refuses_transactions_and_parameters(&mut conn, "SELECT * FROM cpu").await;
-
-    server.kill();
-    let err = conn.execute(&one("SELECT * FROM cpu")).await.unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
-    assert!(
-        err.message.contains("statement 1 `SELECT * FROM cpu`") && err.message.contains("/query"),
-        "{err}"
-    );
+    // The run goes on, until the server is killed.
+    let err = goes_on_until_the_server_is_killed(&mut server, &mut conn).await;
+    assert!(err.message.contains("/query"), "{err}");
     assert!(!err.message.contains("q=SELECT"), "{err}");
 }
 
@@ -218,7 +201,7 @@ async fn promql_counts_samples_of_range_and_instant_queries() {
 
     server.kill();
     let err = conn.execute(&one("1 + 1")).await.unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
+    assert_error(&err, ErrorKind::Connection, &["statement 1 `1 + 1`"]);
 }
 
 #[tokio::test]
@@ -251,15 +234,7 @@ async fn questdb_counts_rows() {
         "statement 1 `SELECT * FROM nope`",
         "table does not exist",
     );
-    assert_eq!(
-        conn.execute(&one("SELECT * FROM cpu")).await.unwrap(),
-        ack(2 * POINTS, 1)
-    );
-    refuses_transactions_and_parameters(&mut conn, "SELECT * FROM cpu").await;
-
-    server.kill();
-    let err = conn.execute(&one("SELECT * FROM cpu")).await.unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
+    goes_on_until_the_server_is_killed(&mut server, &mut conn).await;
 }
 
 #[tokio::test]
@@ -277,11 +252,7 @@ async fn unreachable_server_is_a_connection_error_naming_the_endpoint() {
     let target = InfluxQueryTarget::new(&cfg, QueryApi::InfluxQl).unwrap();
     let mut conn = target.connect(0).await.unwrap();
     let err = conn.execute(&one("SELECT * FROM cpu")).await.unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
-    assert!(
-        err.message
-            .contains(&format!("http://127.0.0.1:{port}/query")),
-        "{err}"
-    );
+    let endpoint = format!("http://127.0.0.1:{port}/query");
+    assert_error(&err, ErrorKind::Connection, &[&endpoint]);
     assert!(!err.message.contains("pw-secret"), "{err}");
 }

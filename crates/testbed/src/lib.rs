@@ -36,6 +36,10 @@
 //! What each server needs is installed by `cargo xtask test`; when something is missing,
 //! `start` fails with a message naming it and how to install it (tests must not skip).
 //!
+//! `query_checks` and `sql_server_checks` hold the read-target checks that the sink
+//! crates' tests share (request builders, error assertions, and scenarios generic over
+//! `tsload_core::QueryTarget` with what differs between databases as parameters).
+//!
 //! Servers are spawned from a helper thread so the kernel's parent-death signal kills them
 //! when the test process dies, whatever thread started them (see `process`).
 
@@ -50,6 +54,9 @@ mod process;
 mod questdb;
 mod sockets;
 mod victoria;
+
+pub mod query_checks;
+pub mod sql_server_checks;
 
 use std::fmt;
 use std::io::{Read as _, Seek as _, SeekFrom};
