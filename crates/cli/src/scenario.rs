@@ -1695,8 +1695,13 @@ impl Ctx<'_> {
                     ));
                 };
                 let influx = matches!(target, TargetPlan::Influx(_));
+                // The file's dialect belongs to the file's target: a `--set target.kind`
+                // to another kind sets it aside (a `--set query.dialect` still counts).
+                let set_aside = self.overridden.iter().any(|o| o == "target.kind")
+                    && !self.overridden.iter().any(|o| o == "query.dialect");
                 let dialect = match &q.dialect {
                     None => None,
+                    Some(_) if set_aside && !influx => None,
                     Some(d) if influx => Some(
                         self.choice(d, "query.dialect", &["influxql", "promql", "questdb"])?
                             .to_string(),
