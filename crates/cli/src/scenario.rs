@@ -2346,6 +2346,29 @@ mod tests {
     }
 
     #[test]
+    fn a_target_kind_override_sets_aside_the_files_query_dialect() {
+        let file = "[workload]\nkind = \"cpu-only\"\n[target]\nkind = \"influx\"\n\
+                    [query]\nkind = \"tsbs\"\ndialect = \"promql\"\n";
+        let p = parse("s.toml", file, &[]).unwrap();
+        let dialect = |p: &Plan| match &p.query.as_ref().unwrap().workload {
+            QueryWorkloadPlan::Tsbs { dialect, .. } => dialect.clone(),
+            QueryWorkloadPlan::Oltp { .. } => panic!("tsbs"),
+        };
+        assert_eq!(dialect(&p).as_deref(), Some("promql"));
+        let to_pg = [
+            "target.kind=\"postgres\"".to_string(),
+            "target.url=\"postgres://u@h/db\"".to_string(),
+        ];
+        let p = parse("s.toml", file, &to_pg).unwrap();
+        assert_eq!(dialect(&p), None);
+        // Given on the command line too, it is still an error for SQL targets.
+        let mut sets = to_pg.to_vec();
+        sets.push("query.dialect=\"promql\"".into());
+        let e = parse("s.toml", file, &sets).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("query.dialect"));
+    }
+
+    #[test]
     fn a_password_goes_into_the_url_percent_encoded() {
         let file = "[target]\nkind = \"postgres\"\nurl = \"postgres://bob@h:5432/db\"\npassword = \"p@ss w/rd\"\n";
         let p = parse("s.toml", file, &[]).unwrap();
