@@ -153,6 +153,23 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
     }
     let mut v = plan.to_json();
     v["data_set"] = workloads::describe(workload.as_ref());
+    if !plan.sweep.is_empty() {
+        // Every point of the grid is checked, as `tsload sweep` does before it runs.
+        let points = match sweep::grid_of(&plan) {
+            Ok(grid) => grid.points(),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        if let Err(e) =
+            sweep::resolve_points(args.scenario.as_deref(), &args.set, &plan, &points, None)
+        {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+        v["sweep_points"] = points.len().into();
+    }
     println!("{}", serde_json::to_string_pretty(&v)?);
     Ok(ExitCode::SUCCESS)
 }

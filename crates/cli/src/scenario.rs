@@ -495,7 +495,8 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
         let (key, value) = o
             .split_once('=')
             .ok_or_else(|| err("expected KEY=VALUE, e.g. --set load.workers=8".into()))?;
-        let path: Vec<&str> = key.trim().split('.').map(str::trim).collect();
+        let path = key_path(key.trim()).map_err(err)?;
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
         if path.iter().any(|p| p.is_empty()) {
             return Err(err("the key is empty or has an empty part".into()));
         }
@@ -549,6 +550,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         }
         _ => whole,
     }
+}
+
+/// The parts of a dotted key; a part in double quotes may hold dots
+/// (`sweep."query.workers"`), as in TOML.
+fn key_path(key: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in key.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut current).trim().to_string()),
+            c => current.push(c),
+        }
+    }
+    if quoted {
+        return Err(format!("the key `{key}` has an unclosed quote"));
+    }
+    parts.push(current.trim().to_string());
+    Ok(parts)
 }
 
 struct Ctx<'a> {
@@ -2343,6 +2364,24 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key.as_deref(), Some("target.drop_existing"));
+    }
+
+    #[test]
+    fn quoted_parts_of_a_set_key_keep_their_dots() {
+        assert_eq!(
+            key_path("sweep.\"query.workers\"").unwrap(),
+            ["sweep", "query.workers"]
+        );
+        assert_eq!(key_path("load.workers").unwrap(), ["load", "workers"]);
+        assert!(key_path("sweep.\"query.workers").is_err());
+        let p = parse(
+            "s.toml",
+            "[sweep]\nworkers = [1]\n",
+            &["sweep.\"query.workers\"=[2, 4]".into()],
+        )
+        .unwrap();
+        assert_eq!(p.sweep[1].full_key, "query.workers");
+        assert_eq!(p.sweep[1].values.len(), 2);
     }
 
     #[test]

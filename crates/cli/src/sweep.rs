@@ -66,20 +66,9 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return usage(e.to_string()),
     };
-    if base.sweep.is_empty() {
-        return usage(format!(
-            "{}: the scenario has no [sweep] table; add lists such as delay = [\"0ms\", \"1ms\"] or workers = [1, 16]",
-            base.source
-        ));
-    }
-    let grid = match Grid::new(base.sweep.iter().map(|a| {
-        (
-            a.key.clone(),
-            a.values.iter().map(to_sweep_value).collect::<Vec<_>>(),
-        )
-    })) {
+    let grid = match grid_of(&base) {
         Ok(g) => g,
-        Err(e) => return usage(format!("{}: [sweep]: {e}", base.source)),
+        Err(e) => return usage(e),
     };
     let out_dir = args.out.clone().unwrap_or_else(|| {
         let name: String = base
@@ -100,30 +89,16 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
 
     // Every point is resolved and validated before the first one runs.
     let points = grid.points();
-    let mut plans: Vec<Plan> = Vec::with_capacity(points.len());
-    for (i, point) in points.iter().enumerate() {
-        let mut sets = args.scenario.set.clone();
-        for ((_, value), axis) in point.values().iter().zip(&base.sweep) {
-            sets.push(format!("{}={}", axis.full_key, sweep_value_toml(value)));
-        }
-        let report = out_dir.join("points").join(format!("{:03}.json", i + 1));
-        sets.push(format!(
-            "output.json={}",
-            toml::Value::String(report.display().to_string())
-        ));
-        if base.output.hlog.is_some() {
-            let hlog = out_dir.join("points").join(format!("{:03}.hlog", i + 1));
-            sets.push(format!(
-                "output.hlog={}",
-                toml::Value::String(hlog.display().to_string())
-            ));
-        }
-        sets.push(format!("output.progress=\"{progress}\""));
-        match scenario::load(args.scenario.scenario.as_deref(), &sets) {
-            Ok(p) => plans.push(p),
-            Err(e) => return usage(format!("sweep point {} ({}): {e}", i + 1, point.label())),
-        }
-    }
+    let plans = match resolve_points(
+        args.scenario.scenario.as_deref(),
+        &args.scenario.set,
+        &base,
+        &points,
+        Some((&out_dir, &progress)),
+    ) {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
     let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
         (Some(q), crate::plan::RunMode::Query) => q.config.mode == LoadMode::Closed,
         _ => p.load.mode == LoadMode::Closed,
@@ -233,6 +208,64 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The grid of a plan's `[sweep]` (a usage error when it has none or a bad list).
+pub fn grid_of(base: &Plan) -> Result<Grid, String> {
+    if base.sweep.is_empty() {
+        return Err(format!(
+            "{}: the scenario has no [sweep] table; add lists such as delay = [\"0ms\", \"1ms\"] or workers = [1, 16]",
+            base.source
+        ));
+    }
+    Grid::new(base.sweep.iter().map(|a| {
+        (
+            a.key.clone(),
+            a.values.iter().map(to_sweep_value).collect::<Vec<_>>(),
+        )
+    }))
+    .map_err(|e| format!("{}: [sweep]: {e}", base.source))
+}
+
+/// Each point's plan: the scenario with the point's values (and, when running, its
+/// report paths and progress mode) applied as `--set` overrides, checked like the file.
+pub fn resolve_points(
+    scenario_path: Option<&Path>,
+    sets: &[String],
+    base: &Plan,
+    points: &[tsload_sweep::Point],
+    outputs: Option<(&Path, &str)>,
+) -> Result<Vec<Plan>, String> {
+    let mut plans = Vec::with_capacity(points.len());
+    for (i, point) in points.iter().enumerate() {
+        let mut sets = sets.to_vec();
+        for ((_, value), axis) in point.values().iter().zip(&base.sweep) {
+            sets.push(format!("{}={}", axis.full_key, sweep_value_toml(value)));
+        }
+        if let Some((out_dir, progress)) = outputs {
+            let report = out_dir.join("points").join(format!("{:03}.json", i + 1));
+            sets.push(format!(
+                "output.json={}",
+                toml::Value::String(report.display().to_string())
+            ));
+            if base.output.hlog.is_some() {
+                let hlog = out_dir.join("points").join(format!("{:03}.hlog", i + 1));
+                sets.push(format!(
+                    "output.hlog={}",
+                    toml::Value::String(hlog.display().to_string())
+                ));
+            }
+            sets.push(format!("output.progress=\"{progress}\""));
+        }
+        let plan = scenario::load(scenario_path, &sets)
+            .map_err(|e| format!("sweep point {} ({}): {e}", i + 1, point.label()))?;
+        if plan.query.is_some() {
+            crate::queries::build(&plan)
+                .map_err(|e| format!("sweep point {} ({}): {e}", i + 1, point.label()))?;
+        }
+        plans.push(plan);
+    }
+    Ok(plans)
 }
 
 fn write_outputs(
