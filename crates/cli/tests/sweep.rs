@@ -136,3 +136,19 @@ fn a_bad_point_stops_the_sweep_before_anything_runs() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn validate_checks_every_point_of_a_sweep() {
+    let grid = format!("{}/../../configs/r4-grid.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = tsload().args(["validate", &grid]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sweep_points"], 25, "batch 5 x workers 5");
+    let out = tsload()
+        .args(["validate", &grid, "--set", "sweep.workers=[1, 0]"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("sweep point 2 (batch=1 workers=0)"), "{err}");
+}
