@@ -1,7 +1,8 @@
 //! The load engine: prepares the sink, connects every worker, then drives workers as tokio
 //! tasks in closed loop (next request on ack) or open loop (request i of a worker is due at
-//! `t0 + i * batch / rate_per_worker`, latency measured from that due time), while the
-//! calling task acts as the reporter that merges interval records.
+//! `t0 + i * batch / rate_per_worker`, sent within tens of microseconds of it, latency
+//! measured from that due time), while the calling task acts as the reporter that merges
+//! interval records.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::{mpsc, watch};
 
 use crate::batch::Batch;
+use crate::pacing::Pacer;
 use crate::recorder::{Counters, IntervalRecord, WorkerRecorder, new_histogram};
 use crate::sink::{ErrorKind, Sink, SinkConn, SinkError, WriteAck};
 use crate::workload::{BatchSource, Workload};
@@ -247,6 +249,9 @@ impl Shared {
 }
 
 /// Runs the load to its end and returns what it measured.
+///
+/// Open loop needs a runtime with I/O enabled (`enable_all`), as sockets do: each worker
+/// paces its requests on a timerfd registered with tokio's reactor.
 pub async fn run<S: Sink>(
     workload: Arc<dyn Workload>,
     sink: Arc<S>,
@@ -501,6 +506,7 @@ async fn run_worker<C: SinkConn>(
     let mut pending: Option<(C, Batch)> = None;
     let mut exhausted = false;
     let mut seq: u64 = 0;
+    let mut pacer = Pacer::new(period.unwrap_or_default());
 
     loop {
         // Fill the next batch while a slot is free.
@@ -539,9 +545,8 @@ async fn run_worker<C: SinkConn>(
             };
             let now = Instant::now();
             if intended > now {
-                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(intended));
                 tokio::select! {
-                    _ = sleep => {}
+                    _ = pacer.wait_until(intended) => {}
                     Some(done) = in_flight.next(), if !in_flight.is_empty() => {
                         pending = Some((conn, batch));
                         finish(done, &mut free, &mut recorder, &shared);

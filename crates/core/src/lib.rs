@@ -9,6 +9,7 @@
 pub mod batch;
 pub mod engine;
 pub mod hlog;
+mod pacing;
 pub mod query;
 pub mod query_engine;
 pub mod query_report;

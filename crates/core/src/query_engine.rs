@@ -1,9 +1,10 @@
 //! The query engine: runs a [`QueryWorkload`]'s setup requests and its data load, connects
 //! one [`QueryConn`] per worker, then drives the workers as tokio tasks in closed loop (next
 //! request on the answer) or open loop (request i of a worker is due at
-//! `t0 + i * workers / rate`, latency measured from that due time), keeping latency,
-//! service time and counters per request kind. The calling task is the reporter: it merges
-//! the workers' interval records and feeds the same [`Observer`] as the write engine.
+//! `t0 + i * workers / rate`, sent within tens of microseconds of it, latency measured
+//! from that due time), keeping latency, service time and counters per request kind. The
+//! calling task is the reporter: it merges the workers' interval records and feeds the
+//! same [`Observer`] as the write engine.
 //!
 //! A failed request never stops the run by itself: it is counted per (kind, [`ErrorKind`]),
 //! the connection is kept and the worker goes on. Only an exceeded error budget
@@ -20,6 +21,7 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use crate::engine::{
     EngineError, IntervalAccumulator, LoadMode, Observer, StopHandle, StopReason, emit,
 };
+use crate::pacing::Pacer;
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
 use crate::recorder::{Counters, nanos, new_histogram};
 use crate::sink::{ErrorKind, SinkError};
@@ -312,7 +314,9 @@ impl Drop for QueryRecorder {
 /// [`QueryWorkload::load`] source of `cfg.loaders` runs on its own connection, in parallel;
 /// then all workers connect, and only then the clock starts. Neither setup nor load is
 /// recorded in the histograms. A stop during setup or load ends the run there, with an
-/// empty timed load (and the observer is not started).
+/// empty timed load (and the observer is not started). Open loop needs a runtime with I/O
+/// enabled (`enable_all`): each worker paces its requests on a timerfd registered with
+/// tokio's reactor.
 pub async fn run_queries<T: QueryTarget>(
     workload: Arc<dyn QueryWorkload>,
     target: Arc<T>,
@@ -582,6 +586,7 @@ async fn run_worker<C: QueryConn>(
     };
     let mut request = QueryRequest::default();
     let mut seq: u64 = 0;
+    let mut pacer = Pacer::new(period.unwrap_or_default());
 
     while !stop.is_stopped() {
         let due = period.map(|p| shared.t0 + Duration::from_secs_f64(p * seq as f64));
@@ -614,9 +619,8 @@ async fn run_worker<C: QueryConn>(
         };
         let intended = match due {
             Some(due) if due > Instant::now() => {
-                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(due));
                 tokio::select! {
-                    _ = sleep => {}
+                    _ = pacer.wait_until(due) => {}
                     _ = stop.stopped() => {
                         shared.unclaim_request();
                         break;

@@ -10,9 +10,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::sync::{Semaphore, mpsc};
+use tsload_timer::PreciseTimer;
 
 use crate::stamp::{self, StampedReader};
-use crate::timer::PreciseTimer;
 
 /// Read size of the delay lines.
 const CHUNK: usize = 64 * 1024;

@@ -69,7 +69,6 @@
 
 mod lane;
 mod stamp;
-mod timer;
 
 use std::io;
 use std::net::SocketAddr;

@@ -1,26 +1,34 @@
-//! Precise sleeps for the delay lines.
+//! Precise sleeps: a timerfd through tokio's reactor, armed early, then a short yield.
 //!
 //! tokio's timer wheel has a 1 ms resolution and rounds up, so `sleep_until` wakes up to
-//! a millisecond late: far too coarse for a 0.1 ms delay. On Linux each delay line's
-//! writer owns a timerfd on CLOCK_MONOTONIC (the clock of [`Instant`]): a kernel hrtimer,
-//! not subject to timer slack, whose expiry wakes the task through tokio's reactor like any
-//! socket. A wake-up still reaches the task some tens of microseconds after the expiry
-//! (30 to 90 us after 1 ms, up to 250 us after 10 ms on a 2-vCPU virtual machine whose
-//! idle vCPU must be woken), so timers are armed early by the learnt median of that
-//! lateness and the task yields (a busy wait that lets other tasks run) for the rest. The
-//! median, not a higher percentile: half of the wake-ups are a little late, but the busy
-//! wait stays short. Measured on such a machine with 1 ms of delay, the busy wait raises
-//! the proxy's CPU time from about 27% to 35-43% of a core at 10,000 chunks per second,
-//! and from 4% to 6% at 1,000; without it the round trip grows by 30 to 60 us more at
-//! 0.1 and 1 ms and by about 150 us more at 10 ms.
+//! a millisecond late: far too coarse for a 0.1 ms delay, or for sending requests at their
+//! due times. On Linux each [`PreciseTimer`] owns a timerfd on CLOCK_MONOTONIC (the clock
+//! of [`Instant`]): a kernel hrtimer, not subject to timer slack, whose expiry wakes the
+//! task through tokio's reactor like any socket. A wake-up still reaches the task some
+//! tens of microseconds after the expiry (30 to 90 us after 1 ms, up to 250 us after
+//! 10 ms on a 2-vCPU virtual machine whose idle vCPU must be woken), so timers are armed
+//! early by the learnt median of that lateness and the task yields (a busy wait that lets
+//! other tasks run) for the rest. The median, not a higher percentile: half of the
+//! wake-ups are a little late, but the busy wait stays short. Measured on such a machine
+//! in the delay proxy with 1 ms of delay, the busy wait raises the proxy's CPU time from
+//! about 27% to 35-43% of a core at 10,000 chunks per second, and from 4% to 6% at 1,000;
+//! without it the round trip grows by 30 to 60 us more at 0.1 and 1 ms and by about
+//! 150 us more at 10 ms.
 //!
-//! Elsewhere, or where no timerfd can be made, the writer sleeps on tokio's timer until a
+//! The busy wait is at most the early margin (at most 250 us, typically 30 to 90 us) plus
+//! 10 us per sleep. A task whose deadlines are closer together than that would spend its
+//! whole time in it, a core for evenly spaced wake-ups (and once the margin exceeds the
+//! gap, no timerfd is armed, so the margin is never learnt down again);
+//! [`PreciseTimer::with_max_busy_wait`] caps it: the timer is then armed later and wakes
+//! up to the wake-up lateness late, but the task sleeps.
+//!
+//! Elsewhere, or where no timerfd can be made, the timer sleeps on tokio's timer until a
 //! millisecond and a half before the deadline and yields until it is reached.
 
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::stamp::RunningMedian;
+use crate::median::RunningMedian;
 
 /// Deadlines closer than this (after the early margin) are reached by yielding instead of
 /// arming a timer: a wake-up through the reactor costs about as much.
@@ -34,12 +42,20 @@ const MAX_EARLY: Duration = Duration::from_micros(250);
 
 /// How long after its expiry a timerfd wake-up reaches the task: the running median of
 /// recent wake-ups, tracked by every timer of the process (it is the machine's and the
-/// runtime's, not a connection's). Timers are armed that much early and yield the rest.
+/// runtime's, not a connection's or a worker's). Timers are armed that much early and
+/// yield the rest.
 static EARLY: RunningMedian = RunningMedian::new(Duration::from_micros(1), MAX_EARLY);
 
 /// A reusable one-shot timer with microsecond accuracy.
+///
+/// A sleep may be cancelled (its future dropped, e.g. by a `select!` whose other branch
+/// won): the timerfd stays armed, and the next sleep arms it again.
 #[derive(Debug)]
-pub(crate) struct PreciseTimer(Kind);
+pub struct PreciseTimer {
+    kind: Kind,
+    /// Caps the early margin and the deadlines reached by yielding alone.
+    max_busy_wait: Duration,
+}
 
 #[derive(Debug)]
 enum Kind {
@@ -50,36 +66,61 @@ enum Kind {
 
 impl PreciseTimer {
     /// A timerfd-backed timer where possible, the fallback otherwise. Must be called
-    /// within a tokio runtime.
-    pub(crate) fn new() -> Self {
+    /// within a tokio runtime whose I/O driver is enabled (`enable_io` or `enable_all`),
+    /// like any tokio socket.
+    pub fn new() -> Self {
         #[cfg(target_os = "linux")]
         if let Ok(fd) = linux::TimerFd::new().and_then(linux::register) {
-            return PreciseTimer(Kind::TimerFd(fd));
+            return PreciseTimer::of(Kind::TimerFd(fd));
         }
-        PreciseTimer(Kind::Coarse)
+        PreciseTimer::of(Kind::Coarse)
     }
 
-    /// The fallback, whatever the platform (for tests and measurements).
-    #[cfg(test)]
-    pub(crate) fn coarse() -> Self {
-        PreciseTimer(Kind::Coarse)
+    fn of(kind: Kind) -> Self {
+        PreciseTimer {
+            kind,
+            max_busy_wait: Duration::MAX,
+        }
     }
 
-    /// Returns once `Instant::now() >= deadline`.
-    pub(crate) async fn sleep_until(&mut self, deadline: Instant) -> io::Result<()> {
+    /// The fallback, whatever the platform: tokio's timer, then yielding for the last
+    /// 1.5 ms (for tests and measurements, and after a timerfd failed).
+    pub fn coarse() -> Self {
+        PreciseTimer::of(Kind::Coarse)
+    }
+
+    /// Caps the busy wait before each deadline: the timer is armed at most `max` early
+    /// (less than the learnt wake-up lateness when that is larger, so a wake-up may then
+    /// come late by the difference), and only deadlines within `max` are reached by
+    /// yielding alone. A sleep then waits busily for at most about twice `max`. Without a
+    /// cap (the default) that is up to 260 us per sleep.
+    pub fn with_max_busy_wait(mut self, max: Duration) -> Self {
+        self.max_busy_wait = max;
+        self
+    }
+
+    /// Whether this timer sleeps on a timerfd (not the fallback).
+    pub fn is_precise(&self) -> bool {
+        !matches!(self.kind, Kind::Coarse)
+    }
+
+    /// Returns once `Instant::now() >= deadline`. Errors only if the timerfd cannot be
+    /// armed or read (the fallback never fails).
+    pub async fn sleep_until(&mut self, deadline: Instant) -> io::Result<()> {
         loop {
             let now = Instant::now();
             if now >= deadline {
                 return Ok(());
             }
-            match &self.0 {
+            match &self.kind {
                 #[cfg(target_os = "linux")]
                 Kind::TimerFd(fd) => {
-                    let early = EARLY.get();
+                    let early = EARLY.get().min(self.max_busy_wait);
                     let target = deadline - early;
+                    let spin_below = SPIN_BELOW.min(self.max_busy_wait);
                     let Some(left) = target
                         .checked_duration_since(now)
-                        .filter(|&l| l > SPIN_BELOW)
+                        .filter(|&l| l > spin_below)
                     else {
                         spin_until(deadline).await;
                         return Ok(());
@@ -102,7 +143,8 @@ impl PreciseTimer {
                     }
                 }
                 Kind::Coarse => {
-                    if let Some(coarse) = deadline.checked_sub(COARSE_MARGIN).filter(|&c| c > now) {
+                    let margin = COARSE_MARGIN.min(self.max_busy_wait);
+                    if let Some(coarse) = deadline.checked_sub(margin).filter(|&c| c > now) {
                         tokio::time::sleep_until(coarse.into()).await;
                     }
                     spin_until(deadline).await;
@@ -110,6 +152,12 @@ impl PreciseTimer {
                 }
             }
         }
+    }
+}
+
+impl Default for PreciseTimer {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -163,7 +211,7 @@ mod linux {
         }
 
         /// Arms the timer to expire `after` from now (`after` must not be zero: a zero
-        /// value disarms it).
+        /// value disarms it). Re-arming resets the expiry count.
         pub(super) fn arm(&self, after: Duration) -> io::Result<()> {
             let spec = Expiration::OneShot(TimeSpec::from_duration(after));
             Ok(self.0.set(spec, TimerSetTimeFlags::empty())?)
@@ -225,6 +273,31 @@ mod tests {
                 "coarse {d:?}: median {late:?} late"
             );
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_capped_busy_wait_is_never_early_and_rarely_late() {
+        for max in [Duration::ZERO, Duration::from_micros(5)] {
+            for d in [
+                Duration::from_micros(1),
+                Duration::from_micros(100),
+                Duration::from_millis(2),
+            ] {
+                let timer = PreciseTimer::new().with_max_busy_wait(max);
+                let late = lateness(timer, d, 50).await;
+                // Late by the wake-up lateness instead of yielding through it.
+                assert!(
+                    late < Duration::from_micros(500),
+                    "cap {max:?}, {d:?}: median {late:?} late"
+                );
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn linux_timers_use_a_timerfd() {
+        assert_eq!(PreciseTimer::new().is_precise(), cfg!(target_os = "linux"));
+        assert!(!PreciseTimer::coarse().is_precise());
     }
 
     #[tokio::test(flavor = "current_thread")]
