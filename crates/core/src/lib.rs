@@ -28,6 +28,6 @@ pub use query::{
 };
 pub use query_engine::{KindOutcome, QueryConfig, QueryOutcome, run_queries};
 pub use query_report::{KindSummary, QuerySummary};
-pub use schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
+pub use schema::{DataType, FieldDef, Schema, TableSchema, TagCache, TagDef, TagSource, TagValue};
 pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};
 pub use workload::{BatchSource, Workload};

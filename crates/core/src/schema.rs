@@ -162,3 +162,87 @@ impl Schema {
         out
     }
 }
+
+/// Tag values of the devices one connection has written, `stride` values per device in
+/// one flat vector, fetched from the schema's [`TagSource`] on first use: memory grows with
+/// the devices seen, not with the rows. SQL sinks bind tag columns from it.
+#[derive(Debug)]
+pub struct TagCache {
+    source: Arc<Schema>,
+    stride: usize,
+    offsets: std::collections::HashMap<u32, usize>,
+    values: Vec<TagValue>,
+    scratch: Vec<TagValue>,
+}
+
+impl TagCache {
+    /// An empty cache of `stride` values per device (at least the schema's tag slots
+    /// any table reads).
+    pub fn new(source: Arc<Schema>, stride: usize) -> Self {
+        TagCache {
+            source,
+            stride,
+            offsets: std::collections::HashMap::new(),
+            values: Vec::new(),
+            scratch: Vec::with_capacity(stride),
+        }
+    }
+
+    /// Offset of `device`'s values in [`TagCache::values`], fetching them once.
+    pub fn offset(&mut self, device: u32) -> usize {
+        if let Some(&offset) = self.offsets.get(&device) {
+            return offset;
+        }
+        self.source.tags.device_tags(device, &mut self.scratch);
+        // A short or long answer must not shift other devices' values.
+        self.scratch.resize(self.stride, TagValue::Null);
+        let offset = self.values.len();
+        self.values.append(&mut self.scratch);
+        self.offsets.insert(device, offset);
+        offset
+    }
+
+    /// Every cached value; a device's slot `s` is at `offset(device) + s`.
+    pub fn values(&self) -> &[TagValue] {
+        &self.values
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Device d has tags ("d<d>", d); counts how often it is asked.
+    #[derive(Debug, Default)]
+    struct Counting(AtomicUsize);
+
+    impl TagSource for Counting {
+        fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            out.clear();
+            out.push(TagValue::Str(format!("d{device}").into()));
+            out.push(TagValue::Int(device as i64));
+        }
+    }
+
+    #[test]
+    fn the_tag_cache_fetches_each_device_once_and_pads_to_its_stride() {
+        let source = Arc::new(Counting::default());
+        let schema = Arc::new(Schema {
+            tables: Vec::new(),
+            tag_slots: 2,
+            device_count: 10,
+            tags: source.clone(),
+        });
+        let mut cache = TagCache::new(schema, 3);
+        let a = cache.offset(7);
+        let b = cache.offset(2);
+        assert_eq!(cache.offset(7), a);
+        assert_eq!(source.0.load(Ordering::Relaxed), 2);
+        assert_eq!(b - a, 3, "stride 3: the source's 2 values and a Null");
+        assert_eq!(cache.values()[a + 1], TagValue::Int(7));
+        assert_eq!(cache.values()[a + 2], TagValue::Null);
+        assert_eq!(cache.values()[b], TagValue::Str("d2".to_string().into()));
+    }
+}

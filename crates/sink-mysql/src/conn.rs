@@ -9,7 +9,8 @@ use std::sync::Arc;
 use sqlx::mysql::{MySqlArguments, MySqlConnection};
 use sqlx::{Arguments, Connection, Encode, Executor, MySql, Type};
 use tsload_core::{
-    Batch, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagValue, WriteAck,
+    Batch, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagCache, TagValue,
+    WriteAck,
 };
 
 use crate::error::sink_error;
@@ -31,7 +32,7 @@ pub struct MysqlConn {
     tables: Vec<TableState>,
     tags: TagCache,
     /// For every row of the batch being written (tables one after the other), the offset of
-    /// its device's values in `tags.values`. Reused between batches.
+    /// its device's values in `tags.values()`. Reused between batches.
     row_tags: Vec<usize>,
 }
 
@@ -63,33 +64,6 @@ impl TableState {
         }
         let text = sql::insert(&self.prefix, self.columns, rows);
         self.texts.insert(rows, text);
-    }
-}
-
-/// Tag values of the devices this connection has written, `stride` values per device in
-/// one flat vector: memory grows with the devices seen, not the data set.
-#[derive(Debug)]
-struct TagCache {
-    source: Arc<Schema>,
-    stride: usize,
-    offsets: HashMap<u32, usize>,
-    values: Vec<TagValue>,
-    scratch: Vec<TagValue>,
-}
-
-impl TagCache {
-    /// Offset of `device`'s values, fetching them from the schema's tag source once.
-    fn offset(&mut self, device: u32) -> usize {
-        if let Some(&offset) = self.offsets.get(&device) {
-            return offset;
-        }
-        self.source.tags.device_tags(device, &mut self.scratch);
-        // A short or long answer must not shift other devices' values.
-        self.scratch.resize(self.stride, TagValue::Null);
-        let offset = self.values.len();
-        self.values.append(&mut self.scratch);
-        self.offsets.insert(device, offset);
-        offset
     }
 }
 
@@ -136,13 +110,7 @@ impl MysqlConn {
             inner,
             conn: None,
             max_packet: 0,
-            tags: TagCache {
-                source: schema,
-                stride,
-                offsets: HashMap::new(),
-                values: Vec::new(),
-                scratch: Vec::with_capacity(stride),
-            },
+            tags: TagCache::new(schema, stride),
             tables,
             row_tags: Vec::new(),
         };
@@ -220,7 +188,7 @@ impl MysqlConn {
                 if !t.tag_slots.is_empty() {
                     let offset = self.tags.offset(device);
                     self.row_tags.push(offset);
-                    let values = &self.tags.values[offset..];
+                    let values = &self.tags.values()[offset..];
                     bytes += t
                         .tag_slots
                         .iter()
@@ -308,14 +276,14 @@ impl MysqlConn {
         };
         let ts_type = inner.cfg.ts_type;
         if inner.cfg.transaction == TransactionMode::Autocommit {
-            return insert_all(conn, tables, &tags.values, row_tags, batch, ts_type).await;
+            return insert_all(conn, tables, tags.values(), row_tags, batch, ts_type).await;
         }
         // If this future is dropped mid-write, sqlx's Transaction rolls back on drop.
         let mut tx = conn
             .begin()
             .await
             .map_err(|e| sink_error("starting the write transaction", &e))?;
-        match insert_all(&mut tx, tables, &tags.values, row_tags, batch, ts_type).await {
+        match insert_all(&mut tx, tables, tags.values(), row_tags, batch, ts_type).await {
             Ok(bytes) => {
                 tx.commit()
                     .await

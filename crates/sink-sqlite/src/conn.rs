@@ -7,7 +7,8 @@ use std::sync::Arc;
 use sqlx::sqlite::{SqliteArguments, SqliteConnection};
 use sqlx::{Arguments, Connection, Encode, Sqlite, Type};
 use tsload_core::{
-    Batch, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagValue, WriteAck,
+    Batch, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagCache, TagValue,
+    WriteAck,
 };
 
 use crate::error::sink_error;
@@ -24,7 +25,7 @@ pub struct SqliteConn {
     tables: Vec<TableState>,
     tags: TagCache,
     /// For every row of the batch being written (tables one after the other), the offset of
-    /// its device's values in `tags.values`. Reused between batches.
+    /// its device's values in `tags.values()`. Reused between batches.
     row_tags: Vec<usize>,
 }
 
@@ -70,33 +71,6 @@ impl TableState {
     }
 }
 
-/// Tag values of the devices this connection has written, `stride` values per device in
-/// one flat vector: memory grows with the devices seen, not the data set.
-#[derive(Debug)]
-struct TagCache {
-    source: Arc<Schema>,
-    stride: usize,
-    offsets: HashMap<u32, usize>,
-    values: Vec<TagValue>,
-    scratch: Vec<TagValue>,
-}
-
-impl TagCache {
-    /// Offset of `device`'s values, fetching them from the schema's tag source once.
-    fn offset(&mut self, device: u32) -> usize {
-        if let Some(&offset) = self.offsets.get(&device) {
-            return offset;
-        }
-        self.source.tags.device_tags(device, &mut self.scratch);
-        // A short or long answer must not shift other devices' values.
-        self.scratch.resize(self.stride, TagValue::Null);
-        let offset = self.values.len();
-        self.values.append(&mut self.scratch);
-        self.offsets.insert(device, offset);
-        offset
-    }
-}
-
 impl SqliteConn {
     pub(crate) fn new(conn: SqliteConnection, schema: Arc<Schema>) -> Self {
         let tables: Vec<TableState> = schema
@@ -128,13 +102,7 @@ impl SqliteConn {
             .max(schema.tag_slots);
         SqliteConn {
             conn,
-            tags: TagCache {
-                source: schema,
-                stride,
-                offsets: HashMap::new(),
-                values: Vec::new(),
-                scratch: Vec::with_capacity(stride),
-            },
+            tags: TagCache::new(schema, stride),
             tables,
             row_tags: Vec::new(),
         }
@@ -201,7 +169,7 @@ impl SinkConn for SqliteConn {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| sink_error("starting the write transaction", &e))?;
-        match insert_all(&mut tx, tables, &tags.values, row_tags, batch).await {
+        match insert_all(&mut tx, tables, tags.values(), row_tags, batch).await {
             Ok(bytes) => {
                 // A failed COMMIT leaves the transaction open; dropping `tx` (consumed by
                 // `commit`) then rolls it back, so a failed write wrote nothing.
