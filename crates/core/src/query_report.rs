@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::query_engine::{KindOutcome, QueryOutcome};
 use crate::recorder::Counters;
-use crate::report::{ClientSummary, LatencySummary, group, ms, stop_reason_name};
+use crate::report::{ClientSummary, LatencySummary, group, latency_table, ms, stop_reason_name};
 use crate::rusage::Usage;
 
 /// One request kind's figures.
@@ -277,27 +277,7 @@ impl QuerySummary {
         } else {
             let _ = writeln!(s, "  errors     {}", error_list(&self.errors));
         }
-        let _ = writeln!(
-            s,
-            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms, all kinds)",
-            "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
-        );
-        for (name, l) in [("latency", &self.latency), ("service", &self.service)] {
-            let _ = writeln!(
-                s,
-                "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                name,
-                ms(l.min_ms),
-                ms(l.mean_ms),
-                ms(l.p50_ms),
-                ms(l.p90_ms),
-                ms(l.p95_ms),
-                ms(l.p99_ms),
-                ms(l.p99_9_ms),
-                ms(l.p99_99_ms),
-                ms(l.max_ms)
-            );
-        }
+        latency_table(&mut s, "(ms, all kinds)", &self.latency, &self.service);
         let _ = writeln!(
             s,
             "  client    cpu {:.3} s (user {:.3}, sys {:.3})   {:.2} us per request   peak RSS {:.1} MiB",

@@ -206,27 +206,7 @@ impl Summary {
                 .collect();
             let _ = writeln!(s, "  errors    {}", list.join(", "));
         }
-        let _ = writeln!(
-            s,
-            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms)",
-            "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
-        );
-        for (name, l) in [("latency", &self.latency), ("service", &self.service)] {
-            let _ = writeln!(
-                s,
-                "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                name,
-                ms(l.min_ms),
-                ms(l.mean_ms),
-                ms(l.p50_ms),
-                ms(l.p90_ms),
-                ms(l.p95_ms),
-                ms(l.p99_ms),
-                ms(l.p99_9_ms),
-                ms(l.p99_99_ms),
-                ms(l.max_ms)
-            );
-        }
+        latency_table(&mut s, "(ms)", &self.latency, &self.service);
         let _ = writeln!(
             s,
             "  client    cpu {:.3} s (user {:.3}, sys {:.3})   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
@@ -262,6 +242,37 @@ pub(crate) fn ms(v: f64) -> String {
 }
 
 /// `1234567` -> `1,234,567`.
+/// The latency table of a report: a header (ending in `note`), then one row each for the
+/// corrected latency and the service time, min to max in milliseconds.
+pub(crate) fn latency_table(
+    s: &mut String,
+    note: &str,
+    latency: &LatencySummary,
+    service: &LatencySummary,
+) {
+    let _ = writeln!(
+        s,
+        "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   {note}",
+        "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
+    );
+    for (name, l) in [("latency", latency), ("service", service)] {
+        let _ = writeln!(
+            s,
+            "  {:<10}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            name,
+            ms(l.min_ms),
+            ms(l.mean_ms),
+            ms(l.p50_ms),
+            ms(l.p90_ms),
+            ms(l.p95_ms),
+            ms(l.p99_ms),
+            ms(l.p99_9_ms),
+            ms(l.p99_99_ms),
+            ms(l.max_ms)
+        );
+    }
+}
+
 pub fn group(v: u64) -> String {
     let digits = v.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
