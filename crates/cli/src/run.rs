@@ -72,7 +72,7 @@ impl Observer for SplitObserver<'_> {
 enum Outcomes {
     Write(Result<RunOutcome, EngineError>),
     Query {
-        preload: Option<Result<RunOutcome, EngineError>>,
+        preload: Option<(Result<RunOutcome, EngineError>, Usage)>,
         query: Result<QueryOutcome, EngineError>,
     },
     Mixed {
@@ -187,15 +187,15 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     QueryWorkloadPlan::Tsbs { preload: true, .. } => {
                         eprintln!("preload: writing the data set the queries read");
                         let mut quiet = RunObserver::new(ProgressMode::None, None, None, String::new());
-                        Some(
-                            crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut quiet)
-                                .await,
-                        )
+                        let o = crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut quiet)
+                            .await;
+                        // The preload's own client cost (the query run's is counted apart).
+                        Some((o, Usage::now().since(&quiet.usage_at_start)))
                     }
                     _ => None,
                 };
-                let preload_failed = matches!(&preload, Some(Err(_)))
-                    || matches!(&preload, Some(Ok(o)) if o.fatal.is_some());
+                let preload_failed = matches!(&preload, Some((Err(_), _)))
+                    || matches!(&preload, Some((Ok(o), _)) if o.fatal.is_some());
                 let query = if preload_failed || stop.is_stopped() {
                     Err(EngineError::Config("the preload did not complete".into()))
                 } else {
@@ -267,32 +267,33 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     let mut json = serde_json::Map::new();
     let fatal = std::cell::Cell::new(false);
     let interrupted = std::cell::Cell::new(false);
-    let write_summary = |o: Result<RunOutcome, EngineError>, label: &str| -> Option<Summary> {
-        match o {
-            Err(e) => {
-                eprintln!("error: {label}{e}");
-                fatal.set(true);
-                None
-            }
-            Ok(o) => {
-                let s = Summary::new(
-                    &o,
-                    &usage,
-                    plan.target.kind(),
-                    plan.workload.kind(),
-                    plan.to_json(),
-                );
-                if let Some(f) = &o.fatal {
-                    eprintln!("error: {label}the run stopped on a fatal error: {f}");
+    let write_summary =
+        |o: Result<RunOutcome, EngineError>, usage: &Usage, label: &str| -> Option<Summary> {
+            match o {
+                Err(e) => {
+                    eprintln!("error: {label}{e}");
                     fatal.set(true);
+                    None
                 }
-                if o.stop_reason == StopReason::Interrupted {
-                    interrupted.set(true);
+                Ok(o) => {
+                    let s = Summary::new(
+                        &o,
+                        usage,
+                        plan.target.kind(),
+                        plan.workload.kind(),
+                        plan.to_json(),
+                    );
+                    if let Some(f) = &o.fatal {
+                        eprintln!("error: {label}the run stopped on a fatal error: {f}");
+                        fatal.set(true);
+                    }
+                    if o.stop_reason == StopReason::Interrupted {
+                        interrupted.set(true);
+                    }
+                    Some(s)
                 }
-                Some(s)
             }
-        }
-    };
+        };
     let query_kind = plan
         .query
         .as_ref()
@@ -321,15 +322,15 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     };
     match outcomes {
         Outcomes::Write(o) => {
-            executed.summary = write_summary(o, "");
+            executed.summary = write_summary(o, &usage, "");
             if let Some(s) = &executed.summary {
                 print!("{}", s.render_text());
                 json = to_map(serde_json::to_value(s)?);
             }
         }
         Outcomes::Query { preload, query } => {
-            if let Some(p) = preload
-                && let Some(s) = write_summary(p, "preload: ")
+            if let Some((p, preload_usage)) = preload
+                && let Some(s) = write_summary(p, &preload_usage, "preload: ")
             {
                 println!(
                     "preload: {} rows in {:.3} s ({:.0} rows/s)",
@@ -350,7 +351,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             query,
             split,
         } => {
-            executed.summary = write_summary(write, "writes: ");
+            executed.summary = write_summary(write, &usage, "writes: ");
             executed.query_summary = query_summary(query);
             if let Some(s) = &executed.summary {
                 println!("=== writes ===");
