@@ -294,7 +294,10 @@ fn write_outputs(
     }
     let kind = choose_plot(&table.axes, RTT_KEYS);
     let options = PlotOptions {
-        title: Some(format!("tsload sweep: {name}")),
+        title: Some(format!(
+            "tsload sweep: {name} ({})",
+            tsload_sweep::Throughput::default_for(&kind).unit()
+        )),
         rtt_keys: RTT_KEYS.iter().map(|k| k.to_string()).collect(),
         t_request_source: source,
         ..PlotOptions::default()
