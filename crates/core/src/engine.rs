@@ -294,7 +294,7 @@ pub async fn run<S: Sink>(
         fatal: Mutex::new(None),
     });
 
-    let (tx, mut rx) = mpsc::unbounded_channel::<IntervalRecord>();
+    let (tx, rx) = mpsc::unbounded_channel::<IntervalRecord>();
     let mut tasks = tokio::task::JoinSet::new();
     for (worker, conns) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
@@ -307,47 +307,10 @@ pub async fn run<S: Sink>(
     drop(tx);
 
     // The reporter: merge records as they come, emit one report per interval.
-    let mut totals = Counters::default();
-    let mut total_latency = new_histogram();
-    let mut total_service = new_histogram();
-    let mut current = IntervalAccumulator::new();
-    let mut index = 0u64;
-    let mut interval_start = Duration::ZERO;
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::from_std(t0 + cfg.report_interval),
-        cfg.report_interval,
-    );
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut last_ack = t0;
-    loop {
-        tokio::select! {
-            record = rx.recv() => match record {
-                Some(record) => {
-                    last_ack = Instant::now();
-                    current.add(&record);
-                }
-                None => break,
-            },
-            _ = ticker.tick() => {
-                let end = t0.elapsed();
-                emit(&mut current, &mut index, &mut interval_start, end, &mut totals,
-                    &mut total_latency, &mut total_service, observer);
-            }
-        }
-    }
-    let end = last_ack.saturating_duration_since(t0).max(interval_start);
-    if !current.is_empty() {
-        emit(
-            &mut current,
-            &mut index,
-            &mut interval_start,
-            end,
-            &mut totals,
-            &mut total_latency,
-            &mut total_service,
-            observer,
-        );
-    }
+    let reported = run_reporter(rx, t0, cfg.report_interval, observer, |record, current| {
+        current.add(record)
+    })
+    .await;
 
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
@@ -362,13 +325,13 @@ pub async fn run<S: Sink>(
     let fatal = shared.fatal.lock().ok().and_then(|mut f| f.take());
     Ok(RunOutcome {
         started_at,
-        elapsed: end,
-        counters: totals,
-        latency: total_latency,
-        service: total_service,
+        elapsed: reported.end,
+        counters: reported.counters,
+        latency: reported.latency,
+        service: reported.service,
         stop_reason: stop.reason().unwrap_or(StopReason::DataEnd),
         fatal,
-        intervals: index,
+        intervals: reported.intervals,
     })
 }
 
@@ -411,33 +374,81 @@ impl IntervalAccumulator {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn emit(
+/// What the reporter merged over a whole run.
+pub(crate) struct Reported {
+    pub(crate) counters: Counters,
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) service: Histogram<u64>,
+    /// From the start to the last record (at least to the last interval's end).
+    pub(crate) end: Duration,
+    pub(crate) intervals: u64,
+}
+
+/// The reporter of both engines: merges the workers' records with `merge` as they come
+/// until every worker has hung up, hands the observer one [`IntervalReport`] per report
+/// interval (and one for the rest at the end), and returns the run's totals.
+pub(crate) async fn run_reporter<R>(
+    mut rx: mpsc::UnboundedReceiver<R>,
+    t0: Instant,
+    interval: Duration,
+    observer: &mut dyn Observer,
+    mut merge: impl FnMut(&R, &mut IntervalAccumulator),
+) -> Reported {
+    let mut current = IntervalAccumulator::new();
+    let mut reported = Reported {
+        counters: Counters::default(),
+        latency: new_histogram(),
+        service: new_histogram(),
+        end: Duration::ZERO,
+        intervals: 0,
+    };
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::from_std(t0 + interval), interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_record = t0;
+    loop {
+        tokio::select! {
+            record = rx.recv() => match record {
+                Some(record) => {
+                    last_record = Instant::now();
+                    merge(&record, &mut current);
+                }
+                None => break,
+            },
+            _ = ticker.tick() => emit(&mut current, t0.elapsed(), &mut reported, observer),
+        }
+    }
+    let end = last_record.saturating_duration_since(t0).max(reported.end);
+    if !current.is_empty() {
+        emit(&mut current, end, &mut reported, observer);
+    }
+    reported.end = end;
+    reported
+}
+
+/// Closes the interval in progress at `end`: adds it to the totals and reports it.
+fn emit(
     current: &mut IntervalAccumulator,
-    index: &mut u64,
-    start: &mut Duration,
     end: Duration,
-    totals: &mut Counters,
-    total_latency: &mut Histogram<u64>,
-    total_service: &mut Histogram<u64>,
+    reported: &mut Reported,
     observer: &mut dyn Observer,
 ) {
     let acc = std::mem::replace(current, IntervalAccumulator::new());
-    totals.add(&acc.counters);
-    let _ = total_latency.add(&acc.latency);
-    let _ = total_service.add(&acc.service);
+    reported.counters.add(&acc.counters);
+    let _ = reported.latency.add(&acc.latency);
+    let _ = reported.service.add(&acc.service);
     let report = IntervalReport {
-        index: *index,
-        start: *start,
+        index: reported.intervals,
+        start: reported.end,
         end,
         counters: acc.counters,
         latency: acc.latency,
         service: acc.service,
-        totals: totals.clone(),
+        totals: reported.counters.clone(),
     };
     observer.on_interval(&report);
-    *index += 1;
-    *start = end;
+    reported.intervals += 1;
+    reported.end = end;
 }
 
 /// One request's result, handed back with the connection and batch it borrowed.

@@ -18,9 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
-use crate::engine::{
-    EngineError, IntervalAccumulator, LoadMode, Observer, StopHandle, StopReason, emit,
-};
+use crate::engine::{EngineError, LoadMode, Observer, StopHandle, StopReason, run_reporter};
 use crate::pacing::Pacer;
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
 use crate::recorder::{Counters, nanos, new_histogram};
@@ -381,7 +379,7 @@ pub async fn run_queries<T: QueryTarget>(
         stop_error: Mutex::new(None),
     });
 
-    let (tx, mut rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
+    let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
     let mut tasks = tokio::task::JoinSet::new();
     for (worker, conn) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
@@ -392,56 +390,17 @@ pub async fn run_queries<T: QueryTarget>(
 
     // The reporter: merge records per kind and in all, emit one report per interval.
     let mut kinds: Vec<KindOutcome> = names.into_iter().map(empty_kind).collect();
-    let mut totals = Counters::default();
-    let mut total_latency = new_histogram();
-    let mut total_service = new_histogram();
-    let mut current = IntervalAccumulator::new();
-    let mut index = 0u64;
-    let mut interval_start = Duration::ZERO;
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::from_std(t0 + cfg.report_interval),
-        cfg.report_interval,
-    );
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut last_answer = t0;
-    loop {
-        tokio::select! {
-            record = rx.recv() => match record {
-                Some(record) => {
-                    last_answer = Instant::now();
-                    for (kind, counters, latency, service) in &record.kinds {
-                        let k = &mut kinds[*kind];
-                        k.counters.add(counters);
-                        // Auto-resizing histograms accept any other histogram's range.
-                        let _ = k.latency.add(latency);
-                        let _ = k.service.add(service);
-                        current.add_parts(counters, latency, service);
-                    }
-                }
-                None => break,
-            },
-            _ = ticker.tick() => {
-                let end = t0.elapsed();
-                emit(&mut current, &mut index, &mut interval_start, end, &mut totals,
-                    &mut total_latency, &mut total_service, observer);
-            }
+    let reported = run_reporter(rx, t0, cfg.report_interval, observer, |record, current| {
+        for (kind, counters, latency, service) in &record.kinds {
+            let k = &mut kinds[*kind];
+            k.counters.add(counters);
+            // Auto-resizing histograms accept any other histogram's range.
+            let _ = k.latency.add(latency);
+            let _ = k.service.add(service);
+            current.add_parts(counters, latency, service);
         }
-    }
-    let end = last_answer
-        .saturating_duration_since(t0)
-        .max(interval_start);
-    if !current.is_empty() {
-        emit(
-            &mut current,
-            &mut index,
-            &mut interval_start,
-            end,
-            &mut totals,
-            &mut total_latency,
-            &mut total_service,
-            observer,
-        );
-    }
+    })
+    .await;
 
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
@@ -455,16 +414,16 @@ pub async fn run_queries<T: QueryTarget>(
     let stop_error = shared.stop_error.lock().ok().and_then(|mut e| e.take());
     Ok(QueryOutcome {
         started_at,
-        elapsed: end,
+        elapsed: reported.end,
         load_elapsed,
         load_counters,
-        counters: totals,
-        latency: total_latency,
-        service: total_service,
+        counters: reported.counters,
+        latency: reported.latency,
+        service: reported.service,
         kinds,
         stop_reason: stop.reason().unwrap_or(StopReason::DataEnd),
         stop_error,
-        intervals: index,
+        intervals: reported.intervals,
     })
 }
 
