@@ -139,19 +139,44 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // One stop handle per stream (a finished preload's limit must not stop the queries);
+    // Ctrl-C and SIGTERM stop them all.
     let stop = StopHandle::new();
     let query_stop = StopHandle::new();
+    let preload_stop = StopHandle::new();
     let mut target_plan = plan.clone();
     let result = runtime.block_on(async {
-        let (ctrl_c_stop, ctrl_c_query_stop) = (stop.clone(), query_stop.clone());
+        let handles = [stop.clone(), query_stop.clone(), preload_stop.clone()];
         let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let terminated = async {
+                match term.as_mut() {
+                    Some(t) => t.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let first = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok(),
+                _ = terminated => true,
+            };
+            if first {
                 eprintln!(
                     "\ninterrupted: no new requests; finishing the ones in flight (Ctrl-C again to abort)"
                 );
-                ctrl_c_stop.stop(StopReason::Interrupted);
-                ctrl_c_query_stop.stop(StopReason::Interrupted);
-                if tokio::signal::ctrl_c().await.is_ok() {
+                for h in &handles {
+                    h.stop(StopReason::Interrupted);
+                }
+                let again = tokio::select! {
+                    r = tokio::signal::ctrl_c() => r.is_ok(),
+                    _ = async {
+                        match term.as_mut() {
+                            Some(t) => t.recv().await,
+                            None => std::future::pending().await,
+                        }
+                    } => true,
+                };
+                if again {
                     // Put back any qdisc this run changed before leaving.
                     for (target, result) in tsload_netem::guard::restore_all().await {
                         if let Err(e) = result {
@@ -171,8 +196,10 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             match network::probe(net, &target_plan.target).await {
                 Ok(p) => probe = p,
                 Err(e) => {
-                    if let Some(a) = active.take() {
-                        a.finish().await?;
+                    if let Some(a) = active.take()
+                        && let Err(f) = a.finish().await
+                    {
+                        eprintln!("error: {f:#}");
                     }
                     return Err(e.context("measuring the RTT before the load"));
                 }
@@ -187,7 +214,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     QueryWorkloadPlan::Tsbs { preload: true, .. } => {
                         eprintln!("preload: writing the data set the queries read");
                         let mut quiet = RunObserver::new(ProgressMode::None, None, None, String::new());
-                        let o = crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut quiet)
+                        let o = crate::targets::run(&target_plan, workload.clone(), preload_stop.clone(), &mut quiet)
                             .await;
                         // The preload's own client cost (the query run's is counted apart).
                         Some((o, Usage::now().since(&quiet.usage_at_start)))
@@ -196,7 +223,8 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 };
                 let preload_failed = matches!(&preload, Some((Err(_), _)))
                     || matches!(&preload, Some((Ok(o), _)) if o.fatal.is_some());
-                let query = if preload_failed || stop.is_stopped() {
+                let interrupted = preload_stop.reason() == Some(StopReason::Interrupted);
+                let query = if preload_failed || interrupted {
                     Err(EngineError::Config("the preload did not complete".into()))
                 } else {
                     queries::run(
@@ -204,7 +232,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                         q,
                         qw,
                         q.config.clone(),
-                        stop.clone(),
+                        query_stop.clone(),
                         &mut observer,
                     )
                     .await
@@ -248,15 +276,17 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut observer).await,
             ),
         };
-        if let Some(a) = active {
-            a.finish().await?;
-        }
+        // A failed restore must not throw away the run's results: reported after them.
+        let finish_error = match active {
+            Some(a) => a.finish().await.err(),
+            None => None,
+        };
         watcher.abort();
-        Ok::<_, anyhow::Error>((outcomes, probe))
+        Ok::<_, anyhow::Error>((outcomes, probe, finish_error))
     });
     observer.finish();
     query_observer.finish();
-    let (outcomes, probe) = result?;
+    let (outcomes, probe, finish_error) = result?;
     let usage = Usage::now().since(&observer.usage_at_start);
     let mut executed = Executed {
         summary: None,
@@ -408,6 +438,10 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
+    if let Some(e) = &finish_error {
+        eprintln!("error: {e:#}");
+        fatal.set(true);
+    }
     executed.code = if let Some(e) = workload.source_error() {
         eprintln!("error: the data source failed during the run, which ended early: {e}");
         1
@@ -418,16 +452,33 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     } else {
         let mut broken: Vec<String> = Vec::new();
         for t in &plan.output.fail_if {
-            // A mixed run checks both streams; a query run its read stream.
-            if let Some(s) = &executed.summary
-                && let Err(b) = t.check(s)
+            // Each stream is judged on the figures it measures (a mixed run: both on
+            // latency, the writes alone on metrics/s, the queries alone on statements/s);
+            // a figure neither measures breaks the threshold.
+            let (w, q) = (&executed.summary, &executed.query_summary);
+            let mut judged = false;
+            if let Some(s) = w
+                && (t.measured_by_writes() || q.is_none())
             {
-                broken.push(b);
+                judged = true;
+                if let Err(b) = t.check(s) {
+                    broken.push(if q.is_some() {
+                        format!("writes: {b}")
+                    } else {
+                        b
+                    });
+                }
             }
-            if let Some(s) = &executed.query_summary
-                && let Err(b) = t.check_query(s)
+            if let Some(s) = q
+                && (t.measured_by_queries() || !judged)
             {
-                broken.push(format!("queries: {b}"));
+                if let Err(b) = t.check_query(s) {
+                    broken.push(if w.is_some() {
+                        format!("queries: {b}")
+                    } else {
+                        b
+                    });
+                }
             }
         }
         for b in &broken {

@@ -302,7 +302,14 @@ pub async fn run<S: Sink>(
         let batches = (0..cfg.in_flight)
             .map(|_| Batch::for_schema(&schema))
             .collect();
-        tasks.spawn(run_worker(source, conns, batches, shared.clone(), recorder));
+        tasks.spawn(run_worker(
+            worker,
+            source,
+            conns,
+            batches,
+            shared.clone(),
+            recorder,
+        ));
     }
     drop(tx);
 
@@ -499,6 +506,7 @@ async fn send<C: SinkConn>(
 }
 
 async fn run_worker<C: SinkConn>(
+    worker: usize,
     mut source: Box<dyn BatchSource>,
     conns: Vec<C>,
     batches: Vec<Batch>,
@@ -552,7 +560,23 @@ async fn run_worker<C: SinkConn>(
         if let Some((conn, batch)) = pending.take() {
             let intended = match period {
                 None => Instant::now(),
-                Some(p) => shared.t0 + Duration::from_secs_f64(p * seq as f64),
+                // Staggered by the worker's share of the period: the offered load arrives
+                // evenly, not in bursts of `workers` requests.
+                Some(p) => {
+                    let offset = worker as f64 / cfg.workers.max(1) as f64;
+                    match Duration::try_from_secs_f64(p * (seq as f64 + offset))
+                        .ok()
+                        .and_then(|d| shared.t0.checked_add(d))
+                    {
+                        Some(t) => t,
+                        None => {
+                            // Due past what an Instant holds: never; this worker is done.
+                            free.push((conn, batch));
+                            exhausted = true;
+                            continue;
+                        }
+                    }
+                }
             };
             let now = Instant::now();
             if intended > now {

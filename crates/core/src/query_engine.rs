@@ -144,6 +144,9 @@ struct Shared {
     failed: AtomicU64,
     stop: StopHandle,
     stop_error: Mutex<Option<SinkError>>,
+    /// A worker's next request was due at or after the deadline: it ended (the others
+    /// still send what is due before it).
+    deadline_reached: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -377,6 +380,7 @@ pub async fn run_queries<T: QueryTarget>(
         failed: AtomicU64::new(0),
         stop: stop.clone(),
         stop_error: Mutex::new(None),
+        deadline_reached: std::sync::atomic::AtomicBool::new(false),
     });
 
     let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
@@ -384,7 +388,7 @@ pub async fn run_queries<T: QueryTarget>(
     for (worker, conn) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
         let recorder = QueryRecorder::new(names.len(), t0, cfg.report_interval, tx.clone());
-        tasks.spawn(run_worker(source, conn, shared.clone(), recorder));
+        tasks.spawn(run_worker(worker, source, conn, shared.clone(), recorder));
     }
     drop(tx);
 
@@ -421,7 +425,13 @@ pub async fn run_queries<T: QueryTarget>(
         latency: reported.latency,
         service: reported.service,
         kinds,
-        stop_reason: stop.reason().unwrap_or(StopReason::DataEnd),
+        stop_reason: stop
+            .reason()
+            .unwrap_or(if shared.deadline_reached.load(Ordering::Relaxed) {
+                StopReason::Duration
+            } else {
+                StopReason::DataEnd
+            }),
         stop_error,
         intervals: reported.intervals,
     })
@@ -531,6 +541,7 @@ async fn run_loader<T: QueryTarget>(
 }
 
 async fn run_worker<C: QueryConn>(
+    worker: usize,
     mut source: Box<dyn QuerySource>,
     mut conn: C,
     shared: Arc<Shared>,
@@ -547,14 +558,28 @@ async fn run_worker<C: QueryConn>(
     let mut seq: u64 = 0;
     let mut pacer = Pacer::new(period.unwrap_or_default());
 
+    // Workers are staggered by a fraction of the period, so that the offered load arrives
+    // evenly rather than in bursts of `workers` requests.
+    let offset = worker as f64 / cfg.workers.max(1) as f64;
     while !stop.is_stopped() {
-        let due = period.map(|p| shared.t0 + Duration::from_secs_f64(p * seq as f64));
+        // A due time past what an Instant holds (an absurdly low rate) is never reached.
+        let due = period.map(|p| {
+            Duration::try_from_secs_f64(p * (seq as f64 + offset))
+                .ok()
+                .and_then(|d| shared.t0.checked_add(d))
+        });
         if let Some(deadline) = shared.deadline
-            && (Instant::now() >= deadline || due.is_some_and(|d| d >= deadline))
+            && (Instant::now() >= deadline || due.is_some_and(|d| d.is_none_or(|d| d >= deadline)))
         {
-            stop.stop(StopReason::Duration);
+            // This worker is done; the others still send what falls due before the deadline.
+            shared.deadline_reached.store(true, Ordering::Relaxed);
             break;
         }
+        let due = match due {
+            Some(None) => break,
+            Some(Some(d)) => Some(d),
+            None => None,
+        };
         if !shared.claim_request() {
             stop.stop(StopReason::RequestLimit);
             break;

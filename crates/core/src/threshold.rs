@@ -129,6 +129,29 @@ impl Threshold {
         })
     }
 
+    /// Whether a write run measures the figure (latency and service figures, rows,
+    /// metrics, bytes, requests, errors, retries...).
+    pub fn measured_by_writes(&self) -> bool {
+        !matches!(
+            self.metric.as_str(),
+            "failed_requests" | "statements" | "requests_per_s" | "statements_per_s"
+        )
+    }
+
+    /// Whether a query run measures the figure (latency and service figures, rows,
+    /// requests, errors, statements and their rates).
+    pub fn measured_by_queries(&self) -> bool {
+        !matches!(
+            self.metric.as_str(),
+            "metrics"
+                | "retries"
+                | "failed_rows"
+                | "metrics_per_s"
+                | "mb_per_s"
+                | "cpu_us_per_1000_metrics"
+        )
+    }
+
     /// Checks the threshold; `Err` carries a line saying what was measured.
     pub fn check(&self, s: &Summary) -> Result<(), String> {
         self.evaluate(&s.latency, &s.service, |metric| {
@@ -287,6 +310,11 @@ mod tests {
         assert!(check("requests_per_s>100").is_err());
         // A write-only figure was not measured: NaN breaks the threshold.
         assert!(check("metrics_per_s>0").is_err());
+        let t = |t: &str| Threshold::parse(t).unwrap();
+        assert!(!t("metrics_per_s>0").measured_by_queries());
+        assert!(t("metrics_per_s>0").measured_by_writes());
+        assert!(!t("statements_per_s>0").measured_by_writes());
+        assert!(t("p99<1s").measured_by_writes() && t("p99<1s").measured_by_queries());
     }
 
     #[test]

@@ -836,3 +836,27 @@ async fn a_workload_without_kinds_is_refused() {
     let err = run(w, &db, cfg(1)).await.unwrap_err();
     assert!(err.to_string().contains("no request kinds"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_workers_are_staggered_and_each_runs_to_the_deadline() {
+    // 4 workers at 8 requests/s in all for 2 s: each worker every 0.5 s, staggered by
+    // 0.125 s, so 16 requests are due before the deadline, one every 0.125 s. Before the
+    // fix all 4 were due at once, and the first worker whose next request fell past the
+    // deadline stopped the rest: 12 requests, 1.5 s.
+    let db = Arc::new(Db::default());
+    let mut c = cfg(4);
+    c.mode = LoadMode::Open { rate: 8.0 };
+    c.duration = Some(Duration::from_secs(2));
+    let out = run(Mix::new(100), &db, c).await.unwrap();
+    check_sums(&out);
+    assert_eq!(
+        out.counters.requests, 16,
+        "requests due before the deadline"
+    );
+    assert_eq!(out.stop_reason, StopReason::Duration);
+    assert!(
+        out.elapsed >= Duration::from_millis(1800),
+        "the last request is due at 1.875 s: elapsed {:?}",
+        out.elapsed
+    );
+}
