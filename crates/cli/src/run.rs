@@ -471,14 +471,13 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             }
             if let Some(s) = q
                 && (t.measured_by_queries() || !judged)
+                && let Err(b) = t.check_query(s)
             {
-                if let Err(b) = t.check_query(s) {
-                    broken.push(if w.is_some() {
-                        format!("queries: {b}")
-                    } else {
-                        b
-                    });
-                }
+                broken.push(if w.is_some() {
+                    format!("queries: {b}")
+                } else {
+                    b
+                });
             }
         }
         for b in &broken {
