@@ -358,6 +358,9 @@ fn a_mixed_run_reports_writes_and_queries_side_by_side() {
         s("query.types=[\"single-groupby-1-1-1\", \"cpu-max-all-1\"]"),
         s("query.rate=20"),
         s("query.start_after=\"1s\""),
+        // Each stream is judged on what it measures: metrics/s on the writes,
+        // statements/s on the queries, latency on both.
+        s("output.fail_if=[\"metrics_per_s>1\", \"statements_per_s>0.1\", \"p99<60s\"]"),
     ]);
     let (out, r) = run(dir.path(), &sets);
     assert!(
@@ -434,4 +437,24 @@ fn query_settings_are_checked_before_anything_runs() {
             "{sets:?}: expected `{expect}` in: {err}"
         );
     }
+}
+
+#[test]
+fn a_preload_that_ends_on_its_row_limit_still_runs_the_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = tsbs_data();
+    sets.extend([
+        s("target.url=\"sqlite:./p.db\""),
+        s("target.drop_existing=true"),
+        s("load.rows=20000"),
+        s("query.kind=\"tsbs\""),
+        s("query.preload=true"),
+        s("query.types=[\"lastpoint\"]"),
+        s("query.queries=5"),
+    ]);
+    let (out, r) = run(dir.path(), &sets);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["preload"]["rows"], 20000, "{r}");
+    assert_eq!(r["requests"], 5, "{r}");
+    assert_eq!(r["stop_reason"], "request limit", "{r}");
 }
