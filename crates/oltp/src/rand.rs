@@ -69,10 +69,13 @@ impl Rng {
             let sum: f64 = (0..SPECIAL_ITER).map(|_| self.unit()).sum();
             sum * t / f64::from(SPECIAL_ITER)
         } else {
-            // The draw that chose this branch is >= 1/4: map it into the middle
-            // SPECIAL_PCT percent of the range, as sysbench does.
-            let width = t * SPECIAL_PCT / 100.0;
-            rnd * (width + 1.0) + t / 2.0 - t * SPECIAL_PCT / 200.0
+            // The draw that chose this branch is in [bell, 1): rescaled to [0, 1), it picks
+            // uniformly among the SPECIAL_PCT percent of values in the middle of the range
+            // (at least one), as sysbench's `res % d + t/2 - t*pct/200` does.
+            let bell = (100.0 - SPECIAL_RES) / 100.0;
+            let width = (t * SPECIAL_PCT / 100.0).floor().max(1.0);
+            let u = ((rnd - bell) / (1.0 - bell)).clamp(0.0, 1.0 - f64::EPSILON);
+            (u * width).floor() + (t / 2.0 - t * SPECIAL_PCT / 200.0).floor()
         };
         (a + offset as u32).min(b)
     }

@@ -424,6 +424,23 @@ fn special_rand_type_concentrates_ids_like_sysbench_1_0() {
         .filter(|id| (4_900..=5_100).contains(*id))
         .count();
     assert!(hot > 2_800, "{hot} of 4000 in the middle 2%");
+    // sysbench's band: ids 1 + [t/2 - t/200, t/2 + t/200), t = 9,999 (100 values: 4,951
+    // to 5,050), every one of them hit, none of the band's neighbours more than the bell.
+    let band: std::collections::BTreeSet<i64> = ids
+        .iter()
+        .copied()
+        .filter(|id| (4_951..=5_050).contains(id))
+        .collect();
+    assert!(
+        band.len() >= 98,
+        "{} of the 100 band values hit",
+        band.len()
+    );
+    let in_band = ids
+        .iter()
+        .filter(|id| (4_951..=5_050).contains(*id))
+        .count();
+    assert!(in_band > 2_800, "{in_band} of 4000 in the band itself");
 }
 
 #[test]
