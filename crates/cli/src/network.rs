@@ -64,11 +64,23 @@ pub fn url_addr(raw: &str) -> anyhow::Result<SocketAddr> {
         )
     })?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve the target host {host}"))?
-        .next()
-        .with_context(|| format!("the target host {host} has no address"))
+        .collect();
+    // A name like `localhost` may give ::1 first while the server listens on 127.0.0.1
+    // only: take the first address that accepts a connection, else the first.
+    let first = *addrs
+        .first()
+        .with_context(|| format!("the target host {host} has no address"))?;
+    if addrs.len() == 1 {
+        return Ok(first);
+    }
+    Ok(addrs
+        .iter()
+        .copied()
+        .find(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+        .unwrap_or(first))
 }
 
 /// `raw` with its host and port replaced by `addr`.
@@ -259,5 +271,12 @@ mod tests {
             "http://127.0.0.1:40000"
         );
         assert!(url_addr("sqlite:./x.db").is_err());
+        // `localhost` resolves to the address that is listening.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(
+            url_addr(&format!("http://localhost:{port}")).unwrap(),
+            SocketAddr::from(([127, 0, 0, 1], port))
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! grid point.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use anyhow::Context as _;
 use hdrhistogram::Histogram;
@@ -37,34 +37,67 @@ pub struct Executed {
     pub code: u8,
 }
 
-/// Write latency of a mixed run split at the moment the queries started.
+/// Write latency of a mixed run, split by whether the queries were running.
 #[derive(Default)]
 struct WriteSplit {
     alone: Option<Histogram<u64>>,
     with_queries: Option<Histogram<u64>>,
 }
 
-/// Forwards to the CLI's observer and files each interval's write latency under
-/// "alone" (ended before the queries started) or "with queries".
+/// When the read stream's timed run started and ended (shared by the two streams).
+type QueryWindow = std::sync::Arc<std::sync::Mutex<(Option<Instant>, Option<Instant>)>>;
+
+/// Forwards to the CLI's observer and files each write interval's latency under "alone"
+/// (wholly before the queries' timed run or after it) or "with queries" (wholly inside);
+/// an interval that straddles either edge counts in neither.
 struct SplitObserver<'a> {
     inner: &'a mut RunObserver,
-    queries_from: Duration,
+    window: QueryWindow,
+    write_t0: Option<Instant>,
     split: WriteSplit,
 }
 
 impl Observer for SplitObserver<'_> {
     fn on_start(&mut self, started_at: std::time::SystemTime) {
+        self.write_t0 = Some(Instant::now());
         self.inner.on_start(started_at);
     }
 
     fn on_interval(&mut self, r: &IntervalReport) {
-        let slot = if r.end <= self.queries_from {
-            &mut self.split.alone
-        } else {
-            &mut self.split.with_queries
+        let t0 = self.write_t0.unwrap_or_else(Instant::now);
+        let (from, to) = (t0 + r.start, t0 + r.end);
+        let (qs, qe) = *self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = match (qs, qe) {
+            (None, _) => Some(&mut self.split.alone),
+            (Some(qs), _) if to <= qs => Some(&mut self.split.alone),
+            (_, Some(qe)) if from >= qe => Some(&mut self.split.alone),
+            (Some(qs), qe) if from >= qs && qe.is_none_or(|qe| to <= qe) => {
+                Some(&mut self.split.with_queries)
+            }
+            _ => None,
         };
-        let h = slot.get_or_insert_with(new_histogram);
-        let _ = h.add(&r.latency);
+        if let Some(slot) = slot {
+            let _ = slot.get_or_insert_with(new_histogram).add(&r.latency);
+        }
+        self.inner.on_interval(r);
+    }
+}
+
+/// The read stream's observer in a mixed run: notes when its timed run starts.
+struct WindowObserver<'a> {
+    inner: &'a mut RunObserver,
+    window: QueryWindow,
+}
+
+impl Observer for WindowObserver<'_> {
+    fn on_start(&mut self, started_at: std::time::SystemTime) {
+        if let Ok(mut w) = self.window.lock() {
+            w.0 = Some(Instant::now());
+        }
+        self.inner.on_start(started_at);
+    }
+
+    fn on_interval(&mut self, r: &IntervalReport) {
         self.inner.on_interval(r);
     }
 }
@@ -241,10 +274,16 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             }
             (RunMode::Mixed, Some(q), Some(qw)) => {
                 let delay = q.start_after.unwrap_or_default();
+                let window = QueryWindow::default();
                 let mut split_observer = SplitObserver {
                     inner: &mut observer,
-                    queries_from: delay,
+                    window: window.clone(),
+                    write_t0: None,
                     split: WriteSplit::default(),
+                };
+                let mut window_observer = WindowObserver {
+                    inner: &mut query_observer,
+                    window: window.clone(),
                 };
                 let write_stop = stop.clone();
                 let qs = query_stop.clone();
@@ -266,7 +305,11 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     if query_stop.is_stopped() {
                         return Err(EngineError::Config("the writes ended before the queries were to start".into()));
                     }
-                    queries::run(&target, q, qw, q.config.clone(), query_stop.clone(), &mut query_observer).await
+                    let r = queries::run(&target, q, qw, q.config.clone(), query_stop.clone(), &mut window_observer).await;
+                    if let Ok(mut w) = window.lock() {
+                        w.1 = Some(Instant::now());
+                    }
+                    r
                 };
                 let (write, query) = tokio::join!(write, read);
                 let split = split_observer.split;
@@ -421,6 +464,9 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 print!("{}", s.render_text());
                 json.insert("query".into(), serde_json::to_value(s)?);
             }
+            println!(
+                "  (client cpu in both reports: the whole process, writes and queries together)"
+            );
             json.insert("mode".into(), "mixed".into());
         }
     }

@@ -126,7 +126,10 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         if executed.code != 0 {
             failed += 1;
         }
-        if let Some(q) = &executed.query_summary {
+        // A query run's row comes from its read stream; a write or mixed run's from the
+        // writes (a mixed sweep is about write rate and latency under queries).
+        let query_row = plan.mode == crate::plan::RunMode::Query;
+        if let Some(q) = executed.query_summary.as_ref().filter(|_| query_row) {
             let rtt = executed.probe.as_ref().map(|p| RttStats {
                 method: p.kind.as_str().to_string(),
                 median_ms: p.latency.p50_ms,
