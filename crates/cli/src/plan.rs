@@ -273,6 +273,7 @@ impl QueryPlan {
             "queries": c.requests,
             "max_errors": c.max_errors,
             "require_rows": c.require_rows,
+            "timeout": c.timeout.map(|d| humantime::format_duration(d).to_string()),
             "start_after": self.start_after.map(|d| humantime::format_duration(d).to_string()),
         });
         match &self.workload {

@@ -83,6 +83,7 @@ struct QuerySection {
     report_interval: Option<Spanned<String>>,
     start_after: Option<Spanned<String>>,
     seed: Option<Spanned<i64>>,
+    timeout: Option<Spanned<String>>,
     // tsbs
     types: Option<Spanned<Vec<Spanned<String>>>>,
     dialect: Option<Spanned<String>>,
@@ -129,6 +130,7 @@ impl QuerySection {
             report_interval,
             start_after,
             seed,
+            timeout,
             types,
             dialect,
             time_bucket,
@@ -167,6 +169,7 @@ const QUERY_COMMON_KEYS: &[&str] = &[
     "report_interval",
     "start_after",
     "seed",
+    "timeout",
 ];
 const QUERY_TSBS_KEYS: &[&str] = &["types", "dialect", "time_bucket", "preload"];
 const QUERY_KINDS: &[&str] = &[
@@ -1695,6 +1698,11 @@ impl Ctx<'_> {
             max_errors: int(&q.max_errors, "max_errors", 0, i64::MAX)?.map(|v| v as u64),
             require_rows: flag(&q.require_rows, false),
             loaders: int(&q.loaders, "loaders", 1, 1024)?.map_or(workers.min(16), |v| v as usize),
+            timeout: q
+                .timeout
+                .as_ref()
+                .map(|v| self.duration(v, "query.timeout", Duration::from_millis(1)))
+                .transpose()?,
         };
         let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
         let start_after = q

@@ -43,6 +43,10 @@ pub struct QueryConfig {
     pub require_rows: bool,
     /// Connections that run the workload's [`QueryWorkload::load`] sources in parallel.
     pub loaders: usize,
+    /// A request not answered within this long fails with [`ErrorKind::Timeout`], and its
+    /// connection (which may still be busy with it) is replaced by a new one. `None`:
+    /// requests may take as long as the target does.
+    pub timeout: Option<Duration>,
 }
 
 impl Default for QueryConfig {
@@ -56,6 +60,7 @@ impl Default for QueryConfig {
             max_errors: None,
             require_rows: false,
             loaders: 1,
+            timeout: None,
         }
     }
 }
@@ -388,7 +393,14 @@ pub async fn run_queries<T: QueryTarget>(
     for (worker, conn) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
         let recorder = QueryRecorder::new(names.len(), t0, cfg.report_interval, tx.clone());
-        tasks.spawn(run_worker(worker, source, conn, shared.clone(), recorder));
+        tasks.spawn(run_worker(
+            worker,
+            source,
+            conn,
+            target.clone(),
+            shared.clone(),
+            recorder,
+        ));
     }
     drop(tx);
 
@@ -540,10 +552,11 @@ async fn run_loader<T: QueryTarget>(
     Ok(counters)
 }
 
-async fn run_worker<C: QueryConn>(
+async fn run_worker<T: QueryTarget>(
     worker: usize,
     mut source: Box<dyn QuerySource>,
-    mut conn: C,
+    conn: T::Conn,
+    target: Arc<T>,
     shared: Arc<Shared>,
     mut recorder: QueryRecorder,
 ) {
@@ -554,6 +567,7 @@ async fn run_worker<C: QueryConn>(
         LoadMode::Closed => None,
         LoadMode::Open { rate } => Some(cfg.workers as f64 / rate),
     };
+    let mut conn = Some(conn);
     let mut request = QueryRequest::default();
     let mut seq: u64 = 0;
     let mut pacer = Pacer::new(period.unwrap_or_default());
@@ -615,8 +629,41 @@ async fn run_worker<C: QueryConn>(
             Some(due) => due,
             None => Instant::now(),
         };
+        // Reconnect where a timed-out request left no usable connection; a failed
+        // reconnect fails this request (the next one tries again).
+        if conn.is_none() {
+            match target.connect(worker).await {
+                Ok(c) => conn = Some(c),
+                Err(error) => {
+                    recorder.record_failure(kind, error.kind);
+                    shared.count_failure(error);
+                    seq += 1;
+                    recorder.maybe_flush(Instant::now());
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else {
+            continue;
+        };
         let sent = Instant::now();
-        let result = conn.execute(&request).await;
+        let result = match cfg.timeout {
+            None => c.execute(&request).await,
+            Some(limit) => match tokio::time::timeout(limit, c.execute(&request)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    // The connection may still be busy with the request: drop it.
+                    conn = None;
+                    Err(SinkError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "a `{kind_name}` request took longer than the {:?} timeout",
+                            limit
+                        ),
+                    ))
+                }
+            },
+        };
         let done = Instant::now();
         seq += 1;
         match result {

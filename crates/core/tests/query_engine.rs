@@ -860,3 +860,35 @@ async fn open_loop_workers_are_staggered_and_each_runs_to_the_deadline() {
         out.elapsed
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_timeout_fails_and_its_connection_is_replaced() {
+    // Request 3 stalls for 5 s; with a 200 ms timeout it fails as a timeout, the worker
+    // opens a new connection and the run goes on to its limit well before the stall ends.
+    let db = Arc::new(Db {
+        stall_at: Some(3),
+        stall: Duration::from_secs(5),
+        ..Db::default()
+    });
+    let mut c = cfg(1);
+    c.requests = Some(20);
+    c.timeout = Some(Duration::from_millis(200));
+    let t = Instant::now();
+    let out = run(Mix::new(100), &db, c).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(out.counters.requests, 19);
+    assert_eq!(out.counters.failed_requests, 1);
+    assert_eq!(out.counters.errors.get(&ErrorKind::Timeout), Some(&1));
+    // Exactly one connection more than the same run without a stall: the replacement.
+    let baseline = Arc::new(Db::default());
+    let mut c = cfg(1);
+    c.requests = Some(20);
+    c.timeout = Some(Duration::from_millis(200));
+    run(Mix::new(100), &baseline, c).await.unwrap();
+    let (with, without) = (
+        db.connects.lock().unwrap().clone(),
+        baseline.connects.lock().unwrap().clone(),
+    );
+    assert_eq!(with.len(), without.len() + 1, "{with:?} vs {without:?}");
+    assert_eq!(with.last(), Some(&0), "worker 0 reconnected: {with:?}");
+}
