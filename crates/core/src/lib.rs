@@ -28,6 +28,9 @@ pub use query::{
 };
 pub use query_engine::{KindOutcome, QueryConfig, QueryOutcome, run_queries};
 pub use query_report::{KindSummary, QuerySummary};
-pub use schema::{DataType, FieldDef, Schema, TableSchema, TagCache, TagDef, TagSource, TagValue};
+pub use schema::{
+    ColumnClash, DataType, FieldDef, Schema, TableSchema, TagCache, TagDef, TagSource, TagValue,
+    find_column_clash,
+};
 pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};
 pub use workload::{BatchSource, Workload};

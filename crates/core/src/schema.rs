@@ -105,6 +105,73 @@ pub struct TableSchema {
     pub fields: Vec<FieldDef>,
 }
 
+impl TableSchema {
+    /// Every tag and field column with its role (`"tag"`, `"field"`), tags first.
+    pub fn columns(&self) -> impl Iterator<Item = (&str, &'static str)> {
+        self.tags
+            .iter()
+            .map(|t| (t.name.as_str(), "tag"))
+            .chain(self.fields.iter().map(|f| (f.name.as_str(), "field")))
+    }
+}
+
+/// Two columns a target would take for one, or a column with the name of one the target
+/// adds itself: SQL sinks refuse such tables, since renaming silently would make the data
+/// set differ from what other targets receive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnClash<'a> {
+    /// Column `name` (a `role`) is, to the target, its own column `reserved`.
+    Reserved {
+        name: &'a str,
+        role: &'static str,
+        reserved: &'a str,
+    },
+    /// Column `name` (a `role`) is, to the target, the same as an earlier `first` column.
+    Duplicate {
+        name: &'a str,
+        role: &'static str,
+        first: &'static str,
+    },
+}
+
+impl ColumnClash<'_> {
+    /// How a duplicate is told: `appears twice among the tags` or `is both a tag and a
+    /// field`.
+    pub fn duplicate_words(role: &str, first: &str) -> String {
+        if first == role {
+            format!("appears twice among the {role}s")
+        } else {
+            "is both a tag and a field".to_string()
+        }
+    }
+}
+
+/// The first clash among `columns` (name, role) once names are folded by `key`, the
+/// target's identifier rule (case folding, truncation): a column whose key is that of a
+/// `reserved` name, or two columns with one key.
+pub fn find_column_clash<'a, K: Eq + std::hash::Hash>(
+    columns: impl IntoIterator<Item = (&'a str, &'static str)>,
+    reserved: &[&'a str],
+    key: impl Fn(&'a str) -> K,
+) -> Option<ColumnClash<'a>> {
+    let reserved: Vec<(K, &'a str)> = reserved.iter().map(|r| (key(r), *r)).collect();
+    let mut seen: std::collections::HashMap<K, &'static str> = std::collections::HashMap::new();
+    for (name, role) in columns {
+        let k = key(name);
+        if let Some((_, r)) = reserved.iter().find(|(rk, _)| *rk == k) {
+            return Some(ColumnClash::Reserved {
+                name,
+                role,
+                reserved: r,
+            });
+        }
+        if let Some(first) = seen.insert(k, role) {
+            return Some(ColumnClash::Duplicate { name, role, first });
+        }
+    }
+    None
+}
+
 /// A tag value of one device.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TagValue {
@@ -224,6 +291,41 @@ mod tests {
             out.push(TagValue::Str(format!("d{device}").into()));
             out.push(TagValue::Int(device as i64));
         }
+    }
+
+    #[test]
+    fn column_clashes_are_found_under_the_targets_folding() {
+        let lower = |n: &str| n.to_ascii_lowercase();
+        let cols = [("Host", "tag"), ("ts", "field")];
+        assert_eq!(
+            find_column_clash(cols, &["TS"], lower),
+            Some(ColumnClash::Reserved {
+                name: "ts",
+                role: "field",
+                reserved: "TS"
+            })
+        );
+        let cols = [("Host", "tag"), ("x", "field"), ("host", "field")];
+        assert_eq!(
+            find_column_clash(cols, &["ts"], lower),
+            Some(ColumnClash::Duplicate {
+                name: "host",
+                role: "field",
+                first: "tag"
+            })
+        );
+        assert_eq!(
+            find_column_clash(cols, &["ts"], |n: &str| n.to_string()),
+            None
+        );
+        assert_eq!(
+            ColumnClash::duplicate_words("tag", "tag"),
+            "appears twice among the tags"
+        );
+        assert_eq!(
+            ColumnClash::duplicate_words("field", "tag"),
+            "is both a tag and a field"
+        );
     }
 
     #[test]

@@ -2,9 +2,7 @@
 //! CREATE / DROP / multi-row INSERT statements, the chunk sizes that keep one INSERT under
 //! the placeholder and packet limits, and the `DATETIME(6)` text of a timestamp.
 
-use std::collections::HashMap;
-
-use tsload_core::{DataType, ErrorKind, SinkError, TableSchema};
+use tsload_core::{ColumnClash, DataType, ErrorKind, SinkError, TableSchema, find_column_clash};
 
 use crate::{PrimaryKey, TsType};
 
@@ -88,44 +86,34 @@ pub(crate) fn is_engine_name(engine: &str) -> bool {
 /// an auto-increment key): renaming silently would make the data set differ from what
 /// other targets receive.
 pub(crate) fn check_table(table: &TableSchema, primary_key: PrimaryKey) -> Result<(), SinkError> {
-    let mut seen: HashMap<String, &'static str> = HashMap::new();
-    let columns = table
-        .tags
-        .iter()
-        .map(|t| (t.name.as_str(), "tag"))
-        .chain(table.fields.iter().map(|f| (f.name.as_str(), "field")));
     let mut reserved = vec![TS_COLUMN];
     if primary_key == PrimaryKey::AutoIncrement {
         reserved.push(ID_COLUMN);
     }
-    for (name, role) in columns {
-        if let Some(r) = reserved.iter().find(|r| name.eq_ignore_ascii_case(r)) {
-            let what = if *r == TS_COLUMN {
+    let message = match find_column_clash(table.columns(), &reserved, |n| n.to_lowercase()) {
+        None => return Ok(()),
+        Some(ColumnClash::Reserved {
+            name,
+            role,
+            reserved,
+        }) => {
+            let what = if reserved == TS_COLUMN {
                 "the timestamp column"
             } else {
                 "the auto-increment key column"
             };
-            return Err(SinkError::new(
-                ErrorKind::Schema,
-                format!(
-                    "table {:?}: {role} column {name:?} clashes with {what} {r:?}",
-                    table.name
-                ),
-            ));
+            format!(
+                "table {:?}: {role} column {name:?} clashes with {what} {reserved:?}",
+                table.name
+            )
         }
-        if let Some(first) = seen.insert(name.to_lowercase(), role) {
-            let what = if first == role {
-                format!("appears twice among the {role}s")
-            } else {
-                "is both a tag and a field".to_string()
-            };
-            return Err(SinkError::new(
-                ErrorKind::Schema,
-                format!("table {:?}: column {name:?} {what}", table.name),
-            ));
-        }
-    }
-    Ok(())
+        Some(ColumnClash::Duplicate { name, role, first }) => format!(
+            "table {:?}: column {name:?} {}",
+            table.name,
+            ColumnClash::duplicate_words(role, first)
+        ),
+    };
+    Err(SinkError::new(ErrorKind::Schema, message))
 }
 
 /// `CREATE DATABASE IF NOT EXISTS `<db>``.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use tsload_core::{DataType, ErrorKind, SinkError, TableSchema};
+use tsload_core::{ColumnClash, DataType, ErrorKind, SinkError, TableSchema, find_column_clash};
 
 use crate::encode::PgType;
 use crate::{CopyFormat, Layout};
@@ -213,7 +213,7 @@ pub(crate) fn check_table(table: &TableSchema, layout: Layout) -> Result<(), Sin
         );
     }
     let mut reserved = vec![TS_COLUMN];
-    let tags: Vec<(&str, &str)> = match layout {
+    let tags: Vec<(&str, &'static str)> = match layout {
         Layout::Wide => table
             .tags
             .iter()
@@ -224,27 +224,28 @@ pub(crate) fn check_table(table: &TableSchema, layout: Layout) -> Result<(), Sin
             Vec::new()
         }
     };
-    let columns = tags
-        .into_iter()
-        .chain(table.fields.iter().map(|f| (f.name.as_str(), "field")));
-    let mut seen: HashMap<&str, &str> = HashMap::new();
-    for (name, role) in columns {
-        if name.is_empty() {
-            return bad(format!("a {role} column name cannot be empty"));
-        }
-        let key = ident_key(name);
-        if let Some(r) = reserved.iter().find(|r| **r == key) {
+    let columns = || {
+        tags.iter()
+            .copied()
+            .chain(table.fields.iter().map(|f| (f.name.as_str(), "field")))
+    };
+    if let Some((_, role)) = columns().find(|(name, _)| name.is_empty()) {
+        return bad(format!("a {role} column name cannot be empty"));
+    }
+    match find_column_clash(columns(), &reserved, ident_key) {
+        None => {}
+        Some(ColumnClash::Reserved {
+            name,
+            role,
+            reserved,
+        }) => {
             return bad(format!(
-                "{role} column {name:?} clashes with the column {r:?} of this target"
+                "{role} column {name:?} clashes with the column {reserved:?} of this target"
             ));
         }
-        if let Some(first) = seen.insert(key, role) {
-            let what = if first == role {
-                format!("appears twice among the {role}s")
-            } else {
-                "is both a tag and a field".to_string()
-            };
-            let what = if key.len() < name.len() {
+        Some(ColumnClash::Duplicate { name, role, first }) => {
+            let what = ColumnClash::duplicate_words(role, first);
+            let what = if ident_key(name).len() < name.len() {
                 format!(
                     "{what} (PostgreSQL keeps only the first {MAX_IDENT_BYTES} bytes of a name)"
                 )

@@ -1,9 +1,7 @@
 //! SQL text for the SQLite target: identifier quoting, type mapping, the schema checks,
 //! and the CREATE / DROP / multi-row INSERT statements.
 
-use std::collections::HashMap;
-
-use tsload_core::{DataType, ErrorKind, SinkError, TableSchema};
+use tsload_core::{ColumnClash, DataType, ErrorKind, SinkError, TableSchema, find_column_clash};
 
 /// Most `?` parameters one statement may carry: SQLite's `SQLITE_MAX_VARIABLE_NUMBER`
 /// default since 3.32 (the bundled build allows more; this stays safe for any build).
@@ -59,35 +57,20 @@ pub(crate) fn rows_per_chunk(columns: usize) -> usize {
 /// name (identifiers are case-insensitive for ASCII) or one is named `ts`: renaming
 /// silently would make the data set differ from what other targets receive.
 pub(crate) fn check_table(table: &TableSchema) -> Result<(), SinkError> {
-    let mut seen: HashMap<String, &'static str> = HashMap::new();
-    let columns = table
-        .tags
-        .iter()
-        .map(|t| (t.name.as_str(), "tag"))
-        .chain(table.fields.iter().map(|f| (f.name.as_str(), "field")));
-    for (name, role) in columns {
-        if name.eq_ignore_ascii_case(TS_COLUMN) {
-            return Err(SinkError::new(
-                ErrorKind::Schema,
-                format!(
-                    "table {:?}: {role} column {name:?} clashes with the timestamp column \"ts\"",
-                    table.name
-                ),
-            ));
-        }
-        if let Some(first) = seen.insert(name.to_ascii_lowercase(), role) {
-            let what = if first == role {
-                format!("appears twice among the {role}s")
-            } else {
-                "is both a tag and a field".to_string()
-            };
-            return Err(SinkError::new(
-                ErrorKind::Schema,
-                format!("table {:?}: column {name:?} {what}", table.name),
-            ));
-        }
-    }
-    Ok(())
+    let clash = find_column_clash(table.columns(), &[TS_COLUMN], |n| n.to_ascii_lowercase());
+    let message = match clash {
+        None => return Ok(()),
+        Some(ColumnClash::Reserved { name, role, .. }) => format!(
+            "table {:?}: {role} column {name:?} clashes with the timestamp column \"ts\"",
+            table.name
+        ),
+        Some(ColumnClash::Duplicate { name, role, first }) => format!(
+            "table {:?}: column {name:?} {}",
+            table.name,
+            ColumnClash::duplicate_words(role, first)
+        ),
+    };
+    Err(SinkError::new(ErrorKind::Schema, message))
 }
 
 /// `DROP TABLE IF EXISTS "<table>"`.

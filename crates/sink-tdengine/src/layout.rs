@@ -1,9 +1,10 @@
 //! How a schema table becomes a TDengine super table: which tags are TDengine tags, where
 //! each child table's name comes from, and the checks that keep names legal.
 
-use std::collections::HashMap;
-
-use tsload_core::{DataType, ErrorKind, FieldDef, Schema, SinkError, TableSchema, TagValue};
+use tsload_core::{
+    ColumnClash, DataType, ErrorKind, FieldDef, Schema, SinkError, TableSchema, TagValue,
+    find_column_clash,
+};
 
 /// The tag whose value names the child table (the `custom` workload's slot 0). TDengine
 /// reserves the name, so it is never a tag column itself.
@@ -91,26 +92,31 @@ impl TableLayout {
             tags,
             fields: table.fields.clone(),
         };
-        let mut seen: HashMap<String, &'static str> = HashMap::new();
-        let columns = layout
-            .tags
-            .iter()
-            .map(|t| (t.name.as_str(), "tag"))
-            .chain(layout.fields.iter().map(|f| (f.name.as_str(), "field")));
-        for (name, role) in columns {
+        let columns = || {
+            layout
+                .tags
+                .iter()
+                .map(|t| (t.name.as_str(), "tag"))
+                .chain(layout.fields.iter().map(|f| (f.name.as_str(), "field")))
+        };
+        for (name, role) in columns() {
             check_name(name, MAX_COLUMN_NAME).map_err(|m| err(format!("{role} name {m}")))?;
-            let lower = name.to_ascii_lowercase();
-            if lower == TS_COLUMN || lower == NAME_TAG {
+        }
+        match find_column_clash(columns(), &[TS_COLUMN, NAME_TAG], |n| {
+            n.to_ascii_lowercase()
+        }) {
+            None => {}
+            Some(ColumnClash::Reserved {
+                name,
+                role,
+                reserved,
+            }) => {
                 return Err(err(format!(
-                    "{role} {name:?} clashes with TDengine's {lower:?} column"
+                    "{role} {name:?} clashes with TDengine's {reserved:?} column"
                 )));
             }
-            if let Some(first) = seen.insert(lower, role) {
-                let what = if first == role {
-                    format!("appears twice among the {role}s")
-                } else {
-                    "is both a tag and a field".to_string()
-                };
+            Some(ColumnClash::Duplicate { name, role, first }) => {
+                let what = ColumnClash::duplicate_words(role, first);
                 return Err(err(format!("column {name:?} {what}")));
             }
         }
