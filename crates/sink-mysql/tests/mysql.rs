@@ -6,11 +6,12 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tsload_core::{
-    Batch, Column, ColumnValues, DataType, ErrorKind, FieldDef, Schema, Sink, SinkConn,
-    TableSchema, TagDef, TagSource, TagValue,
-};
+use tsload_core::{Batch, DataType, ErrorKind, Schema, Sink, SinkConn, TableSchema};
 use tsload_sink_mysql::{MysqlConfig, MysqlSink, PrimaryKey, TransactionMode, TsType};
+use tsload_testbed::fixtures::{
+    TS0, cpu_mem_batch, cpu_mem_schema, field, push_int, push_str, schema_of, tag, wide_batch,
+    wide_schema,
+};
 use tsload_testbed::{Server, ServerKind};
 
 fn start() -> Server {
@@ -30,102 +31,11 @@ fn query(server: &Server, stmt: &str) -> String {
         .to_string()
 }
 
-/// Slot 0: host name; slot 1: region, null for odd devices; slot 2: rack number.
-#[derive(Debug)]
-struct Tags;
-
-impl TagSource for Tags {
-    fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
-        out.clear();
-        out.push(TagValue::Str(format!("host_{device}").into()));
-        out.push(if device.is_multiple_of(2) {
-            TagValue::Str("eu-west".into())
-        } else {
-            TagValue::Null
-        });
-        out.push(TagValue::Int(i64::from(device) * 10));
-    }
-}
-
-fn tag(name: &str, data_type: DataType, slot: usize) -> TagDef {
-    TagDef {
-        name: name.to_string(),
-        data_type,
-        slot,
-    }
-}
-
-fn field(name: &str, data_type: DataType) -> FieldDef {
-    FieldDef {
-        name: name.to_string(),
-        data_type,
-    }
-}
-
-fn schema_of(tables: Vec<TableSchema>) -> Arc<Schema> {
-    Arc::new(Schema {
-        tables,
-        tag_slots: 3,
-        device_count: 10_000,
-        tags: Arc::new(Tags),
-    })
-}
-
 /// `cpu`: 2 string tags + 3 int fields; `mem`: 1 int tag + double, nullable bigint,
 /// nchar, bool fields.
 fn schema() -> Arc<Schema> {
-    schema_of(vec![
-        TableSchema {
-            name: "cpu".to_string(),
-            tags: vec![
-                tag("hostname", DataType::Varchar(32), 0),
-                tag("region", DataType::Varchar(16), 1),
-            ],
-            fields: vec![
-                field("usage_user", DataType::Int),
-                field("usage_system", DataType::BigInt),
-                field("usage_idle", DataType::SmallInt),
-            ],
-        },
-        TableSchema {
-            name: "mem".to_string(),
-            tags: vec![tag("rack", DataType::BigInt, 2)],
-            fields: vec![
-                field("used_percent", DataType::Double),
-                field("swap", DataType::BigInt),
-                field("state", DataType::NChar(8)),
-                field("active", DataType::Bool),
-            ],
-        },
-    ])
+    cpu_mem_schema(DataType::NChar(8))
 }
-
-fn push_int(c: &mut Column, v: i64) {
-    if let ColumnValues::Int(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_float(c: &mut Column, v: f64) {
-    if let ColumnValues::Float(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_str(c: &mut Column, v: &str) {
-    if let ColumnValues::Str(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_bool(c: &mut Column, v: bool) {
-    if let ColumnValues::Bool(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-/// 2023-11-14 22:13:20 UTC.
-const TS0: i64 = 1_700_000_000_000_000_000;
 
 /// Timestamp of `device`'s row at `step`: devices a millisecond apart, steps a second
 /// apart, and 789 ns that `DATETIME(6)` drops.
@@ -136,34 +46,7 @@ fn ts_of(device: u32, step: i64) -> i64 {
 /// One cpu and one mem row per device of `devices`, at `ts_of(device, step)`.
 /// mem.swap is null for devices divisible by 3; mem.state is "ok" / "élevé".
 fn batch(schema: &Schema, devices: Range<u32>, step: i64) -> Batch {
-    let mut b = Batch::for_schema(schema);
-    for d in devices {
-        let di = i64::from(d);
-        let ts = ts_of(d, step);
-        let cpu = &mut b.tables[0];
-        cpu.device.push(d);
-        cpu.ts.push(ts);
-        push_int(&mut cpu.columns[0], di * 3);
-        push_int(&mut cpu.columns[1], di * 3 + 1);
-        push_int(&mut cpu.columns[2], 100 - di);
-
-        let mem = &mut b.tables[1];
-        let row = mem.rows();
-        mem.device.push(d);
-        mem.ts.push(ts);
-        push_float(&mut mem.columns[0], di as f64 + 0.5);
-        push_int(&mut mem.columns[1], di * 1000);
-        push_str(
-            &mut mem.columns[2],
-            if d.is_multiple_of(2) { "ok" } else { "élevé" },
-        );
-        push_bool(&mut mem.columns[3], d.is_multiple_of(2));
-        if d.is_multiple_of(3) {
-            mem.set_null(1, row);
-        }
-    }
-    b.tables[1].finish_validity();
-    b
+    cpu_mem_batch(schema, devices, step, ts_of, "élevé")
 }
 
 /// Rows of `devices` in the first table (a cpu-shaped one) only, at step 0.
@@ -438,22 +321,6 @@ async fn bigint_timestamps_keep_nanoseconds() {
     );
 }
 
-/// ts + 3 tags + 40 fields = 44 columns.
-fn wide_schema() -> Arc<Schema> {
-    let fields: Vec<FieldDef> = (0..40)
-        .map(|i| field(&format!("f{i}"), DataType::BigInt))
-        .collect();
-    schema_of(vec![TableSchema {
-        name: "wide".to_string(),
-        tags: vec![
-            tag("hostname", DataType::Varchar(32), 0),
-            tag("region", DataType::Varchar(16), 1),
-            tag("rack", DataType::Int, 2),
-        ],
-        fields,
-    }])
-}
-
 /// INSERT statements the server has executed so far (prepared ones included).
 fn com_insert(server: &Server) -> u64 {
     query(
@@ -465,19 +332,6 @@ fn com_insert(server: &Server) -> u64 {
     .unwrap()
 }
 
-fn wide_batch(schema: &Schema, rows: u32, shift: i64) -> Batch {
-    let mut b = Batch::for_schema(schema);
-    let t = &mut b.tables[0];
-    for d in 0..rows {
-        t.device.push(d);
-        t.ts.push(TS0 + i64::from(d) * 1_000 + shift);
-        for (i, c) in t.columns.iter_mut().enumerate() {
-            push_int(c, i64::from(d) * 100 + i as i64);
-        }
-    }
-    b
-}
-
 #[tokio::test]
 async fn batch_over_the_placeholder_limit_is_written_completely() {
     // 44 columns: 1,489 rows per INSERT (65,535 placeholders), so 5,000 rows take 4.
@@ -487,7 +341,7 @@ async fn batch_over_the_placeholder_limit_is_written_completely() {
     let s = sink(config(&server));
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    let mut b = wide_batch(&schema, rows, 0);
+    let mut b = wide_batch(&schema, rows, TS0, 1_000);
     let inserts = com_insert(&server);
     let ack = conn.write(&b).await.unwrap();
     assert_eq!(ack.rows, u64::from(rows));

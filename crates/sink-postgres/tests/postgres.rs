@@ -7,54 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tsload_core::{
-    Batch, Column, ColumnValues, DataType, ErrorKind, FieldDef, Schema, Sink, SinkConn, SinkError,
-    TableSchema, TagDef, TagSource, TagValue,
+    Batch, ColumnValues, DataType, ErrorKind, Schema, Sink, SinkConn, SinkError, TableSchema,
 };
 use tsload_sink_postgres::{
     CopyFormat, InsertMethod, Layout, PostgresConfig, PostgresConn, PostgresSink,
 };
+use tsload_testbed::fixtures::{
+    TS0, field, push_bool, push_float, push_int, push_str, schema_of, tag, wide_batch, wide_schema,
+};
 use tsload_testbed::{Server, ServerKind};
-
-/// Slot 0: host name; slot 1: region, null for odd devices; slot 2: rack number.
-#[derive(Debug)]
-struct Tags;
-
-impl TagSource for Tags {
-    fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
-        out.clear();
-        out.push(TagValue::Str(format!("host_{device}").into()));
-        out.push(if device.is_multiple_of(2) {
-            TagValue::Str("eu-west".into())
-        } else {
-            TagValue::Null
-        });
-        out.push(TagValue::Int(i64::from(device) * 10));
-    }
-}
-
-fn tag(name: &str, data_type: DataType, slot: usize) -> TagDef {
-    TagDef {
-        name: name.to_string(),
-        data_type,
-        slot,
-    }
-}
-
-fn field(name: &str, data_type: DataType) -> FieldDef {
-    FieldDef {
-        name: name.to_string(),
-        data_type,
-    }
-}
-
-fn schema_of(tables: Vec<TableSchema>) -> Arc<Schema> {
-    Arc::new(Schema {
-        tables,
-        tag_slots: 3,
-        device_count: 10_000,
-        tags: Arc::new(Tags),
-    })
-}
 
 /// `cpu`: 2 string tags + int, bigint, smallint, tinyint, float fields; `mem`: host and
 /// rack tags + double, nullable ubigint, string (with characters COPY must escape), bool,
@@ -92,32 +53,6 @@ fn schema() -> Arc<Schema> {
         },
     ])
 }
-
-fn push_int(c: &mut Column, v: i64) {
-    if let ColumnValues::Int(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_float(c: &mut Column, v: f64) {
-    if let ColumnValues::Float(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_str(c: &mut Column, v: &str) {
-    if let ColumnValues::Str(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_bool(c: &mut Column, v: bool) {
-    if let ColumnValues::Bool(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-const TS0: i64 = 1_700_000_000_000_000_000;
 
 /// Nanosecond timestamp of `device` at `step`: not a whole microsecond, so the
 /// truncation shows.
@@ -449,28 +384,9 @@ async fn prepare_creates_tables_with_postgres_types() {
 /// 4 statements; COPY and UNNEST send them at once.
 #[tokio::test]
 async fn batch_larger_than_the_bind_limit_is_written_completely() {
-    let fields: Vec<FieldDef> = (0..40)
-        .map(|i| field(&format!("f{i}"), DataType::BigInt))
-        .collect();
-    let schema = schema_of(vec![TableSchema {
-        name: "wide".to_string(),
-        tags: vec![
-            tag("hostname", DataType::Varchar(32), 0),
-            tag("region", DataType::Varchar(16), 1),
-            tag("rack", DataType::Int, 2),
-        ],
-        fields,
-    }]);
+    let schema = wide_schema();
     let rows = 5_000u32;
-    let mut b = Batch::for_schema(&schema);
-    let t = &mut b.tables[0];
-    for d in 0..rows {
-        t.device.push(d);
-        t.ts.push(TS0 + i64::from(d) * 1000);
-        for (i, c) in t.columns.iter_mut().enumerate() {
-            push_int(c, i64::from(d) * 100 + i as i64);
-        }
-    }
+    let b = wide_batch(&schema, rows, TS0, 1000);
 
     let server = start();
     let n = i64::from(rows);

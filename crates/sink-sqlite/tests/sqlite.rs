@@ -7,139 +7,28 @@ use std::time::Duration;
 
 use sqlx::{Connection, SqliteConnection};
 use tempfile::TempDir;
-use tsload_core::{
-    Batch, Column, ColumnValues, DataType, ErrorKind, FieldDef, Schema, Sink, SinkConn,
-    TableSchema, TagDef, TagSource, TagValue,
-};
+use tsload_core::{Batch, DataType, ErrorKind, Schema, Sink, SinkConn, TableSchema};
 use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
-
-/// Slot 0: host name; slot 1: region, null for odd devices; slot 2: rack number.
-#[derive(Debug)]
-struct Tags;
-
-impl TagSource for Tags {
-    fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
-        out.clear();
-        out.push(TagValue::Str(format!("host_{device}").into()));
-        out.push(if device.is_multiple_of(2) {
-            TagValue::Str("eu-west".into())
-        } else {
-            TagValue::Null
-        });
-        out.push(TagValue::Int(i64::from(device) * 10));
-    }
-}
-
-fn tag(name: &str, data_type: DataType, slot: usize) -> TagDef {
-    TagDef {
-        name: name.to_string(),
-        data_type,
-        slot,
-    }
-}
-
-fn field(name: &str, data_type: DataType) -> FieldDef {
-    FieldDef {
-        name: name.to_string(),
-        data_type,
-    }
-}
-
-fn schema_of(tables: Vec<TableSchema>) -> Arc<Schema> {
-    Arc::new(Schema {
-        tables,
-        tag_slots: 3,
-        device_count: 10_000,
-        tags: Arc::new(Tags),
-    })
-}
+use tsload_testbed::fixtures::{
+    TS0, cpu_mem_batch, cpu_mem_schema, field, schema_of, tag, wide_batch, wide_schema,
+};
 
 /// `cpu`: 2 string tags + 3 int fields; `mem`: 1 int tag + float, nullable int, string,
 /// bool fields.
 fn schema() -> Arc<Schema> {
-    schema_of(vec![
-        TableSchema {
-            name: "cpu".to_string(),
-            tags: vec![
-                tag("hostname", DataType::Varchar(32), 0),
-                tag("region", DataType::Varchar(16), 1),
-            ],
-            fields: vec![
-                field("usage_user", DataType::Int),
-                field("usage_system", DataType::BigInt),
-                field("usage_idle", DataType::SmallInt),
-            ],
-        },
-        TableSchema {
-            name: "mem".to_string(),
-            tags: vec![tag("rack", DataType::BigInt, 2)],
-            fields: vec![
-                field("used_percent", DataType::Double),
-                field("swap", DataType::BigInt),
-                field("state", DataType::Varchar(8)),
-                field("active", DataType::Bool),
-            ],
-        },
-    ])
+    cpu_mem_schema(DataType::Varchar(8))
 }
-
-fn push_int(c: &mut Column, v: i64) {
-    if let ColumnValues::Int(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_float(c: &mut Column, v: f64) {
-    if let ColumnValues::Float(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_str(c: &mut Column, v: &str) {
-    if let ColumnValues::Str(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-fn push_bool(c: &mut Column, v: bool) {
-    if let ColumnValues::Bool(values) = &mut c.values {
-        values.push(v);
-    }
-}
-
-const TS0: i64 = 1_700_000_000_000_000_000;
 
 /// One cpu and one mem row per device of `devices`, at `TS0 + step + device`.
 /// mem.swap is null for devices divisible by 3.
 fn batch(schema: &Schema, devices: Range<u32>, step: i64) -> Batch {
-    let mut b = Batch::for_schema(schema);
-    for d in devices {
-        let di = i64::from(d);
-        let ts = TS0 + step + di;
-        let cpu = &mut b.tables[0];
-        cpu.device.push(d);
-        cpu.ts.push(ts);
-        push_int(&mut cpu.columns[0], di * 3);
-        push_int(&mut cpu.columns[1], di * 3 + 1);
-        push_int(&mut cpu.columns[2], 100 - di);
-
-        let mem = &mut b.tables[1];
-        let row = mem.rows();
-        mem.device.push(d);
-        mem.ts.push(ts);
-        push_float(&mut mem.columns[0], di as f64 + 0.5);
-        push_int(&mut mem.columns[1], di * 1000);
-        push_str(
-            &mut mem.columns[2],
-            if d.is_multiple_of(2) { "ok" } else { "low" },
-        );
-        push_bool(&mut mem.columns[3], d.is_multiple_of(2));
-        if d.is_multiple_of(3) {
-            mem.set_null(1, row);
-        }
-    }
-    b.tables[1].finish_validity();
-    b
+    cpu_mem_batch(
+        schema,
+        devices,
+        step,
+        |d, step| TS0 + step + i64::from(d),
+        "low",
+    )
 }
 
 fn url(dir: &TempDir) -> String {
@@ -291,28 +180,9 @@ async fn values_round_trip() {
 #[tokio::test]
 async fn batch_larger_than_a_chunk_is_written_completely() {
     // ts + 3 tags + 40 fields = 44 columns: 744 rows per INSERT, so 5,000 rows take 7.
-    let fields: Vec<FieldDef> = (0..40)
-        .map(|i| field(&format!("f{i}"), DataType::BigInt))
-        .collect();
-    let schema = schema_of(vec![TableSchema {
-        name: "wide".to_string(),
-        tags: vec![
-            tag("hostname", DataType::Varchar(32), 0),
-            tag("region", DataType::Varchar(16), 1),
-            tag("rack", DataType::Int, 2),
-        ],
-        fields,
-    }]);
+    let schema = wide_schema();
     let rows = 5_000u32;
-    let mut b = Batch::for_schema(&schema);
-    let t = &mut b.tables[0];
-    for d in 0..rows {
-        t.device.push(d);
-        t.ts.push(TS0 + i64::from(d));
-        for (i, c) in t.columns.iter_mut().enumerate() {
-            push_int(c, i64::from(d) * 100 + i as i64);
-        }
-    }
+    let mut b = wide_batch(&schema, rows, TS0, 1);
 
     let dir = TempDir::new().unwrap();
     let url = url(&dir);

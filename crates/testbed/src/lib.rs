@@ -39,6 +39,7 @@
 //! `query_checks` and `sql_server_checks` hold the read-target checks that the sink
 //! crates' tests share (request builders, error assertions, and scenarios generic over
 //! `tsload_core::QueryTarget` with what differs between databases as parameters).
+//! `fixtures` holds the hand-built schemas, tag source and batches of their SQL tests.
 //!
 //! Servers are spawned from a helper thread so the kernel's parent-death signal kills them
 //! when the test process dies, whatever thread started them (see `process`).
@@ -55,6 +56,7 @@ mod questdb;
 mod sockets;
 mod victoria;
 
+pub mod fixtures;
 pub mod query_checks;
 pub mod sql_server_checks;
 
