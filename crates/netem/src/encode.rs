@@ -426,9 +426,12 @@ fn encode_netem(n: &Netem, psched: &Psched) -> Result<Vec<u8>, EncodeError> {
     buf.put_u32(n.reorder.map_or(0, |r| r.gap.max(1)));
     buf.put_u32(prob(&n.duplicate));
     buf.put_u32(jitter);
-    // tc sends TCA_NETEM_CORR when any correlation was given (even reorder's or corrupt's,
-    // which travel in their own attributes). tc forgets to for duplicate's alone, so its
-    // correlation never reaches the kernel; this encoder sends it.
+    // tc 6.1 sends TCA_NETEM_CORR (delay_corr, loss_corr, dup_corr) when a delay, loss,
+    // reorder or corrupt correlation was written, even though reorder's and corrupt's
+    // travel in their own attributes; never for a duplicate correlation alone. The parser
+    // drops a lone duplicate correlation (as tc does), so a spec holds one only when tc
+    // would send the attribute, and "any correlation" is tc's condition. (A decoded spec
+    // with a lone duplicate correlation prints with the `loss 0% 0%` that makes tc send it.)
     let delay_corr = n.delay.and_then(|d| d.correlation);
     let any_corr = delay_corr.is_some()
         || n.loss.and_then(|c| c.correlation).is_some()

@@ -21,6 +21,16 @@
 //! prefixes such as `del`); numbers are plain decimals (no hex, `inf` or `nan`); values
 //! that mean "nothing" are normalised away (a 0% correlation, a 0% loss, a zero delay,
 //! `distribution uniform`, `gap 1`, `limit 1000`), since the kernel treats them as absent.
+//!
+//! Correlations, as tc 6.1 sends them: delay's, loss's and duplicate's travel in
+//! `TCA_NETEM_CORR` (`struct tc_netem_corr { delay_corr, loss_corr, dup_corr }`),
+//! reorder's and corrupt's in their own `TCA_NETEM_REORDER` / `TCA_NETEM_CORRUPT`. tc
+//! sends `TCA_NETEM_CORR` only when a delay, loss, reorder or corrupt correlation was
+//! written (whatever its value): a duplicate correlation alone never reaches the kernel.
+//! The parser does the same: `duplicate 1% 10%` is `duplicate 1%`, while
+//! `duplicate 1% 10% loss 0.5% 0%` keeps the 10%. A spec stores what the kernel gets, so
+//! a duplicate correlation without another one prints with a `loss ... 0%` that carries
+//! it (`duplicate 1% 10% loss 0% 0%`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -589,6 +599,9 @@ fn parse_netem(tokens: &[&str]) -> Result<Netem, SpecError> {
     let mut gap: Option<u32> = None;
     let mut corrupt: Option<Chance> = None;
     let mut rate: Option<Rate> = None;
+    // Whether tc would send TCA_NETEM_CORR: a delay, loss, reorder or corrupt correlation
+    // was written (duplicate's does not count: tc 6.1 forgets to set it).
+    let mut corr_attr = false;
 
     let chance = |keyword: &'static str, i: &mut usize| -> Result<Chance, SpecError> {
         let mut token = value(tokens, *i, keyword, PERCENT_HELP)?;
@@ -639,6 +652,7 @@ fn parse_netem(tokens: &[&str]) -> Result<Netem, SpecError> {
                     if next_is_number(tokens, i) {
                         i += 1;
                         correlation = Some(Percent::parse("delay", tokens[i])?);
+                        corr_attr = true;
                     }
                 }
                 delay = Some(Delay {
@@ -668,7 +682,9 @@ fn parse_netem(tokens: &[&str]) -> Result<Netem, SpecError> {
             }
             "loss" | "drop" => {
                 once(&loss, "loss")?;
-                loss = Some(chance("loss", &mut i)?);
+                let c = chance("loss", &mut i)?;
+                corr_attr |= c.correlation.is_some();
+                loss = Some(c);
             }
             "duplicate" => {
                 once(&duplicate, "duplicate")?;
@@ -676,11 +692,14 @@ fn parse_netem(tokens: &[&str]) -> Result<Netem, SpecError> {
             }
             "corrupt" => {
                 once(&corrupt, "corrupt")?;
-                corrupt = Some(chance("corrupt", &mut i)?);
+                let c = chance("corrupt", &mut i)?;
+                corr_attr |= c.correlation.is_some();
+                corrupt = Some(c);
             }
             "reorder" => {
                 once(&reorder, "reorder")?;
                 let c = chance("reorder", &mut i)?;
+                corr_attr |= c.correlation.is_some();
                 reorder = Some((c.probability, c.correlation));
             }
             "gap" => {
@@ -769,6 +788,12 @@ fn parse_netem(tokens: &[&str]) -> Result<Netem, SpecError> {
             None
         }
     };
+    // tc 6.1 sends the duplicate correlation only inside a TCA_NETEM_CORR that another
+    // correlation asked for.
+    let duplicate = duplicate.map(|c| Chance {
+        probability: c.probability,
+        correlation: c.correlation.filter(|_| corr_attr),
+    });
     Ok(Netem {
         limit: limit.unwrap_or(NETEM_DEFAULT_LIMIT),
         delay,
@@ -913,8 +938,18 @@ impl fmt::Display for Netem {
             Some(corr) => format!("{name} {} {corr}", c.probability),
             None => format!("{name} {}", c.probability),
         };
-        if let Some(c) = &self.loss {
-            parts.push(chance("loss", c));
+        // A duplicate correlation reaches the kernel only with TCA_NETEM_CORR, which tc
+        // sends only for another correlation: a 0% loss correlation carries it.
+        let dup_needs_carrier = self.duplicate.and_then(|c| c.correlation).is_some()
+            && self.delay.and_then(|d| d.correlation).is_none()
+            && self.loss.and_then(|c| c.correlation).is_none()
+            && self.reorder.and_then(|r| r.correlation).is_none()
+            && self.corrupt.and_then(|c| c.correlation).is_none();
+        match (&self.loss, dup_needs_carrier) {
+            (Some(c), false) => parts.push(chance("loss", c)),
+            (Some(c), true) => parts.push(format!("loss {} 0%", c.probability)),
+            (None, true) => parts.push("loss 0% 0%".to_string()),
+            (None, false) => {}
         }
         if let Some(c) = &self.duplicate {
             parts.push(chance("duplicate", c));
@@ -1102,7 +1137,8 @@ mod tests {
             "delay 1500us 250us",
             "loss 0.5%",
             "loss 0.3% 25%",
-            "duplicate 1% 10%",
+            "delay 1ms 1ms 5% duplicate 1% 10%",
+            "loss 0% 0% duplicate 1% 10%",
             "corrupt 0.1%",
             "delay 10ms reorder 25% 50%",
             "delay 10ms reorder 25% gap 3",
@@ -1129,6 +1165,17 @@ mod tests {
             ("delay 0.5s 1000us 0%", "delay 500ms 1ms"),
             ("loss random 1% 0%", "loss 1%"),
             ("loss 0%", "netem"),
+            // tc 6.1 sends a duplicate correlation only beside another correlation.
+            ("duplicate 1% 10%", "duplicate 1%"),
+            ("duplicate 1% 10% delay 1ms", "delay 1ms duplicate 1%"),
+            (
+                "duplicate 1% 10% corrupt 1% 0%",
+                "loss 0% 0% duplicate 1% 10% corrupt 1%",
+            ),
+            (
+                "duplicate 1% 10% reorder 1% 5% delay 1ms",
+                "delay 1ms duplicate 1% 10% reorder 1% 5%",
+            ),
             ("delay 10ms reorder 5% gap 1", "delay 10ms reorder 5%"),
             ("limit 1000 delay 2ms", "delay 2ms"),
             (

@@ -82,7 +82,7 @@ fn request(v: &Vector, psched: &Psched) -> (QdiscRequest, Option<Spec>) {
 #[test]
 fn every_vector_encodes_byte_for_byte() {
     let (psched, vectors) = load();
-    assert_eq!(vectors.len(), 20);
+    assert_eq!(vectors.len(), 35);
     let mut exact = 0;
     let mut failures = Vec::new();
     for v in &vectors {
@@ -96,10 +96,102 @@ fn every_vector_encodes_byte_for_byte() {
     }
     assert!(
         failures.is_empty(),
-        "{exact}/20 exact; mismatches:\n{}",
+        "{exact}/{} exact; mismatches:\n{}",
+        vectors.len(),
         failures.join("\n")
     );
-    assert_eq!(exact, 20);
+    assert_eq!(exact, vectors.len());
+}
+
+/// The `TCA_NETEM_CORR` attribute (type 1, after the 24-byte `tc_netem_qopt`) of a
+/// netem vector, if tc sent one: (delay_corr, loss_corr, dup_corr).
+fn netem_corr(bytes: &[u8]) -> Option<[u32; 3]> {
+    // nlmsghdr (16) + tcmsg (20) + TCA_KIND "netem" (12) + TCA_OPTIONS header (4) + qopt.
+    let mut at = 16 + 20 + 12 + 4 + 24;
+    while at + 4 <= bytes.len() {
+        let len = usize::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]));
+        let ty = u16::from_le_bytes([bytes[at + 2], bytes[at + 3]]);
+        if ty == 1 {
+            let word = |i: usize| {
+                let b = &bytes[at + 4 + 4 * i..at + 8 + 4 * i];
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+            };
+            return Some([word(0), word(1), word(2)]);
+        }
+        at += len.next_multiple_of(4);
+    }
+    None
+}
+
+#[test]
+fn tc_sends_the_duplicate_correlation_only_beside_another() {
+    let (_, vectors) = load();
+    let corr_of = |tc_spec: &str| {
+        let v = vectors
+            .iter()
+            .find(|v| v.tc.ends_with(&format!("root netem {tc_spec}")))
+            .unwrap_or_else(|| panic!("no vector for {tc_spec}"));
+        netem_corr(&unhex(&v.hex))
+    };
+    let pct = |p: f64| tsload_netem::spec::Percent::from_percent(p).unwrap().0;
+    // A duplicate correlation alone: no TCA_NETEM_CORR at all.
+    assert_eq!(corr_of("duplicate 1% 10%"), None);
+    assert_eq!(corr_of("duplicate 1% 10% delay 10ms 2ms"), None);
+    // Each other position makes tc send it (reorder's and corrupt's values travel in
+    // their own attributes), and then dup_corr rides along.
+    assert_eq!(corr_of("delay 10ms 2ms 25%"), Some([pct(25.0), 0, 0]));
+    assert_eq!(corr_of("loss 0.3% 25%"), Some([0, pct(25.0), 0]));
+    assert_eq!(corr_of("loss random 0.3% 25%"), Some([0, pct(25.0), 0]));
+    assert_eq!(corr_of("corrupt 0.1% 5%"), Some([0, 0, 0]));
+    assert_eq!(corr_of("delay 10ms reorder 25% 50%"), Some([0, 0, 0]));
+    assert_eq!(
+        corr_of("duplicate 1% 10% corrupt 0.1% 5%"),
+        Some([0, 0, pct(10.0)])
+    );
+    assert_eq!(
+        corr_of("duplicate 1% 10% reorder 5% 20% delay 1ms"),
+        Some([0, 0, pct(10.0)])
+    );
+    assert_eq!(
+        corr_of("loss 1% 20% duplicate 2% 30%"),
+        Some([0, pct(20.0), pct(30.0)])
+    );
+    // A written 0% correlation is enough.
+    assert_eq!(
+        corr_of("duplicate 1% 10% loss 0% 0%"),
+        Some([0, 0, pct(10.0)])
+    );
+    assert_eq!(
+        corr_of("delay 10ms 2ms 0% duplicate 1% 10%"),
+        Some([0, 0, pct(10.0)])
+    );
+}
+
+#[test]
+fn correlation_vectors_print_and_parse_back() {
+    // What a vector's spec prints makes tc send the same bytes: it parses back equal.
+    let (psched, vectors) = load();
+    for v in &vectors {
+        let (_, Some(spec)) = request(v, &psched) else {
+            continue;
+        };
+        let text = spec.to_string();
+        assert_eq!(Spec::parse(&text).unwrap(), spec, "{} -> {text}", v.tc);
+    }
+    let printed = |t: &str| Spec::parse(t).unwrap().to_string();
+    assert_eq!(printed("duplicate 1% 10%"), "duplicate 1%");
+    assert_eq!(
+        printed("duplicate 1% 10% loss 0% 0%"),
+        "loss 0% 0% duplicate 1% 10%"
+    );
+    assert_eq!(
+        printed("loss 1% 0% duplicate 1% 10%"),
+        "loss 1% 0% duplicate 1% 10%"
+    );
+    assert_eq!(
+        printed("delay 10ms 2ms 25% duplicate 1% 10%"),
+        "delay 10ms 2ms 25% duplicate 1% 10%"
+    );
 }
 
 #[test]
