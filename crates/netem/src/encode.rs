@@ -840,9 +840,24 @@ fn decode_netem(o: &[u8], psched: &Psched) -> Result<Netem, DecodeError> {
     {
         jitter_ticks = ns_to_ticks(ns).min(u64::from(u32::MAX)) as u32;
     }
-    let delay = (latency_ticks != 0 || jitter_ticks != 0).then(|| Delay {
-        latency: Time(psched.tick2time(latency_ticks)),
-        jitter: (jitter_ticks != 0).then(|| Time(psched.tick2time(jitter_ticks))),
+    // Ticks to whole microseconds, tc's resolution (ticks no microsecond gives, which only
+    // another tool could have set, come back as the nearest).
+    let latency = Time(psched.tick2time(latency_ticks));
+    let jitter = Time(psched.tick2time(jitter_ticks));
+    // What tc refuses to send (and the grammar to parse) is refused here too, rather than
+    // decoded into a spec that prints as text nothing accepts.
+    if distribution.is_some() && (latency.0 == 0 || jitter.0 == 0) {
+        return Err(unsupported(
+            "netem",
+            "a delay distribution without both a delay and a jitter",
+        ));
+    }
+    if reorder.is_some_and(|(p, _)| p != 0) && latency.0 == 0 {
+        return Err(unsupported("netem", "reordering without a delay"));
+    }
+    let delay = (latency.0 != 0 || jitter.0 != 0).then(|| Delay {
+        latency,
+        jitter: (jitter.0 != 0).then_some(jitter),
         correlation: nonzero(corr[0]),
         distribution,
     });
@@ -852,9 +867,11 @@ fn decode_netem(o: &[u8], psched: &Psched) -> Result<Netem, DecodeError> {
             correlation: nonzero(c),
         })
     };
-    let rate = match rate64 {
-        Some(r) => Some(Rate(r)),
-        None => (rate32 != 0).then_some(Rate(u64::from(rate32))),
+    // The kernel takes the larger of the two (and dumps the 64-bit one only when the
+    // rate does not fit 32 bits); 0 is no rate limit.
+    let rate = match rate64.unwrap_or(0).max(u64::from(rate32)) {
+        0 => None,
+        r => Some(expressible_rate("netem", r)?),
     };
     Ok(Netem {
         limit,
@@ -869,6 +886,25 @@ fn decode_netem(o: &[u8], psched: &Psched) -> Result<Netem, DecodeError> {
         corrupt: corrupt.and_then(|(p, c)| chance(p, c)),
         rate,
     })
+}
+
+/// A 64-bit rate as a spec's rate, when tc's grammar can write it: tc computes rates in
+/// double precision (`get_rate64`), so every rate it sends is a double, and the parser
+/// keeps bits per second within 64 bits. Other values (only another tool could have set
+/// them) would print as text that parses to a different rate.
+fn expressible_rate(kind: &str, bytes: u64) -> Result<Rate, DecodeError> {
+    const MAX: u64 = u64::MAX / 8;
+    if bytes < MAX && bytes as f64 as u64 == bytes {
+        Ok(Rate(bytes))
+    } else {
+        Err(unsupported(
+            kind,
+            format!(
+                "a rate of {bytes} bytes/s, which tc's grammar cannot write (rates are \
+                 doubles below {MAX} bytes/s)"
+            ),
+        ))
+    }
 }
 
 fn decode_tbf(o: &[u8], psched: &Psched) -> Result<Tbf, DecodeError> {
@@ -896,7 +932,9 @@ fn decode_tbf(o: &[u8], psched: &Psched) -> Result<Tbf, DecodeError> {
     }
     let limit = u32_at(p, 24).unwrap_or(0);
     let buffer = u32_at(p, 28).unwrap_or(0);
-    let rate = Rate(rate64.unwrap_or(u64::from(rate32)));
+    // The kernel uses the 64-bit rate when one is given and not 0.
+    let rate64 = rate64.filter(|r| *r != 0);
+    let rate = expressible_rate("tbf", rate64.unwrap_or(u64::from(rate32)))?;
     if rate.0 == 0 {
         return Err(unsupported("tbf", "a zero rate"));
     }
@@ -904,6 +942,13 @@ fn decode_tbf(o: &[u8], psched: &Psched) -> Result<Tbf, DecodeError> {
         Some(b) => Size(b),
         None => burst_from_ticks(rate32, buffer, psched),
     };
+    // tc (and the grammar) need both; only another tool could have set them to zero.
+    if burst.0 == 0 {
+        return Err(unsupported("tbf", "a zero burst"));
+    }
+    if limit == 0 {
+        return Err(unsupported("tbf", "a zero queue limit"));
+    }
     Ok(Tbf {
         rate,
         burst,
@@ -951,7 +996,10 @@ fn tbf_limit_from_bytes(rate: Rate, burst: Size, limit: u32) -> TbfLimit {
     if let Some(t) = found {
         let mut best = t;
         for unit in [1_000_000u32, 1_000, 100, 10] {
-            let c = t.0.next_multiple_of(unit);
+            // Near u32::MAX the next multiple may not exist.
+            let Some(c) = t.0.checked_next_multiple_of(unit) else {
+                continue;
+            };
             if tbf_limit_bytes(rate, Time(c), burst) == Some(limit) {
                 best = Time(c);
                 break;
@@ -1055,6 +1103,72 @@ mod tests {
         assert!(p.time2big(274_877_907));
         assert_eq!(p.xmittime(12_500_000, 4096), Some(5109));
         assert!(Psched::parse("zz").is_none());
+    }
+
+    /// TCA_TBF_PARMS (rate, limit, buffer) and TCA_TBF_BURST, as a kernel dump holds them.
+    fn tbf_options(rate32: u32, limit: u32, buffer: u32, burst: u32) -> Vec<u8> {
+        let mut parms = NlBuf::default();
+        parms
+            .0
+            .extend_from_slice(&[3, TC_LINKLAYER_ETHERNET, 0, 0, 0xFF, 0xFF, 0, 0]);
+        parms.put_u32(rate32);
+        parms.0.extend_from_slice(&[0; 12]);
+        parms.put_u32(limit);
+        parms.put_u32(buffer);
+        parms.put_u32(0);
+        let mut buf = NlBuf::default();
+        buf.attr(TCA_TBF_PARMS, &parms.0);
+        buf.attr(TCA_TBF_BURST, &burst.to_ne_bytes());
+        buf.0
+    }
+
+    #[test]
+    fn a_tbf_limit_near_the_largest_latency_decodes() {
+        // 3 bytes/s: the latency giving this limit is 4294666667us, whose next whole
+        // second is past u32::MAX (this overflowed).
+        let o = tbf_options(3, 12_885, 1, 1);
+        let Ok(Spec::Tbf(t)) = decode_options("tbf", &o, &Psched::KERNEL) else {
+            panic!("not a tbf")
+        };
+        assert_eq!(t.burst, Size(1));
+        let limit = match t.limit {
+            TbfLimit::Latency(l) => tbf_limit_bytes(t.rate, l, t.burst),
+            TbfLimit::Bytes(b) => Some(b.0),
+        };
+        assert_eq!(limit, Some(12_885));
+    }
+
+    #[test]
+    fn what_tc_cannot_write_does_not_decode() {
+        let psched = Psched::KERNEL;
+        let e = decode_options("tbf", &tbf_options(1000, 0, 1, 1), &psched).unwrap_err();
+        assert!(e.to_string().contains("zero queue limit"), "{e}");
+        let e = decode_options("tbf", &tbf_options(1000, 5000, 1, 0), &psched).unwrap_err();
+        assert!(e.to_string().contains("zero burst"), "{e}");
+        let mut rate64 = tbf_options(u32::MAX, 5000, 1, 1);
+        let mut b = NlBuf(std::mem::take(&mut rate64));
+        b.attr(TCA_TBF_RATE64, &(u64::MAX / 8).to_ne_bytes());
+        let e = decode_options("tbf", &b.0, &psched).unwrap_err();
+        assert!(e.to_string().contains("cannot write"), "{e}");
+        // netem: reordering or a distribution without a delay.
+        let mut n = NlBuf::default();
+        for w in [0u32, 1000, 0, 1, 0, 0] {
+            n.put_u32(w);
+        }
+        n.attr(TCA_NETEM_REORDER, &[1, 0, 0, 0, 0, 0, 0, 0]);
+        let e = decode_options("netem", &n.0, &psched).unwrap_err();
+        assert!(e.to_string().contains("reordering without a delay"), "{e}");
+        let mut n = NlBuf::default();
+        for w in [15_625u32, 1000, 0, 0, 0, 0] {
+            n.put_u32(w);
+        }
+        let table: Vec<u8> = dist::table(crate::spec::Distribution::Normal)
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        n.attr(TCA_NETEM_DELAY_DIST, &table);
+        let e = decode_options("netem", &n.0, &psched).unwrap_err();
+        assert!(e.to_string().contains("distribution without"), "{e}");
     }
 
     #[test]
