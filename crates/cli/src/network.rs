@@ -121,6 +121,7 @@ impl ActiveNetwork {
                     jitter: net.jitter,
                     rate: net.rate_bits.map(|b| (b / 8).max(1)),
                     direction: *direction,
+                    faults: Vec::new(),
                 };
                 let proxy = Proxy::start(config)
                     .await

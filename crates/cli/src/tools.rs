@@ -1,4 +1,5 @@
-//! `tsload proxy` (the user-space delay proxy on its own) and `tsload probe icmp|tcp|app`
+//! `tsload proxy` (the user-space delay proxy on its own, with optional fault injection:
+//! `--fault SPEC`, see [`tsload_proxy::FAULT_SPEC_HELP`]) and `tsload probe icmp|tcp|app`
 //! (RTT measurements printed as iputils prints them, plus HDR percentiles).
 
 use std::net::SocketAddr;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeReport, TcpOptions};
-use tsload_proxy::{Direction, Proxy, ProxyConfig};
+use tsload_proxy::{Direction, Fault, Proxy, ProxyConfig};
 
 #[derive(Args)]
 pub struct ProxyArgs {
@@ -35,6 +36,16 @@ pub struct ProxyArgs {
     /// Print the proxy's counters this often (0: only at the end).
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     stats_every: Duration,
+    /// A fault to inject at an exact byte or moment, repeatable: ACTION[:OPTION,...],
+    /// e.g. reset:after_bytes=1000,stream=down, stall:after_bytes=4096, blackhole,
+    /// reset_on_reply:after_pattern=COMMIT,occurrence=3 (see --help).
+    #[arg(
+        long = "fault",
+        value_name = "SPEC",
+        value_parser = parse_fault,
+        long_help = tsload_proxy::FAULT_SPEC_HELP
+    )]
+    faults: Vec<Fault>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -47,6 +58,10 @@ enum DirectionArg {
 fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::scenario::parse_duration(s)
         .map_err(|e| format!("\"{s}\" is not a duration ({e}); write e.g. 1ms, 500us, 0.2ms"))
+}
+
+fn parse_fault(s: &str) -> Result<Fault, String> {
+    s.parse::<Fault>().map_err(|e| e.to_string())
 }
 
 fn parse_rate_bits(s: &str) -> Result<u64, String> {
@@ -77,6 +92,7 @@ pub fn cmd_proxy(args: ProxyArgs) -> anyhow::Result<ExitCode> {
                 DirectionArg::Down => Direction::Down,
                 DirectionArg::Both => Direction::Both,
             },
+            faults: args.faults.clone(),
         };
         let proxy = match Proxy::start(config).await {
             Ok(p) => p,
@@ -98,10 +114,19 @@ pub fn cmd_proxy(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             },
             args.rate.map(|b| format!(", rate {b} bit/s")).unwrap_or_default()
         );
+        for (i, fault) in args.faults.iter().enumerate() {
+            println!("fault {}: {fault}", i + 1);
+        }
         let show = |s: tsload_proxy::ProxyStats| {
             println!(
-                "connections {} (open {}), upstream connect errors {}, i/o errors {}, bytes up {}, down {}",
-                s.connections, s.active, s.connect_errors, s.io_errors, s.bytes_up, s.bytes_down
+                "connections {} (open {}), upstream connect errors {}, i/o errors {}, bytes up {}, down {}, faults fired {}",
+                s.connections,
+                s.active,
+                s.connect_errors,
+                s.io_errors,
+                s.bytes_up,
+                s.bytes_down,
+                s.faults_fired
             );
         };
         let ctrl_c = tokio::signal::ctrl_c();
@@ -255,5 +280,13 @@ mod tests {
         assert_eq!(parse_rate_bits("1mbps").unwrap(), 8_000_000);
         assert!(parse_rate_bits("0bit").is_err());
         assert!(parse_rate_bits("lots").is_err());
+    }
+
+    #[test]
+    fn fault_specs_parse_and_name_what_is_wrong() {
+        let f = parse_fault("reset_after_bytes=10,stream=down").unwrap();
+        assert_eq!(f.to_string(), "reset:after_bytes=10,stream=down");
+        let e = parse_fault("reset:after_bytes=ten").unwrap_err();
+        assert!(e.contains("`after_bytes=ten`"), "{e}");
     }
 }

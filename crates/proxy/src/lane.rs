@@ -1,6 +1,7 @@
 //! One direction of a proxied connection: a plain copy loop when nothing is added, or a
 //! delay line (reader stamps and queues chunks, writer sleeps until each chunk's release
-//! instant and writes it).
+//! instant and writes it). A lane watched by faults (see [`crate::fault`]) asks its
+//! [`Watch`] before each write how much to forward.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,7 @@ use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::sync::{Semaphore, mpsc};
 use tsload_timer::PreciseTimer;
 
+use crate::fault::{self, Ctl, FaultAction, Step, Stream, Watch};
 use crate::stamp::{self, StampedReader};
 
 /// Read size of the delay lines.
@@ -36,6 +38,21 @@ impl LaneConfig {
     }
 }
 
+/// Why a lane stopped before its EOF.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// An I/O error on either side.
+    Io,
+    /// A fault fired: the connection is handed over to its action.
+    Fault(FaultAction),
+}
+
+impl From<io::Error> for Stop {
+    fn from(_: io::Error) -> Self {
+        Stop::Io
+    }
+}
+
 /// A connection's RNG seed from its sequence number (SplitMix64 of it, and of the time so
 /// that two proxies differ).
 pub(crate) fn seed(seq: u64) -> u64 {
@@ -48,7 +65,8 @@ pub(crate) fn seed(seq: u64) -> u64 {
 /// Forwards `from` to `to` until EOF (then shuts `to` down) or an error, counting the
 /// bytes written in `counter`. `opposite_delayed`: whether the other direction of the
 /// connection is a delay line (then an undelayed lane measures its hop, and a delayed one
-/// does not take the hop off its delay).
+/// does not take the hop off its delay). `watch`: the faults watching this lane, if any
+/// watch the connection.
 pub(crate) async fn forward(
     from: ReadHalf<'_>,
     to: WriteHalf<'_>,
@@ -56,11 +74,26 @@ pub(crate) async fn forward(
     opposite_delayed: bool,
     counter: &AtomicU64,
     seed: u64,
-) -> io::Result<()> {
-    match (config.is_transparent(), opposite_delayed) {
-        (true, false) => copy(from, to, counter).await,
-        (true, true) => measured_copy(from.as_ref(), to, counter).await,
-        (false, _) => delay_line(from.as_ref(), to, config, !opposite_delayed, counter, seed).await,
+    watch: Option<Watch<'_>>,
+) -> Result<(), Stop> {
+    match (config.is_transparent(), opposite_delayed, watch) {
+        (true, false, None) => Ok(copy(from, to, counter).await?),
+        (true, true, None) => Ok(measured_copy(from.as_ref(), to, counter).await?),
+        (true, _, Some(watch)) => {
+            watched_copy(from.as_ref(), to, counter, opposite_delayed, watch).await
+        }
+        (false, _, watch) => {
+            delay_line(
+                from.as_ref(),
+                to,
+                config,
+                !opposite_delayed,
+                counter,
+                seed,
+                watch,
+            )
+            .await
+        }
     }
 }
 
@@ -111,6 +144,84 @@ async fn measured_copy(
     }
 }
 
+/// The copy path of a lane watched by faults: each chunk read goes through [`emit`];
+/// `measure`: also measure the hop, as [`measured_copy`] does.
+async fn watched_copy(
+    from: &TcpStream,
+    mut to: WriteHalf<'_>,
+    counter: &AtomicU64,
+    measure: bool,
+    mut watch: Watch<'_>,
+) -> Result<(), Stop> {
+    let mut reader = StampedReader::new(from);
+    let mut buf = vec![0u8; COPY_BUF];
+    loop {
+        let (n, arrival) = reader.read(from, &mut buf).await?;
+        if watch.reply_due() {
+            // The server answered (or closed) after `ResetOnReply` fired.
+            return Err(Stop::Fault(FaultAction::Reset));
+        }
+        if n == 0 {
+            return Ok(to.shutdown().await?);
+        }
+        let t0 = Instant::now();
+        emit(&buf[..n], from, &mut to, counter, &mut watch).await?;
+        if measure && t0.elapsed() < Duration::from_micros(100) {
+            if let Some(arrival) = arrival {
+                stamp::learn_hop(arrival.elapsed());
+            }
+        }
+    }
+}
+
+/// Forwards `data` to `to` as the lane's faults allow (see [`Step`]), counting what is
+/// written; `Err(Stop::Fault)` once a fault fires whose action takes the connection over.
+async fn emit(
+    mut data: &[u8],
+    from: &TcpStream,
+    to: &mut WriteHalf<'_>,
+    counter: &AtomicU64,
+    watch: &mut Watch<'_>,
+) -> Result<(), Stop> {
+    while !data.is_empty() {
+        let (n, fired) = match watch.step(data) {
+            Step::Forward(n) => (n, None),
+            Step::Fire(n, action) => {
+                if action == FaultAction::ResetOnReply {
+                    // What the server sent before the trigger is not its answer.
+                    fault::drain(match watch.stream() {
+                        Stream::Up => to.as_ref(),
+                        Stream::Down => from,
+                    });
+                }
+                (n, Some(action))
+            }
+            Step::Discard => return Ok(()),
+            Step::Park => std::future::pending().await,
+        };
+        if watch.stream() == Stream::Down && fired.is_none() {
+            // Bytes read before a `ResetOnReply` fired on the other lane are not forwarded
+            // either: stop a write that waits for the client.
+            let ctl = watch.ctl();
+            let reply_fired = ctl.reply_fired();
+            tokio::select! {
+                biased;
+                r = to.write_all(&data[..n]) => r?,
+                _ = reply_fired => return Ok(()),
+            }
+        } else {
+            to.write_all(&data[..n]).await?;
+        }
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+        data = &data[n..];
+        match fired {
+            None | Some(FaultAction::ResetOnReply) => {}
+            Some(action) => return Err(Stop::Fault(action)),
+        }
+    }
+    Ok(())
+}
+
 /// A chunk in a delay line; empty data is the end of the stream (a FIN to pass on).
 struct Chunk {
     release: Instant,
@@ -125,16 +236,22 @@ async fn delay_line(
     compensate: bool,
     counter: &AtomicU64,
     seed: u64,
-) -> io::Result<()> {
+    mut watch: Option<Watch<'_>>,
+) -> Result<(), Stop> {
     let budget = Semaphore::new(QUEUE_LIMIT);
     let (tx, mut rx) = mpsc::unbounded_channel::<Chunk>();
     let mut shaper = Shaper::new(config, seed);
+    let reply: Option<(Stream, &Ctl)> = watch.as_ref().map(|w| (w.stream(), w.ctl()));
 
     let reader = async {
         let mut reader = StampedReader::new(from);
         let mut buf = vec![0u8; shaper.chunk_limit()];
         loop {
             let (n, arrival) = reader.read(from, &mut buf).await?;
+            if reply.is_some_and(|(stream, ctl)| fault::reply_due(stream, ctl)) {
+                // The server answered (or closed) after `ResetOnReply` fired.
+                return Err(Stop::Fault(FaultAction::Reset));
+            }
             let now = Instant::now();
             let arrived = arrival.map_or(now, |a| a.min(now));
             let credit = if compensate {
@@ -148,7 +265,7 @@ async fn delay_line(
                     release,
                     data: Vec::new(),
                 });
-                return Ok::<(), io::Error>(());
+                return Ok::<(), Stop>(());
             }
             // Never fails: the semaphore is never closed and n <= CHUNK < QUEUE_LIMIT.
             if let Ok(permit) = budget.acquire_many(n as u32).await {
@@ -172,12 +289,21 @@ async fn delay_line(
         while let Some(chunk) = rx.recv().await {
             timer.sleep_until(chunk.release).await?;
             if chunk.data.is_empty() {
-                return to.shutdown().await;
+                if watch.as_ref().is_some_and(Watch::reply_due) {
+                    // The server closed after `ResetOnReply` fired: reset the client.
+                    return Err(Stop::Fault(FaultAction::Reset));
+                }
+                return Ok(to.shutdown().await?);
             }
-            to.write_all(&chunk.data).await?;
             let n = chunk.data.len();
+            match &mut watch {
+                None => {
+                    to.write_all(&chunk.data).await?;
+                    counter.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Some(watch) => emit(&chunk.data, from, &mut to, counter, watch).await?,
+            }
             budget.add_permits(n);
-            counter.fetch_add(n as u64, Ordering::Relaxed);
         }
         Ok(())
     };

@@ -67,6 +67,7 @@
 //! # }
 //! ```
 
+mod fault;
 mod lane;
 mod stamp;
 
@@ -80,7 +81,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::lane::LaneConfig;
+pub use crate::fault::{FAULT_SPEC_HELP, Fault, FaultAction, FaultSpecError, FaultTrigger, Stream};
+
+use crate::fault::{Armed, Ctl, Plan, Watch};
+use crate::lane::{LaneConfig, Stop};
 
 /// The largest delay or jitter accepted (one hour): more is surely a unit mistake.
 pub const MAX_DELAY: Duration = Duration::from_secs(3600);
@@ -126,6 +130,8 @@ pub struct ProxyConfig {
     pub rate: Option<u64>,
     /// Which direction the delay, jitter and rate apply to.
     pub direction: Direction,
+    /// Faults to inject (see [`Fault`]); empty: none, and no byte is looked at.
+    pub faults: Vec<Fault>,
 }
 
 impl ProxyConfig {
@@ -139,6 +145,7 @@ impl ProxyConfig {
             jitter: Duration::ZERO,
             rate: None,
             direction: Direction::Up,
+            faults: Vec::new(),
         }
     }
 
@@ -159,6 +166,14 @@ impl ProxyConfig {
             return Err(ProxyError::Config(
                 "rate 0 would never send a byte; leave it unset for no limit".to_owned(),
             ));
+        }
+        for (i, fault) in self.faults.iter().enumerate() {
+            if let Some(problem) = fault.problem() {
+                return Err(ProxyError::Config(format!(
+                    "fault {} (`{fault}`): {problem}",
+                    i + 1
+                )));
+            }
         }
         Ok(())
     }
@@ -209,6 +224,8 @@ pub struct ProxyStats {
     pub bytes_up: u64,
     /// Bytes written to clients.
     pub bytes_down: u64,
+    /// Faults fired (all of [`ProxyConfig::faults`] together).
+    pub faults_fired: u64,
 }
 
 #[derive(Debug, Default)]
@@ -219,6 +236,7 @@ struct Counters {
     io_errors: AtomicU64,
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
+    faults_fired: AtomicU64,
 }
 
 impl Counters {
@@ -230,6 +248,7 @@ impl Counters {
             io_errors: self.io_errors.load(Ordering::Relaxed),
             bytes_up: self.bytes_up.load(Ordering::Relaxed),
             bytes_down: self.bytes_down.load(Ordering::Relaxed),
+            faults_fired: self.faults_fired.load(Ordering::Relaxed),
         }
     }
 }
@@ -240,6 +259,7 @@ struct Shared {
     upstream: SocketAddr,
     up: LaneConfig,
     down: LaneConfig,
+    faults: Vec<Armed>,
     counters: Counters,
 }
 
@@ -263,6 +283,7 @@ impl Proxy {
             upstream: config.upstream,
             up: config.lane(config.direction.up()),
             down: config.lane(config.direction.down()),
+            faults: config.faults.iter().cloned().map(Armed::new).collect(),
             counters: Counters::default(),
         });
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -295,6 +316,11 @@ impl ProxyHandle {
     /// The counters so far.
     pub fn stats(&self) -> ProxyStats {
         self.shared.counters.snapshot()
+    }
+
+    /// How often each of [`ProxyConfig::faults`] fired so far, in their order.
+    pub fn fault_fires(&self) -> Vec<u64> {
+        self.shared.faults.iter().map(Armed::fires).collect()
     }
 
     /// Stops accepting, closes every open connection (both sides) and waits until all of
@@ -369,6 +395,27 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
         }
     };
     let _ = server.set_nodelay(true);
+    // Connections are numbered from 0 in accept order (`seq` counts from 1).
+    let plan = fault::plan(&shared.faults, seq - 1, &counters.faults_fired);
+    let ctl = Ctl::default();
+    let (up_watch, down_watch) = match plan {
+        Plan::Plain => (None, None),
+        Plan::Act(action) => return fault::act(action, client, server).await,
+        Plan::Watch {
+            reply_fired,
+            up,
+            down,
+        } => {
+            if reply_fired {
+                ctl.fire(FaultAction::ResetOnReply);
+            }
+            let total = &counters.faults_fired;
+            (
+                Some(Watch::new(Stream::Up, &ctl, up, total)),
+                Some(Watch::new(Stream::Down, &ctl, down, total)),
+            )
+        }
+    };
     let seed = lane::seed(seq);
     let result = {
         let (client_r, client_w) = client.split();
@@ -382,6 +429,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
             down_delayed,
             &counters.bytes_up,
             seed,
+            up_watch,
         );
         let down = lane::forward(
             server_r,
@@ -390,12 +438,17 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
             up_delayed,
             &counters.bytes_down,
             seed.rotate_left(32) ^ 0x5bd1_e995,
+            down_watch,
         );
         tokio::try_join!(up, down)
     };
-    if result.is_err() {
-        counters.io_errors.fetch_add(1, Ordering::Relaxed);
-        let _ = client.set_zero_linger();
-        let _ = server.set_zero_linger();
+    match result {
+        Ok(_) => {}
+        Err(Stop::Fault(action)) => fault::act(action, client, server).await,
+        Err(Stop::Io) => {
+            counters.io_errors.fetch_add(1, Ordering::Relaxed);
+            let _ = client.set_zero_linger();
+            let _ = server.set_zero_linger();
+        }
     }
 }
