@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tsload_core::Delivery;
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
 use tsload_sink_mysql::MysqlConfig;
@@ -77,10 +78,21 @@ pub enum TargetPlan {
         synchronous: String,
         journal_mode: String,
         busy_timeout: Duration,
+        delivery: Delivery,
     },
 }
 
 impl TargetPlan {
+    /// Whether the target records each batch in a ledger (exactly-once delivery).
+    pub fn has_ledger(&self) -> bool {
+        match self {
+            TargetPlan::Postgres(c) => c.delivery == Delivery::ExactlyOnce,
+            TargetPlan::Mysql(c) => c.delivery == Delivery::ExactlyOnce,
+            TargetPlan::Sqlite { delivery, .. } => *delivery == Delivery::ExactlyOnce,
+            _ => false,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             TargetPlan::Null => "null",
@@ -418,6 +430,7 @@ impl Plan {
                 "synchronous_commit": c.synchronous_commit, "drop_existing": c.drop_existing,
                 "create_index": c.create_index,
                 "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
+                "delivery": c.delivery.as_str(),
             }),
             TargetPlan::Mysql(c) => json!({
                 "kind": "mysql", "url": c.url, "engine": c.engine,
@@ -425,6 +438,7 @@ impl Plan {
                 "transaction": format!("{:?}", c.transaction), "ts_type": format!("{:?}", c.ts_type),
                 "drop_existing": c.drop_existing, "create_database": c.create_database,
                 "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
+                "delivery": c.delivery.as_str(),
             }),
             TargetPlan::Tdengine(c) => json!({
                 "kind": "tdengine", "url": c.redacted_dsn(), "database": c.database,
@@ -461,10 +475,12 @@ impl Plan {
                 synchronous,
                 journal_mode,
                 busy_timeout,
+                delivery,
             } => json!({
                 "kind": "sqlite", "url": url, "drop_existing": drop_existing,
                 "synchronous": synchronous, "journal_mode": journal_mode,
                 "busy_timeout": humantime::format_duration(*busy_timeout).to_string(),
+                "delivery": delivery.as_str(),
             }),
         };
         let l = &self.load;

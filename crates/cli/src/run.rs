@@ -178,6 +178,8 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     let query_stop = StopHandle::new();
     let preload_stop = StopHandle::new();
     let mut target_plan = plan.clone();
+    // This run's id in an exactly-once target's ledger.
+    let run_id = tsload_core::new_run_id();
     let result = runtime.block_on(async {
         let handles = [stop.clone(), query_stop.clone(), preload_stop.clone()];
         let watcher = tokio::spawn(async move {
@@ -247,7 +249,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     QueryWorkloadPlan::Tsbs { preload: true, .. } => {
                         eprintln!("preload: writing the data set the queries read");
                         let mut quiet = RunObserver::new(ProgressMode::None, None, None, String::new());
-                        let o = crate::targets::run(&target_plan, workload.clone(), preload_stop.clone(), &mut quiet)
+                        let o = crate::targets::run(&target_plan, workload.clone(), preload_stop.clone(), &mut quiet, run_id)
                             .await;
                         // The preload's own client cost (the query run's is counted apart).
                         Some((o, Usage::now().since(&quiet.usage_at_start)))
@@ -290,7 +292,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 let own_limit = q.config.duration.is_some() || q.config.requests.is_some();
                 let target = target_plan.target.clone();
                 let write = async {
-                    let r = crate::targets::run(&target_plan, workload.clone(), write_stop, &mut split_observer).await;
+                    let r = crate::targets::run(&target_plan, workload.clone(), write_stop, &mut split_observer, run_id).await;
                     if !own_limit {
                         // Without a limit of its own, the read stream ends with the writes.
                         qs.stop(StopReason::DataEnd);
@@ -316,7 +318,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                 Outcomes::Mixed { write, query, split }
             }
             _ => Outcomes::Write(
-                crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut observer).await,
+                crate::targets::run(&target_plan, workload.clone(), stop.clone(), &mut observer, run_id).await,
             ),
         };
         // A failed restore must not throw away the run's results: reported after them.
@@ -349,13 +351,14 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     None
                 }
                 Ok(o) => {
-                    let s = Summary::new(
+                    let mut s = Summary::new(
                         &o,
                         usage,
                         plan.target.kind(),
                         plan.workload.kind(),
                         plan.to_json(),
                     );
+                    s.ledger_run_id = plan.target.has_ledger().then_some(run_id);
                     if let Some(f) = &o.fatal {
                         eprintln!("error: {label}the run stopped on a fatal error: {f}");
                         fatal.set(true);

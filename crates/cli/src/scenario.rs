@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
+use tsload_core::Delivery;
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::schema::DataType;
 use tsload_core::threshold::Threshold;
@@ -249,6 +250,8 @@ struct ColumnEntry {
 struct TargetSection {
     kind: Option<Spanned<String>>,
     url: Option<Spanned<String>>,
+    // sqlite, postgres, mysql
+    delivery: Option<Spanned<String>>,
     // sqlite
     drop_existing: Option<Spanned<bool>>,
     synchronous: Option<Spanned<String>>,
@@ -305,6 +308,7 @@ impl TargetSection {
         }
         keys!(
             url,
+            delivery,
             drop_existing,
             synchronous,
             journal_mode,
@@ -359,6 +363,7 @@ const POSTGRES_KEYS: &[&str] = &[
     "drop_existing",
     "create_index",
     "connect_timeout",
+    "delivery",
 ];
 const MYSQL_KEYS: &[&str] = &[
     "url",
@@ -370,6 +375,7 @@ const MYSQL_KEYS: &[&str] = &[
     "drop_existing",
     "create_database",
     "connect_timeout",
+    "delivery",
 ];
 const TDENGINE_KEYS: &[&str] = &[
     "url",
@@ -393,6 +399,7 @@ const SQLITE_KEYS: &[&str] = &[
     "synchronous",
     "journal_mode",
     "busy_timeout",
+    "delivery",
 ];
 const INFLUX_V1_KEYS: &[&str] = &[
     "url",
@@ -1275,6 +1282,7 @@ impl Ctx<'_> {
                     synchronous,
                     journal_mode,
                     busy_timeout,
+                    delivery: self.delivery(t, Delivery::ExactlyOnce)?,
                 })
             }
             _ => {
@@ -1364,7 +1372,23 @@ impl Ctx<'_> {
             cfg.connect_timeout =
                 self.duration(v, "target.connect_timeout", Duration::from_millis(1))?;
         }
+        cfg.delivery = self.delivery(t, Delivery::ExactlyOnce)?;
+        // Each run gets a fresh ledger id when its sink is made (targets::run).
+        cfg.run_id = 0;
         Ok(TargetPlan::Postgres(cfg))
+    }
+
+    /// `target.delivery`, or `default`.
+    fn delivery(&self, t: &TargetSection, default: Delivery) -> Result<Delivery, ScenarioError> {
+        match &t.delivery {
+            None => Ok(default),
+            Some(v) => Ok(
+                match self.choice(v, "target.delivery", &["exactly_once", "at_least_once"])? {
+                    "at_least_once" => Delivery::AtLeastOnce,
+                    _ => Delivery::ExactlyOnce,
+                },
+            ),
+        }
     }
 
     fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
@@ -1403,6 +1427,28 @@ impl Ctx<'_> {
         if let Some(v) = &t.connect_timeout {
             cfg.connect_timeout = self.duration(v, "target.connect_timeout", Duration::ZERO)?;
         }
+        // Autocommit has no transaction to record a batch in: at least once, unless asked
+        // for exactly once, which is then an error.
+        let autocommit = cfg.transaction == TransactionMode::Autocommit;
+        cfg.delivery = self.delivery(
+            t,
+            if autocommit {
+                Delivery::AtLeastOnce
+            } else {
+                Delivery::ExactlyOnce
+            },
+        )?;
+        if autocommit && cfg.delivery == Delivery::ExactlyOnce {
+            return Err(self.error(
+                t.delivery.as_ref().map(|v| v.span()).as_ref(),
+                "target.delivery",
+                "exactly_once records each batch in its own transaction, which \
+                 transaction = \"autocommit\" does not have; allowed with autocommit: \
+                 at_least_once"
+                    .to_string(),
+            ));
+        }
+        cfg.run_id = 0;
         Ok(TargetPlan::Mysql(cfg))
     }
 

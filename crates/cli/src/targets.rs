@@ -13,22 +13,28 @@ use tsload_sink_tdengine::TdengineSink;
 
 use crate::plan::{InfluxPlan, Plan, TargetPlan};
 
-/// Runs the plan's load against its target.
+/// Runs the plan's load against its target; `run_id` identifies this run's batches in
+/// the ledger of an exactly-once target (fresh for every run: [`tsload_core::new_run_id`]).
 pub async fn run(
     plan: &Plan,
     workload: Arc<dyn Workload>,
     stop: StopHandle,
     observer: &mut dyn Observer,
+    run_id: i64,
 ) -> Result<RunOutcome, EngineError> {
     let load = plan.load.clone();
     match &plan.target {
         TargetPlan::Null => engine::run(workload, Arc::new(NullSink), load, stop, observer).await,
         TargetPlan::Postgres(cfg) => {
-            let sink = PostgresSink::new(cfg.clone()).map_err(EngineError::Prepare)?;
+            let mut cfg = cfg.clone();
+            cfg.run_id = run_id;
+            let sink = PostgresSink::new(cfg).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
         TargetPlan::Mysql(cfg) => {
-            let sink = MysqlSink::new(cfg.clone()).map_err(EngineError::Prepare)?;
+            let mut cfg = cfg.clone();
+            cfg.run_id = run_id;
+            let sink = MysqlSink::new(cfg).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
         TargetPlan::Tdengine(cfg) => {
@@ -41,7 +47,8 @@ pub async fn run(
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
         TargetPlan::Sqlite { .. } => {
-            let cfg = sqlite_config(&plan.target).expect("a sqlite target");
+            let mut cfg = sqlite_config(&plan.target).expect("a sqlite target");
+            cfg.run_id = run_id;
             engine::run(
                 workload,
                 Arc::new(SqliteSink::new(cfg)),
@@ -92,6 +99,7 @@ pub fn sqlite_config(target: &TargetPlan) -> Option<SqliteConfig> {
         synchronous,
         journal_mode,
         busy_timeout,
+        delivery,
     } = target
     else {
         return None;
@@ -110,5 +118,7 @@ pub fn sqlite_config(target: &TargetPlan) -> Option<SqliteConfig> {
             _ => JournalMode::Wal,
         },
         busy_timeout: *busy_timeout,
+        delivery: *delivery,
+        run_id: 0,
     })
 }

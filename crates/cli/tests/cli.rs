@@ -78,10 +78,32 @@ fn quickstart_row_count_equals_the_rows_in_sqlite() {
     assert_eq!(reported, 216_000, "100 hosts x 6 h at 10 s");
     assert_eq!(r["metrics"].as_u64().unwrap(), 2_160_000);
 
-    let counts = sqlite_counts(&db);
+    let mut counts = sqlite_counts(&db);
+    // Exactly-once delivery (the default): one ledger row per acknowledged request.
+    assert_eq!(
+        counts.remove("tsload_ledger"),
+        Some(r["requests"].as_i64().unwrap())
+    );
     assert_eq!(counts.keys().collect::<Vec<_>>(), ["cpu"]);
     let counted: i64 = counts.values().sum();
     assert_eq!(counted as u64, reported);
+    let run_id = r["ledger_run_id"]
+        .as_i64()
+        .expect("ledger_run_id in the report");
+    let ledgered = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+            .await
+            .unwrap();
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT sum(batch_rows) FROM tsload_ledger WHERE run_id = ?")
+                .bind(run_id)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        n
+    });
+    assert_eq!(ledgered as u64, reported);
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("216,000"),
@@ -634,7 +656,8 @@ fn a_replayed_tsbs_file_lands_whole_in_sqlite() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let r = json(&dir.path().join("r.json"));
     assert_eq!(r["rows"], 6_480);
-    let counts = sqlite_counts(&db);
+    let mut counts = sqlite_counts(&db);
+    assert!(counts.remove("tsload_ledger").is_some());
     assert_eq!(counts.len(), 9, "devops's 9 tables: {counts:?}");
     let counted: i64 = counts.values().sum();
     assert_eq!(counted, 6_480);

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use crate::batch::Batch;
 use crate::pacing::Pacer;
 use crate::recorder::{Counters, IntervalRecord, WorkerRecorder, new_histogram};
-use crate::sink::{ErrorKind, Sink, SinkConn, SinkError, WriteAck};
+use crate::sink::{BatchId, ErrorKind, MAX_RETRY_AFTER, Sink, SinkConn, SinkError, WriteAck};
 use crate::workload::{BatchSource, Workload};
 
 /// Closed or open loop.
@@ -164,6 +164,8 @@ pub struct RunOutcome {
     /// The error that stopped the run, if one did.
     pub fatal: Option<SinkError>,
     pub intervals: u64,
+    /// Open loop: the rows per second offered (`None` in closed loop).
+    pub offered_rows_per_s: Option<f64>,
 }
 
 /// Failures before any load was sent.
@@ -339,6 +341,10 @@ pub async fn run<S: Sink>(
         stop_reason: stop.reason().unwrap_or(StopReason::DataEnd),
         fatal,
         intervals: reported.intervals,
+        offered_rows_per_s: match cfg.mode {
+            LoadMode::Closed => None,
+            LoadMode::Open { rate } => Some(rate),
+        },
     })
 }
 
@@ -469,37 +475,69 @@ struct Completed<C> {
     result: Result<WriteAck, SinkError>,
     /// Kinds of the failed attempts that were retried.
     retried: Vec<ErrorKind>,
+    /// Rows that may be stored once more than the result says (see
+    /// [`Counters::ambiguous_rows`](crate::recorder::Counters::ambiguous_rows)).
+    ambiguous_rows: u64,
 }
 
+/// Sends `batch` as request `seq` of `worker`, retrying retryable failures, and settles
+/// what the attempts' ambiguity leaves uncertain.
 async fn send<C: SinkConn>(
     mut conn: C,
     batch: Batch,
+    (worker, seq): (u32, u64),
     intended: Instant,
     max_retries: u32,
     backoff: Duration,
 ) -> Completed<C> {
     let metrics = batch.metrics();
+    let rows = batch.rows() as u64;
     let sent = Instant::now();
     let mut retried = Vec::new();
+    // Attempts that failed ambiguously: each may have stored the batch.
+    let mut ambiguous_attempts = 0u64;
     let result = loop {
-        match conn.write(&batch).await {
+        let id = BatchId {
+            worker,
+            seq,
+            attempt: retried.len() as u32,
+        };
+        let outcome = conn.write(&batch, id).await;
+        if matches!(&outcome, Err(e) if e.ambiguous) {
+            ambiguous_attempts += 1;
+        }
+        match outcome {
             Ok(ack) => break Ok(ack),
             Err(e) if e.is_retryable() && (retried.len() as u32) < max_retries => {
                 retried.push(e.kind);
                 let factor = 1u32 << (retried.len() - 1).min(16);
-                tokio::time::sleep(backoff.saturating_mul(factor).min(Duration::from_secs(5)))
-                    .await;
+                let wait = backoff.saturating_mul(factor).min(Duration::from_secs(5));
+                // The server's own Retry-After wins when it asks for longer.
+                let wait = wait.max(e.retry_after.unwrap_or_default().min(MAX_RETRY_AFTER));
+                tokio::time::sleep(wait).await;
             }
             Err(e) => break Err(e),
         }
     };
     Completed {
-        conn,
         batch,
         intended,
         sent,
         done: Instant::now(),
         metrics,
+        ambiguous_rows: if conn.settles_ambiguity() {
+            // A ledger stores a batch at most once, and a successful attempt knows
+            // whether an earlier one did: only a batch given up for good after an
+            // ambiguous attempt may be stored without being counted.
+            if result.is_err() && ambiguous_attempts > 0 {
+                rows
+            } else {
+                0
+            }
+        } else {
+            ambiguous_attempts * rows
+        },
+        conn,
         result,
         retried,
     }
@@ -601,6 +639,7 @@ async fn run_worker<C: SinkConn>(
             in_flight.push(send(
                 conn,
                 batch,
+                (worker as u32, seq),
                 intended,
                 cfg.max_retries,
                 cfg.retry_backoff,
@@ -620,6 +659,25 @@ async fn run_worker<C: SinkConn>(
             }
         }
     }
+    if let (Some(p), Some(deadline)) = (period, shared.deadline)
+        && !exhausted
+        && stop.reason() == Some(StopReason::Duration)
+    {
+        // Requests due before the deadline that a lagging worker never sent: the offered
+        // load it did not deliver. Request i is due at t0 + p * (i + offset).
+        let offset = worker as f64 / cfg.workers.max(1) as f64;
+        let window = deadline.saturating_duration_since(shared.t0).as_secs_f64();
+        let due = (window / p - offset).ceil();
+        let due = if due.is_finite() && due > 0.0 {
+            due.min(u64::MAX as f64) as u64
+        } else {
+            0
+        };
+        let unsent = due.saturating_sub(seq);
+        if unsent > 0 {
+            recorder.record_unsent(unsent, unsent.saturating_mul(cfg.batch as u64));
+        }
+    }
     recorder.flush();
 }
 
@@ -633,7 +691,20 @@ fn finish<C>(
         recorder.record_error(*kind, true);
     }
     let rows = done.batch.rows() as u64;
+    if done.ambiguous_rows > 0 {
+        recorder.record_ambiguous(done.ambiguous_rows);
+    }
     match done.result {
+        Ok(ack) if ack.duplicate => {
+            recorder.record_recovered(ack.rows);
+            recorder.record_success(
+                done.done.saturating_duration_since(done.intended),
+                done.done.saturating_duration_since(done.sent),
+                ack.rows,
+                done.metrics,
+                0,
+            );
+        }
         Ok(ack) => recorder.record_success(
             done.done.saturating_duration_since(done.intended),
             done.done.saturating_duration_since(done.sent),

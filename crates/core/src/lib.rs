@@ -32,5 +32,8 @@ pub use schema::{
     ColumnClash, DataType, FieldDef, Schema, TableSchema, TagCache, TagDef, TagSource, TagValue,
     find_column_clash,
 };
-pub use sink::{ErrorKind, NullSink, Sink, SinkConn, SinkError, WriteAck};
+pub use sink::{
+    BatchId, Delivery, ErrorKind, LEDGER_TABLE, NullSink, Sink, SinkConn, SinkError, WriteAck,
+    new_run_id,
+};
 pub use workload::{BatchSource, Workload};

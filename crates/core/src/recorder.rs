@@ -35,6 +35,17 @@ pub struct Counters {
     /// Requests that failed for good (their rows are not counted as written).
     pub failed_requests: u64,
     pub failed_rows: u64,
+    /// Rows whose request reached the server but whose answer was lost, and that no
+    /// ledger settled: each may be stored once more than counted. The rows stored lie in
+    /// `[rows, rows + ambiguous_rows]`.
+    pub ambiguous_rows: u64,
+    /// Rows of batches whose answer was lost but which the target's ledger showed stored:
+    /// counted once (in `rows`), not sent again.
+    pub recovered_rows: u64,
+    /// Open loop: requests that were due before the run ended but were never sent (the
+    /// client or the target fell behind), and their rows.
+    pub unsent_requests: u64,
+    pub unsent_rows: u64,
 }
 
 impl Counters {
@@ -46,6 +57,10 @@ impl Counters {
         self.retries += other.retries;
         self.failed_requests += other.failed_requests;
         self.failed_rows += other.failed_rows;
+        self.ambiguous_rows += other.ambiguous_rows;
+        self.recovered_rows += other.recovered_rows;
+        self.unsent_requests += other.unsent_requests;
+        self.unsent_rows += other.unsent_rows;
         for (k, v) in &other.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -132,6 +147,23 @@ impl WorkerRecorder {
     pub fn record_failure(&mut self, rows: u64) {
         self.counters.failed_requests += 1;
         self.counters.failed_rows += rows;
+    }
+
+    /// Records rows that may be stored once more than counted (see
+    /// [`Counters::ambiguous_rows`]).
+    pub fn record_ambiguous(&mut self, rows: u64) {
+        self.counters.ambiguous_rows += rows;
+    }
+
+    /// Records rows the target's ledger found stored after their answer was lost.
+    pub fn record_recovered(&mut self, rows: u64) {
+        self.counters.recovered_rows += rows;
+    }
+
+    /// Records open-loop requests that were due but never sent.
+    pub fn record_unsent(&mut self, requests: u64, rows: u64) {
+        self.counters.unsent_requests += requests;
+        self.counters.unsent_rows += rows;
     }
 
     /// Hands the interval's records to the reporter when the interval is over.

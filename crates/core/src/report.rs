@@ -90,7 +90,23 @@ pub struct Summary {
     pub retries: u64,
     pub failed_requests: u64,
     pub failed_rows: u64,
+    /// Rows sent whose answer was lost and that no ledger settled: the target holds
+    /// between `rows` and `rows + ambiguous_rows` of this run's rows.
+    pub ambiguous_rows: u64,
+    /// Rows whose answer was lost but which the target's ledger showed stored (counted
+    /// once in `rows`, not sent again).
+    pub recovered_rows: u64,
+    /// Open loop: requests due before the end that were never sent, and their rows.
+    pub unsent_requests: u64,
+    pub unsent_rows: u64,
     pub errors: BTreeMap<String, u64>,
+    /// Open loop: the rate asked for; `rows_per_s` is what was achieved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_rows_per_s: Option<f64>,
+    /// The ledger's run id (exactly-once delivery), to find this run's batches in the
+    /// target's `tsload_ledger` table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger_run_id: Option<i64>,
     pub rows_per_s: f64,
     pub metrics_per_s: f64,
     pub mb_per_s: f64,
@@ -130,6 +146,12 @@ impl Summary {
             retries: c.retries,
             failed_requests: c.failed_requests,
             failed_rows: c.failed_rows,
+            ambiguous_rows: c.ambiguous_rows,
+            recovered_rows: c.recovered_rows,
+            unsent_requests: c.unsent_requests,
+            unsent_rows: c.unsent_rows,
+            offered_rows_per_s: outcome.offered_rows_per_s,
+            ledger_run_id: None,
             errors: c
                 .errors
                 .iter()
@@ -196,6 +218,43 @@ impl Summary {
             self.failed_requests,
             self.failed_rows
         );
+        if self.recovered_rows > 0 {
+            let _ = writeln!(
+                s,
+                "  recovered {:>16} rows: answer lost, found stored by the ledger, not sent again",
+                group(self.recovered_rows)
+            );
+        }
+        if self.ambiguous_rows > 0 {
+            let _ = writeln!(
+                s,
+                "  ambiguous {:>16} rows: sent, answer lost, then retried or given up; the target holds {} to {} rows",
+                group(self.ambiguous_rows),
+                group(self.rows),
+                group(self.rows.saturating_add(self.ambiguous_rows))
+            );
+        }
+        if let Some(offered) = self.offered_rows_per_s {
+            let share = if offered > 0.0 {
+                100.0 * self.rows_per_s / offered
+            } else {
+                100.0
+            };
+            let _ = writeln!(
+                s,
+                "  offered   {:>16} rows/s   achieved {:.1}%",
+                group(offered.round().min(u64::MAX as f64) as u64),
+                share
+            );
+            if self.unsent_requests > 0 || share < 95.0 {
+                let _ = writeln!(
+                    s,
+                    "  WARNING   the load fell behind the offered rate: {} requests ({} rows) were due but never sent",
+                    group(self.unsent_requests),
+                    group(self.unsent_rows)
+                );
+            }
+        }
         if self.errors.is_empty() {
             let _ = writeln!(s, "  errors    none");
         } else {

@@ -65,6 +65,8 @@ const COUNT_FIGURES: &[&str] = &[
     "errors",
     "retries",
     "failed_rows",
+    "ambiguous_rows",
+    "unsent_requests",
     "rows_per_s",
     "metrics_per_s",
     "mb_per_s",
@@ -146,6 +148,8 @@ impl Threshold {
             "metrics"
                 | "retries"
                 | "failed_rows"
+                | "ambiguous_rows"
+                | "unsent_requests"
                 | "metrics_per_s"
                 | "mb_per_s"
                 | "cpu_us_per_1000_metrics"
@@ -162,6 +166,8 @@ impl Threshold {
                 "errors" => s.error_count() as f64,
                 "retries" => s.retries as f64,
                 "failed_rows" => s.failed_rows as f64,
+                "ambiguous_rows" => s.ambiguous_rows as f64,
+                "unsent_requests" => s.unsent_requests as f64,
                 "rows_per_s" => s.rows_per_s,
                 "metrics_per_s" => s.metrics_per_s,
                 "mb_per_s" => s.mb_per_s,
@@ -268,6 +274,12 @@ mod tests {
             retries: 0,
             failed_requests: 0,
             failed_rows: 0,
+            ambiguous_rows: 0,
+            recovered_rows: 0,
+            unsent_requests: 0,
+            unsent_rows: 0,
+            offered_rows_per_s: None,
+            ledger_run_id: None,
             errors: Default::default(),
             rows_per_s: 100.0,
             metrics_per_s: 1000.0,

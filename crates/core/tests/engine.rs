@@ -2,7 +2,7 @@
 //! delivered once for any worker count, retries, fatal errors, limits, open loop (its rate,
 //! its pacing's accuracy), stop.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,8 +11,8 @@ use tsload_core::engine::{self, LoadConfig, LoadMode, NoObserver, StopHandle, St
 use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagSource, TagValue};
 use tsload_core::workload::device_range;
 use tsload_core::{
-    Batch, BatchSource, ColumnValues, ErrorKind, NullSink, Sink, SinkConn, SinkError, Workload,
-    WriteAck,
+    Batch, BatchId, BatchSource, ColumnValues, ErrorKind, NullSink, Sink, SinkConn, SinkError,
+    Workload, WriteAck,
 };
 
 #[derive(Debug)]
@@ -93,10 +93,15 @@ impl Workload for Grid {
 }
 
 /// Keeps every row it acks; fails the first `fail_first` writes with `fail_kind`; sleeps
-/// `stall` on request number `stall_at`.
+/// `stall` on request number `stall_at`. The first `ambiguous_first` writes store their
+/// rows and then fail as if the answer was lost; with `ledger`, a write of a batch id it
+/// has stored already stores nothing and acks a duplicate (exactly-once delivery).
 #[derive(Default)]
 struct Recording {
     rows: Mutex<Vec<i64>>,
+    ids: Mutex<Vec<BatchId>>,
+    ambiguous_first: u32,
+    ledger: Option<Mutex<HashSet<(u32, u64)>>>,
     writes: AtomicU32,
     fail_first: u32,
     fail_kind: Option<ErrorKind>,
@@ -124,8 +129,34 @@ impl Sink for RecordingSink {
 }
 
 impl SinkConn for RecordingConn {
-    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+    fn settles_ambiguity(&self) -> bool {
+        self.0.ledger.is_some()
+    }
+
+    async fn write(&mut self, batch: &Batch, id: BatchId) -> Result<WriteAck, SinkError> {
+        self.0.ids.lock().unwrap().push(id);
+        if let Some(ledger) = &self.0.ledger
+            && ledger.lock().unwrap().contains(&(id.worker, id.seq))
+        {
+            return Ok(WriteAck {
+                rows: batch.rows() as u64,
+                bytes: 0,
+                duplicate: true,
+            });
+        }
         let n = self.0.writes.fetch_add(1, Ordering::SeqCst);
+        let store = |rec: &Recording| {
+            if let ColumnValues::Int(v) = &batch.tables[0].columns[0].values {
+                rec.rows.lock().unwrap().extend_from_slice(v);
+            }
+            if let Some(ledger) = &rec.ledger {
+                ledger.lock().unwrap().insert((id.worker, id.seq));
+            }
+        };
+        if n < self.0.ambiguous_first {
+            store(&self.0);
+            return Err(SinkError::new(ErrorKind::Connection, "lost after COMMIT").into_ambiguous());
+        }
         if n < self.0.fail_first {
             return Err(SinkError::new(
                 self.0.fail_kind.unwrap_or(ErrorKind::Unavailable),
@@ -137,12 +168,11 @@ impl SinkConn for RecordingConn {
         } else if !self.0.delay.is_zero() {
             tokio::time::sleep(self.0.delay).await;
         }
-        if let ColumnValues::Int(v) = &batch.tables[0].columns[0].values {
-            self.0.rows.lock().unwrap().extend_from_slice(v);
-        }
+        store(&self.0);
         Ok(WriteAck {
             rows: batch.rows() as u64,
             bytes: 8 * batch.rows() as u64,
+            duplicate: false,
         })
     }
 }
@@ -354,4 +384,146 @@ async fn stop_ends_an_open_loop_wait_for_a_far_due_time() {
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert_eq!(out.stop_reason, StopReason::Interrupted);
     assert_eq!(out.counters.requests, 1);
+}
+
+#[tokio::test]
+async fn batch_ids_are_unique_per_worker_and_count_attempts() {
+    let rec = Arc::new(Recording {
+        fail_first: 2,
+        ..Recording::default()
+    });
+    let mut c = cfg(3, 10);
+    c.in_flight = 2;
+    let out = run(Grid::workload(6, 20), rec.clone(), c).await;
+    assert_eq!(out.counters.rows, 120);
+    let ids = rec.ids.lock().unwrap().clone();
+    let firsts: Vec<_> = ids.iter().filter(|id| id.attempt == 0).collect();
+    let distinct: HashSet<(u32, u64)> = firsts.iter().map(|id| (id.worker, id.seq)).collect();
+    assert_eq!(
+        distinct.len(),
+        firsts.len(),
+        "a (worker, seq) was used twice: {ids:?}"
+    );
+    assert_eq!(firsts.len() as u64, out.counters.requests);
+    // The two failed attempts were retried under the same id with attempts 1 and 2 (or two
+    // batches each with attempt 1).
+    let retries: Vec<_> = ids.iter().filter(|id| id.attempt > 0).collect();
+    assert_eq!(retries.len(), 2, "{ids:?}");
+    for r in retries {
+        assert!(
+            firsts
+                .iter()
+                .any(|f| (f.worker, f.seq) == (r.worker, r.seq)),
+            "retry {r:?} of no first attempt"
+        );
+    }
+    for w in 0..3u32 {
+        let mut seqs: Vec<u64> = firsts
+            .iter()
+            .filter(|id| id.worker == w)
+            .map(|id| id.seq)
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(
+            seqs,
+            (0..seqs.len() as u64).collect::<Vec<_>>(),
+            "worker {w}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn ambiguous_failures_are_counted_where_nothing_settles_them() {
+    // At-least-once: the first two writes stored their rows and lost the answer; their
+    // retries store them again. The report must bound what is stored.
+    let rec = Arc::new(Recording {
+        ambiguous_first: 2,
+        ..Recording::default()
+    });
+    let out = run(Grid::workload(2, 10), rec.clone(), cfg(1, 5)).await;
+    let stored = rec.rows.lock().unwrap().len() as u64;
+    assert_eq!(out.counters.rows, 20);
+    // One batch failed ambiguously twice (2 x 5 rows) or two batches once: 10 either way.
+    assert_eq!(out.counters.ambiguous_rows, 10);
+    assert_eq!(out.counters.recovered_rows, 0);
+    assert_eq!(stored, 30);
+    assert!(
+        stored >= out.counters.rows && stored <= out.counters.rows + out.counters.ambiguous_rows
+    );
+    assert_eq!(out.counters.errors.get(&ErrorKind::Connection), Some(&2));
+}
+
+#[tokio::test]
+async fn a_ledger_settles_ambiguous_failures_exactly_once() {
+    let rec = Arc::new(Recording {
+        ambiguous_first: 3,
+        ledger: Some(Mutex::new(HashSet::new())),
+        ..Recording::default()
+    });
+    let mut c = cfg(2, 4);
+    c.max_retries = 5;
+    let out = run(Grid::workload(4, 10), rec.clone(), c).await;
+    let stored = rec.rows.lock().unwrap().clone();
+    assert_eq!(out.counters.rows, 40);
+    assert_eq!(stored.len(), 40, "a batch was stored twice");
+    assert_eq!(stored.iter().collect::<BTreeSet<_>>().len(), 40);
+    assert_eq!(out.counters.ambiguous_rows, 0);
+    // Every ambiguous write had landed: each retry found it in the ledger.
+    assert_eq!(out.counters.recovered_rows, 12);
+    assert_eq!(out.counters.retries, 3);
+    assert_eq!(out.stop_reason, StopReason::DataEnd);
+}
+
+#[tokio::test]
+async fn a_batch_given_up_after_an_ambiguous_attempt_stays_ambiguous_with_a_ledger() {
+    let rec = Arc::new(Recording {
+        ambiguous_first: 1,
+        fail_first: 100,
+        fail_kind: Some(ErrorKind::Connection),
+        ledger: Some(Mutex::new(HashSet::new())),
+        ..Recording::default()
+    });
+    let mut c = cfg(1, 5);
+    c.max_retries = 0;
+    let out = run(Grid::workload(1, 5), rec.clone(), c).await;
+    assert_eq!(out.stop_reason, StopReason::Fatal);
+    assert_eq!(out.counters.rows, 0);
+    assert_eq!(out.counters.failed_rows, 5);
+    assert_eq!(out.counters.ambiguous_rows, 5);
+    assert_eq!(rec.rows.lock().unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_counts_requests_due_but_never_sent() {
+    // 1 worker offered 100 requests/s for 1 s, each taking 50 ms: ~20 are sent, the
+    // other ~80 were due before the deadline and must be counted, not forgotten.
+    let rec = Arc::new(Recording {
+        delay: Duration::from_millis(50),
+        ..Recording::default()
+    });
+    let mut c = cfg(1, 10);
+    c.mode = LoadMode::Open { rate: 1000.0 };
+    c.duration = Some(Duration::from_secs(1));
+    let out = run(Grid::workload(1, 100_000), rec, c).await;
+    assert_eq!(out.stop_reason, StopReason::Duration);
+    assert_eq!(out.offered_rows_per_s, Some(1000.0));
+    let due = out.counters.requests + out.counters.unsent_requests;
+    assert_eq!(
+        due, 100,
+        "sent {} + unsent {}",
+        out.counters.requests, out.counters.unsent_requests
+    );
+    assert!(out.counters.unsent_requests >= 70, "{:?}", out.counters);
+    assert_eq!(out.counters.unsent_rows, out.counters.unsent_requests * 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_that_keeps_up_leaves_nothing_unsent() {
+    let rec = Arc::new(Recording::default());
+    let mut c = cfg(2, 10);
+    c.mode = LoadMode::Open { rate: 2000.0 };
+    c.duration = Some(Duration::from_millis(500));
+    let out = run(Grid::workload(4, 100_000), rec, c).await;
+    assert_eq!(out.counters.unsent_requests, 0, "{:?}", out.counters);
+    assert_eq!(out.counters.requests, 100);
 }

@@ -7,6 +7,33 @@ use tsload_core::{ErrorKind, SinkError};
 /// Longest piece of a server's answer kept in an error message.
 const MAX_MESSAGE: usize = 500;
 
+/// The error of a non-success answer: [`classify_status`]'s kind and message; 500, 502
+/// and 504 are ambiguous (the write may have been applied, in part or in full: InfluxDB
+/// answers 500 to a write that timed out inside it, a gateway's 502/504 says nothing of
+/// its upstream), 429 and 503 are refusals; `retry_after` is the answer's `Retry-After`
+/// header in seconds, if any.
+pub fn status_error(status: StatusCode, body: &str, retry_after: Option<&str>) -> SinkError {
+    let (kind, message) = classify_status(status, body);
+    let mut e = SinkError::new(kind, message);
+    if matches!(status.as_u16(), 500 | 502 | 504) {
+        e = e.into_ambiguous();
+    }
+    if let Some(wait) = retry_after.and_then(parse_retry_after) {
+        e = e.with_retry_after(wait);
+    }
+    e
+}
+
+/// `Retry-After` as delta-seconds (`120`); an HTTP date or anything else is ignored (the
+/// engine's own backoff applies).
+pub fn parse_retry_after(value: &str) -> Option<std::time::Duration> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u64>().ok().map(std::time::Duration::from_secs)
+}
+
 /// Kind and message of a non-success answer: 429 and 5xx are worth retrying
 /// (`Unavailable`); 401/403 are `Permission`; other 4xx are `Rejected` and stop the run.
 pub fn classify_status(status: StatusCode, body: &str) -> (ErrorKind, String) {
@@ -29,7 +56,9 @@ pub fn classify_status(status: StatusCode, body: &str) -> (ErrorKind, String) {
     (kind, message)
 }
 
-/// A request that got no answer: timeouts and connection failures are retryable.
+/// A request that got no answer: timeouts and connection failures are retryable. Only a
+/// failure to connect is sure to have sent nothing; any other (a reset or timeout after
+/// the body went out) is ambiguous: the server may have stored the rows.
 pub fn classify_request_error(e: &reqwest::Error, url: &str) -> SinkError {
     let kind = if e.is_timeout() {
         ErrorKind::Timeout
@@ -46,7 +75,12 @@ pub fn classify_request_error(e: &reqwest::Error, url: &str) -> SinkError {
         text.push_str(&s.to_string());
         source = s.source();
     }
-    SinkError::new(kind, format!("{url}: {text}"))
+    let error = SinkError::new(kind, format!("{url}: {text}"));
+    if e.is_connect() {
+        error
+    } else {
+        error.into_ambiguous()
+    }
 }
 
 #[cfg(test)]
@@ -64,6 +98,26 @@ mod tests {
         assert_eq!(k(401), ErrorKind::Permission);
         assert_eq!(k(403), ErrorKind::Permission);
         assert!(k(503).is_retryable() && !k(400).is_retryable());
+    }
+
+    #[test]
+    fn refusals_are_clean_and_server_errors_ambiguous() {
+        let e = |code: u16, after: Option<&str>| {
+            status_error(StatusCode::from_u16(code).unwrap(), "", after)
+        };
+        assert!(!e(429, None).ambiguous && !e(503, None).ambiguous);
+        assert!(e(500, None).ambiguous && e(502, None).ambiguous && e(504, None).ambiguous);
+        assert!(!e(400, None).ambiguous);
+        assert_eq!(
+            e(429, Some(" 2 ")).retry_after,
+            Some(std::time::Duration::from_secs(2))
+        );
+        assert_eq!(
+            e(503, Some("Wed, 21 Oct 2015 07:28:00 GMT")).retry_after,
+            None
+        );
+        assert_eq!(e(503, Some("-1")).retry_after, None);
+        assert_eq!(e(503, Some("99999999999999999999999")).retry_after, None);
     }
 
     #[test]

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{StatusCode, Url};
-use tsload_core::{Batch, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
+use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
 use tsload_lineproto::LineEncoder;
 
-pub use classify::{classify_request_error, classify_status};
+pub use classify::{classify_request_error, classify_status, parse_retry_after, status_error};
 pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
 pub use tsload_lineproto::Precision;
 
@@ -310,7 +310,7 @@ impl InfluxConn {
 }
 
 impl SinkConn for InfluxConn {
-    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+    async fn write(&mut self, batch: &Batch, _id: BatchId) -> Result<WriteAck, SinkError> {
         let body = self.body(batch);
         let bytes = body.len() as u64;
         let mut request = self
@@ -335,11 +335,16 @@ impl SinkConn for InfluxConn {
             return Ok(WriteAck {
                 rows: batch.rows() as u64,
                 bytes,
+                duplicate: false,
             });
         }
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let text = response.text().await.unwrap_or_default();
-        let (kind, message) = classify_status(status, &text);
-        Err(SinkError::new(kind, message))
+        Err(status_error(status, &text, retry_after.as_deref()))
     }
 }
 

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sqlx::mysql::{MySqlArguments, MySqlConnection};
-use sqlx::{Arguments, Connection, Encode, Executor, MySql, Type};
+use sqlx::{Arguments, Encode, Executor, MySql, Type};
 use tsload_core::{
-    Batch, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagCache, TagValue,
-    WriteAck,
+    Batch, BatchId, ColumnValues, Delivery, ErrorKind, Schema, SinkConn, SinkError, TableBatch,
+    TagCache, TagValue, WriteAck,
 };
 
 use crate::error::sink_error;
@@ -34,6 +34,8 @@ pub struct MysqlConn {
     /// For every row of the batch being written (tables one after the other), the offset of
     /// its device's values in `tags.values()`. Reused between batches.
     row_tags: Vec<usize>,
+    /// Between BEGIN and the end of its COMMIT or ROLLBACK.
+    in_transaction: bool,
 }
 
 /// What a connection keeps per schema table.
@@ -113,6 +115,7 @@ impl MysqlConn {
             tags: TagCache::new(schema, stride),
             tables,
             row_tags: Vec::new(),
+            in_transaction: false,
         };
         conn.reopen().await?;
         Ok(conn)
@@ -234,21 +237,32 @@ impl MysqlConn {
 }
 
 impl SinkConn for MysqlConn {
-    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+    fn settles_ambiguity(&self) -> bool {
+        self.ledger().is_some()
+    }
+
+    async fn write(&mut self, batch: &Batch, id: BatchId) -> Result<WriteAck, SinkError> {
         self.check_batch(batch)?;
         let rows = batch.rows();
         if rows == 0 {
             return Ok(WriteAck::default());
         }
+        if self.in_transaction {
+            // A write future dropped mid-transaction left it open: start afresh rather
+            // than add this batch to it.
+            self.conn = None;
+            self.in_transaction = false;
+        }
         if self.conn.is_none() {
             self.reopen().await?;
         }
         self.resolve(batch)?;
-        let result = self.write_resolved(batch).await;
+        let result = self.write_resolved(batch, id).await;
         match result {
-            Ok(bytes) => Ok(WriteAck {
+            Ok(stored) => Ok(WriteAck {
                 rows: rows as u64,
-                bytes,
+                bytes: stored.unwrap_or(0),
+                duplicate: stored.is_none(),
             }),
             Err(e) => {
                 self.forget_if_broken(&e);
@@ -259,13 +273,29 @@ impl SinkConn for MysqlConn {
 }
 
 impl MysqlConn {
-    async fn write_resolved(&mut self, batch: &Batch) -> Result<u64, SinkError> {
+    /// This run's id when batches are recorded in the ledger.
+    fn ledger(&self) -> Option<i64> {
+        (self.inner.cfg.delivery == Delivery::ExactlyOnce).then_some(self.inner.cfg.run_id)
+    }
+
+    /// Writes the batch; `Ok(Some(bytes))` when stored now, `Ok(None)` when the ledger
+    /// shows an earlier attempt stored it (nothing stored again).
+    ///
+    /// BEGIN and COMMIT go as plain text statements rather than through sqlx's
+    /// `Transaction`, so that the ledger row and the COMMIT travel in one round trip.
+    async fn write_resolved(
+        &mut self,
+        batch: &Batch,
+        id: BatchId,
+    ) -> Result<Option<u64>, SinkError> {
+        let ledger = self.ledger();
         let MysqlConn {
             inner,
             conn,
             tables,
             tags,
             row_tags,
+            in_transaction,
             ..
         } = self;
         let Some(conn) = conn.as_mut() else {
@@ -276,36 +306,82 @@ impl MysqlConn {
         };
         let ts_type = inner.cfg.ts_type;
         if inner.cfg.transaction == TransactionMode::Autocommit {
-            return insert_all(conn, tables, tags.values(), row_tags, batch, ts_type).await;
+            // Each statement commits on its own: a lost answer may leave any part of the
+            // batch stored.
+            return insert_all(conn, tables, tags.values(), row_tags, batch, ts_type)
+                .await
+                .map(Some)
+                .map_err(ambiguous_if_lost);
         }
-        // If this future is dropped mid-write, sqlx's Transaction rolls back on drop.
-        let mut tx = conn
-            .begin()
+        *in_transaction = true;
+        conn.execute(sqlx::raw_sql("BEGIN"))
             .await
             .map_err(|e| sink_error("starting the write transaction", &e))?;
-        match insert_all(&mut tx, tables, tags.values(), row_tags, batch, ts_type).await {
-            Ok(bytes) => {
-                tx.commit()
-                    .await
-                    .map_err(|e| sink_error("committing the write transaction", &e))?;
-                Ok(bytes)
+        let bytes = match insert_all(conn, tables, tags.values(), row_tags, batch, ts_type).await {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(rollback(conn, in_transaction, e).await),
+        };
+        let commit = match ledger {
+            Some(run_id) => sql::ledger_and_commit(run_id, id.worker, id.seq, batch.rows()),
+            None => "COMMIT".to_string(),
+        };
+        match conn.execute(sqlx::raw_sql(&commit)).await {
+            Ok(_) => {
+                *in_transaction = false;
+                Ok(Some(bytes))
+            }
+            Err(sqlx::Error::Database(db)) if ledger.is_some() && db.is_unique_violation() => {
+                // An earlier attempt of this batch is committed (the INSERT waited for it
+                // if it was still committing): undo this one.
+                let e = SinkError::new(ErrorKind::Other, "batch already in the ledger");
+                match rollback(conn, in_transaction, e).await {
+                    e if e.kind == ErrorKind::Connection => Err(e),
+                    _ => Ok(None),
+                }
             }
             Err(e) => {
-                // A failed rollback means the connection is gone: say so, so that the
-                // next write reopens it.
-                if let Err(rollback) = tx.rollback().await {
-                    return Err(SinkError::new(
-                        ErrorKind::Connection,
-                        format!(
-                            "{} (and the rollback failed: {})",
-                            e.message,
-                            crate::error::describe(&rollback)
-                        ),
-                    ));
+                let e = sink_error("committing the write transaction", &e);
+                if matches!(e.kind, ErrorKind::Connection | ErrorKind::Timeout) {
+                    // The COMMIT may have been applied before the answer was lost.
+                    Err(e.into_ambiguous())
+                } else {
+                    Err(rollback(conn, in_transaction, e).await)
                 }
-                Err(e)
             }
         }
+    }
+}
+
+/// A connection lost or timed out during autocommitted statements may have stored them.
+fn ambiguous_if_lost(e: SinkError) -> SinkError {
+    if matches!(e.kind, ErrorKind::Connection | ErrorKind::Timeout) {
+        e.into_ambiguous()
+    } else {
+        e
+    }
+}
+
+/// Rolls the open transaction back after `e` and returns `e`; when the rollback fails too
+/// the connection is gone, which the returned error then says (kind Connection, so the
+/// next write reopens it).
+async fn rollback(
+    conn: &mut MySqlConnection,
+    in_transaction: &mut bool,
+    e: SinkError,
+) -> SinkError {
+    match conn.execute(sqlx::raw_sql("ROLLBACK")).await {
+        Ok(_) => {
+            *in_transaction = false;
+            e
+        }
+        Err(rollback) => SinkError::new(
+            ErrorKind::Connection,
+            format!(
+                "{} (and the rollback failed: {})",
+                e.message,
+                crate::error::describe(&rollback)
+            ),
+        ),
     }
 }
 

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{ConnectOptions, Executor};
-use tsload_core::{ErrorKind, Schema, Sink, SinkError};
+use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::MysqlConn;
 pub use query::{MysqlQueryConn, MysqlQueryTarget};
@@ -100,6 +100,12 @@ pub struct MysqlConfig {
     pub create_database: bool,
     /// How long opening one connection may take; zero waits as long as the OS does.
     pub connect_timeout: Duration,
+    /// Exactly once (needs `transaction = per_batch`): each batch's transaction also
+    /// records its id in `tsload_ledger` (InnoDB), so a retry after a lost COMMIT answer
+    /// stores nothing twice.
+    pub delivery: Delivery,
+    /// This run's id in the ledger.
+    pub run_id: i64,
 }
 
 impl MysqlConfig {
@@ -116,6 +122,8 @@ impl MysqlConfig {
             drop_existing: false,
             create_database: false,
             connect_timeout: Duration::from_secs(10),
+            delivery: Delivery::ExactlyOnce,
+            run_id: tsload_core::new_run_id(),
         }
     }
 }
@@ -131,6 +139,8 @@ impl fmt::Debug for MysqlConfig {
             .field("drop_existing", &self.drop_existing)
             .field("create_database", &self.create_database)
             .field("connect_timeout", &self.connect_timeout)
+            .field("delivery", &self.delivery)
+            .field("run_id", &self.run_id)
             .finish()
     }
 }
@@ -189,6 +199,13 @@ impl MysqlSink {
                      and '_' such as InnoDB, MyISAM, Aria or RocksDB",
                     cfg.engine
                 ),
+            ));
+        }
+        if cfg.delivery == Delivery::ExactlyOnce && cfg.transaction == TransactionMode::Autocommit {
+            return Err(SinkError::new(
+                ErrorKind::Schema,
+                "exactly-once delivery records each batch in its own transaction: it needs \
+                 transaction = per_batch (with autocommit, use delivery = at_least_once)",
             ));
         }
         Ok(MysqlSink {
@@ -318,6 +335,22 @@ impl Sink for MysqlSink {
                 &mut conn,
                 &sql::create_table(table, options),
                 &format!("creating table {name}"),
+            )
+            .await?;
+        }
+        if cfg.delivery == Delivery::ExactlyOnce {
+            if cfg.drop_existing {
+                ddl(
+                    &mut conn,
+                    &format!("DROP TABLE IF EXISTS {LEDGER_TABLE}"),
+                    &format!("dropping table {LEDGER_TABLE}"),
+                )
+                .await?;
+            }
+            ddl(
+                &mut conn,
+                sql::CREATE_LEDGER,
+                &format!("creating table {LEDGER_TABLE}"),
             )
             .await?;
         }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tsload_core::{Batch, DataType, ErrorKind, Schema, Sink, SinkConn, TableSchema};
 use tsload_sink_mysql::{MysqlConfig, MysqlSink, PrimaryKey, TransactionMode, TsType};
 use tsload_testbed::fixtures::{
-    TS0, cpu_mem_batch, cpu_mem_schema, field, push_int, push_str, schema_of, tag, wide_batch,
-    wide_schema,
+    TS0, cpu_mem_batch, cpu_mem_schema, field, next_id, push_int, push_str, schema_of, tag,
+    wide_batch, wide_schema,
 };
 use tsload_testbed::{Server, ServerKind};
 
@@ -115,7 +115,7 @@ async fn prepare_creates_tables_with_expected_columns() {
         "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES \
          WHERE TABLE_SCHEMA = 'tsload' ORDER BY TABLE_NAME",
     );
-    assert_eq!(engines, "cpu\tInnoDB\nmem\tInnoDB");
+    assert_eq!(engines, "cpu\tInnoDB\nmem\tInnoDB\ntsload_ledger\tInnoDB");
 }
 
 #[tokio::test]
@@ -131,7 +131,9 @@ async fn table_options_reach_the_server() {
     let s = sink(cfg);
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..3, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..3, 0), next_id())
+        .await
+        .unwrap();
     assert_eq!(
         query(
             &server,
@@ -180,15 +182,18 @@ async fn table_options_reach_the_server() {
     );
     let mut conn = s.connect(&keyed, 0).await.unwrap();
     let even = cpu_batch(&keyed, &[0, 2]);
-    conn.write(&even).await.unwrap();
-    let err = conn.write(&even).await.unwrap_err();
+    conn.write(&even, next_id()).await.unwrap();
+    let err = conn.write(&even, next_id()).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
     assert!(
         err.message.contains("1062") && err.message.contains("`cpu`"),
         "{err}"
     );
     // A null tag (odd devices have no region) cannot be part of the key.
-    let err = conn.write(&cpu_batch(&keyed, &[1])).await.unwrap_err();
+    let err = conn
+        .write(&cpu_batch(&keyed, &[1]), next_id())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
     assert!(err.message.contains("1048"), "{err}");
     assert_eq!(server.sql_count("cpu"), 2);
@@ -207,20 +212,32 @@ async fn writes_every_row(mode: TransactionMode) {
     let schema = schema();
     let mut cfg = config(&server);
     cfg.transaction = mode;
+    if mode == TransactionMode::Autocommit {
+        cfg.delivery = tsload_core::Delivery::AtLeastOnce;
+    }
     let s = sink(cfg);
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
 
-    let ack = conn.write(&batch(&schema, 1..2, 0)).await.unwrap();
+    let ack = conn
+        .write(&batch(&schema, 1..2, 0), next_id())
+        .await
+        .unwrap();
     assert_eq!(ack.rows, 2);
     assert!(ack.bytes > 50, "{ack:?}");
 
-    let ack = conn.write(&batch(&schema, 0..50, 1)).await.unwrap();
+    let ack = conn
+        .write(&batch(&schema, 0..50, 1), next_id())
+        .await
+        .unwrap();
     assert_eq!(ack.rows, 100);
     assert_eq!(server.sql_count("cpu"), 51);
     assert_eq!(server.sql_count("mem"), 51);
 
-    let ack = conn.write(&Batch::for_schema(&schema)).await.unwrap();
+    let ack = conn
+        .write(&Batch::for_schema(&schema), next_id())
+        .await
+        .unwrap();
     assert_eq!((ack.rows, ack.bytes), (0, 0));
     // Another connection sees the rows: they were committed.
     assert_eq!(
@@ -249,7 +266,9 @@ async fn values_round_trip() {
     let s = sink(config(&server));
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..10, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..10, 0), next_id())
+        .await
+        .unwrap();
 
     // DATETIME(6): the 789 ns are dropped, the microseconds kept.
     let cpu = |host: &str| {
@@ -303,7 +322,9 @@ async fn bigint_timestamps_keep_nanoseconds() {
     let s = sink(cfg);
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..10, 3)).await.unwrap();
+    conn.write(&batch(&schema, 0..10, 3), next_id())
+        .await
+        .unwrap();
     assert_eq!(
         query(
             &server,
@@ -334,7 +355,8 @@ fn com_insert(server: &Server) -> u64 {
 
 #[tokio::test]
 async fn batch_over_the_placeholder_limit_is_written_completely() {
-    // 44 columns: 1,489 rows per INSERT (65,535 placeholders), so 5,000 rows take 4.
+    // 44 columns: 1,489 rows per INSERT (65,535 placeholders), so 5,000 rows take 4, and
+    // one more records the batch in the ledger.
     let schema = wide_schema();
     let rows = 5_000u32;
     let server = start();
@@ -343,15 +365,15 @@ async fn batch_over_the_placeholder_limit_is_written_completely() {
     let mut conn = s.connect(&schema, 0).await.unwrap();
     let mut b = wide_batch(&schema, rows, TS0, 1_000);
     let inserts = com_insert(&server);
-    let ack = conn.write(&b).await.unwrap();
+    let ack = conn.write(&b, next_id()).await.unwrap();
     assert_eq!(ack.rows, u64::from(rows));
-    assert_eq!(com_insert(&server) - inserts, 4);
+    assert_eq!(com_insert(&server) - inserts, 5);
     // The same size again reuses the cached statements.
     b.tables[0]
         .ts
         .iter_mut()
         .for_each(|ts| *ts += 1_000_000_000);
-    conn.write(&b).await.unwrap();
+    conn.write(&b, next_id()).await.unwrap();
 
     assert_eq!(server.sql_count("wide"), 2 * u64::from(rows));
     let n = i64::from(rows);
@@ -391,13 +413,13 @@ async fn rows_are_chunked_under_max_allowed_packet() {
         push_int(&mut t.columns[1], i64::from(d));
     }
     let inserts = com_insert(&server);
-    let ack = conn.write(&b).await.unwrap();
+    let ack = conn.write(&b, next_id()).await.unwrap();
     assert_eq!(ack.rows, u64::from(rows));
     // About 1.5 MB in EXECUTE packets planned within 60 KiB (64 KiB less 1/16): the widest
     // row (9 + 27 ts + 9 tag + 2,002 line + 8 = 2,055 bytes) sizes them all at 29 rows,
-    // so 35 statements.
+    // so 35 statements, and the ledger's.
     assert!(ack.bytes > 1_500_000, "{ack:?}");
-    assert_eq!(com_insert(&server) - inserts, 35);
+    assert_eq!(com_insert(&server) - inserts, 36);
     assert_eq!(server.sql_count("logs"), u64::from(rows));
     assert_eq!(
         query(
@@ -414,7 +436,7 @@ async fn rows_are_chunked_under_max_allowed_packet() {
     t.ts.push(TS0);
     push_str(&mut t.columns[0], &"y".repeat(70_000));
     push_int(&mut t.columns[1], 0);
-    let err = conn.write(&big).await.unwrap_err();
+    let err = conn.write(&big, next_id()).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
     assert!(
         err.message.contains("`logs`") && err.message.contains("max_allowed_packet"),
@@ -435,7 +457,10 @@ async fn concurrent_connections_all_commit() {
             let mut conn = s.connect(&schema, worker as usize).await.unwrap();
             for step in 0..20 {
                 let devices = worker * 300..(worker + 1) * 300;
-                let ack = conn.write(&batch(&schema, devices, step)).await.unwrap();
+                let ack = conn
+                    .write(&batch(&schema, devices, step), next_id())
+                    .await
+                    .unwrap();
                 assert_eq!(ack.rows, 600);
             }
         }));
@@ -461,7 +486,9 @@ async fn drop_existing_empties_the_tables() {
     let s = sink(config(&server));
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..20, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..20, 0), next_id())
+        .await
+        .unwrap();
     drop(conn);
 
     // Without drop_existing the rows stay.
@@ -485,7 +512,10 @@ async fn wrong_table_shape_is_rejected_and_writes_nothing() {
     let mut conn = s.connect(&schema, 0).await.unwrap();
 
     // cpu (first in the batch) is fine; mem fails, and takes cpu's rows with it.
-    let err = conn.write(&batch(&schema, 0..10, 0)).await.unwrap_err();
+    let err = conn
+        .write(&batch(&schema, 0..10, 0), next_id())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
     assert!(!err.is_retryable());
     assert!(err.message.contains("`mem`"), "{err}");
@@ -496,7 +526,7 @@ async fn wrong_table_shape_is_rejected_and_writes_nothing() {
     // The connection is usable afterwards (no transaction left open).
     let mut cpu_only = batch(&schema, 0..5, 0);
     cpu_only.tables[1].clear();
-    conn.write(&cpu_only).await.unwrap();
+    conn.write(&cpu_only, next_id()).await.unwrap();
     assert_eq!(server.sql_count("cpu"), 5);
 }
 
@@ -509,11 +539,16 @@ async fn killed_server_is_a_connection_error_and_a_restart_recovers() {
     let s = sink(cfg);
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..10, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..10, 0), next_id())
+        .await
+        .unwrap();
 
     server.kill();
     for step in 1..3 {
-        let err = conn.write(&batch(&schema, 0..10, step)).await.unwrap_err();
+        let err = conn
+            .write(&batch(&schema, 0..10, step), next_id())
+            .await
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::Connection, "{err}");
         assert!(err.is_retryable());
     }
@@ -526,7 +561,9 @@ async fn killed_server_is_a_connection_error_and_a_restart_recovers() {
 
     server.restart().unwrap();
     // The same connection object reconnects on its next write.
-    conn.write(&batch(&schema, 0..10, 5)).await.unwrap();
+    conn.write(&batch(&schema, 0..10, 5), next_id())
+        .await
+        .unwrap();
     assert_eq!(server.sql_count("cpu"), 20);
 }
 
@@ -552,7 +589,9 @@ async fn database_is_created_when_asked() {
     // Twice is fine.
     s.prepare(&schema).await.unwrap();
     let mut conn = s.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..7, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..7, 0), next_id())
+        .await
+        .unwrap();
     assert_eq!(query(&server, "SELECT count(*) FROM fresh_db.cpu"), "7");
 }
 
@@ -587,4 +626,63 @@ async fn bad_credentials_are_a_permission_error_without_the_password() {
         err.message.contains("1142") && !err.message.contains("right@"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn exactly_once_stores_a_retried_batch_once_and_records_it_in_the_ledger() {
+    let server = start();
+    let schema = schema();
+    let cfg = config(&server);
+    let run_id = cfg.run_id;
+    let s = sink(cfg);
+    s.prepare(&schema).await.unwrap();
+    let mut conn = s.connect(&schema, 0).await.unwrap();
+    let b = batch(&schema, 0..10, 0);
+    let id = tsload_core::BatchId {
+        worker: 2,
+        seq: 41,
+        attempt: 0,
+    };
+    let first = conn.write(&b, id).await.unwrap();
+    assert_eq!((first.rows, first.duplicate), (20, false));
+    // The engine's retry after a COMMIT whose answer was lost: stored already.
+    let retry = conn
+        .write(&b, tsload_core::BatchId { attempt: 1, ..id })
+        .await
+        .unwrap();
+    assert_eq!((retry.rows, retry.duplicate), (20, true));
+    // The connection is usable afterwards (the duplicate's transaction was rolled back).
+    conn.write(&batch(&schema, 10..12, 0), next_id())
+        .await
+        .unwrap();
+    assert_eq!(server.sql_count("cpu"), 12);
+    assert_eq!(server.sql_count("mem"), 12);
+    assert_eq!(
+        query(
+            &server,
+            &format!(
+                "SELECT count(*), sum(batch_rows) FROM tsload.tsload_ledger WHERE run_id = {run_id}"
+            )
+        ),
+        "2\t24"
+    );
+    assert_eq!(
+        query(
+            &server,
+            &format!(
+                "SELECT batch_rows FROM tsload.tsload_ledger \
+                 WHERE run_id = {run_id} AND worker = 2 AND seq = 41"
+            )
+        ),
+        "20"
+    );
+}
+
+#[tokio::test]
+async fn exactly_once_with_autocommit_is_a_clear_error() {
+    let server = start();
+    let mut cfg = config(&server);
+    cfg.transaction = TransactionMode::Autocommit;
+    let e = MysqlSink::new(cfg).unwrap_err();
+    assert!(e.message.contains("per_batch"), "{e}");
 }

@@ -8,8 +8,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use sqlx::postgres::{PgArguments, PgConnection};
-use sqlx::{Arguments, Connection};
-use tsload_core::{Batch, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagValue, WriteAck};
+use sqlx::{Arguments, Executor};
+use tsload_core::{
+    Batch, BatchId, Delivery, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagValue,
+    WriteAck,
+};
 
 use crate::bind::{Param, RawArray};
 use crate::encode::{
@@ -30,6 +33,10 @@ pub struct PostgresConn {
     conn: Option<PgConnection>,
     connector: Arc<Connector>,
     state: Writer,
+    /// Exactly-once delivery: this run's id in the ledger.
+    ledger: Option<i64>,
+    /// Between BEGIN and the end of its COMMIT or ROLLBACK.
+    in_transaction: bool,
 }
 
 /// Everything but the connection, so a write can borrow both at once.
@@ -317,6 +324,8 @@ impl PostgresConn {
         PostgresConn {
             conn: Some(conn),
             connector,
+            ledger: (cfg.delivery == Delivery::ExactlyOnce).then_some(cfg.run_id),
+            in_transaction: false,
             state: Writer {
                 layout: cfg.layout,
                 method: cfg.method,
@@ -784,7 +793,11 @@ impl From<String> for Failure {
 }
 
 impl SinkConn for PostgresConn {
-    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+    fn settles_ambiguity(&self) -> bool {
+        self.ledger.is_some()
+    }
+
+    async fn write(&mut self, batch: &Batch, id: BatchId) -> Result<WriteAck, SinkError> {
         let state = &mut self.state;
         state.check_batch(batch)?;
         let rows = batch.rows();
@@ -792,30 +805,55 @@ impl SinkConn for PostgresConn {
             return Ok(WriteAck::default());
         }
         state.resolve(batch)?;
+        if self.in_transaction {
+            // A write future dropped mid-transaction left it open: start afresh rather
+            // than add this batch to it.
+            self.conn = None;
+            self.in_transaction = false;
+        }
         let conn = match &mut self.conn {
             Some(conn) => conn,
             None => self.conn.insert(self.connector.open().await?),
         };
-        let result = if state.statements(batch) == 1 {
+        let result = match self.ledger {
+            Some(run_id) => {
+                let commit = sql::ledger_and_commit(run_id, id.worker, id.seq, rows);
+                write_in_transaction(conn, state, batch, &commit, &mut self.in_transaction).await
+            }
             // One statement is atomic on its own: no BEGIN / COMMIT round trips.
-            state.send_all(conn, batch).await
-        } else {
-            write_in_transaction(conn, state, batch).await
+            None if state.statements(batch) == 1 => {
+                state.send_all(conn, batch).await.map(Some).map_err(|f| {
+                    // Lost with the statement sent: it may have committed.
+                    if f.broken {
+                        Failure {
+                            error: f.error.into_ambiguous(),
+                            broken: true,
+                        }
+                    } else {
+                        f
+                    }
+                })
+            }
+            None => {
+                write_in_transaction(conn, state, batch, "COMMIT", &mut self.in_transaction).await
+            }
         };
         match result {
-            Ok(bytes) => {
+            Ok(stored) => {
                 if let Some(tags) = &mut state.tags {
                     tags.known.extend(tags.pending.drain(..));
                 }
                 Ok(WriteAck {
                     rows: rows as u64,
-                    bytes,
+                    bytes: stored.unwrap_or(0),
+                    duplicate: stored.is_none(),
                 })
             }
             Err(Failure { error, broken }) => {
                 if broken {
                     // Reopened by the next write; dropping closes the socket.
                     self.conn = None;
+                    self.in_transaction = false;
                 }
                 Err(error)
             }
@@ -823,29 +861,71 @@ impl SinkConn for PostgresConn {
     }
 }
 
-/// BEGIN, every statement, COMMIT; ROLLBACK when one fails, so a failed write wrote
-/// nothing. If this future is dropped mid-write, sqlx's transaction rolls back on drop.
+/// BEGIN, every statement, then `commit` (`COMMIT`, or the ledger row and COMMIT in one
+/// simple query); ROLLBACK when a step fails, so a failed write wrote nothing.
+/// `Ok(Some(bytes))` when stored, `Ok(None)` when the ledger shows an earlier attempt of
+/// the batch committed (nothing stored again). A connection lost during the commit
+/// query is ambiguous: the COMMIT may have been applied.
+///
+/// BEGIN and COMMIT are plain text statements rather than sqlx's `Transaction`, so that
+/// the ledger row travels with the COMMIT; `in_transaction` is set from BEGIN until the
+/// COMMIT or ROLLBACK has been answered.
 async fn write_in_transaction(
     conn: &mut PgConnection,
     state: &mut Writer,
     batch: &Batch,
-) -> Result<u64, Failure> {
-    let mut tx = conn
-        .begin()
+    commit: &str,
+    in_transaction: &mut bool,
+) -> Result<Option<u64>, Failure> {
+    *in_transaction = true;
+    conn.execute(sqlx::raw_sql("BEGIN"))
         .await
         .map_err(|e| db_failure("starting the write transaction", &e))?;
-    match state.send_all(&mut tx, batch).await {
-        Ok(bytes) => {
-            tx.commit()
-                .await
-                .map_err(|e| db_failure("committing the write transaction", &e))?;
-            Ok(bytes)
+    let bytes = match state.send_all(conn, batch).await {
+        Ok(bytes) => bytes,
+        Err(failure) => return Err(rollback(conn, in_transaction, failure).await),
+    };
+    match conn.execute(sqlx::raw_sql(commit)).await {
+        Ok(_) => {
+            *in_transaction = false;
+            Ok(Some(bytes))
         }
-        Err(mut failure) => {
-            if !failure.broken && tx.rollback().await.is_err() {
-                failure.broken = true;
+        Err(sqlx::Error::Database(db))
+            if db.is_unique_violation() && db.constraint() == Some(sql::LEDGER_KEY) =>
+        {
+            // An earlier attempt of this batch is committed (the INSERT waited for it if
+            // it was still committing): undo this one.
+            let done = Failure::from(SinkError::new(ErrorKind::Other, "already stored"));
+            let after = rollback(conn, in_transaction, done).await;
+            if after.broken { Err(after) } else { Ok(None) }
+        }
+        Err(e) => {
+            let failure = db_failure("committing the write transaction", &e);
+            if failure.broken {
+                Err(Failure {
+                    error: failure.error.into_ambiguous(),
+                    broken: true,
+                })
+            } else {
+                Err(rollback(conn, in_transaction, failure).await)
             }
-            Err(failure)
         }
     }
+}
+
+/// Rolls the open transaction back after `failure`; a ROLLBACK that fails marks the
+/// connection broken.
+async fn rollback(
+    conn: &mut PgConnection,
+    in_transaction: &mut bool,
+    mut failure: Failure,
+) -> Failure {
+    if !failure.broken {
+        if conn.execute(sqlx::raw_sql("ROLLBACK")).await.is_ok() {
+            *in_transaction = false;
+        } else {
+            failure.broken = true;
+        }
+    }
+    failure
 }

@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
-use tsload_core::{ErrorKind, Schema, Sink, SinkError};
+use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::PostgresConn;
 pub use error::redact_url;
@@ -159,6 +159,11 @@ pub struct PostgresConfig {
     pub create_index: bool,
     /// How long opening a connection may take.
     pub connect_timeout: Duration,
+    /// Exactly once: each batch's transaction also records its id in `tsload_ledger`, so
+    /// a retry after a lost COMMIT answer stores nothing twice.
+    pub delivery: Delivery,
+    /// This run's id in the ledger.
+    pub run_id: i64,
 }
 
 impl PostgresConfig {
@@ -176,6 +181,8 @@ impl PostgresConfig {
             drop_existing: false,
             create_index: false,
             connect_timeout: Duration::from_secs(10),
+            delivery: Delivery::ExactlyOnce,
+            run_id: tsload_core::new_run_id(),
         }
     }
 }
@@ -193,6 +200,8 @@ impl fmt::Debug for PostgresConfig {
             .field("drop_existing", &self.drop_existing)
             .field("create_index", &self.create_index)
             .field("connect_timeout", &self.connect_timeout)
+            .field("delivery", &self.delivery)
+            .field("run_id", &self.run_id)
             .finish()
     }
 }
@@ -439,6 +448,15 @@ impl Sink for PostgresSink {
                 )
                 .await?;
             }
+        }
+        if self.cfg.delivery == Delivery::ExactlyOnce {
+            let name = sql::quote_ident(LEDGER_TABLE);
+            if self.cfg.drop_existing {
+                let context = format!("dropping table {name}");
+                ddl(&mut conn, &sql::drop_table(LEDGER_TABLE), &context).await?;
+            }
+            let context = format!("creating table {name}");
+            ddl(&mut conn, sql::CREATE_LEDGER, &context).await?;
         }
         // A clean goodbye, so the server does not log an unexpected EOF.
         let _ = conn.close().await;

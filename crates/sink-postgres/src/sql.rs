@@ -12,6 +12,24 @@ use crate::encode::PgType;
 use crate::{CopyFormat, Layout};
 
 /// Most bind parameters one statement may carry (the protocol's 16-bit count).
+/// The exactly-once ledger (see [`tsload_core::LEDGER_TABLE`]).
+pub(crate) const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS tsload_ledger (\
+run_id bigint NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, batch_rows integer NOT NULL, \
+PRIMARY KEY (run_id, worker, seq))";
+
+/// The constraint a second ledger row of one batch violates.
+pub(crate) const LEDGER_KEY: &str = "tsload_ledger_pkey";
+
+/// Records batch `seq` of `worker` and commits, in one round trip (a simple query of two
+/// statements: inside the open transaction block, COMMIT runs only if the INSERT
+/// succeeded). Numbers only, so literals are safe.
+pub(crate) fn ledger_and_commit(run_id: i64, worker: u32, seq: u64, rows: usize) -> String {
+    format!(
+        "INSERT INTO tsload_ledger (run_id, worker, seq, batch_rows) \
+         VALUES ({run_id}, {worker}, {seq}, {rows}); COMMIT"
+    )
+}
+
 pub(crate) const MAX_PARAMS: usize = 65_535;
 
 /// Longest identifier PostgreSQL keeps (NAMEDATALEN - 1 bytes); longer ones are truncated.

@@ -13,7 +13,8 @@ use tsload_sink_postgres::{
     CopyFormat, InsertMethod, Layout, PostgresConfig, PostgresConn, PostgresSink,
 };
 use tsload_testbed::fixtures::{
-    TS0, field, push_bool, push_float, push_int, push_str, schema_of, tag, wide_batch, wide_schema,
+    TS0, field, next_id, push_bool, push_float, push_int, push_str, schema_of, tag, wide_batch,
+    wide_schema,
 };
 use tsload_testbed::{Server, ServerKind};
 
@@ -195,12 +196,21 @@ async fn round_trip(server: &Server, layout: Layout, method: InsertMethod, forma
     cfg.drop_existing = true;
     let (_sink, mut conn) = open(cfg, &schema).await;
 
-    let ack = conn.write(&batch(&schema, 1..2, 0)).await.unwrap();
+    let ack = conn
+        .write(&batch(&schema, 1..2, 0), next_id())
+        .await
+        .unwrap();
     assert_eq!(ack.rows, 2, "{what}");
     assert!(ack.bytes > 0, "{what}");
-    let ack = conn.write(&batch(&schema, 0..50, 1)).await.unwrap();
+    let ack = conn
+        .write(&batch(&schema, 0..50, 1), next_id())
+        .await
+        .unwrap();
     assert_eq!(ack.rows, 100, "{what}");
-    let ack = conn.write(&Batch::for_schema(&schema)).await.unwrap();
+    let ack = conn
+        .write(&Batch::for_schema(&schema), next_id())
+        .await
+        .unwrap();
     assert_eq!((ack.rows, ack.bytes), (0, 0), "{what}");
     assert_eq!(server.sql_count("cpu"), 51, "{what}");
     assert_eq!(server.sql_count("mem"), 51, "{what}");
@@ -398,7 +408,7 @@ async fn batch_larger_than_the_bind_limit_is_written_completely() {
         let mut cfg = config(&server, Layout::Wide, method, CopyFormat::Binary);
         cfg.drop_existing = true;
         let (_sink, mut conn) = open(cfg, &schema).await;
-        let ack = conn.write(&b).await.unwrap();
+        let ack = conn.write(&b, next_id()).await.unwrap();
         assert_eq!(ack.rows, u64::from(rows), "{method}");
         // The same size again reuses the cached statements.
         let mut again = b.clone();
@@ -406,7 +416,7 @@ async fn batch_larger_than_the_bind_limit_is_written_completely() {
             .ts
             .iter_mut()
             .for_each(|ts| *ts += 1_000_000_000_000);
-        conn.write(&again).await.unwrap();
+        conn.write(&again, next_id()).await.unwrap();
 
         assert_eq!(server.sql_count("wide"), 2 * u64::from(rows), "{method}");
         let summary = sql(
@@ -447,7 +457,8 @@ async fn concurrent_connections_both_commit() {
                 // insert their tags rows at the same time.
                 let batch_a = batch(&schema, 0..300, step);
                 let batch_b = batch(&schema, 200..500, step + 100);
-                let (ra, rb) = tokio::join!(a.write(&batch_a), b.write(&batch_b));
+                let (ra, rb) =
+                    tokio::join!(a.write(&batch_a, next_id()), b.write(&batch_b, next_id()));
                 assert_eq!(ra.unwrap().rows, 600, "{what}");
                 assert_eq!(rb.unwrap().rows, 600, "{what}");
             }
@@ -469,7 +480,9 @@ async fn drop_existing_empties_the_tables() {
         let mut fresh = cfg.clone();
         fresh.drop_existing = true;
         let (_sink, mut conn) = open(fresh.clone(), &schema).await;
-        conn.write(&batch(&schema, 0..20, 0)).await.unwrap();
+        conn.write(&batch(&schema, 0..20, 0), next_id())
+            .await
+            .unwrap();
         drop(conn);
 
         // Without drop_existing the rows stay.
@@ -528,7 +541,10 @@ async fn wrong_table_shape_is_rejected_and_writes_nothing() {
         let (_sink, mut conn) = open(config(&server, layout, method, format), &schema).await;
 
         // cpu (first in the batch) is fine; mem fails, and takes cpu's rows with it.
-        let err = conn.write(&batch(&schema, 0..10, 0)).await.unwrap_err();
+        let err = conn
+            .write(&batch(&schema, 0..10, 0), next_id())
+            .await
+            .unwrap_err();
         assert_rejected(&err, "mem", &what);
         assert_eq!(server.sql_count("cpu"), 0, "{what}");
         assert_eq!(server.sql_count("mem"), 0, "{what}");
@@ -543,14 +559,14 @@ async fn wrong_table_shape_is_rejected_and_writes_nothing() {
         // A batch of mem alone (one statement, no explicit transaction) fails the same way.
         let mut mem_only = batch(&schema, 0..5, 1);
         mem_only.tables[0].clear();
-        let err = conn.write(&mem_only).await.unwrap_err();
+        let err = conn.write(&mem_only, next_id()).await.unwrap_err();
         assert_rejected(&err, "mem", &what);
 
         // The connection is usable afterwards (no transaction left open), and the tags
         // rows that were rolled back are written with the next batch that needs them.
         let mut cpu_only = batch(&schema, 0..5, 2);
         cpu_only.tables[1].clear();
-        conn.write(&cpu_only).await.unwrap();
+        conn.write(&cpu_only, next_id()).await.unwrap();
         assert_eq!(server.sql_count("cpu"), 5, "{what}");
         if layout == Layout::TagsTable {
             assert_eq!(server.sql_count("tags"), 5, "{what}");
@@ -571,7 +587,7 @@ async fn out_of_range_values_are_rejected_before_sending() {
         if let ColumnValues::Int(v) = &mut b.tables[0].columns[2].values {
             v[3] = 40_000; // usage_idle is a smallint
         }
-        let err = conn.write(&b).await.unwrap_err();
+        let err = conn.write(&b, next_id()).await.unwrap_err();
         assert_rejected(&err, "cpu", &what);
         assert!(
             err.message.contains("usage_idle") && err.message.contains("40000"),
@@ -600,7 +616,7 @@ async fn tag_values_that_do_not_fit_their_type_are_rejected() {
         b.tables[0].device.push(7);
         b.tables[0].ts.push(TS0);
         push_int(&mut b.tables[0].columns[0], 1);
-        let err = conn.write(&b).await.unwrap_err();
+        let err = conn.write(&b, next_id()).await.unwrap_err();
         let table = if layout == Layout::Wide {
             "bad"
         } else {
@@ -635,7 +651,7 @@ async fn too_long_strings_are_rejected_by_the_server() {
         push_bool(&mut mem.columns[3], true);
         push_int(&mut mem.columns[4], 1);
         push_str(&mut mem.columns[5], "");
-        let err = conn.write(&b).await.unwrap_err();
+        let err = conn.write(&b, next_id()).await.unwrap_err();
         assert_rejected(&err, "mem", &what);
         assert!(err.message.contains("22001"), "{what}: {err}");
         assert_eq!(server.sql_count("mem"), 0, "{what}");
@@ -682,21 +698,23 @@ async fn killed_server_gives_a_retryable_error_and_the_next_write_reconnects() {
         cfg.drop_existing = true;
         cfg.connect_timeout = Duration::from_secs(2);
         let (_sink, mut conn) = open(cfg, &schema).await;
-        conn.write(&batch(&schema, 0..10, 0)).await.unwrap();
+        conn.write(&batch(&schema, 0..10, 0), next_id())
+            .await
+            .unwrap();
 
         server.kill();
         let b = batch(&schema, 0..10, 1);
-        let err = conn.write(&b).await.unwrap_err();
+        let err = conn.write(&b, next_id()).await.unwrap_err();
         eprintln!("{what}: after kill: {err}");
         assert_eq!(err.kind, ErrorKind::Connection, "{what}: {err}");
         assert!(err.is_retryable(), "{what}");
         // While the server is down, the retry cannot connect: still retryable.
-        let err = conn.write(&b).await.unwrap_err();
+        let err = conn.write(&b, next_id()).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Connection, "{what}: {err}");
         assert!(err.message.contains("cannot connect"), "{what}: {err}");
 
         server.restart().unwrap();
-        assert_eq!(conn.write(&b).await.unwrap().rows, 20, "{what}");
+        assert_eq!(conn.write(&b, next_id()).await.unwrap().rows, 20, "{what}");
         assert_eq!(server.sql_count("cpu"), 20, "{what}");
     }
 }
@@ -726,7 +744,7 @@ async fn server_killed_mid_write_fails_the_write_retryably() {
                     if tables == 1 {
                         b.tables[1].clear();
                     }
-                    if let Err(e) = conn.write(&b).await {
+                    if let Err(e) = conn.write(&b, next_id()).await {
                         return (step, e);
                     }
                     written.store(step as u64 + 1, std::sync::atomic::Ordering::Relaxed);
@@ -797,7 +815,9 @@ async fn wrong_database_and_settings_are_reported() {
     );
     cfg.synchronous_commit = Some("off".into());
     let (_sink, mut conn) = open(cfg, &schema).await;
-    conn.write(&batch(&schema, 0..3, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..3, 0), next_id())
+        .await
+        .unwrap();
     assert_eq!(server.sql_count("cpu"), 3);
 }
 
@@ -835,4 +855,78 @@ async fn schema_the_layout_cannot_hold_fails_before_connecting() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Schema);
     assert!(err.message.contains("\"tags\""), "{err}");
+}
+
+#[tokio::test]
+async fn exactly_once_stores_a_retried_batch_once_for_every_method() {
+    let server = start();
+    let schema = schema();
+    for (layout, method, format) in COMBOS {
+        let what = format!("{layout} / {method} / {format}");
+        let mut cfg = config(&server, layout, method, format);
+        cfg.drop_existing = true;
+        let run_id = cfg.run_id;
+        let (_sink, mut conn) = open(cfg, &schema).await;
+        let b = batch(&schema, 0..10, 0);
+        let id = tsload_core::BatchId {
+            worker: 1,
+            seq: 9,
+            attempt: 0,
+        };
+        let first = conn.write(&b, id).await.unwrap();
+        assert_eq!((first.rows, first.duplicate), (20, false), "{what}");
+        // The engine's retry after a COMMIT whose answer was lost: stored already.
+        let retry = conn
+            .write(&b, tsload_core::BatchId { attempt: 1, ..id })
+            .await
+            .unwrap();
+        assert_eq!((retry.rows, retry.duplicate), (20, true), "{what}");
+        // The connection is usable afterwards (the duplicate's transaction rolled back).
+        conn.write(&batch(&schema, 10..12, 0), next_id())
+            .await
+            .unwrap();
+        assert_eq!(server.sql_count("cpu"), 12, "{what}");
+        assert_eq!(server.sql_count("mem"), 12, "{what}");
+        assert_eq!(
+            sql(
+                &server,
+                &format!(
+                    "SELECT count(*), sum(batch_rows) FROM tsload_ledger WHERE run_id = {run_id}"
+                )
+            ),
+            "2\t24",
+            "{what}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn at_least_once_keeps_the_single_statement_path_and_no_ledger() {
+    let server = start();
+    let schema = schema();
+    let mut cfg = config(
+        &server,
+        Layout::Wide,
+        InsertMethod::Copy,
+        CopyFormat::Binary,
+    );
+    cfg.drop_existing = true;
+    cfg.delivery = tsload_core::Delivery::AtLeastOnce;
+    let (_sink, mut conn) = open(cfg, &schema).await;
+    let b = batch(&schema, 0..10, 0);
+    let id = next_id();
+    conn.write(&b, id).await.unwrap();
+    let again = conn
+        .write(&b, tsload_core::BatchId { attempt: 1, ..id })
+        .await
+        .unwrap();
+    assert!(!again.duplicate);
+    assert_eq!(server.sql_count("cpu"), 20, "at least once: stored twice");
+    assert_eq!(
+        sql(
+            &server,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'tsload_ledger'"
+        ),
+        "0"
+    );
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use sqlx::sqlite::{SqliteArguments, SqliteConnection};
 use sqlx::{Arguments, Connection, Encode, Sqlite, Type};
 use tsload_core::{
-    Batch, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagCache, TagValue,
-    WriteAck,
+    Batch, BatchId, ColumnValues, ErrorKind, Schema, SinkConn, SinkError, TableBatch, TagCache,
+    TagValue, WriteAck,
 };
 
 use crate::error::sink_error;
@@ -27,6 +27,8 @@ pub struct SqliteConn {
     /// For every row of the batch being written (tables one after the other), the offset of
     /// its device's values in `tags.values()`. Reused between batches.
     row_tags: Vec<usize>,
+    /// Exactly-once delivery: this run's id in the ledger.
+    ledger: Option<i64>,
 }
 
 /// What a connection keeps per schema table.
@@ -72,7 +74,7 @@ impl TableState {
 }
 
 impl SqliteConn {
-    pub(crate) fn new(conn: SqliteConnection, schema: Arc<Schema>) -> Self {
+    pub(crate) fn new(conn: SqliteConnection, schema: Arc<Schema>, ledger: Option<i64>) -> Self {
         let tables: Vec<TableState> = schema
             .tables
             .iter()
@@ -105,6 +107,7 @@ impl SqliteConn {
             tags: TagCache::new(schema, stride),
             tables,
             row_tags: Vec::new(),
+            ledger,
         }
     }
 
@@ -147,7 +150,11 @@ impl SqliteConn {
 }
 
 impl SinkConn for SqliteConn {
-    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+    fn settles_ambiguity(&self) -> bool {
+        self.ledger.is_some()
+    }
+
+    async fn write(&mut self, batch: &Batch, id: BatchId) -> Result<WriteAck, SinkError> {
         self.check_batch(batch)?;
         let rows = batch.rows();
         if rows == 0 {
@@ -160,6 +167,7 @@ impl SinkConn for SqliteConn {
             tables,
             tags,
             row_tags,
+            ledger,
         } = self;
         // IMMEDIATE takes the write lock up front (waiting up to busy_timeout). A deferred
         // transaction would start as a reader, and two readers upgrading to writers
@@ -169,7 +177,26 @@ impl SinkConn for SqliteConn {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| sink_error("starting the write transaction", &e))?;
-        match insert_all(&mut tx, tables, tags.values(), row_tags, batch).await {
+        let written = match insert_all(&mut tx, tables, tags.values(), row_tags, batch).await {
+            Ok(bytes) => match *ledger {
+                Some(run_id) => match record_in_ledger(&mut tx, run_id, id, rows).await {
+                    Ok(true) => Ok(bytes),
+                    Ok(false) => {
+                        // Stored by an earlier attempt: undo this one's rows.
+                        let _ = tx.rollback().await;
+                        return Ok(WriteAck {
+                            rows: rows as u64,
+                            bytes: 0,
+                            duplicate: true,
+                        });
+                    }
+                    Err(e) => Err(e),
+                },
+                None => Ok(bytes),
+            },
+            Err(e) => Err(e),
+        };
+        match written {
             Ok(bytes) => {
                 // A failed COMMIT leaves the transaction open; dropping `tx` (consumed by
                 // `commit`) then rolls it back, so a failed write wrote nothing.
@@ -179,6 +206,7 @@ impl SinkConn for SqliteConn {
                 Ok(WriteAck {
                     rows: rows as u64,
                     bytes,
+                    duplicate: false,
                 })
             }
             Err(e) => {
@@ -188,6 +216,28 @@ impl SinkConn for SqliteConn {
                 Err(e)
             }
         }
+    }
+}
+
+/// Records batch `id` of run `run_id` in the ledger; `Ok(false)` when it is there already
+/// (an earlier attempt of the batch was stored).
+async fn record_in_ledger(
+    conn: &mut SqliteConnection,
+    run_id: i64,
+    id: BatchId,
+    rows: usize,
+) -> Result<bool, SinkError> {
+    let result = sqlx::query(sql::INSERT_LEDGER)
+        .bind(run_id)
+        .bind(i64::from(id.worker))
+        .bind(i64::try_from(id.seq).unwrap_or(i64::MAX))
+        .bind(i64::try_from(rows).unwrap_or(i64::MAX))
+        .execute(&mut *conn)
+        .await;
+    match result {
+        Ok(_) => Ok(true),
+        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(false),
+        Err(e) => Err(sink_error("recording the batch in the ledger", &e)),
     }
 }
 

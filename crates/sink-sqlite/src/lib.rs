@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use sqlx::ConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
-use tsload_core::{ErrorKind, Schema, Sink, SinkError};
+use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::SqliteConn;
 pub use query::{SqliteQueryConn, SqliteQueryTarget};
@@ -53,6 +53,10 @@ pub struct SqliteConfig {
     /// How long a statement waits for another connection's lock before failing with a
     /// (retryable) conflict.
     pub busy_timeout: Duration,
+    /// Exactly once: each batch's transaction also records its id in `tsload_ledger`.
+    pub delivery: Delivery,
+    /// This run's id in the ledger.
+    pub run_id: i64,
 }
 
 impl SqliteConfig {
@@ -65,6 +69,8 @@ impl SqliteConfig {
             synchronous: Synchronous::default(),
             journal_mode: JournalMode::default(),
             busy_timeout: Duration::from_secs(5),
+            delivery: Delivery::ExactlyOnce,
+            run_id: tsload_core::new_run_id(),
         }
     }
 }
@@ -160,6 +166,20 @@ impl Sink for SqliteSink {
                 .await
                 .map_err(|e| schema_error(&format!("creating table {name}"), &e))?;
         }
+        if self.cfg.delivery == Delivery::ExactlyOnce {
+            if self.cfg.drop_existing {
+                sqlx::query(&format!("DROP TABLE IF EXISTS {LEDGER_TABLE}"))
+                    .persistent(false)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| schema_error(&format!("dropping table {LEDGER_TABLE}"), &e))?;
+            }
+            sqlx::query(sql::CREATE_LEDGER)
+                .persistent(false)
+                .execute(&mut conn)
+                .await
+                .map_err(|e| schema_error(&format!("creating table {LEDGER_TABLE}"), &e))?;
+        }
         if let Ok(mut keep) = self.keep_alive.lock() {
             *keep = Some(conn);
         }
@@ -171,7 +191,8 @@ impl Sink for SqliteSink {
             sql::check_table(table)?;
         }
         let conn = self.open().await?;
-        Ok(SqliteConn::new(conn, schema.clone()))
+        let ledger = (self.cfg.delivery == Delivery::ExactlyOnce).then_some(self.cfg.run_id);
+        Ok(SqliteConn::new(conn, schema.clone(), ledger))
     }
 }
 

@@ -74,6 +74,15 @@ pub(crate) fn check_table(table: &TableSchema) -> Result<(), SinkError> {
 }
 
 /// `DROP TABLE IF EXISTS "<table>"`.
+/// The exactly-once ledger (see [`tsload_core::LEDGER_TABLE`]).
+pub(crate) const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS tsload_ledger (\
+run_id INTEGER NOT NULL, worker INTEGER NOT NULL, seq INTEGER NOT NULL, batch_rows INTEGER NOT NULL, \
+PRIMARY KEY (run_id, worker, seq)) WITHOUT ROWID";
+
+/// Records one batch in the ledger, inside the batch's transaction.
+pub(crate) const INSERT_LEDGER: &str =
+    "INSERT INTO tsload_ledger (run_id, worker, seq, batch_rows) VALUES (?, ?, ?, ?)";
+
 pub(crate) fn drop_table(table: &TableSchema) -> String {
     format!("DROP TABLE IF EXISTS {}", quote_ident(&table.name))
 }

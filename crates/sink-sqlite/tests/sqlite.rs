@@ -10,7 +10,7 @@ use tempfile::TempDir;
 use tsload_core::{Batch, DataType, ErrorKind, Schema, Sink, SinkConn, TableSchema};
 use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
 use tsload_testbed::fixtures::{
-    TS0, cpu_mem_batch, cpu_mem_schema, field, schema_of, tag, wide_batch, wide_schema,
+    TS0, cpu_mem_batch, cpu_mem_schema, field, next_id, schema_of, tag, wide_batch, wide_schema,
 };
 
 /// `cpu`: 2 string tags + 3 int fields; `mem`: 1 int tag + float, nullable int, string,
@@ -42,6 +42,7 @@ fn config(url: &str, drop_existing: bool) -> SqliteConfig {
         synchronous: Synchronous::Normal,
         journal_mode: JournalMode::Wal,
         busy_timeout: Duration::from_secs(5),
+        ..SqliteConfig::new(url)
     }
 }
 
@@ -115,17 +116,26 @@ async fn write_inserts_every_row_and_acks_rows_and_bytes() {
 
     // Device 1: cpu = ts 8 + "host_1" 6 + null region 0 + 3 ints 24 = 38;
     // mem = ts 8 + rack 8 + float 8 + swap 8 + "low" 3 + bool 8 = 43.
-    let ack = conn.write(&batch(&schema, 1..2, 0)).await.unwrap();
+    let ack = conn
+        .write(&batch(&schema, 1..2, 0), next_id())
+        .await
+        .unwrap();
     assert_eq!(ack.rows, 2);
     assert_eq!(ack.bytes, 81);
 
-    let ack = conn.write(&batch(&schema, 0..50, 1)).await.unwrap();
+    let ack = conn
+        .write(&batch(&schema, 0..50, 1), next_id())
+        .await
+        .unwrap();
     assert_eq!(ack.rows, 100);
     let mut db = reader(&url).await;
     assert_eq!(count(&mut db, "cpu").await, 51);
     assert_eq!(count(&mut db, "mem").await, 51);
 
-    let ack = conn.write(&Batch::for_schema(&schema)).await.unwrap();
+    let ack = conn
+        .write(&Batch::for_schema(&schema), next_id())
+        .await
+        .unwrap();
     assert_eq!((ack.rows, ack.bytes), (0, 0));
 }
 
@@ -137,7 +147,9 @@ async fn values_round_trip() {
     let sink = SqliteSink::new(config(&url, false));
     sink.prepare(&schema).await.unwrap();
     let mut conn = sink.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..10, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..10, 0), next_id())
+        .await
+        .unwrap();
 
     let mut db = reader(&url).await;
     type CpuRow = (i64, String, Option<String>, i64, i64, i64);
@@ -189,11 +201,11 @@ async fn batch_larger_than_a_chunk_is_written_completely() {
     let sink = SqliteSink::new(config(&url, false));
     sink.prepare(&schema).await.unwrap();
     let mut conn = sink.connect(&schema, 0).await.unwrap();
-    let ack = conn.write(&b).await.unwrap();
+    let ack = conn.write(&b, next_id()).await.unwrap();
     assert_eq!(ack.rows, u64::from(rows));
     // The same size again reuses the cached statements.
     b.tables[0].ts.iter_mut().for_each(|ts| *ts += 1_000_000);
-    conn.write(&b).await.unwrap();
+    conn.write(&b, next_id()).await.unwrap();
 
     let mut db = reader(&url).await;
     assert_eq!(count(&mut db, "wide").await, 2 * i64::from(rows));
@@ -218,7 +230,9 @@ async fn drop_existing_empties_the_tables() {
     let sink = SqliteSink::new(config(&url, false));
     sink.prepare(&schema).await.unwrap();
     let mut conn = sink.connect(&schema, 0).await.unwrap();
-    conn.write(&batch(&schema, 0..20, 0)).await.unwrap();
+    conn.write(&batch(&schema, 0..20, 0), next_id())
+        .await
+        .unwrap();
     drop(conn);
     drop(sink);
 
@@ -252,7 +266,7 @@ async fn concurrent_connections_both_commit() {
     for step in 0..rounds {
         let batch_a = batch(&schema, 0..300, step);
         let batch_b = batch(&schema, 300..600, step);
-        let (ra, rb) = tokio::join!(a.write(&batch_a), b.write(&batch_b));
+        let (ra, rb) = tokio::join!(a.write(&batch_a, next_id()), b.write(&batch_b, next_id()));
         assert_eq!(ra.unwrap().rows, 600);
         assert_eq!(rb.unwrap().rows, 600);
     }
@@ -279,7 +293,10 @@ async fn wrong_table_shape_is_rejected_and_writes_nothing() {
     let mut conn = sink.connect(&schema, 0).await.unwrap();
 
     // cpu (first in the batch) is fine; mem fails, and takes cpu's rows with it.
-    let err = conn.write(&batch(&schema, 0..10, 0)).await.unwrap_err();
+    let err = conn
+        .write(&batch(&schema, 0..10, 0), next_id())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Rejected, "{err}");
     assert!(!err.is_retryable());
     assert!(err.message.contains("\"mem\""), "{err}");
@@ -290,7 +307,7 @@ async fn wrong_table_shape_is_rejected_and_writes_nothing() {
     // The connection is usable afterwards (no transaction left open).
     let mut cpu_only = batch(&schema, 0..5, 0);
     cpu_only.tables[1].clear();
-    conn.write(&cpu_only).await.unwrap();
+    conn.write(&cpu_only, next_id()).await.unwrap();
     assert_eq!(count(&mut db, "cpu").await, 5);
 }
 
@@ -311,12 +328,12 @@ async fn held_lock_gives_a_retryable_conflict() {
         .await
         .unwrap();
     let b = batch(&schema, 0..10, 0);
-    let err = conn.write(&b).await.unwrap_err();
+    let err = conn.write(&b, next_id()).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Conflict, "{err}");
     assert!(err.is_retryable());
 
     sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
-    conn.write(&b).await.unwrap();
+    conn.write(&b, next_id()).await.unwrap();
     assert_eq!(count(&mut holder, "cpu").await, 10);
 }
 
@@ -385,6 +402,96 @@ async fn in_memory_database_outlives_prepare() {
     let mut a = sink.connect(&schema, 0).await.unwrap();
     let mut b = sink.connect(&schema, 1).await.unwrap();
     // The tables prepare created are there for both connections.
-    assert_eq!(a.write(&batch(&schema, 0..10, 0)).await.unwrap().rows, 20);
-    assert_eq!(b.write(&batch(&schema, 10..20, 0)).await.unwrap().rows, 20);
+    assert_eq!(
+        a.write(&batch(&schema, 0..10, 0), next_id())
+            .await
+            .unwrap()
+            .rows,
+        20
+    );
+    assert_eq!(
+        b.write(&batch(&schema, 10..20, 0), next_id())
+            .await
+            .unwrap()
+            .rows,
+        20
+    );
+}
+
+#[tokio::test]
+async fn exactly_once_stores_a_retried_batch_once_and_records_it_in_the_ledger() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let cfg = config(&url, true);
+    let run_id = cfg.run_id;
+    let sink = SqliteSink::new(cfg);
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+    let b = batch(&schema, 0..10, 0);
+    let id = tsload_core::BatchId {
+        worker: 3,
+        seq: 7,
+        attempt: 0,
+    };
+    let first = conn.write(&b, id).await.unwrap();
+    assert_eq!((first.rows, first.duplicate), (20, false));
+    // The same batch again, as the engine retries after a lost answer.
+    let retry = conn
+        .write(&b, tsload_core::BatchId { attempt: 1, ..id })
+        .await
+        .unwrap();
+    assert_eq!((retry.rows, retry.duplicate), (20, true));
+    let other = conn.write(&b, next_id()).await.unwrap();
+    assert!(!other.duplicate);
+    let mut db = reader(&url).await;
+    assert_eq!(count(&mut db, "cpu").await, 20);
+    assert_eq!(count(&mut db, "mem").await, 20);
+    let (batches, rows): (i64, i64) =
+        sqlx::query_as("SELECT count(*), sum(batch_rows) FROM tsload_ledger WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+    assert_eq!((batches, rows), (2, 40));
+    let seq7: i64 = sqlx::query_scalar(
+        "SELECT batch_rows FROM tsload_ledger WHERE run_id = ? AND worker = 3 AND seq = 7",
+    )
+    .bind(run_id)
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(seq7, 20);
+}
+
+#[tokio::test]
+async fn at_least_once_has_no_ledger() {
+    let dir = TempDir::new().unwrap();
+    let url = url(&dir);
+    let schema = schema();
+    let mut cfg = config(&url, true);
+    cfg.delivery = tsload_core::Delivery::AtLeastOnce;
+    let sink = SqliteSink::new(cfg);
+    sink.prepare(&schema).await.unwrap();
+    let mut conn = sink.connect(&schema, 0).await.unwrap();
+    let b = batch(&schema, 0..10, 0);
+    let id = next_id();
+    conn.write(&b, id).await.unwrap();
+    let again = conn
+        .write(&b, tsload_core::BatchId { attempt: 1, ..id })
+        .await
+        .unwrap();
+    assert!(!again.duplicate);
+    let mut db = reader(&url).await;
+    assert_eq!(
+        count(&mut db, "cpu").await,
+        20,
+        "at least once: stored twice"
+    );
+    let ledger: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'tsload_ledger'")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+    assert_eq!(ledger, 0);
 }

@@ -14,7 +14,7 @@ use taos::taos_query::common::{SchemalessPrecision, SchemalessProtocol, SmlDataB
 use taos::{
     AsyncBindable, AsyncQueryable, AsyncTBuilder, ColumnView, Stmt, Taos, TaosBuilder, Value,
 };
-use tsload_core::{Batch, ErrorKind, Schema, SinkConn, SinkError, TagValue, WriteAck};
+use tsload_core::{Batch, BatchId, ErrorKind, Schema, SinkConn, SinkError, TagValue, WriteAck};
 use tsload_lineproto::LineEncoder;
 
 use crate::bind::{ChildGroups, column_views, tag_values};
@@ -465,7 +465,7 @@ fn child_entry<'a>(
 }
 
 impl SinkConn for TdengineConn {
-    async fn write(&mut self, batch: &Batch) -> Result<WriteAck, SinkError> {
+    async fn write(&mut self, batch: &Batch, _id: BatchId) -> Result<WriteAck, SinkError> {
         let rows = batch.rows() as u64;
         if rows == 0 {
             return Ok(WriteAck::default());
@@ -476,10 +476,23 @@ impl SinkConn for TdengineConn {
             InsertMode::Stmt | InsertMode::Stmt2 => self.write_stmt(batch).await,
         };
         match result {
-            Ok(bytes) => Ok(WriteAck { rows, bytes }),
+            Ok(bytes) => Ok(WriteAck {
+                rows,
+                bytes,
+                duplicate: false,
+            }),
             Err(e) => {
                 self.after_failure(e.kind);
-                Err(e)
+                // TDengine has no transactions: a write whose answer was lost (timeout,
+                // connection lost) may have been applied, in part or in full. Counted as
+                // ambiguous, an upper bound (a failure to reconnect sent nothing).
+                Err(
+                    if matches!(e.kind, ErrorKind::Timeout | ErrorKind::Connection) {
+                        e.into_ambiguous()
+                    } else {
+                        e
+                    },
+                )
             }
         }
     }

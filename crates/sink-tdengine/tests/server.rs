@@ -151,7 +151,7 @@ async fn tdengine_server_roundtrip() {
         let mut written = 0;
         for batch in batches(&schema) {
             let ack = conn
-                .write(&batch)
+                .write(&batch, tsload_core::BatchId::default())
                 .await
                 .unwrap_or_else(|e| panic!("{name}: write: {e}"));
             assert_eq!(ack.rows, batch.rows() as u64, "{name}");

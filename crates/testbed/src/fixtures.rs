@@ -188,3 +188,16 @@ pub fn wide_batch(schema: &Schema, rows: u32, first_ts: i64, spacing: i64) -> Ba
     }
     b
 }
+
+/// A fresh batch id for a test's direct `SinkConn::write`: worker 0, a new sequence
+/// number every call (so that exactly-once targets never take two writes for retries of
+/// one batch), attempt 0.
+pub fn next_id() -> tsload_core::BatchId {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    tsload_core::BatchId {
+        worker: 0,
+        seq: SEQ.fetch_add(1, Ordering::Relaxed),
+        attempt: 0,
+    }
+}
