@@ -19,6 +19,20 @@
 //! reset). An upstream that refuses a connection gets the client's connection reset and is
 //! counted in [`ProxyStats::connect_errors`].
 //!
+//! # Faults
+//!
+//! [`ProxyConfig::faults`] injects network faults at a known byte or moment, for tests: a
+//! [`Fault`] watches one connection (or every one) for a [`FaultTrigger`] (at once, once
+//! `N` bytes of a [`Stream`] were forwarded, once the `k`-th occurrence of a pattern was
+//! forwarded, even across read chunks) and then applies a [`FaultAction`]: reset both
+//! sockets, stall (forward nothing, read nothing, keep both open), blackhole (read and
+//! discard both ways), or reset on reply (the request reaches the server, its answer is
+//! lost and both sockets are reset). Offsets are exact: with `AfterBytes { Down, 10 }`
+//! the client gets exactly 10 bytes. Triggers apply where bytes are written, so after a
+//! delay line's delay. [`ProxyStats::faults_fired`] counts fires, `max_fires` bounds
+//! them. Without faults no byte is looked at. `tsload proxy --fault SPEC` takes the
+//! grammar of [`FAULT_SPEC_HELP`] (`Fault` implements `FromStr` and `Display`).
+//!
 //! # How
 //!
 //! A direction without delay, jitter or rate is a plain copy loop (64 KiB reads, no
