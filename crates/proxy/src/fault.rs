@@ -201,7 +201,7 @@ fn action_name(action: FaultAction) -> &'static str {
 }
 
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 || !hex.is_ascii() {
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
         return None;
     }
     (0..hex.len())
@@ -318,12 +318,12 @@ impl Options {
                 "give one trigger only: after_bytes=N, after_pattern=P or immediately".into(),
             ));
         }
-        if self.after_pattern.is_none() {
-            if let Some(k) = self.occurrence {
-                return Err(FaultSpecError(format!(
-                    "`occurrence={k}` needs after_pattern=P"
-                )));
-            }
+        if self.after_pattern.is_none()
+            && let Some(k) = self.occurrence
+        {
+            return Err(FaultSpecError(format!(
+                "`occurrence={k}` needs after_pattern=P"
+            )));
         }
         let stream = self.stream.unwrap_or(Stream::Up);
         let trigger = if let Some(bytes) = self.after_bytes {

@@ -166,10 +166,11 @@ async fn watched_copy(
         }
         let t0 = Instant::now();
         emit(&buf[..n], from, &mut to, counter, &mut watch).await?;
-        if measure && t0.elapsed() < Duration::from_micros(100) {
-            if let Some(arrival) = arrival {
-                stamp::learn_hop(arrival.elapsed());
-            }
+        if measure
+            && t0.elapsed() < Duration::from_micros(100)
+            && let Some(arrival) = arrival
+        {
+            stamp::learn_hop(arrival.elapsed());
         }
     }
 }

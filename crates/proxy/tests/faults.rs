@@ -135,41 +135,31 @@ fn after_pattern(stream: Stream, pattern: &[u8], occurrence: u64) -> FaultTrigge
     }
 }
 
+/// Sets a proxy's delay, jitter, rate and direction.
+type Tune = fn(&mut ProxyConfig);
+
 /// The delay settings the fault tests run under.
-fn delays() -> Vec<(&'static str, Box<dyn Fn(&mut ProxyConfig)>)> {
-    let ms = Duration::from_millis;
+fn delays() -> Vec<(&'static str, Tune)> {
     vec![
-        ("no delay", Box::new(|_: &mut ProxyConfig| {})),
-        (
-            "2 ms up",
-            Box::new(move |c: &mut ProxyConfig| {
-                c.delay = ms(2);
-                c.direction = Direction::Up;
-            }),
-        ),
-        (
-            "2 ms down",
-            Box::new(move |c: &mut ProxyConfig| {
-                c.delay = ms(2);
-                c.direction = Direction::Down;
-            }),
-        ),
-        (
-            "2 ms +- 2 ms both",
-            Box::new(move |c: &mut ProxyConfig| {
-                c.delay = ms(2);
-                c.jitter = ms(2);
-                c.direction = Direction::Both;
-            }),
-        ),
-        (
-            "rate 1 MB/s both",
-            Box::new(move |c: &mut ProxyConfig| {
-                c.delay = ms(1);
-                c.rate = Some(1_000_000);
-                c.direction = Direction::Both;
-            }),
-        ),
+        ("no delay", |_| {}),
+        ("2 ms up", |c| {
+            c.delay = Duration::from_millis(2);
+            c.direction = Direction::Up;
+        }),
+        ("2 ms down", |c| {
+            c.delay = Duration::from_millis(2);
+            c.direction = Direction::Down;
+        }),
+        ("2 ms +- 2 ms both", |c| {
+            c.delay = Duration::from_millis(2);
+            c.jitter = Duration::from_millis(2);
+            c.direction = Direction::Both;
+        }),
+        ("rate 1 MB/s both", |c| {
+            c.delay = Duration::from_millis(1);
+            c.rate = Some(1_000_000);
+            c.direction = Direction::Both;
+        }),
     ]
 }
 
@@ -609,7 +599,7 @@ fn faults_fire_at_the_same_bytes_through_delay_lines() {
     for (name, tune) in delays() {
         let rig = Rig::with(
             vec![fault(after_bytes(Stream::Down, 10), FaultAction::Reset)],
-            |c| tune(c),
+            tune,
         );
         reset_after_ten_down_bytes(&rig);
         rig.finish();
@@ -619,14 +609,14 @@ fn faults_fire_at_the_same_bytes_through_delay_lines() {
                 after_pattern(Stream::Up, b"COMMIT", 1),
                 FaultAction::ResetOnReply,
             )],
-            |c| tune(c),
+            tune,
         );
         commit_answer_lost(&rig);
         rig.finish();
 
         let rig = Rig::with(
             vec![fault(after_bytes(Stream::Up, 3), FaultAction::Stall)],
-            |c| tune(c),
+            tune,
         );
         let (mut client, mut server) = rig.connect();
         client.write_all(b"abcdef").unwrap();
