@@ -8,11 +8,14 @@ use anyhow::{Context as _, bail};
 const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|serve|fmt>
   test           install what the tests need, then fmt check, clippy, and every test
   bench          criterion benchmarks of the hot path
-  bench-targets [victoria-metrics|influxdb|questdb|postgres|mariadb]... [-- KEY=VALUE...]
+  bench-targets [--ledger-only] [victoria-metrics|influxdb|questdb|postgres|mariadb]...
+                [-- KEY=VALUE...]
                  start each real server on loopback and load TSBS cpu-only (seed 123,
                  100 hosts, 4 workers, batch 10,000; 1 day = 8.64 M metrics over line
                  protocol, 6 h = 2.16 M metrics into the SQL servers) three times with
-                 the release build, printing tsload's reports; KEY=VALUE are --set's
+                 the release build, printing tsload's reports; for PostgreSQL and MariaDB
+                 then what exactly-once delivery's ledger costs at batch 1, 10 and 10,000
+                 (--ledger-only: just that); KEY=VALUE are --set's
   serve <victoria-metrics|influxdb|questdb|postgres|mariadb>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)
@@ -333,6 +336,8 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
+    let ledger_only = names.iter().any(|a| a == "--ledger-only");
+    let names: Vec<&String> = names.iter().filter(|a| *a != "--ledger-only").collect();
     let kinds: Vec<ServerKind> = if names.is_empty() {
         vec![
             ServerKind::VictoriaMetrics,
@@ -350,6 +355,9 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
     run("cargo", &["build", "--release", "-p", "tsload"])?;
     for kind in kinds {
         for round in 1..=3 {
+            if ledger_only {
+                break;
+            }
             let server = Server::start(kind).with_context(|| format!("starting {kind}"))?;
             eprintln!("== {kind}, run {round}: {}", server.base_url());
             let mut cmd = Command::new("target/release/tsload");
@@ -391,7 +399,97 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
                 );
             }
         }
+        if matches!(kind, ServerKind::Postgres | ServerKind::MariaDb) {
+            ledger_cost(kind, extra)?;
+        }
     }
+    Ok(())
+}
+
+/// What exactly-once delivery's ledger costs: the same load at batch 1, 10 and 10,000,
+/// exactly once and at least once alternated, three runs each, on one fresh server;
+/// prints the medians and their ratio.
+fn ledger_cost(kind: tsload_testbed::ServerKind, extra: &[String]) -> anyhow::Result<()> {
+    use tsload_testbed::{Server, ServerKind};
+    let server = Server::start(kind).with_context(|| format!("starting {kind}"))?;
+    let url = server.database_url().context("an SQL server has a URL")?;
+    let target = if kind == ServerKind::Postgres {
+        "postgres"
+    } else {
+        "mysql"
+    };
+    let dir = std::env::temp_dir().join(format!("tsload-ledger-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let report = dir.join("r.json");
+    eprintln!("== {kind}: ledger cost (rows/s and p50 latency, median of 3, 4 workers)");
+    let mut table = Vec::new();
+    for batch in [1u32, 10, 10_000] {
+        let mut figures: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for _round in 0..3 {
+            for (i, delivery) in ["at_least_once", "exactly_once"].iter().enumerate() {
+                let mut cmd = Command::new("target/release/tsload");
+                cmd.args([
+                    "run",
+                    "configs/cpu-only.toml",
+                    "--progress",
+                    "none",
+                    "--json",
+                ])
+                .arg(&report)
+                .stdout(std::process::Stdio::null());
+                let mut sets = vec![
+                    format!("target.kind=\"{target}\""),
+                    format!("target.url=\"{url}\""),
+                    "target.drop_existing=true".to_string(),
+                    format!("target.delivery=\"{delivery}\""),
+                    "load.workers=4".into(),
+                    format!("load.batch={batch}"),
+                ];
+                if batch < 10_000 {
+                    sets.push("load.duration=\"5s\"".into());
+                } else {
+                    sets.push("workload.end=\"2016-01-01T06:00:00Z\"".into());
+                }
+                sets.extend(extra.iter().cloned());
+                for set in &sets {
+                    cmd.args(["--set", set]);
+                }
+                let status = cmd.status().context("starting target/release/tsload")?;
+                if !status.success() {
+                    bail!(
+                        "tsload failed against {kind}: {status}\n{}",
+                        server.log_tail()
+                    );
+                }
+                let r: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&report)?)?;
+                let rate = r["rows_per_s"].as_f64().unwrap_or(0.0);
+                let p50 = r["latency"]["p50_ms"].as_f64().unwrap_or(0.0);
+                figures[i].push((rate, p50));
+            }
+        }
+        let median = |v: &mut Vec<(f64, f64)>| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let rate = v[v.len() / 2].0;
+            v.sort_by(|a, b| a.1.total_cmp(&b.1));
+            (rate, v[v.len() / 2].1)
+        };
+        let (once_rate, once_p50) = median(&mut figures[1]);
+        let (least_rate, least_p50) = median(&mut figures[0]);
+        table.push(format!(
+            "   batch {batch:>6}: at least once {least_rate:>11.0} rows/s p50 {least_p50:.3} ms | \
+             exactly once {once_rate:>11.0} rows/s p50 {once_p50:.3} ms | rate ratio {:.3}",
+            if least_rate > 0.0 {
+                once_rate / least_rate
+            } else {
+                0.0
+            }
+        ));
+    }
+    for line in table {
+        eprintln!("{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

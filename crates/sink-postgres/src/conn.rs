@@ -56,6 +56,9 @@ struct Writer {
     arrays: Vec<Range<usize>>,
     /// Tags layout only.
     tags: Option<TagsTable>,
+    /// While a single-statement batch is written exactly once: the ledger row (run_id,
+    /// worker, seq, batch_rows) its statement records through a CTE.
+    ledger_row: Option<[i64; 4]>,
 }
 
 /// What a connection keeps per schema table.
@@ -73,6 +76,9 @@ struct TableState {
     fields: Vec<(PgType, String)>,
     copy_sql: String,
     unnest_sql: String,
+    /// The INSERT or UNNEST statements preceded by the ledger's CTE, by row count (0 for
+    /// UNNEST), built on first use.
+    ledger_sql: HashMap<usize, String>,
     /// Rows of a full INSERT chunk.
     chunk_rows: usize,
     /// `INSERT INTO "t" (...) VALUES `.
@@ -242,6 +248,8 @@ struct TagsTable {
 struct Failure {
     error: SinkError,
     broken: bool,
+    /// The ledger's primary key was violated: the batch is stored already.
+    ledger_conflict: bool,
 }
 
 impl From<SinkError> for Failure {
@@ -249,6 +257,7 @@ impl From<SinkError> for Failure {
         Failure {
             error,
             broken: false,
+            ledger_conflict: false,
         }
     }
 }
@@ -256,9 +265,12 @@ impl From<SinkError> for Failure {
 /// A driver failure while working on `context`: kind by SQLSTATE, server message.
 fn db_failure(context: &str, e: &sqlx::Error) -> Failure {
     let kind = kind_of(e);
+    let ledger_conflict = matches!(e, sqlx::Error::Database(db)
+        if db.is_unique_violation() && db.constraint() == Some(sql::LEDGER_KEY));
     Failure {
         error: SinkError::new(kind, format!("{context}: {}", describe(e))),
         broken: breaks_connection(kind, Some(e)),
+        ledger_conflict,
     }
 }
 
@@ -294,6 +306,7 @@ impl PostgresConn {
                         .collect(),
                     copy_sql: sql::copy_in(&t.name, &columns, cfg.copy_format),
                     unnest_sql: sql::insert_unnest(&t.name, &columns),
+                    ledger_sql: HashMap::new(),
                     chunk_rows: sql::rows_per_chunk(columns.len()),
                     prefix: sql::insert_prefix(&t.name, &columns),
                     full: String::new(),
@@ -342,6 +355,7 @@ impl PostgresConn {
                 buf: Vec::new(),
                 arrays: Vec::new(),
                 tags,
+                ledger_row: None,
             },
         }
     }
@@ -412,6 +426,45 @@ impl Writer {
             }
         }
         Ok(())
+    }
+
+    /// Whether the batch can be written exactly once as one statement that also records
+    /// it in the ledger (a CTE): one INSERT or UNNEST statement whose parameters leave
+    /// room for the ledger row's four. Builds that statement's text.
+    fn plan_ledger_statement(&mut self, batch: &Batch) -> bool {
+        if self.method == InsertMethod::Copy || self.statements(batch) != 1 {
+            return false;
+        }
+        let Some((t, tb)) = self
+            .tables
+            .iter_mut()
+            .zip(&batch.tables)
+            .find(|(_, tb)| tb.rows() > 0)
+        else {
+            return false;
+        };
+        let (key, params, plain) = match self.method {
+            InsertMethod::Unnest => (0, t.columns.len(), Some(t.unnest_sql.as_str())),
+            _ => {
+                let rows = tb.rows();
+                (rows, rows * t.columns.len(), t.insert_sql(rows))
+            }
+        };
+        if params + 4 > sql::max_params() {
+            return false;
+        }
+        let Some(plain) = plain else {
+            return false;
+        };
+        if t.ledger_sql.contains_key(&key) {
+            return true;
+        }
+        let text = sql::with_ledger_row(plain, params);
+        if t.ledger_sql.len() >= MAX_CACHED_TAILS {
+            t.ledger_sql.clear();
+        }
+        t.ledger_sql.insert(key, text);
+        true
     }
 
     /// Statements the batch takes.
@@ -618,7 +671,18 @@ impl Writer {
                 &t.label,
             )?;
         }
-        sqlx::query_with(&t.unnest_sql, args)
+        let text = match self.ledger_row {
+            Some(row) => {
+                for v in row {
+                    add(&mut args, v, &t.label)?;
+                }
+                t.ledger_sql
+                    .get(&0)
+                    .map_or(t.unnest_sql.as_str(), String::as_str)
+            }
+            None => &t.unnest_sql,
+        };
+        sqlx::query_with(text, args)
             .execute(&mut *conn)
             .await
             .map_err(|e| db_failure(&format!("table {}", t.label), &e))?;
@@ -649,10 +713,19 @@ impl Writer {
                 .into());
             };
             let mut args = PgArguments::default();
-            args.reserve(n * t.columns.len(), n * t.columns.len() * 12);
+            args.reserve(n * t.columns.len() + 4, n * t.columns.len() * 12 + 32);
             for row in start..start + n {
                 bytes += bind_row(&mut args, t, &self.devices, row_dev, tb, row)?;
             }
+            let text = match self.ledger_row {
+                Some(row) => {
+                    for v in row {
+                        add(&mut args, v, &t.label)?;
+                    }
+                    t.ledger_sql.get(&n).map_or(text, String::as_str)
+                }
+                None => text,
+            };
             sqlx::query_with(text, args)
                 .execute(&mut *conn)
                 .await
@@ -816,6 +889,27 @@ impl SinkConn for PostgresConn {
             None => self.conn.insert(self.connector.open().await?),
         };
         let result = match self.ledger {
+            Some(run_id) if state.plan_ledger_statement(batch) => {
+                // One statement records the batch with its rows: no BEGIN / COMMIT.
+                state.ledger_row = Some([
+                    run_id,
+                    i64::from(id.worker),
+                    i64::try_from(id.seq).unwrap_or(i64::MAX),
+                    i64::try_from(rows).unwrap_or(i64::MAX),
+                ]);
+                let sent = state.send_all(conn, batch).await;
+                state.ledger_row = None;
+                match sent {
+                    Ok(bytes) => Ok(Some(bytes)),
+                    Err(f) if is_ledger_conflict(&f) => Ok(None),
+                    // Lost with the statement sent: it may have committed.
+                    Err(f) if f.broken => Err(Failure {
+                        error: f.error.into_ambiguous(),
+                        ..f
+                    }),
+                    Err(f) => Err(f),
+                }
+            }
             Some(run_id) => {
                 let commit = sql::ledger_and_commit(run_id, id.worker, id.seq, rows);
                 write_in_transaction(conn, state, batch, &commit, &mut self.in_transaction).await
@@ -827,7 +921,7 @@ impl SinkConn for PostgresConn {
                     if f.broken {
                         Failure {
                             error: f.error.into_ambiguous(),
-                            broken: true,
+                            ..f
                         }
                     } else {
                         f
@@ -849,7 +943,7 @@ impl SinkConn for PostgresConn {
                     duplicate: stored.is_none(),
                 })
             }
-            Err(Failure { error, broken }) => {
+            Err(Failure { error, broken, .. }) => {
                 if broken {
                     // Reopened by the next write; dropping closes the socket.
                     self.conn = None;
@@ -904,13 +998,19 @@ async fn write_in_transaction(
             if failure.broken {
                 Err(Failure {
                     error: failure.error.into_ambiguous(),
-                    broken: true,
+                    ..failure
                 })
             } else {
                 Err(rollback(conn, in_transaction, failure).await)
             }
         }
     }
+}
+
+/// Whether the failure is the ledger's primary key: the batch was stored by an earlier
+/// attempt (the statement waited for it if it was still committing).
+fn is_ledger_conflict(f: &Failure) -> bool {
+    f.ledger_conflict
 }
 
 /// Rolls the open transaction back after `failure`; a ROLLBACK that fails marks the

@@ -20,6 +20,20 @@ PRIMARY KEY (run_id, worker, seq))";
 /// The constraint a second ledger row of one batch violates.
 pub(crate) const LEDGER_KEY: &str = "tsload_ledger_pkey";
 
+/// `statement` (which binds `$1` to `$params`) preceded by a data-modifying CTE that
+/// records the batch in the ledger from `$params+1 .. $params+4` (run_id, worker, seq,
+/// batch_rows): one statement, so one round trip, atomic with the rows.
+pub(crate) fn with_ledger_row(statement: &str, params: usize) -> String {
+    format!(
+        "WITH tsload_ledger_row AS (INSERT INTO tsload_ledger (run_id, worker, seq, batch_rows) \
+         VALUES (${}, ${}, ${}, ${})) {statement}",
+        params + 1,
+        params + 2,
+        params + 3,
+        params + 4
+    )
+}
+
 /// Records batch `seq` of `worker` and commits, in one round trip (a simple query of two
 /// statements: inside the open transaction block, COMMIT runs only if the INSERT
 /// succeeded). Numbers only, so literals are safe.
@@ -394,6 +408,11 @@ pub(crate) fn copy_in(table: &str, columns: &[ColumnDef], format: CopyFormat) ->
 }
 
 /// Rows one INSERT of `columns` columns may carry without passing [`MAX_PARAMS`].
+/// Parameters of one statement at most (PostgreSQL's wire protocol counts them in 16 bits).
+pub(crate) const fn max_params() -> usize {
+    MAX_PARAMS
+}
+
 pub(crate) fn rows_per_chunk(columns: usize) -> usize {
     (MAX_PARAMS / columns.max(1)).max(1)
 }
