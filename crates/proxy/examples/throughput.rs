@@ -10,6 +10,9 @@
 //!   --interval-us N    one write every N us (default 0: as fast as possible)
 //!   --workers N        proxy runtime worker threads (default 2)
 //!   --direct           no proxy: the source writes to the sink directly
+//!   --fault SPEC       a fault (repeatable; `tsload proxy --fault` grammar), e.g. one that
+//!                      never fires, to measure the cost of watching: the bytes are
+//!                      counted or scanned (stall:after_pattern=hex:fefefefe)
 //! ```
 //!
 //! CPU is the user + system time of the proxy's runtime threads (from /proc), so the
@@ -20,7 +23,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tsload_proxy::{Direction, Proxy, ProxyConfig};
+use tsload_proxy::{Direction, Fault, Proxy, ProxyConfig};
 
 const THREAD_NAME: &str = "proxy-rt";
 
@@ -32,6 +35,7 @@ struct Options {
     interval: Duration,
     workers: usize,
     direct: bool,
+    faults: Vec<Fault>,
 }
 
 fn parse_size(s: &str) -> u64 {
@@ -61,6 +65,7 @@ fn parse() -> Options {
         interval: Duration::ZERO,
         workers: 2,
         direct: false,
+        faults: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -76,6 +81,13 @@ fn parse() -> Options {
             "--interval-us" => o.interval = Duration::from_micros(parse_size(&value())),
             "--workers" => o.workers = parse_size(&value()) as usize,
             "--direct" => o.direct = true,
+            "--fault" => {
+                let spec = value();
+                o.faults.push(
+                    spec.parse()
+                        .unwrap_or_else(|e| usage(&format!("--fault {spec}: {e}"))),
+                );
+            }
             _ => usage(&format!("unknown option {arg}")),
         }
     }
@@ -139,6 +151,7 @@ fn main() {
         config.delay = o.delay;
         config.rate = o.rate;
         config.direction = Direction::Up;
+        config.faults = o.faults.clone();
         rt.block_on(Proxy::start(config)).unwrap()
     });
     let target = proxy.as_ref().map_or(sink_addr, |p| p.local_addr());

@@ -579,7 +579,7 @@ pub(crate) fn plan<'a>(faults: &'a [Armed], connection: u64, total: &AtomicU64) 
             ),
             FaultTrigger::Immediately => continue,
         };
-        let watcher = Watcher { armed, progress };
+        let watcher = Watcher::new(armed, progress);
         match stream {
             Stream::Up => up.push(watcher),
             Stream::Down => down.push(watcher),
@@ -601,64 +601,121 @@ pub(crate) fn plan<'a>(faults: &'a [Armed], connection: u64, total: &AtomicU64) 
 pub(crate) struct Watcher<'a> {
     armed: &'a Armed,
     progress: Progress,
+    /// The progress after the chunk being looked at, if the trigger is not in it.
+    after: Progress,
 }
 
-#[derive(Debug, Clone, Copy)]
+impl<'a> Watcher<'a> {
+    fn new(armed: &'a Armed, progress: Progress) -> Self {
+        Watcher {
+            armed,
+            progress,
+            after: progress,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Progress {
     Bytes { left: u64 },
     Pattern { matched: usize, seen: u64 },
 }
 
+/// Where a scan of a chunk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// The trigger is reached once this many bytes of the chunk are forwarded.
+    Fire(usize),
+    /// Not in this chunk: the progress after all of it.
+    End(Progress),
+}
+
 impl Watcher<'_> {
-    /// How many bytes of `data` are forwarded when the trigger is reached, if it is.
-    fn fire_at(&self, data: &[u8]) -> Option<usize> {
+    /// Looks at the next chunk, which is not forwarded yet.
+    fn scan(&self, data: &[u8]) -> Scan {
         match self.progress {
-            Progress::Bytes { left } => (left <= data.len() as u64).then_some(left as usize),
-            Progress::Pattern {
-                mut matched,
-                mut seen,
-            } => {
+            Progress::Bytes { left } => match usize::try_from(left) {
+                Ok(left) if left <= data.len() => Scan::Fire(left),
+                _ => Scan::End(Progress::Bytes {
+                    left: left - data.len() as u64,
+                }),
+            },
+            Progress::Pattern { matched, seen } => {
                 let FaultTrigger::AfterPattern {
                     pattern,
                     occurrence,
                     ..
                 } = &self.armed.fault.trigger
                 else {
-                    return None;
+                    return Scan::End(self.progress);
                 };
-                for (i, &b) in data.iter().enumerate() {
-                    matched = kmp_step(pattern, &self.armed.fail, matched, b);
-                    if matched == pattern.len() {
-                        matched = 0;
-                        seen += 1;
-                        if seen == *occurrence {
-                            return Some(i + 1);
-                        }
-                    }
-                }
-                None
+                scan_pattern(
+                    pattern,
+                    &self.armed.fail,
+                    *occurrence,
+                    (matched, seen),
+                    data,
+                )
             }
         }
     }
+}
 
-    /// Takes `data` as forwarded.
-    fn advance(&mut self, data: &[u8]) {
-        match &mut self.progress {
-            Progress::Bytes { left } => *left = left.saturating_sub(data.len() as u64),
-            Progress::Pattern { matched, seen } => {
-                let FaultTrigger::AfterPattern { pattern, .. } = &self.armed.fault.trigger else {
-                    return;
-                };
-                for &b in data {
-                    *matched = kmp_step(pattern, &self.armed.fail, *matched, b);
-                    if *matched == pattern.len() {
-                        *matched = 0;
-                        *seen = seen.saturating_add(1);
-                    }
-                }
+/// KMP over `data` from `matched` bytes of `pattern` matched and `seen` occurrences
+/// counted (without overlap); between matches it skips to the pattern's first byte a word
+/// at a time.
+fn scan_pattern(
+    pattern: &[u8],
+    fail: &[usize],
+    occurrence: u64,
+    (mut matched, mut seen): (usize, u64),
+    data: &[u8],
+) -> Scan {
+    let mut i = 0;
+    while i < data.len() {
+        if matched == 0 {
+            match find_byte(&data[i..], pattern[0]) {
+                Some(k) => i += k,
+                None => break,
+            }
+        }
+        matched = kmp_step(pattern, fail, matched, data[i]);
+        i += 1;
+        if matched == pattern.len() {
+            matched = 0;
+            // Below `occurrence` until now, so no overflow.
+            seen += 1;
+            if seen == occurrence {
+                return Scan::Fire(i);
             }
         }
     }
+    Scan::End(Progress::Pattern { matched, seen })
+}
+
+/// The index of the first `byte` in `hay`, eight bytes at a time (the lowest byte that the
+/// zero-byte test flags is always a true match).
+fn find_byte(hay: &[u8], byte: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let splat = LO * u64::from(byte);
+    let mut words = hay.chunks_exact(8);
+    let mut base = 0;
+    for word in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        let v = u64::from_le_bytes(bytes) ^ splat;
+        let zero = v.wrapping_sub(LO) & !v & HI;
+        if zero != 0 {
+            return Some(base + (zero.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == byte)
+        .map(|k| base + k)
 }
 
 /// What both lanes of a watched connection share: the action of the fault that fired
@@ -773,23 +830,26 @@ impl<'a> Watch<'a> {
         }
         loop {
             // The earliest trigger in `data`; at the same byte, the first fault listed.
-            let next = self
-                .watchers
-                .iter()
-                .enumerate()
-                .filter_map(|(i, w)| w.fire_at(data).map(|at| (at, i)))
-                .min();
+            let mut next: Option<(usize, usize)> = None;
+            for (i, w) in self.watchers.iter_mut().enumerate() {
+                match w.scan(data) {
+                    Scan::Fire(at) => {
+                        if next.is_none_or(|(first, _)| at < first) {
+                            next = Some((at, i));
+                        }
+                    }
+                    Scan::End(after) => w.after = after,
+                }
+            }
             let Some((at, i)) = next else {
                 for w in &mut self.watchers {
-                    w.advance(data);
+                    w.progress = w.after;
                 }
                 return Step::Forward(data.len());
             };
             let armed = self.watchers[i].armed;
             if armed.claim(self.total) {
-                for w in &mut self.watchers {
-                    w.advance(&data[..at]);
-                }
+                // One fault per connection: the others stop watching.
                 self.watchers.clear();
                 self.ctl.fire(armed.fault.action);
                 return Step::Fire(at, armed.fault.action);
@@ -1112,23 +1172,57 @@ mod tests {
 
     /// Feeds `data` to a watcher in the given chunks; the offset where it fired.
     fn fired_at(armed: &Armed, data: &[u8], cuts: &[usize]) -> Option<usize> {
-        let mut w = Watcher {
+        let mut w = Watcher::new(
             armed,
-            progress: Progress::Pattern {
+            Progress::Pattern {
                 matched: 0,
                 seen: 0,
             },
-        };
+        );
         let mut start = 0;
         for &end in cuts.iter().chain(std::iter::once(&data.len())) {
-            let chunk = &data[start..end];
-            if let Some(at) = w.fire_at(chunk) {
-                return Some(start + at);
+            match w.scan(&data[start..end]) {
+                Scan::Fire(at) => return Some(start + at),
+                Scan::End(after) => w.progress = after,
             }
-            w.advance(chunk);
             start = end;
         }
         None
+    }
+
+    #[test]
+    fn find_byte_finds_the_first() {
+        let hay: Vec<u8> = (0..40u8).map(|i| i % 13).collect();
+        for start in 0..hay.len() {
+            for byte in 0..15u8 {
+                let expect = hay[start..].iter().position(|&b| b == byte);
+                assert_eq!(find_byte(&hay[start..], byte), expect, "{start} {byte}");
+            }
+        }
+        // Bytes just above the one looked for (borrows) and 0x80 do not confuse it.
+        assert_eq!(find_byte(&[0x81, 0x01, 0x80, 0x00, 0x01], 0x00), Some(3));
+        assert_eq!(find_byte(&[2, 2, 2, 2, 2, 2, 2, 1, 2, 1], 1), Some(7));
+        assert_eq!(find_byte(&[0xff; 17], 0xfe), None);
+    }
+
+    #[test]
+    fn byte_counts_fire_exactly() {
+        let armed = Armed::new(Fault::new(
+            FaultTrigger::AfterBytes {
+                stream: Stream::Down,
+                bytes: 10,
+            },
+            FaultAction::Reset,
+        ));
+        let w = Watcher::new(&armed, Progress::Bytes { left: 10 });
+        assert_eq!(w.scan(&[0; 9]), Scan::End(Progress::Bytes { left: 1 }));
+        assert_eq!(w.scan(&[0; 10]), Scan::Fire(10));
+        assert_eq!(w.scan(&[0; 11]), Scan::Fire(10));
+        let w = Watcher::new(&armed, Progress::Bytes { left: u64::MAX });
+        assert_eq!(
+            w.scan(&[0; 5]),
+            Scan::End(Progress::Bytes { left: u64::MAX - 5 })
+        );
     }
 
     #[test]

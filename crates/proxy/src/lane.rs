@@ -153,10 +153,13 @@ async fn watched_copy(
     measure: bool,
     mut watch: Watch<'_>,
 ) -> Result<(), Stop> {
-    let mut reader = StampedReader::new(from);
+    let mut stamped = measure.then(|| StampedReader::new(from));
     let mut buf = vec![0u8; COPY_BUF];
     loop {
-        let (n, arrival) = reader.read(from, &mut buf).await?;
+        let (n, arrival) = match &mut stamped {
+            Some(reader) => reader.read(from, &mut buf).await?,
+            None => (read(from, &mut buf).await?, None),
+        };
         if watch.reply_due() {
             // The server answered (or closed) after `ResetOnReply` fired.
             return Err(Stop::Fault(FaultAction::Reset));
@@ -171,6 +174,17 @@ async fn watched_copy(
             && let Some(arrival) = arrival
         {
             stamp::learn_hop(arrival.elapsed());
+        }
+    }
+}
+
+/// A plain read of a socket shared with the other lane.
+async fn read(from: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        from.readable().await?;
+        match from.try_read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            result => return result,
         }
     }
 }
