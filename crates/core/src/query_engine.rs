@@ -4,13 +4,16 @@
 //! `t0 + i * workers / rate`, sent within tens of microseconds of it, latency measured
 //! from that due time), keeping latency, service time and counters per request kind. The
 //! calling task is the reporter: it merges the workers' interval records and feeds the
-//! same [`Observer`] as the write engine.
+//! same [`Observer`] as the write engine. A request counts in the interval in which its
+//! answer came; workers hand each interval over when it ends (even while they wait), and
+//! the reporter reports an interval once every worker has handed it over, so each
+//! interval's figures are its own.
 //!
 //! A failed request never stops the run by itself: it is counted per (kind, [`ErrorKind`]),
 //! the connection is kept and the worker goes on. Only an exceeded error budget
 //! ([`QueryConfig::max_errors`]), a limit or the [`StopHandle`] stops it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
-use crate::engine::{EngineError, LoadMode, Observer, StopHandle, StopReason, run_reporter};
+use crate::engine::{EngineError, IntervalReport, LoadMode, Observer, StopHandle, StopReason};
 use crate::pacing::Pacer;
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
 use crate::recorder::{Counters, nanos, new_histogram};
@@ -219,38 +222,76 @@ impl KindRecord {
     }
 }
 
-/// What a query worker sends to the reporter once per interval: the kinds it recorded.
+/// What a query worker hands the reporter when an interval ends (and once when it
+/// finishes): the kinds it recorded in interval `interval`, and how far it has got.
 #[derive(Debug)]
 struct QueryIntervalRecord {
+    worker: usize,
+    /// The interval the records belong to (0 = the first `report_interval` of the run).
+    interval: u64,
+    /// Every interval before this one is complete for this worker: it sends nothing more
+    /// for them. `u64::MAX` once the worker has finished.
+    next: u64,
     kinds: Vec<(usize, Counters, Histogram<u64>, Histogram<u64>)>,
 }
 
-/// One query worker's recorder: per-kind histograms and counters, handed over once per
-/// interval, like [`crate::recorder::WorkerRecorder`].
+/// `interval * k` from the run's start (saturating).
+fn boundary(interval: Duration, k: u64) -> Duration {
+    let ns = interval.as_nanos().saturating_mul(u128::from(k));
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// One query worker's recorder: per-kind histograms and counters of the interval in
+/// which each request ended, handed over once per interval.
+///
+/// A request belongs to the interval in which its answer came. The recorder hands an
+/// interval over as soon as its worker sees a later time: when it records an answer past
+/// the interval's end, or at the end itself while it waits (see [`flushing`]), even when
+/// it recorded nothing (the reporter waits for every worker's hand-over before it reports
+/// an interval, so an interval's figures are that interval's, not the previous one's).
 #[derive(Debug)]
 struct QueryRecorder {
+    worker: usize,
     kinds: Vec<KindRecord>,
+    t0: Instant,
     interval: Duration,
-    next_flush: Instant,
+    /// The interval being recorded, and when it ends (`None`: past what an `Instant` holds).
+    index: u64,
+    next_flush: Option<Instant>,
+    finished: bool,
     tx: UnboundedSender<QueryIntervalRecord>,
 }
 
 impl QueryRecorder {
     fn new(
+        worker: usize,
         kinds: usize,
         t0: Instant,
         interval: Duration,
         tx: UnboundedSender<QueryIntervalRecord>,
     ) -> Self {
         QueryRecorder {
+            worker,
             kinds: (0..kinds).map(|_| KindRecord::new()).collect(),
+            t0,
             interval,
-            next_flush: t0 + interval,
+            index: 0,
+            next_flush: t0.checked_add(interval),
+            finished: false,
             tx,
         }
     }
 
-    fn record_success(&mut self, kind: usize, latency: Duration, service: Duration, ack: QueryAck) {
+    /// Records a successful request whose answer came at `at`.
+    fn record_success(
+        &mut self,
+        kind: usize,
+        at: Instant,
+        latency: Duration,
+        service: Duration,
+        ack: QueryAck,
+    ) {
+        self.advance(at);
         let k = &mut self.kinds[kind];
         // `record` grows an auto-resizing histogram; `saturating_record` would clamp instead.
         if k.latency.record(nanos(latency)).is_err() {
@@ -265,24 +306,39 @@ impl QueryRecorder {
         k.active = true;
     }
 
-    fn record_failure(&mut self, kind: usize, error: ErrorKind) {
+    /// Records a request that failed at `at`.
+    fn record_failure(&mut self, kind: usize, at: Instant, error: ErrorKind) {
+        self.advance(at);
         let k = &mut self.kinds[kind];
         *k.counters.errors.entry(error).or_default() += 1;
         k.counters.failed_requests += 1;
         k.active = true;
     }
 
-    fn maybe_flush(&mut self, now: Instant) {
-        if now >= self.next_flush {
-            self.flush();
-            // Skip intervals in which this worker was blocked rather than bunching flushes.
-            while self.next_flush <= now {
-                self.next_flush += self.interval;
-            }
+    /// Moves on to the interval that holds `now`, handing over the one recorded so far
+    /// (and marking any skipped ones complete) when `now` is past its end.
+    fn advance(&mut self, now: Instant) {
+        if self.finished || self.next_flush.is_none_or(|end| now < end) {
+            return;
+        }
+        let elapsed = now.saturating_duration_since(self.t0).as_nanos();
+        let next = u64::try_from(elapsed / self.interval.as_nanos().max(1))
+            .unwrap_or(u64::MAX - 1)
+            .max(self.index + 1);
+        self.send(next);
+        self.index = next;
+        self.next_flush = self.t0.checked_add(boundary(self.interval, next + 1));
+    }
+
+    /// Hands over what was recorded and says that the worker is done.
+    fn finish(&mut self) {
+        if !self.finished {
+            self.send(u64::MAX);
+            self.finished = true;
         }
     }
 
-    fn flush(&mut self) {
+    fn send(&mut self, next: u64) {
         let mut kinds = Vec::new();
         for (i, k) in self.kinds.iter_mut().enumerate() {
             if !k.active {
@@ -298,20 +354,198 @@ impl QueryRecorder {
             k.service.reset();
             k.active = false;
         }
-        if !kinds.is_empty() {
-            // The reporter outlives the workers; if it is gone the run is over anyway.
-            let _ = self.tx.send(QueryIntervalRecord { kinds });
-        }
+        // Sent even when empty: the reporter learns that this worker is past the interval.
+        // The reporter outlives the workers; if it is gone the run is over anyway.
+        let _ = self.tx.send(QueryIntervalRecord {
+            worker: self.worker,
+            interval: self.index,
+            next,
+            kinds,
+        });
     }
 }
 
 impl Drop for QueryRecorder {
     fn drop(&mut self) {
-        // A worker that panicked still hands over what it recorded.
-        if self.kinds.iter().any(|k| k.active) {
-            self.flush();
+        // A worker that panicked still hands over what it recorded, and the reporter
+        // stops waiting for it.
+        self.finish();
+    }
+}
+
+/// Awaits `fut`, handing over the recorder's interval whenever one ends meanwhile, so a
+/// worker waiting for a due time or an answer never holds back an interval's records.
+async fn flushing<F: Future>(recorder: &mut QueryRecorder, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        let tick = async {
+            match recorder.next_flush {
+                Some(end) => tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            out = &mut fut => return out,
+            _ = tick => {}
+        }
+        recorder.advance(Instant::now());
+    }
+}
+
+/// One interval's records, merged over the workers.
+struct IntervalRecords {
+    counters: Counters,
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    /// Hand-overs that recorded anything.
+    records: usize,
+}
+
+impl IntervalRecords {
+    fn new() -> Self {
+        IntervalRecords {
+            counters: Counters::default(),
+            latency: new_histogram(),
+            service: new_histogram(),
+            records: 0,
         }
     }
+}
+
+/// What the reporter merged over the whole timed run.
+struct Reported {
+    counters: Counters,
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    /// From the start to the last answer (at least to the last reported interval's end).
+    end: Duration,
+    intervals: u64,
+}
+
+impl Reported {
+    /// Adds one interval, ending at `end`, to the totals and shows it to the observer.
+    fn emit(&mut self, records: IntervalRecords, end: Duration, observer: &mut dyn Observer) {
+        self.counters.add(&records.counters);
+        // Auto-resizing histograms accept any other histogram's range.
+        let _ = self.latency.add(&records.latency);
+        let _ = self.service.add(&records.service);
+        let report = IntervalReport {
+            index: self.intervals,
+            start: self.end,
+            end,
+            counters: records.counters,
+            latency: records.latency,
+            service: records.service,
+            totals: self.counters.clone(),
+        };
+        observer.on_interval(&report);
+        self.intervals += 1;
+        self.end = end;
+    }
+}
+
+/// The query run's reporter: files each worker's records under the interval they belong
+/// to, and reports an interval once every worker has handed it over (or has finished).
+/// A worker that has not handed an interval over half an interval after its end (a stuck
+/// thread) does not hold the report back longer: the interval is reported without it,
+/// and its late records count in the interval that is open when they come. Also adds
+/// each record to its kind's totals in `kinds`.
+async fn report_queries(
+    mut rx: mpsc::UnboundedReceiver<QueryIntervalRecord>,
+    t0: Instant,
+    interval: Duration,
+    workers: usize,
+    observer: &mut dyn Observer,
+    kinds: &mut [KindOutcome],
+) -> Reported {
+    let grace = interval / 2;
+    let mut reported = Reported {
+        counters: Counters::default(),
+        latency: new_histogram(),
+        service: new_histogram(),
+        end: Duration::ZERO,
+        intervals: 0,
+    };
+    // open[i] holds interval first + i.
+    let mut first: u64 = 0;
+    let mut open: VecDeque<IntervalRecords> = VecDeque::new();
+    // Per worker: the intervals before this one it has handed over.
+    let mut next = vec![0u64; workers];
+    let mut last_record = t0;
+    loop {
+        // Report every interval that all workers have handed over, unless all have
+        // finished: the rest (the last interval ends with the last answer) comes below.
+        while next.iter().all(|&n| n > first) && next.iter().any(|&n| n != u64::MAX) {
+            let records = open.pop_front().unwrap_or_else(IntervalRecords::new);
+            reported.emit(records, boundary(interval, first + 1), observer);
+            first += 1;
+        }
+        let overdue = t0
+            .checked_add(boundary(interval, first + 1))
+            .and_then(|end| end.checked_add(grace));
+        let overdue = async {
+            match overdue {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            record = rx.recv() => match record {
+                Some(record) => {
+                    if !record.kinds.is_empty() {
+                        last_record = Instant::now();
+                    }
+                    // Records of an interval already reported count in the open one.
+                    let slot = usize::try_from(record.interval.saturating_sub(first))
+                        .unwrap_or(usize::MAX);
+                    if open.len() <= slot {
+                        open.resize_with(slot.saturating_add(1), IntervalRecords::new);
+                    }
+                    let into = &mut open[slot];
+                    for (kind, counters, latency, service) in &record.kinds {
+                        let k = &mut kinds[*kind];
+                        k.counters.add(counters);
+                        let _ = k.latency.add(latency);
+                        let _ = k.service.add(service);
+                        into.counters.add(counters);
+                        let _ = into.latency.add(latency);
+                        let _ = into.service.add(service);
+                    }
+                    if !record.kinds.is_empty() {
+                        into.records += 1;
+                    }
+                    if let Some(n) = next.get_mut(record.worker) {
+                        *n = (*n).max(record.next);
+                    }
+                }
+                None => break,
+            },
+            _ = overdue => {
+                let records = open.pop_front().unwrap_or_else(IntervalRecords::new);
+                reported.emit(records, boundary(interval, first + 1), observer);
+                first += 1;
+            }
+        }
+    }
+    // Every worker has finished: report what is left, up to the last interval that holds
+    // anything, which ends with the last answer.
+    let end = last_record.saturating_duration_since(t0).max(reported.end);
+    while open.back().is_some_and(|r| r.records == 0) {
+        open.pop_back();
+    }
+    let left = open.len();
+    for (i, records) in open.into_iter().enumerate() {
+        let k = first + i as u64;
+        let until = if i + 1 == left {
+            end
+        } else {
+            boundary(interval, k + 1).min(end)
+        };
+        reported.emit(records, until.max(reported.end), observer);
+    }
+    reported.end = reported.end.max(end);
+    reported
 }
 
 /// Runs setup, the data load and the timed query load, and returns what it measured.
@@ -392,7 +626,7 @@ pub async fn run_queries<T: QueryTarget>(
     let mut tasks = tokio::task::JoinSet::new();
     for (worker, conn) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
-        let recorder = QueryRecorder::new(names.len(), t0, cfg.report_interval, tx.clone());
+        let recorder = QueryRecorder::new(worker, names.len(), t0, cfg.report_interval, tx.clone());
         tasks.spawn(run_worker(
             worker,
             source,
@@ -406,16 +640,14 @@ pub async fn run_queries<T: QueryTarget>(
 
     // The reporter: merge records per kind and in all, emit one report per interval.
     let mut kinds: Vec<KindOutcome> = names.into_iter().map(empty_kind).collect();
-    let reported = run_reporter(rx, t0, cfg.report_interval, observer, |record, current| {
-        for (kind, counters, latency, service) in &record.kinds {
-            let k = &mut kinds[*kind];
-            k.counters.add(counters);
-            // Auto-resizing histograms accept any other histogram's range.
-            let _ = k.latency.add(latency);
-            let _ = k.service.add(service);
-            current.add_parts(counters, latency, service);
-        }
-    })
+    let reported = report_queries(
+        rx,
+        t0,
+        cfg.report_interval,
+        cfg.workers,
+        observer,
+        &mut kinds,
+    )
     .await;
 
     while let Some(joined) = tasks.join_next().await {
@@ -618,7 +850,7 @@ async fn run_worker<T: QueryTarget>(
         let intended = match due {
             Some(due) if due > Instant::now() => {
                 tokio::select! {
-                    _ = pacer.wait_until(due) => {}
+                    _ = flushing(&mut recorder, pacer.wait_until(due)) => {}
                     _ = stop.stopped() => {
                         shared.unclaim_request();
                         break;
@@ -632,13 +864,12 @@ async fn run_worker<T: QueryTarget>(
         // Reconnect where a timed-out request left no usable connection; a failed
         // reconnect fails this request (the next one tries again).
         if conn.is_none() {
-            match target.connect(worker).await {
+            match flushing(&mut recorder, target.connect(worker)).await {
                 Ok(c) => conn = Some(c),
                 Err(error) => {
-                    recorder.record_failure(kind, error.kind);
+                    recorder.record_failure(kind, Instant::now(), error.kind);
                     shared.count_failure(error);
                     seq += 1;
-                    recorder.maybe_flush(Instant::now());
                     continue;
                 }
             }
@@ -647,28 +878,33 @@ async fn run_worker<T: QueryTarget>(
             continue;
         };
         let sent = Instant::now();
-        let result = match cfg.timeout {
-            None => c.execute(&request).await,
-            Some(limit) => match tokio::time::timeout(limit, c.execute(&request)).await {
-                Ok(r) => r,
-                Err(_) => {
-                    // The connection may still be busy with the request: drop it.
-                    conn = None;
-                    Err(SinkError::new(
-                        ErrorKind::Timeout,
-                        format!(
-                            "a `{kind_name}` request took longer than the {:?} timeout",
-                            limit
-                        ),
-                    ))
-                }
-            },
+        // `None`: the request timed out.
+        let answer = flushing(&mut recorder, async {
+            match cfg.timeout {
+                None => Some(c.execute(&request).await),
+                Some(limit) => tokio::time::timeout(limit, c.execute(&request)).await.ok(),
+            }
+        })
+        .await;
+        let result = match (answer, cfg.timeout) {
+            (Some(r), _) => r,
+            (None, limit) => {
+                // The connection may still be busy with the request: drop it.
+                conn = None;
+                Err(SinkError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "a `{kind_name}` request took longer than the {:?} timeout",
+                        limit.unwrap_or_default()
+                    ),
+                ))
+            }
         };
         let done = Instant::now();
         seq += 1;
         match result {
             Ok(ack) if cfg.require_rows && ack.rows == 0 => {
-                recorder.record_failure(kind, ErrorKind::Empty);
+                recorder.record_failure(kind, done, ErrorKind::Empty);
                 shared.count_failure(SinkError::new(
                     ErrorKind::Empty,
                     format!("a `{kind_name}` request returned no rows (require_rows)"),
@@ -676,18 +912,18 @@ async fn run_worker<T: QueryTarget>(
             }
             Ok(ack) => recorder.record_success(
                 kind,
+                done,
                 done.saturating_duration_since(intended),
                 done.saturating_duration_since(sent),
                 ack,
             ),
             Err(error) => {
-                recorder.record_failure(kind, error.kind);
+                recorder.record_failure(kind, done, error.kind);
                 shared.count_failure(error);
             }
         }
-        recorder.maybe_flush(done);
     }
-    recorder.flush();
+    recorder.finish();
 }
 
 #[cfg(test)]
@@ -695,21 +931,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn recorder_hands_over_active_kinds_only() {
+    fn recorder_hands_over_each_interval_with_what_ended_in_it() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let t0 = Instant::now();
-        let mut r = QueryRecorder::new(3, t0, Duration::from_secs(1), tx);
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut r = QueryRecorder::new(7, 3, t0, Duration::from_secs(1), tx);
         let ack = QueryAck {
             rows: 4,
             statements: 2,
         };
-        r.record_success(2, Duration::from_micros(10), Duration::from_micros(8), ack);
-        r.record_failure(2, ErrorKind::Conflict);
-        r.record_failure(0, ErrorKind::Empty);
-        r.maybe_flush(t0);
+        let us = Duration::from_micros;
+        r.record_success(2, ms(10), us(10), us(8), ack);
+        r.record_failure(2, ms(20), ErrorKind::Conflict);
+        r.record_failure(0, ms(999), ErrorKind::Empty);
+        r.advance(ms(999));
         assert!(rx.try_recv().is_err(), "interval not over yet");
-        r.maybe_flush(t0 + Duration::from_millis(1500));
+        r.advance(ms(1500));
         let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.worker, rec.interval, rec.next), (7, 0, 1));
         let kinds: Vec<usize> = rec.kinds.iter().map(|k| k.0).collect();
         assert_eq!(kinds, [0, 2]);
         let (_, c, l, s) = &rec.kinds[1];
@@ -718,8 +957,94 @@ mod tests {
         assert_eq!(c.failed_requests, 1);
         assert_eq!((l.len(), s.len()), (1, 1));
         assert_eq!(rec.kinds[0].1.errors[&ErrorKind::Empty], 1);
-        r.flush();
-        assert!(rx.try_recv().is_err(), "nothing new: nothing sent");
+        assert!(rx.try_recv().is_err());
+        // An answer 2.2 intervals later: interval 1 is handed over (empty), 2 is skipped,
+        // and the answer counts in interval 3.
+        r.record_failure(1, ms(3700), ErrorKind::Timeout);
+        let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.interval, rec.next), (1, 3));
+        assert!(rec.kinds.is_empty());
+        r.finish();
+        let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.interval, rec.next), (3, u64::MAX));
+        assert_eq!(rec.kinds.len(), 1);
+        assert_eq!(rec.kinds[0].1.errors[&ErrorKind::Timeout], 1);
+        drop(r);
+        assert!(rx.try_recv().is_err(), "finished once");
+    }
+
+    /// Keeps what each reported interval held: (start, end, requests).
+    #[derive(Default)]
+    struct Shown(Vec<(Duration, Duration, u64)>);
+
+    impl Observer for Shown {
+        fn on_interval(&mut self, r: &IntervalReport) {
+            self.0.push((r.start, r.end, r.counters.requests));
+        }
+    }
+
+    fn record(worker: usize, interval: u64, next: u64, requests: u64) -> QueryIntervalRecord {
+        let mut latency = new_histogram();
+        for _ in 0..requests {
+            latency.record(1_000).unwrap();
+        }
+        QueryIntervalRecord {
+            worker,
+            interval,
+            next,
+            kinds: vec![(
+                0,
+                Counters {
+                    requests,
+                    ..Counters::default()
+                },
+                latency.clone(),
+                latency,
+            )],
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_reporter_files_records_under_their_interval() {
+        // Worker 1 hands interval 0 over after the reporter's clock passed its end: the
+        // interval waits for it. Worker 0 then hands nothing over for a while (a stuck
+        // thread): interval 1 is reported half an interval after its end without it, and
+        // its late records count in the interval open when they come.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let t0 = Instant::now();
+        let interval = Duration::from_secs(1);
+        let feed = async move {
+            let at = |ms: u64| tokio::time::Instant::from_std(t0 + Duration::from_millis(ms));
+            tokio::time::sleep_until(at(1_050)).await;
+            tx.send(record(0, 0, 1, 10)).unwrap();
+            tokio::time::sleep_until(at(1_200)).await;
+            tx.send(record(1, 0, 1, 20)).unwrap();
+            tokio::time::sleep_until(at(2_100)).await;
+            tx.send(record(1, 1, 2, 5)).unwrap();
+            tokio::time::sleep_until(at(3_200)).await;
+            tx.send(record(0, 1, 3, 3)).unwrap();
+            tx.send(record(1, 2, 3, 4)).unwrap();
+            tokio::time::sleep_until(at(3_400)).await;
+            tx.send(record(1, 3, u64::MAX, 2)).unwrap();
+            tx.send(record(0, 3, u64::MAX, 1)).unwrap();
+        };
+        let mut shown = Shown::default();
+        let mut kinds = vec![empty_kind("k".into())];
+        let (_, reported) = tokio::join!(
+            feed,
+            report_queries(rx, t0, interval, 2, &mut shown, &mut kinds)
+        );
+        let s = Duration::from_secs;
+        assert_eq!(
+            shown.0[..3],
+            [(s(0), s(1), 30), (s(1), s(2), 5), (s(2), s(3), 7)]
+        );
+        // The last one ends with the last answer (std's clock: the test's is paused).
+        assert_eq!((shown.0[3].0, shown.0[3].2), (s(3), 3));
+        assert_eq!(shown.0.len(), 4);
+        assert_eq!(reported.counters.requests, 45);
+        assert_eq!(kinds[0].counters.requests, 45);
+        assert_eq!(reported.intervals, 4);
     }
 
     #[test]

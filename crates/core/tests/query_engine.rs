@@ -892,3 +892,96 @@ async fn a_request_past_its_timeout_fails_and_its_connection_is_replaced() {
     assert_eq!(with.len(), without.len() + 1, "{with:?} vs {without:?}");
     assert_eq!(with.last(), Some(&0), "worker 0 reconnected: {with:?}");
 }
+
+/// Keeps each interval's span and the requests (succeeded or failed) it reported.
+#[derive(Default)]
+struct Spans(Vec<(Duration, Duration, u64)>);
+
+impl Observer for Spans {
+    fn on_interval(&mut self, r: &IntervalReport) {
+        self.0.push((
+            r.start,
+            r.end,
+            r.counters.requests + r.counters.failed_requests,
+        ));
+    }
+}
+
+/// Checks that every full interval of `spans` reported `per_s` requests a second, within
+/// 20%, and that the intervals cover `total` requests.
+fn check_each_interval(spans: &Spans, interval: Duration, per_s: f64, total: u64) {
+    let full: Vec<_> = spans
+        .0
+        .iter()
+        .filter(|(s, e, _)| *e - *s >= interval.mul_f64(0.9))
+        .collect();
+    assert!(full.len() >= 4, "{:?}", spans.0);
+    assert_eq!(spans.0[0].0, Duration::ZERO, "{:?}", spans.0);
+    for (start, end, n) in &full {
+        let want = per_s * (*end - *start).as_secs_f64();
+        assert!(
+            (*n as f64 - want).abs() <= 0.2 * want,
+            "interval {start:?}..{end:?} reported {n} requests, {want:.0} were made in it: {:?}",
+            spans.0
+        );
+    }
+    assert_eq!(spans.0.iter().map(|s| s.2).sum::<u64>(), total);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_open_loop_interval_reports_its_own_requests() {
+    // 2 workers at 40 requests/s in all, 250 ms intervals: 10 requests in each interval,
+    // the first included. Before the fix a worker handed over an interval's records only
+    // after its first answer past the interval's end (25 ms later here), after the
+    // reporter had closed the interval: the first showed 0, each later one the previous.
+    let db = Arc::new(Db::default());
+    let mut c = cfg(2);
+    c.mode = LoadMode::Open { rate: 40.0 };
+    c.duration = Some(Duration::from_millis(1600));
+    c.report_interval = Duration::from_millis(250);
+    let mut spans = Spans::default();
+    let out = run_queries(
+        Arc::new(Mix::new(100)),
+        Arc::new(Target(db)),
+        c,
+        StopHandle::new(),
+        &mut spans,
+    )
+    .await
+    .unwrap();
+    check_each_interval(
+        &spans,
+        Duration::from_millis(250),
+        40.0,
+        out.counters.requests + out.counters.failed_requests,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_closed_loop_interval_reports_its_own_requests() {
+    // One worker, 40 ms requests, 400 ms intervals: about 10 answers in each. A request
+    // in flight at an interval's end must not hold back the answers before it.
+    let db = Arc::new(Db {
+        delay: Duration::from_millis(40),
+        ..Default::default()
+    });
+    let mut c = cfg(1);
+    c.duration = Some(Duration::from_millis(2200));
+    c.report_interval = Duration::from_millis(400);
+    let mut spans = Spans::default();
+    let t = Instant::now();
+    let out = run_queries(
+        Arc::new(Mix::new(100)),
+        Arc::new(Target(db)),
+        c,
+        StopHandle::new(),
+        &mut spans,
+    )
+    .await
+    .unwrap();
+    let n = out.counters.requests + out.counters.failed_requests;
+    // The target's own pace (sleeps round up), measured over the whole run.
+    let per_s = n as f64 / out.elapsed.as_secs_f64();
+    assert!(per_s > 15.0, "{n} requests in {:?}", t.elapsed());
+    check_each_interval(&spans, Duration::from_millis(400), per_s, n);
+}
