@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use std::time::Duration;
+
 use tsload_proxy::{Fault, FaultAction, FaultTrigger, Proxy, ProxyConfig, ProxyHandle, Stream};
+use tsload_testbed::http_front::{HttpFront, Storm};
 use tsload_testbed::{Server, ServerKind};
 
 fn tsload() -> Command {
@@ -264,4 +267,384 @@ fn mariadb_lost_commit_answers_are_ambiguous_at_least_once() {
         "mysql",
         Cut::AfterRequest(b"COMMIT"),
     );
+}
+
+/// `tsload run` with `sets` (after `--set`); returns the output and the JSON report
+/// (`Null` when the run failed before writing one).
+fn run_with(sets: &[String], dir: &Path) -> (Output, serde_json::Value) {
+    let out = tsload()
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(sets.iter().flat_map(|s| ["--set", s.as_str()]))
+        .current_dir(dir)
+        .output()
+        .expect("start tsload");
+    let path = dir.join("r.json");
+    let report = match std::fs::read_to_string(&path) {
+        Ok(s) => serde_json::from_str(&s).expect("valid JSON"),
+        Err(_) => serde_json::Value::Null,
+    };
+    (out, report)
+}
+
+/// cpu-only, `hosts` x `minutes` (one row per host per 10 s), line protocol to `url`.
+fn http_load(url: &str, hosts: u32, minutes: u32, extra: &[&str]) -> Vec<String> {
+    let mut sets = vec![
+        "target.kind=\"influx\"".to_string(),
+        format!("target.url=\"{url}\""),
+        format!("workload.scale={hosts}"),
+        format!(
+            "workload.end=\"2016-01-01T{:02}:{:02}:00Z\"",
+            minutes / 60,
+            minutes % 60
+        ),
+        "load.retry_backoff=\"10ms\"".into(),
+    ];
+    sets.extend(extra.iter().map(|s| (*s).to_string()));
+    sets
+}
+
+/// Samples of the cpu measurement VictoriaMetrics holds (10 per row).
+fn vm_samples(vm: &Server) -> u64 {
+    vm.vm_flush();
+    vm.vm_sample_count("{__name__=~\"cpu_.*\"}")
+}
+
+/// The stored count lies within what the report promises: [rows, rows + ambiguous].
+fn assert_within_bound(stored_rows: u64, r: &serde_json::Value, what: &str) {
+    let rows = r["rows"].as_u64().unwrap();
+    let ambiguous = r["ambiguous_rows"].as_u64().unwrap();
+    assert!(
+        (rows..=rows + ambiguous).contains(&stored_rows),
+        "{what}: stored {stored_rows} rows, report says {rows} + up to {ambiguous} ambiguous"
+    );
+}
+
+#[test]
+fn victoria_metrics_429_storm_waits_out_retry_after() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let front = HttpFront::start(
+        vm.http_addr(),
+        Storm {
+            status: 429,
+            retry_after: Some(1),
+            failures: 3,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sets = http_load(
+        &front.url,
+        3,
+        10,
+        &[
+            "load.workers=1",
+            "load.batch=30",
+            "target.create_database=false",
+        ],
+    );
+    let (out, r) = run_with(&sets, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["retries"], 3);
+    assert_eq!(r["errors"]["unavailable"], 3);
+    // One worker, one batch refused three times, each answer asking for 1 s: the engine's
+    // own 10 ms backoff is overruled.
+    assert!(r["elapsed_s"].as_f64().unwrap() >= 2.9, "{r}");
+    assert_eq!(r["ambiguous_rows"], 0, "a 429 stored nothing");
+    assert_eq!(r["rows"], 180);
+    assert_eq!(front.seen(), 6 + 3);
+    assert_eq!(vm_samples(&vm), 1_800, "each point once");
+}
+
+#[test]
+fn victoria_metrics_500_storm_is_retried_and_bounded_as_ambiguous() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let front = HttpFront::start(
+        vm.http_addr(),
+        Storm {
+            status: 500,
+            retry_after: None,
+            failures: 5,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sets = http_load(
+        &front.url,
+        3,
+        10,
+        &[
+            "load.workers=2",
+            "load.batch=30",
+            "load.max_retries=10",
+            "target.create_database=false",
+        ],
+    );
+    let (out, r) = run_with(&sets, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["retries"], 5);
+    assert_eq!(r["ambiguous_rows"], 5 * 30);
+    assert_eq!(r["rows"], 180);
+    assert_within_bound(vm_samples(&vm) / 10, &r, "500 storm");
+}
+
+#[test]
+fn victoria_metrics_connection_reset_mid_request_is_retried_within_the_bound() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // Each of the first three connections is reset after its 3,000th byte to the server:
+    // inside the first request's body (batches of 100 rows are ~20 KB).
+    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), vm.http_addr());
+    let mut fault = Fault::new(
+        FaultTrigger::AfterBytes {
+            stream: Stream::Up,
+            bytes: 3_000,
+        },
+        FaultAction::Reset,
+    );
+    fault.max_fires = Some(3);
+    cfg.faults.push(fault);
+    let proxy = rt.block_on(Proxy::start(cfg)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", proxy.local_addr());
+    let sets = http_load(
+        &url,
+        10,
+        10,
+        &[
+            "load.workers=2",
+            "load.batch=100",
+            "target.create_database=false",
+        ],
+    );
+    let (out, r) = run_with(&sets, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(proxy.stats().faults_fired, 3);
+    assert_eq!(r["rows"], 600);
+    assert_eq!(r["retries"], 3);
+    assert_eq!(r["errors"]["connection"], 3, "{r}");
+    assert_eq!(
+        r["ambiguous_rows"], 300,
+        "a cut request may have been applied in part"
+    );
+    assert_within_bound(vm_samples(&vm) / 10, &r, "reset at byte 3,000");
+    rt.block_on(proxy.shutdown());
+}
+
+#[test]
+fn victoria_metrics_stalled_past_the_timeout_is_a_retried_timeout() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // The second request of each of the first two connections never reaches the server.
+    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), vm.http_addr());
+    let mut fault = Fault::new(
+        FaultTrigger::AfterPattern {
+            stream: Stream::Up,
+            pattern: b"POST ".to_vec(),
+            occurrence: 2,
+        },
+        FaultAction::Stall,
+    );
+    fault.max_fires = Some(2);
+    cfg.faults.push(fault);
+    let proxy = rt.block_on(Proxy::start(cfg)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", proxy.local_addr());
+    let sets = http_load(
+        &url,
+        3,
+        10,
+        &[
+            "load.workers=1",
+            "load.batch=30",
+            "target.timeout=\"400ms\"",
+            "target.create_database=false",
+        ],
+    );
+    let (out, r) = run_with(&sets, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(proxy.stats().faults_fired, 2);
+    assert_eq!(r["errors"]["timeout"], 2, "{r}");
+    assert_eq!(r["retries"], 2);
+    assert_eq!(r["rows"], 180);
+    // Both stalled requests are counted in the latency: each waited out the timeout.
+    assert!(r["latency"]["max_ms"].as_f64().unwrap() >= 400.0, "{r}");
+    assert_within_bound(vm_samples(&vm) / 10, &r, "stall");
+    rt.block_on(proxy.shutdown());
+}
+
+/// An open-loop load (about 4 s) into an HTTP server killed once it holds rows (so the
+/// kill never lands in the run's prepare step) and restarted 1 s later; returns the
+/// report.
+fn ride_out_an_http_server_crash(
+    server: &mut Server,
+    stored: impl Fn(&Server) -> u64,
+    extra: &[&str],
+) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = http_load(
+        &server.base_url(),
+        10,
+        100,
+        &[
+            "load.rate=1500",
+            "load.batch=50",
+            "load.workers=2",
+            "load.max_retries=40",
+            "load.retry_backoff=\"50ms\"",
+            "target.timeout=\"2s\"",
+        ],
+    );
+    sets.extend(extra.iter().map(|s| (*s).to_string()));
+    let child = tsload()
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(sets.iter().flat_map(|s| ["--set", s.as_str()]))
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while stored(server) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "no row reached the server in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    server.kill();
+    std::thread::sleep(Duration::from_secs(1));
+    server.restart().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        server.log_tail()
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["rows"], 6_000, "every row written in the end: {r}");
+    assert!(
+        r["retries"].as_u64().unwrap() > 0,
+        "the crash cost retries: {r}"
+    );
+    r
+}
+
+#[test]
+fn influxdb_killed_and_restarted_keeps_every_point() {
+    let mut influx = start(ServerKind::InfluxDb1);
+    let r = ride_out_an_http_server_crash(
+        &mut influx,
+        |s| {
+            s.influx_count("benchmark", "cpu", "usage_user")
+                .unwrap_or(0)
+        },
+        &[],
+    );
+    // InfluxDB fsyncs its WAL before answering and keeps one point per series and time,
+    // so a retried point overwrites itself: exactly the rows generated.
+    let points = influx
+        .influx_count("benchmark", "cpu", "usage_user")
+        .unwrap();
+    assert_eq!(points, 6_000, "{r}");
+    assert_within_bound(points, &r, "InfluxDB crash");
+}
+
+#[test]
+fn victoria_metrics_killed_and_restarted_stays_within_the_bound() {
+    let mut vm = start(ServerKind::VictoriaMetrics);
+    let r = ride_out_an_http_server_crash(&mut vm, vm_samples, &["target.create_database=false"]);
+    let stored = vm_samples(&vm) / 10;
+    // VictoriaMetrics answers before its in-memory buffer reaches the disk
+    // (-inmemoryDataFlushInterval): a SIGKILL may lose acknowledged rows, which no client
+    // can see. What it holds never exceeds what the report allows.
+    let rows = r["rows"].as_u64().unwrap();
+    let ambiguous = r["ambiguous_rows"].as_u64().unwrap();
+    assert!(
+        stored <= rows + ambiguous,
+        "stored {stored} > {rows} + {ambiguous}"
+    );
+    eprintln!("VictoriaMetrics after SIGKILL: {stored} of {rows} acknowledged rows stored");
+}
+
+/// A tmpfs of `size` mounted on `dir`, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("tmpfs")
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(
+            status.success(),
+            "mounting a tmpfs needs root (CAP_SYS_ADMIN)"
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn postgres_disk_full_stops_the_run_and_keeps_rows_reported_equal_to_rows_stored() {
+    let pg = start(ServerKind::Postgres);
+    let dir = tempfile::tempdir().unwrap();
+    let space = dir.path().join("tiny");
+    std::fs::create_dir(&space).unwrap();
+    let _tmpfs = Tmpfs::mount(&space, "4m");
+    let status = Command::new("chown")
+        .args(["postgres:postgres"])
+        .arg(&space)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let db = pg
+        .sql("SELECT current_database()")
+        .expect("the database's name");
+    pg.sql(&format!(
+        "CREATE TABLESPACE tiny LOCATION '{}'",
+        space.display()
+    ))
+    .unwrap_or_else(|e| panic!("CREATE TABLESPACE: {e}\n{}", pg.log_tail()));
+    pg.sql(&format!(
+        "ALTER DATABASE \"{db}\" SET default_tablespace = tiny"
+    ))
+    .unwrap();
+    let url = pg.database_url().unwrap();
+    // 100 hosts x 6 h of cpu-only (~216,000 rows, tens of MB) cannot fit in 4 MiB.
+    let sets: Vec<String> = [
+        "target.kind=\"postgres\"".to_string(),
+        format!("target.url=\"{url}\""),
+        "target.drop_existing=true".into(),
+        "target.method=\"insert\"".into(),
+        "workload.scale=100".into(),
+        "workload.end=\"2016-01-01T06:00:00Z\"".into(),
+        "load.batch=500".into(),
+        "load.workers=2".into(),
+    ]
+    .to_vec();
+    let (out, r) = run_with(&sets, dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a fatal run error: {stderr}");
+    assert!(
+        stderr.contains("No space left on device") || stderr.contains("could not extend"),
+        "the server's reason is shown: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(r["stop_reason"], "fatal error", "{r}");
+    let rows = r["rows"].as_u64().unwrap();
+    assert!(rows > 0 && rows < 216_000, "{r}");
+    assert_eq!(r["ambiguous_rows"], 0);
+    assert_eq!(pg.sql_count("cpu"), rows, "rows reported == rows stored");
+    // Give the tablespace back before the tmpfs goes.
+    let _ = pg.sql(&format!("ALTER DATABASE \"{db}\" RESET default_tablespace"));
+    let _ = pg.sql("DROP TABLE IF EXISTS cpu, tsload_ledger");
+    let _ = pg.sql("DROP TABLESPACE tiny");
 }

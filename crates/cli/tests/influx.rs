@@ -3,13 +3,10 @@
 //! rows read back carry the generated tags and values, retries and rejections are
 //! counted and reported as they happened.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use tsload_testbed::http_front::{HttpFront, Storm};
 use tsload_testbed::{Server, ServerKind};
 
 fn tsload(args: &[&str], dir: &Path) -> Output {
@@ -261,82 +258,20 @@ fn questdb_counts_every_row() {
     assert_eq!(qdb.questdb_count("cpu"), 600, "{}", qdb.log_tail());
 }
 
-/// An HTTP front for `upstream` that answers 500 to the first `failures` requests and
-/// passes the others through; counts the requests it saw.
-fn flaky_front(upstream: std::net::SocketAddr, failures: usize) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(AtomicUsize::new(0));
-    let counter = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { return };
-            let counter = counter.clone();
-            std::thread::spawn(move || serve(conn, upstream, failures, &counter));
-        }
-    });
-    (url, seen)
-}
-
-fn serve(conn: TcpStream, upstream: std::net::SocketAddr, failures: usize, seen: &AtomicUsize) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut conn = conn;
-    loop {
-        let mut head = Vec::new();
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap();
-            }
-            let end = line == "\r\n";
-            head.extend_from_slice(line.as_bytes());
-            if end {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        if n < failures {
-            let msg = "injected failure";
-            write!(
-                conn,
-                "HTTP/1.1 500 Internal Server Error\r\ncontent-length: {}\r\n\r\n{msg}",
-                msg.len()
-            )
-            .unwrap();
-            continue;
-        }
-        // Pass the request through unchanged on a fresh upstream connection.
-        let mut up = TcpStream::connect(upstream).unwrap();
-        let head = String::from_utf8(head).unwrap();
-        let head = format!(
-            "{}\r\nconnection: close\r\n\r\n",
-            head.trim_end_matches("\r\n")
-        );
-        up.write_all(head.as_bytes()).unwrap();
-        up.write_all(&body).unwrap();
-        let mut answer = Vec::new();
-        up.read_to_end(&mut answer).unwrap();
-        // Keep our own connection open: strip a `connection: close` from the answer.
-        let answer = String::from_utf8_lossy(&answer)
-            .replace("Connection: close\r\n", "")
-            .replace("connection: close\r\n", "");
-        conn.write_all(answer.as_bytes()).unwrap();
-    }
-}
-
 #[test]
 fn two_500s_are_retried_and_the_data_is_written_once() {
     let vm = start(ServerKind::VictoriaMetrics);
-    let (front, seen) = flaky_front(vm.http_addr(), 2);
+    let front = HttpFront::start(
+        vm.http_addr(),
+        Storm {
+            status: 500,
+            retry_after: None,
+            failures: 2,
+        },
+    );
     let dir = tempfile::tempdir().unwrap();
     let (out, r) = run_into(
-        &front,
+        &front.url,
         3,
         10,
         &[
@@ -349,13 +284,12 @@ fn two_500s_are_retried_and_the_data_is_written_once() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(r["retries"], 2);
     assert_eq!(r["errors"]["unavailable"], 2);
+    // A 500 may have been applied: each failed attempt's 30 rows are counted ambiguous
+    // (here the front stored nothing, so the bound is loose, never wrong).
+    assert_eq!(r["ambiguous_rows"], 60);
     assert_eq!(r["rows"], 180);
     assert_eq!(r["requests"], 6);
-    assert_eq!(
-        seen.load(Ordering::SeqCst),
-        8,
-        "6 batches + 2 failed attempts"
-    );
+    assert_eq!(front.seen(), 8, "6 batches + 2 failed attempts");
     vm.vm_flush();
     assert_eq!(
         vm.vm_sample_count("{__name__=~\"cpu_.*\"}"),

@@ -213,9 +213,10 @@ fn mariadb_lands_every_row_in_both_transaction_modes() {
     }
 }
 
-/// Runs an open-loop load (about 4 s) into `server`, kills the server after 1 s and
-/// restarts it after 2 s; the run must ride it out with retries and every row it reports
-/// must be in the table.
+/// Runs an open-loop load (about 4 s) into `server`, kills the server once rows flow and
+/// restarts it 1 s later; the run must ride it out with retries and every row it reports
+/// must be in the table, exactly once (the ledger settles the batches whose COMMIT
+/// answer the crash swallowed).
 fn ride_out_a_server_crash(mut server: Server, target: &str) {
     let dir = tempfile::tempdir().unwrap();
     let url = server.database_url().unwrap();
@@ -252,7 +253,23 @@ fn ride_out_a_server_crash(mut server: Server, target: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    // Kill once rows flow (never inside the run's prepare step, which a loaded machine
+    // can stretch past a fixed delay).
+    let waited = std::time::Instant::now();
+    while server
+        .sql("SELECT count(*) FROM cpu")
+        .ok()
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "{target}: no row reached the server in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     server.kill();
     std::thread::sleep(Duration::from_secs(1));
     server.restart().unwrap();

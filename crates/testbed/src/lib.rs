@@ -57,6 +57,7 @@ mod sockets;
 mod victoria;
 
 pub mod fixtures;
+pub mod http_front;
 pub mod query_checks;
 pub mod sql_server_checks;
 

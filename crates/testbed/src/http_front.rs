@@ -1,0 +1,132 @@
+//! An HTTP/1.1 front for a testbed server that answers a storm of errors first: the first
+//! `failures` requests get `status` (with `Retry-After` when asked), the rest pass through
+//! to the server unchanged. Faults are counted by request, so tests are deterministic.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What the front answers to the first requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Storm {
+    /// HTTP status of the injected answers (e.g. 429, 500, 503).
+    pub status: u16,
+    /// `Retry-After` in seconds on the injected answers.
+    pub retry_after: Option<u32>,
+    /// How many requests get the injected answer before the others pass through.
+    pub failures: usize,
+}
+
+/// A running front: its URL and the number of requests it has seen.
+#[derive(Debug, Clone)]
+pub struct HttpFront {
+    pub url: String,
+    seen: Arc<AtomicUsize>,
+}
+
+impl HttpFront {
+    /// Listens on 127.0.0.1 (a free port) and serves every connection on its own thread
+    /// for as long as the test process lives.
+    pub fn start(upstream: SocketAddr, storm: Storm) -> HttpFront {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let url = format!("http://{}", listener.local_addr().expect("local address"));
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                let counter = counter.clone();
+                std::thread::spawn(move || serve(conn, upstream, storm, &counter));
+            }
+        });
+        HttpFront { url, seen }
+    }
+
+    /// Requests seen so far, injected answers included.
+    pub fn seen(&self) -> usize {
+        self.seen.load(Ordering::SeqCst)
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Injected",
+    }
+}
+
+/// Serves one client connection until it closes (or a read fails).
+fn serve(conn: TcpStream, upstream: SocketAddr, storm: Storm, seen: &AtomicUsize) {
+    let Ok(read_half) = conn.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut conn = conn;
+    loop {
+        let mut head = Vec::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            let end = line == "\r\n";
+            head.extend_from_slice(line.as_bytes());
+            if end {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        if seen.fetch_add(1, Ordering::SeqCst) < storm.failures {
+            let msg = "injected failure";
+            let retry = storm
+                .retry_after
+                .map(|s| format!("retry-after: {s}\r\n"))
+                .unwrap_or_default();
+            let answer = format!(
+                "HTTP/1.1 {} {}\r\n{retry}content-length: {}\r\n\r\n{msg}",
+                storm.status,
+                reason(storm.status),
+                msg.len()
+            );
+            if conn.write_all(answer.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
+        // Pass the request through unchanged on a fresh upstream connection.
+        let Ok(mut up) = TcpStream::connect(upstream) else {
+            return;
+        };
+        let head = String::from_utf8_lossy(&head);
+        let head = format!(
+            "{}\r\nconnection: close\r\n\r\n",
+            head.trim_end_matches("\r\n")
+        );
+        let mut answer = Vec::new();
+        if up.write_all(head.as_bytes()).is_err()
+            || up.write_all(&body).is_err()
+            || up.read_to_end(&mut answer).is_err()
+        {
+            return;
+        }
+        // Keep our own connection open: strip a `connection: close` from the answer.
+        let answer = String::from_utf8_lossy(&answer)
+            .replace("Connection: close\r\n", "")
+            .replace("connection: close\r\n", "");
+        if conn.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
