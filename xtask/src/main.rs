@@ -6,7 +6,9 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 
 const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|serve|fmt>
-  test           install what the tests need, then fmt check, clippy, and every test
+  test [--repeat N] [--timeout MINUTES]
+                 install what the tests need, then fmt check, clippy, and every test
+                 (N rounds, each killed and failed past MINUTES, default 60)
   bench          criterion benchmarks of the hot path
   bench-targets [--ledger-only] [victoria-metrics|influxdb|questdb|postgres|mariadb]...
                 [-- KEY=VALUE...]
@@ -194,7 +196,37 @@ fn which(bin: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn test(extra: &[String]) -> anyhow::Result<()> {
+/// `cargo xtask test [--repeat N] [--timeout MINUTES] [CARGO TEST ARGS...]`: installs,
+/// checks formatting and lints once, then runs every test N times (default 1), each
+/// round under a time limit (default 60 minutes: a hung test fails the round instead of
+/// hanging the task). Stops at the first failing round.
+fn test(args: &[String]) -> anyhow::Result<()> {
+    let mut repeat = 1u32;
+    let mut timeout = std::time::Duration::from_secs(60 * 60);
+    let mut extra = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--repeat" => {
+                let v = it.next().context("--repeat needs a number of rounds")?;
+                repeat = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .with_context(|| format!("--repeat {v}: expected a whole number >= 1"))?;
+            }
+            "--timeout" => {
+                let v = it.next().context("--timeout needs minutes")?;
+                let minutes: u64 = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .with_context(|| format!("--timeout {v}: expected whole minutes >= 1"))?;
+                timeout = std::time::Duration::from_secs(minutes * 60);
+            }
+            _ => extra.push(a.as_str()),
+        }
+    }
     ensure_packages()?;
     ensure_maven_artifacts()?;
     run("cargo", &["fmt", "--all", "--", "--check"])?;
@@ -209,11 +241,25 @@ fn test(extra: &[String]) -> anyhow::Result<()> {
             "warnings",
         ],
     )?;
-    let mut args = vec!["test", "--workspace", "--all-targets"];
-    args.extend(extra.iter().map(String::as_str));
-    let mut total = run_tests(&args)?;
-    // Doc tests are not part of --all-targets.
-    total.add(run_tests(&["test", "--workspace", "--doc"])?);
+    let mut test_args = vec!["test", "--workspace", "--all-targets"];
+    test_args.extend(extra.iter().copied());
+    let mut total = Counts::default();
+    for round in 1..=repeat {
+        let started = std::time::Instant::now();
+        let mut counts = run_tests(&test_args, timeout)?;
+        // Doc tests are not part of --all-targets.
+        counts.add(run_tests(&["test", "--workspace", "--doc"], timeout)?);
+        if repeat > 1 {
+            println!(
+                "round {round} of {repeat}: {} passed, {} failed, {} skipped in {:.0} s",
+                counts.passed,
+                counts.failed,
+                counts.ignored,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        total.add(counts);
+    }
     // One closing line for the whole suite (the last runner's own line may count 0).
     println!(
         "tests: {} passed, {} failed, {} skipped",
@@ -261,26 +307,53 @@ impl Counts {
     }
 }
 
-/// Runs `cargo ARGS`, passing its output through, and counts the tests it ran.
-fn run_tests(args: &[&str]) -> anyhow::Result<Counts> {
+/// Runs `cargo ARGS`, passing its output through, and counts the tests it ran. Past
+/// `timeout` the whole process group (cargo and the test binaries it started) is killed
+/// and the run fails, saying so.
+fn run_tests(args: &[&str], timeout: std::time::Duration) -> anyhow::Result<Counts> {
     use std::io::BufRead as _;
+    use std::os::unix::process::CommandExt as _;
     eprintln!("$ cargo {}", args.join(" "));
     let mut child = Command::new("cargo")
         .args(args)
         .stdout(std::process::Stdio::piped())
+        .process_group(0)
         .spawn()
         .context("cannot start cargo")?;
-    let mut counts = Counts::default();
-    if let Some(out) = child.stdout.take() {
+    let out = child.stdout.take().context("cargo's output")?;
+    let reader = std::thread::spawn(move || {
+        let mut counts = Counts::default();
         for line in std::io::BufReader::new(out).lines() {
-            let line = line.context("reading cargo's output")?;
+            let Ok(line) = line else { break };
             println!("{line}");
             if let Some(c) = Counts::parse(&line) {
                 counts.add(c);
             }
         }
-    }
-    let status = child.wait().context("waiting for cargo")?;
+        counts
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for cargo")? {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            // Negative pid: the process group cargo leads.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            bail!(
+                "`cargo {}` did not finish within {} minutes: killed (a hung test?)",
+                args.join(" "),
+                timeout.as_secs() / 60
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let counts = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("reading cargo's output failed"))?;
     if !status.success() {
         bail!("`cargo {}` failed with {status}", args.join(" "));
     }
