@@ -15,7 +15,7 @@
 use std::fmt;
 use std::io;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -66,8 +66,9 @@ pub enum FaultAction {
     /// already forwarded stay readable by the peers before their reset.
     Reset,
     /// Stop forwarding in both directions but keep both sockets open (reading stops, so
-    /// TCP pushes back) until the client or the server closes (a FIN or a reset), or the
-    /// proxy shuts down; then both sockets are closed.
+    /// TCP pushes back) until the client or the server closes (a FIN or a reset; a peer
+    /// that had half-closed before the stall is not taken for gone), or the proxy shuts
+    /// down; then both sockets are closed.
     Stall,
     /// Keep reading both sides and discard everything; sockets stay open until both peers
     /// have closed (or the proxy shuts down).
@@ -719,12 +720,14 @@ fn find_byte(hay: &[u8], byte: u8) -> Option<usize> {
 }
 
 /// What both lanes of a watched connection share: the action of the fault that fired
-/// (one at most per connection), and a wake-up for a lane writing to the client when
-/// [`FaultAction::ResetOnReply`] fires.
+/// (one at most per connection), a wake-up for a lane writing to the client when
+/// [`FaultAction::ResetOnReply`] fires, and which peers have closed their side.
 #[derive(Debug, Default)]
 pub(crate) struct Ctl {
     fired: AtomicU8,
     notify: Notify,
+    /// The client's EOF was read (by the up lane), the server's (by the down lane).
+    eof: [AtomicBool; 2],
 }
 
 impl Ctl {
@@ -759,6 +762,16 @@ impl Ctl {
     /// Completes once `ResetOnReply` fires (after this future was first polled).
     pub(crate) fn reply_fired(&self) -> Notified<'_> {
         self.notify.notified()
+    }
+
+    /// Records that the lane of `stream` read its sender's EOF.
+    pub(crate) fn saw_eof(&self, stream: Stream) {
+        self.eof[stream as usize].store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the sender of `stream` had closed its side.
+    fn eof(&self, stream: Stream) -> bool {
+        self.eof[stream as usize].load(Ordering::Relaxed)
     }
 }
 
@@ -891,17 +904,21 @@ fn read_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     stream.try_read(buf)
 }
 
-/// Carries out a fired fault's action on a connection whose lanes have stopped.
-pub(crate) async fn act(action: FaultAction, client: TcpStream, server: TcpStream) {
+/// Carries out a fired fault's action on a connection whose lanes have stopped (`ctl`:
+/// what they saw).
+pub(crate) async fn act(action: FaultAction, client: TcpStream, server: TcpStream, ctl: &Ctl) {
     match action {
         FaultAction::Reset | FaultAction::ResetOnReply => {
             let _ = client.set_zero_linger();
             let _ = server.set_zero_linger();
         }
         FaultAction::Stall => {
+            // A peer that had half-closed before the stall is not taken for gone: it may
+            // be waiting for its answer, which is what stalls.
             tokio::select! {
-                _ = closed(&client) => {}
-                _ = closed(&server) => {}
+                _ = closed(&client), if !ctl.eof(Stream::Up) => {}
+                _ = closed(&server), if !ctl.eof(Stream::Down) => {}
+                else => std::future::pending::<()>().await,
             }
         }
         FaultAction::Blackhole => {

@@ -165,6 +165,7 @@ async fn watched_copy(
             return Err(Stop::Fault(FaultAction::Reset));
         }
         if n == 0 {
+            watch.ctl().saw_eof(watch.stream());
             return Ok(to.shutdown().await?);
         }
         let t0 = Instant::now();
@@ -256,14 +257,14 @@ async fn delay_line(
     let budget = Semaphore::new(QUEUE_LIMIT);
     let (tx, mut rx) = mpsc::unbounded_channel::<Chunk>();
     let mut shaper = Shaper::new(config, seed);
-    let reply: Option<(Stream, &Ctl)> = watch.as_ref().map(|w| (w.stream(), w.ctl()));
+    let watched: Option<(Stream, &Ctl)> = watch.as_ref().map(|w| (w.stream(), w.ctl()));
 
     let reader = async {
         let mut reader = StampedReader::new(from);
         let mut buf = vec![0u8; shaper.chunk_limit()];
         loop {
             let (n, arrival) = reader.read(from, &mut buf).await?;
-            if reply.is_some_and(|(stream, ctl)| fault::reply_due(stream, ctl)) {
+            if watched.is_some_and(|(stream, ctl)| fault::reply_due(stream, ctl)) {
                 // The server answered (or closed) after `ResetOnReply` fired.
                 return Err(Stop::Fault(FaultAction::Reset));
             }
@@ -276,6 +277,9 @@ async fn delay_line(
             };
             let release = shaper.release(arrived, n, credit);
             if n == 0 {
+                if let Some((stream, ctl)) = watched {
+                    ctl.saw_eof(stream);
+                }
                 let _ = tx.send(Chunk {
                     release,
                     data: Vec::new(),

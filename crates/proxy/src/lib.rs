@@ -414,7 +414,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
     let ctl = Ctl::default();
     let (up_watch, down_watch) = match plan {
         Plan::Plain => (None, None),
-        Plan::Act(action) => return fault::act(action, client, server).await,
+        Plan::Act(action) => return fault::act(action, client, server, &ctl).await,
         Plan::Watch {
             reply_fired,
             up,
@@ -458,7 +458,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
     };
     match result {
         Ok(_) => {}
-        Err(Stop::Fault(action)) => fault::act(action, client, server).await,
+        Err(Stop::Fault(action)) => fault::act(action, client, server, &ctl).await,
         Err(Stop::Io) => {
             counters.io_errors.fetch_add(1, Ordering::Relaxed);
             let _ = client.set_zero_linger();
