@@ -458,3 +458,39 @@ fn a_preload_that_ends_on_its_row_limit_still_runs_the_queries() {
     assert_eq!(r["requests"], 5, "{r}");
     assert_eq!(r["stop_reason"], "request limit", "{r}");
 }
+
+#[test]
+fn a_query_report_has_no_write_figures_and_keeps_cpu_per_request() {
+    // The write report's client block made a query run's JSON say e.g.
+    // `cpu_us_per_1000_metrics: 1149300`, for metrics it never wrote.
+    let dir = tempfile::tempdir().unwrap();
+    let sets = vec![
+        s("target.url=\"sqlite:./oltp.db\""),
+        s("query.kind=\"oltp_point_select\""),
+        s("query.table_size=1000"),
+        s("query.workers=1"),
+        s("query.queries=300"),
+    ];
+    let (out, r) = run(dir.path(), &sets);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["requests"], 300, "{r}");
+    let mut report = r.as_object().unwrap().clone();
+    report.remove("scenario");
+    let text_of = serde_json::Value::Object(report).to_string();
+    for write_only in ["metric", "mb_per_s"] {
+        assert!(!text_of.contains(write_only), "`{write_only}` in {text_of}");
+    }
+    let client = r["client"].as_object().unwrap();
+    let mut keys: Vec<&str> = client.keys().map(|k| k.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["cpu_s", "cpu_system_s", "cpu_user_s", "peak_rss_bytes"],
+        "{r}"
+    );
+    assert!(r["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(client["peak_rss_bytes"].as_u64().unwrap() > 0, "{r}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("us per request"), "{stdout}");
+    assert!(!stdout.contains("per 1,000 metrics"), "{stdout}");
+}

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::query_engine::{KindOutcome, QueryOutcome};
 use crate::recorder::Counters;
-use crate::report::{ClientSummary, LatencySummary, group, latency_table, ms, stop_reason_name};
+use crate::report::{LatencySummary, group, latency_table, ms, stop_reason_name};
 use crate::rusage::Usage;
 
 /// One request kind's figures.
@@ -33,6 +33,17 @@ pub struct KindSummary {
     pub latency: LatencySummary,
     /// Time from the actual send to the last result row.
     pub service: LatencySummary,
+}
+
+/// What the client itself cost during a query run. Unlike a write run's
+/// [`ClientSummary`](crate::report::ClientSummary), no per-metric figure: a query run
+/// writes no metrics, so its cost is per request ([`QuerySummary::cpu_us_per_request`]).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct QueryClientSummary {
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    pub cpu_s: f64,
+    pub peak_rss_bytes: u64,
 }
 
 /// The whole final report of a query run.
@@ -73,8 +84,8 @@ pub struct QuerySummary {
     pub service: LatencySummary,
     /// One entry per request kind, in the workload's order.
     pub kinds: Vec<KindSummary>,
-    /// Client cost; `cpu_us_per_1000_metrics` counts statements as metrics.
-    pub client: ClientSummary,
+    /// Client cost.
+    pub client: QueryClientSummary,
     /// Client CPU microseconds per request sent (successful and failed).
     pub cpu_us_per_request: f64,
     /// The resolved scenario, secrets redacted.
@@ -149,15 +160,10 @@ impl QuerySummary {
                 .iter()
                 .map(|k| KindSummary::new(k, secs))
                 .collect(),
-            client: ClientSummary {
+            client: QueryClientSummary {
                 cpu_user_s: usage.user.as_secs_f64(),
                 cpu_system_s: usage.system.as_secs_f64(),
                 cpu_s,
-                cpu_us_per_1000_metrics: if c.metrics > 0 {
-                    cpu_s * 1e6 / (c.metrics as f64 / 1000.0)
-                } else {
-                    0.0
-                },
                 peak_rss_bytes: usage.peak_rss_bytes,
             },
             cpu_us_per_request: if sent > 0 {
@@ -408,9 +414,10 @@ mod tests {
         assert_eq!(s.load_s, 1.5);
         assert_eq!(s.stop_reason, "fatal error");
         assert_eq!(s.stop_error.as_deref(), Some("rejected: too many"));
-        // 50 ms of CPU over 10 requests sent (5 ok, 5 failed); 10 statements.
+        // 50 ms of CPU over 10 requests sent (5 ok, 5 failed).
         assert!((s.cpu_us_per_request - 5000.0).abs() < 1e-6);
-        assert!((s.client.cpu_us_per_1000_metrics - 5_000_000.0).abs() < 1e-3);
+        assert!((s.client.cpu_s - 0.05).abs() < 1e-9);
+        assert_eq!(s.client.peak_rss_bytes, 1 << 20);
         let json = serde_json::to_string(&s).unwrap();
         let back: QuerySummary = serde_json::from_str(&json).unwrap();
         assert_eq!(back, s);
@@ -418,6 +425,61 @@ mod tests {
         assert_eq!(v["kinds"][1]["name"], "range");
         assert_eq!(v["kinds"][1]["errors"]["empty"], 4);
         assert_eq!(v["statements_per_s"], 5.0);
+    }
+
+    /// Every key of `v`, with its path, outside the resolved scenario.
+    fn keys(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    if path.is_empty() && k == "scenario" {
+                        continue;
+                    }
+                    let p = format!("{path}.{k}");
+                    out.push(p.clone());
+                    keys(v, &p, out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    keys(v, &format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_json_has_no_write_figures_and_keeps_cpu_per_request() {
+        // The write report's client block made a query run say e.g.
+        // `cpu_us_per_1000_metrics: 1149300`, a figure of metrics a query run never wrote.
+        let usage = Usage {
+            user: Duration::from_millis(30),
+            system: Duration::from_millis(20),
+            peak_rss_bytes: 30 << 20,
+        };
+        let s = QuerySummary::new(&outcome(), &usage, "pg", "mix", serde_json::json!({}));
+        let v = serde_json::to_value(&s).unwrap();
+        let mut all = Vec::new();
+        keys(&v, "", &mut all);
+        let write_figures: Vec<&String> = all
+            .iter()
+            .filter(|k| k.contains("metric") || k.contains("mb_per_s") || k.contains("bytes_per"))
+            .collect();
+        assert!(write_figures.is_empty(), "{write_figures:?}");
+        assert_eq!(v["cpu_us_per_request"], 5000.0);
+        let mut client: Vec<&str> = v["client"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        client.sort_unstable();
+        assert_eq!(
+            client,
+            ["cpu_s", "cpu_system_s", "cpu_user_s", "peak_rss_bytes"]
+        );
+        assert_eq!(v["client"]["peak_rss_bytes"], 30 << 20);
     }
 
     #[test]
