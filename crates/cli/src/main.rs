@@ -26,8 +26,12 @@ use crate::plan::{Plan, ProgressMode};
 const EXIT_USAGE: u8 = 2;
 /// Exit code when a `--fail-if` threshold is broken.
 const EXIT_THRESHOLD: u8 = 3;
-/// Exit code after Ctrl-C (128 + SIGINT), as shells expect.
+/// Exit code after Ctrl-C (128 + SIGINT), as shells expect. Also what a run or sweep
+/// stopped by any signal earns inside the program; `main` then exits with the signal's
+/// own code ([`EXIT_TERMINATED`] after SIGTERM).
 const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code after SIGTERM (128 + 15), as shells and service managers expect.
+const EXIT_TERMINATED: u8 = 143;
 
 #[derive(Parser)]
 #[command(
@@ -117,6 +121,11 @@ fn main() -> ExitCode {
         ),
     };
     match result {
+        // Stopped by a signal: 128 + that signal's number (130 after Ctrl-C, 143 after
+        // SIGTERM); the report has printed either way.
+        Ok(code) if code == ExitCode::from(EXIT_INTERRUPTED) => {
+            ExitCode::from(run::interrupted_exit_code())
+        }
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -23,7 +23,20 @@ use tsload_probe::ProbeReport;
 use crate::network::{self, ActiveNetwork};
 use crate::plan::{Plan, ProgressMode, QueryWorkloadPlan, RunMode};
 use crate::progress::RunObserver;
-use crate::{EXIT_INTERRUPTED, EXIT_THRESHOLD, queries};
+use crate::{EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_THRESHOLD, queries};
+
+/// The exit code of the signal that stopped a run (0: none did): 130 after SIGINT, 143
+/// after SIGTERM. Set by the signal watcher of [`execute`].
+static INTERRUPTED_BY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// The exit code for a run (or sweep) stopped by a signal: 128 + the signal's number, as
+/// shells expect ([`EXIT_INTERRUPTED`] when no signal was seen).
+pub fn interrupted_exit_code() -> u8 {
+    match INTERRUPTED_BY.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => EXIT_INTERRUPTED,
+        code => code,
+    }
+}
 
 /// What one run produced.
 pub struct Executed {
@@ -33,7 +46,8 @@ pub struct Executed {
     pub query_summary: Option<QuerySummary>,
     /// The RTT measured before the load, when the plan asked for a probe.
     pub probe: Option<ProbeReport>,
-    /// The exit code this run earns on its own.
+    /// The exit code this run earns on its own; [`EXIT_INTERRUPTED`] when a signal stopped
+    /// it, whichever signal that was (see [`interrupted_exit_code`]).
     pub code: u8,
 }
 
@@ -191,11 +205,13 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     None => std::future::pending().await,
                 }
             };
+            // The exit code each signal earns.
             let first = tokio::select! {
-                r = tokio::signal::ctrl_c() => r.is_ok(),
-                _ = terminated => true,
+                r = tokio::signal::ctrl_c() => r.is_ok().then_some(EXIT_INTERRUPTED),
+                _ = terminated => Some(EXIT_TERMINATED),
             };
-            if first {
+            if let Some(code) = first {
+                INTERRUPTED_BY.store(code, std::sync::atomic::Ordering::Relaxed);
                 eprintln!(
                     "\ninterrupted: no new requests; finishing the ones in flight (Ctrl-C again to abort)"
                 );
@@ -203,22 +219,22 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                     h.stop(StopReason::Interrupted);
                 }
                 let again = tokio::select! {
-                    r = tokio::signal::ctrl_c() => r.is_ok(),
+                    r = tokio::signal::ctrl_c() => r.is_ok().then_some(EXIT_INTERRUPTED),
                     _ = async {
                         match term.as_mut() {
                             Some(t) => t.recv().await,
                             None => std::future::pending().await,
                         }
-                    } => true,
+                    } => Some(EXIT_TERMINATED),
                 };
-                if again {
+                if let Some(code) = again {
                     // Put back any qdisc this run changed before leaving.
                     for (target, result) in tsload_netem::guard::restore_all().await {
                         if let Err(e) = result {
                             eprintln!("error: restoring {target}: {e}");
                         }
                     }
-                    std::process::exit(EXIT_INTERRUPTED as i32);
+                    std::process::exit(i32::from(code));
                 }
             }
         });
