@@ -854,3 +854,54 @@ fn peak_rss_is_tsloads_own_not_the_process_that_execd_it() {
         rss as f64 / (1 << 20) as f64
     );
 }
+
+#[test]
+fn delivery_is_checked_per_target_and_shown_in_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mysql = [
+        "--set",
+        "target.kind=\"mysql\"",
+        "--set",
+        "target.url=\"mysql://root@127.0.0.1:3306/x\"",
+        "--set",
+        "target.transaction=\"autocommit\"",
+    ];
+    let bad: [(&[&str], &str); 3] = [
+        (
+            &["--set", "target.delivery=\"twice\""],
+            "\"twice\" is not allowed; allowed: exactly_once, at_least_once",
+        ),
+        (
+            &[
+                "--set",
+                "target.kind=\"influx\"",
+                "--set",
+                "target.delivery=\"at_least_once\"",
+            ],
+            "key `target.delivery`: not a setting of target kind \"influx\"",
+        ),
+        (
+            &["--set", "target.delivery=\"exactly_once\""],
+            "does not have; allowed with autocommit: at_least_once",
+        ),
+    ];
+    for (i, (sets, message)) in bad.into_iter().enumerate() {
+        let mut args = vec!["validate"];
+        if i == 2 {
+            args.extend(mysql);
+        }
+        args.extend(sets);
+        let out = run(&args, dir.path());
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    // Autocommit defaults to at least once; the quickstart (SQLite) to exactly once.
+    let mut args = vec!["validate"];
+    args.extend(mysql);
+    let out = run(&args, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"delivery\": \"at_least_once\""));
+    let out = run(&["validate"], dir.path());
+    assert!(text(&out.stdout).contains("\"delivery\": \"exactly_once\""));
+}
