@@ -38,6 +38,22 @@ enum Cut {
     InAnswer(&'static [u8]),
 }
 
+/// A proxy on 127.0.0.1 in front of `upstream` with one fault that fires at most `fires`
+/// times in all.
+fn proxy_with(
+    rt: &tokio::runtime::Runtime,
+    upstream: SocketAddr,
+    trigger: FaultTrigger,
+    action: FaultAction,
+    fires: u64,
+) -> ProxyHandle {
+    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
+    let mut fault = Fault::new(trigger, action);
+    fault.max_fires = Some(fires);
+    cfg.faults.push(fault);
+    rt.block_on(Proxy::start(cfg)).expect("proxy starts")
+}
+
 /// A proxy in front of `upstream` that cuts the `occurrence`-th matching exchange of a
 /// connection, `fires` times in all (each new connection counts afresh).
 fn answer_thief(
@@ -47,22 +63,16 @@ fn answer_thief(
     occurrence: u64,
     fires: u64,
 ) -> ProxyHandle {
-    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
     let (stream, pattern, action) = match cut {
         Cut::AfterRequest(p) => (Stream::Up, p, FaultAction::ResetOnReply),
         Cut::InAnswer(p) => (Stream::Down, p, FaultAction::Reset),
     };
-    let mut fault = Fault::new(
-        FaultTrigger::AfterPattern {
-            stream,
-            pattern: pattern.to_vec(),
-            occurrence,
-        },
-        action,
-    );
-    fault.max_fires = Some(fires);
-    cfg.faults.push(fault);
-    rt.block_on(Proxy::start(cfg)).expect("proxy starts")
+    let trigger = FaultTrigger::AfterPattern {
+        stream,
+        pattern: pattern.to_vec(),
+        occurrence,
+    };
+    proxy_with(rt, upstream, trigger, action, fires)
 }
 
 /// The server's database URL with its port replaced by `port`.
@@ -391,17 +401,11 @@ fn victoria_metrics_connection_reset_mid_request_is_retried_within_the_bound() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     // Each of the first three connections is reset after its 3,000th byte to the server:
     // inside the first request's body (batches of 100 rows are ~20 KB).
-    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), vm.http_addr());
-    let mut fault = Fault::new(
-        FaultTrigger::AfterBytes {
-            stream: Stream::Up,
-            bytes: 3_000,
-        },
-        FaultAction::Reset,
-    );
-    fault.max_fires = Some(3);
-    cfg.faults.push(fault);
-    let proxy = rt.block_on(Proxy::start(cfg)).unwrap();
+    let trigger = FaultTrigger::AfterBytes {
+        stream: Stream::Up,
+        bytes: 3_000,
+    };
+    let proxy = proxy_with(&rt, vm.http_addr(), trigger, FaultAction::Reset, 3);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://{}", proxy.local_addr());
     let sets = http_load(
@@ -433,18 +437,12 @@ fn victoria_metrics_stalled_past_the_timeout_is_a_retried_timeout() {
     let vm = start(ServerKind::VictoriaMetrics);
     let rt = tokio::runtime::Runtime::new().unwrap();
     // The second request of each of the first two connections never reaches the server.
-    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), vm.http_addr());
-    let mut fault = Fault::new(
-        FaultTrigger::AfterPattern {
-            stream: Stream::Up,
-            pattern: b"POST ".to_vec(),
-            occurrence: 2,
-        },
-        FaultAction::Stall,
-    );
-    fault.max_fires = Some(2);
-    cfg.faults.push(fault);
-    let proxy = rt.block_on(Proxy::start(cfg)).unwrap();
+    let trigger = FaultTrigger::AfterPattern {
+        stream: Stream::Up,
+        pattern: b"POST ".to_vec(),
+        occurrence: 2,
+    };
+    let proxy = proxy_with(&rt, vm.http_addr(), trigger, FaultAction::Stall, 2);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://{}", proxy.local_addr());
     let sets = http_load(
@@ -501,18 +499,7 @@ fn ride_out_an_http_server_crash(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let waited = std::time::Instant::now();
-    while stored(server) == 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(30),
-            "no row reached the server in 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    server.kill();
-    std::thread::sleep(Duration::from_secs(1));
-    server.restart().unwrap();
+    server.crash_once_rows_flow(stored, Duration::from_secs(1));
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),

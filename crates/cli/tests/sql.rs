@@ -253,26 +253,15 @@ fn ride_out_a_server_crash(mut server: Server, target: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill once rows flow (never inside the run's prepare step, which a loaded machine
-    // can stretch past a fixed delay).
-    let waited = std::time::Instant::now();
-    while server
-        .sql("SELECT count(*) FROM cpu")
-        .ok()
-        .and_then(|n| n.trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        == 0
-    {
-        assert!(
-            waited.elapsed() < Duration::from_secs(30),
-            "{target}: no row reached the server in 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    server.kill();
-    std::thread::sleep(Duration::from_secs(1));
-    server.restart().unwrap();
+    server.crash_once_rows_flow(
+        |s| {
+            s.sql("SELECT count(*) FROM cpu")
+                .ok()
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0)
+        },
+        Duration::from_secs(1),
+    );
     let out = child.wait_with_output().unwrap();
     let stderr = text(&out.stderr);
     assert!(

@@ -640,6 +640,31 @@ impl Server {
         Ok(stdout.trim_matches(['\n', '\r']).to_string())
     }
 
+    /// Kills the server as a crash would once `stored` (a count read from it) is above
+    /// zero, half a second later, so that a crash test's kill lands while rows flow and
+    /// never inside the load's prepare step (which a loaded machine can stretch past any
+    /// fixed delay). Then starts it again after `down`.
+    ///
+    /// # Panics
+    /// If nothing is stored within 30 s, or the restart fails.
+    pub fn crash_once_rows_flow(&mut self, stored: impl Fn(&Server) -> u64, down: Duration) {
+        let waited = Instant::now();
+        while stored(self) == 0 {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "{}: no row reached the server in 30 s",
+                self.kind
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        self.kill();
+        std::thread::sleep(down);
+        if let Err(e) = self.restart() {
+            self.fail("restart", e);
+        }
+    }
+
     /// Kills the server as a crash would: SIGKILL to its process and every process below
     /// it (PostgreSQL's backends and helpers) at once, then waits until all are gone.
     /// The data dir, the port and the log stay; `restart` starts it again. Nothing
