@@ -42,8 +42,8 @@ fn config(cases: u32) -> Config {
 /// Characters of names and string values: plain ones, every one line protocol escapes,
 /// and some that it does not (tab, `#`, `"` in names, multi-byte UTF-8).
 const CHARS: &[char] = &[
-    'a', 'b', 'Z', '0', '9', '_', '-', '.', ' ', ',', '=', '"', '\\', '\n', '\t', '\r', '#',
-    'é', '€', '𝄞', 'i', 'u', 't',
+    'a', 'b', 'Z', '0', '9', '_', '-', '.', ' ', ',', '=', '"', '\\', '\n', '\t', '\r', '#', 'é',
+    '€', '𝄞', 'i', 'u', 't',
 ];
 
 fn text(len: std::ops::Range<usize>) -> impl Strategy<Value = String> {
@@ -103,12 +103,7 @@ struct Seed {
 fn seed() -> impl Strategy<Value = Seed> {
     (
         proptest::bool::weighted(0.15),
-        prop_oneof![
-            any::<i64>(),
-            -1000i64..1000,
-            Just(i64::MIN),
-            Just(i64::MAX)
-        ],
+        prop_oneof![any::<i64>(), -1000i64..1000, Just(i64::MIN), Just(i64::MAX)],
         float(),
         any::<bool>(),
         text(0..10),
@@ -162,7 +157,12 @@ fn case() -> impl Strategy<Value = Case> {
         1usize..=3,
         0usize..=4,
         1usize..=4,
-        proptest::sample::select(vec![Precision::Ns, Precision::Us, Precision::Ms, Precision::S]),
+        proptest::sample::select(vec![
+            Precision::Ns,
+            Precision::Us,
+            Precision::Ms,
+            Precision::S,
+        ]),
     )
         .prop_flat_map(|(n_tables, n_slots, n_devices, precision)| {
             let kinds = proptest::collection::vec(
@@ -190,10 +190,8 @@ fn case() -> impl Strategy<Value = Case> {
                     seen.dedup();
                     seen.len() == names.len()
                 });
-            let devices = proptest::collection::vec(
-                proptest::collection::vec(seed(), n_slots),
-                n_devices,
-            );
+            let devices =
+                proptest::collection::vec(proptest::collection::vec(seed(), n_slots), n_devices);
             let ts = if precision == Precision::Ns {
                 any::<i64>().boxed()
             } else {
@@ -204,19 +202,16 @@ fn case() -> impl Strategy<Value = Case> {
                 (
                     0..n_tables,
                     0..n_devices as u32,
-                    prop_oneof![ts, Just(0i64), 1_451_606_400_000_000_000i64..1_451_606_500_000_000_000],
+                    prop_oneof![
+                        ts,
+                        Just(0i64),
+                        1_451_606_400_000_000_000i64..1_451_606_500_000_000_000
+                    ],
                     proptest::collection::vec(seed(), 4),
                 ),
                 0..16,
             );
-            (
-                Just(precision),
-                kinds,
-                tables,
-                names,
-                devices,
-                rows,
-            )
+            (Just(precision), kinds, tables, names, devices, rows)
         })
         .prop_map(|(precision, kinds, tables, names, devices, rows)| {
             let mut names = names.into_iter();
@@ -245,7 +240,12 @@ fn case() -> impl Strategy<Value = Case> {
                 .collect();
             let devices = devices
                 .iter()
-                .map(|d| d.iter().zip(&kinds).map(|(s, k)| tag_value(*k, s)).collect())
+                .map(|d| {
+                    d.iter()
+                        .zip(&kinds)
+                        .map(|(s, k)| tag_value(*k, s))
+                        .collect()
+                })
                 .collect();
             Case {
                 tables,
@@ -405,9 +405,7 @@ fn replayed(w: &FileReplay) -> Vec<Row> {
                     .filter(|(c, _)| c.is_valid(r))
                     .map(|(c, f)| {
                         let v = match &c.values {
-                            ColumnValues::Int(v) if f.data_type == DataType::UBigInt => {
-                                V::U(v[r])
-                            }
+                            ColumnValues::Int(v) if f.data_type == DataType::UBigInt => V::U(v[r]),
                             ColumnValues::Int(v) => V::I(v[r]),
                             ColumnValues::Float(v) => V::F(v[r].to_bits()),
                             ColumnValues::Bool(v) => V::B(v[r]),
@@ -475,10 +473,48 @@ proptest! {
 
 /// Pieces of line protocol, so that random lines get deep into the parser.
 const PIECES: &[&str] = &[
-    "m", "cpu", ",", "=", " ", "  ", "\\", "\"", "\n", "\r\n", "#", "\t", "t", "f", "true",
-    "FALSE", "1", "-", "+", "0", "9223372036854775807", "9223372036854775808", "18446744073709551616",
-    "i", "u", ".", "e", "E", "1.5", "nan", "inf", "host", "a=1i", "b=\"x\"", " 1\n", "\\ ",
-    "\\,", "\\=", "\\\"", "é", "\u{0}", "\u{ff}",
+    "m",
+    "cpu",
+    ",",
+    "=",
+    " ",
+    "  ",
+    "\\",
+    "\"",
+    "\n",
+    "\r\n",
+    "#",
+    "\t",
+    "t",
+    "f",
+    "true",
+    "FALSE",
+    "1",
+    "-",
+    "+",
+    "0",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+    "i",
+    "u",
+    ".",
+    "e",
+    "E",
+    "1.5",
+    "nan",
+    "inf",
+    "host",
+    "a=1i",
+    "b=\"x\"",
+    " 1\n",
+    "\\ ",
+    "\\,",
+    "\\=",
+    "\\\"",
+    "é",
+    "\u{0}",
+    "\u{ff}",
 ];
 
 fn lines() -> impl Strategy<Value = Vec<u8>> {
