@@ -2271,6 +2271,10 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
+#[path = "scenario_prop.rs"]
+mod prop;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
