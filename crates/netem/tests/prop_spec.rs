@@ -308,7 +308,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(3000))]
+    #![proptest_config(config(2000))]
 
     /// Sequences of the grammar's own words and value-like words.
     #[test]
@@ -373,7 +373,7 @@ fn payload() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(config(4000))]
+    #![proptest_config(config(2500))]
 
     /// Decoding bytes from the kernel (or anywhere): an error or a spec, never a panic.
     #[test]
