@@ -733,6 +733,28 @@ impl Ctx<'_> {
         Ok(d)
     }
 
+    /// A duration in nanoseconds for the workload's time grid, which counts in `i64`
+    /// nanoseconds: at most about 292 years.
+    fn duration_ns(
+        &self,
+        v: &Spanned<String>,
+        key: &str,
+        min: Duration,
+    ) -> Result<i64, ScenarioError> {
+        let d = self.duration(v, key, min)?;
+        i64::try_from(d.as_nanos()).map_err(|_| {
+            self.error(
+                Some(&v.span()),
+                key,
+                format!(
+                    "\"{}\" is too long; allowed: at most about 292 years (nanoseconds in \
+                     64 bits)",
+                    v.get_ref()
+                ),
+            )
+        })
+    }
+
     fn time_ns(&self, v: &Spanned<String>, key: &str) -> Result<i64, ScenarioError> {
         let t = humantime::parse_rfc3339_weak(v.get_ref()).map_err(|_| {
             self.error(
@@ -980,9 +1002,7 @@ impl Ctx<'_> {
         }
         let interval_ns = match &w.interval {
             None => 10_000_000_000,
-            Some(s) => self
-                .duration(s, "workload.interval", Duration::from_millis(1))?
-                .as_nanos() as i64,
+            Some(s) => self.duration_ns(s, "workload.interval", Duration::from_millis(1))?,
         };
         let tsbs = TsbsConfig {
             seed,
@@ -1061,9 +1081,9 @@ impl Ctx<'_> {
             timestamp_step_ns: w
                 .timestamp_step
                 .as_ref()
-                .map(|v| self.duration(v, "workload.timestamp_step", Duration::from_nanos(1)))
+                .map(|v| self.duration_ns(v, "workload.timestamp_step", Duration::from_nanos(1)))
                 .transpose()?
-                .map_or(d.timestamp_step_ns, |d| d.as_nanos() as i64),
+                .unwrap_or(d.timestamp_step_ns),
             start_timestamp_ns: w
                 .start_timestamp
                 .as_ref()
@@ -1085,9 +1105,9 @@ impl Ctx<'_> {
             disorder_range_ns: w
                 .disorder_range
                 .as_ref()
-                .map(|v| self.duration(v, "workload.disorder_range", Duration::ZERO))
+                .map(|v| self.duration_ns(v, "workload.disorder_range", Duration::ZERO))
                 .transpose()?
-                .map_or(d.disorder_range_ns, |d| d.as_nanos() as i64),
+                .unwrap_or(d.disorder_range_ns),
             columns,
             tags,
         };

@@ -905,3 +905,38 @@ fn delivery_is_checked_per_target_and_shown_in_the_plan() {
     let out = run(&["validate"], dir.path());
     assert!(text(&out.stdout).contains("\"delivery\": \"exactly_once\""));
 }
+
+#[test]
+fn durations_past_what_nanoseconds_hold_are_refused_not_wrapped() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sets, key) in [
+        (vec!["workload.interval=\"400y\""], "workload.interval"),
+        (
+            vec![
+                "workload.kind=\"custom\"",
+                "workload.timestamp_step=\"300y\"",
+            ],
+            "workload.timestamp_step",
+        ),
+        (
+            vec![
+                "workload.kind=\"custom\"",
+                "workload.disorder_ratio=10",
+                "workload.disorder_range=\"293y\"",
+            ],
+            "workload.disorder_range",
+        ),
+    ] {
+        let mut args = vec!["validate"];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        let out = run(&args, dir.path());
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sets:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("key `{key}`")) && stderr.contains("is too long"),
+            "{sets:?}: {stderr}"
+        );
+    }
+}
