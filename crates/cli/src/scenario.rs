@@ -1447,25 +1447,31 @@ impl Ctx<'_> {
         if let Some(v) = &t.connect_timeout {
             cfg.connect_timeout = self.duration(v, "target.connect_timeout", Duration::ZERO)?;
         }
-        // Autocommit has no transaction to record a batch in: at least once, unless asked
-        // for exactly once, which is then an error.
+        // Autocommit, or an engine without transactions, has no transaction to record a
+        // batch in: at least once, unless asked for exactly once, which is then an error.
         let autocommit = cfg.transaction == TransactionMode::Autocommit;
+        let no_transactions = tsload_sink_mysql::is_non_transactional_engine(&cfg.engine);
         cfg.delivery = self.delivery(
             t,
-            if autocommit {
+            if autocommit || no_transactions {
                 Delivery::AtLeastOnce
             } else {
                 Delivery::ExactlyOnce
             },
         )?;
-        if autocommit && cfg.delivery == Delivery::ExactlyOnce {
+        if cfg.delivery == Delivery::ExactlyOnce && (autocommit || no_transactions) {
+            let why = if autocommit {
+                "transaction = \"autocommit\"".to_string()
+            } else {
+                format!("engine {:?}", cfg.engine)
+            };
             return Err(self.error(
                 t.delivery.as_ref().map(|v| v.span()).as_ref(),
                 "target.delivery",
-                "exactly_once records each batch in its own transaction, which \
-                 transaction = \"autocommit\" does not have; allowed with autocommit: \
-                 at_least_once"
-                    .to_string(),
+                format!(
+                    "exactly_once records each batch in its own transaction, which {why} \
+                     does not have; allowed with it: at_least_once"
+                ),
             ));
         }
         cfg.run_id = 0;

@@ -882,7 +882,7 @@ fn delivery_is_checked_per_target_and_shown_in_the_plan() {
         ),
         (
             &["--set", "target.delivery=\"exactly_once\""],
-            "does not have; allowed with autocommit: at_least_once",
+            "which transaction = \"autocommit\" does not have; allowed with it: at_least_once",
         ),
     ];
     for (i, (sets, message)) in bad.into_iter().enumerate() {
@@ -904,6 +904,28 @@ fn delivery_is_checked_per_target_and_shown_in_the_plan() {
     assert!(text(&out.stdout).contains("\"delivery\": \"at_least_once\""));
     let out = run(&["validate"], dir.path());
     assert!(text(&out.stdout).contains("\"delivery\": \"exactly_once\""));
+    // An engine without transactions: at least once by default, exactly once refused.
+    let myisam = [
+        "validate",
+        "--set",
+        "target.kind=\"mysql\"",
+        "--set",
+        "target.url=\"mysql://root@127.0.0.1:3306/x\"",
+        "--set",
+        "target.engine=\"MyISAM\"",
+    ];
+    let out = run(&myisam, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"delivery\": \"at_least_once\""));
+    let mut args = myisam.to_vec();
+    args.extend(["--set", "target.delivery=\"exactly_once\""]);
+    let out = run(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("which engine \"MyISAM\" does not have"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

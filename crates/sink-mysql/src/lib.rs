@@ -40,6 +40,27 @@ use sqlx::{ConnectOptions, Executor};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::MysqlConn;
+
+/// Storage engines without transactions: their rows are not rolled back with the ledger
+/// row, so exactly-once delivery cannot be kept on them.
+const NON_TRANSACTIONAL_ENGINES: &[&str] = &[
+    "myisam",
+    "aria",
+    "memory",
+    "heap",
+    "csv",
+    "archive",
+    "blackhole",
+    "mrg_myisam",
+    "merge",
+];
+
+/// Whether `engine` (any case) is a storage engine known to have no transactions.
+pub fn is_non_transactional_engine(engine: &str) -> bool {
+    NON_TRANSACTIONAL_ENGINES
+        .iter()
+        .any(|e| e.eq_ignore_ascii_case(engine))
+}
 pub use query::{MysqlQueryConn, MysqlQueryTarget};
 
 /// The column type of `ts`.
@@ -206,6 +227,16 @@ impl MysqlSink {
                 ErrorKind::Schema,
                 "exactly-once delivery records each batch in its own transaction: it needs \
                  transaction = per_batch (with autocommit, use delivery = at_least_once)",
+            ));
+        }
+        if cfg.delivery == Delivery::ExactlyOnce && is_non_transactional_engine(&cfg.engine) {
+            return Err(SinkError::new(
+                ErrorKind::Schema,
+                format!(
+                    "exactly-once delivery needs a transactional storage engine; {} has no \
+                     transactions (use InnoDB, or delivery = at_least_once)",
+                    cfg.engine
+                ),
             ));
         }
         Ok(MysqlSink {

@@ -126,6 +126,7 @@ async fn table_options_reach_the_server() {
     // MyISAM, an auto-increment id and BIGINT ns timestamps.
     let mut cfg = config(&server);
     cfg.engine = "MyISAM".to_string();
+    cfg.delivery = tsload_core::Delivery::AtLeastOnce;
     cfg.primary_key = PrimaryKey::AutoIncrement;
     cfg.ts_type = TsType::BigIntNs;
     let s = sink(cfg);
@@ -158,6 +159,7 @@ async fn table_options_reach_the_server() {
     // Aria with a (tags..., ts) key: same series and timestamp twice is a duplicate.
     let mut cfg = config(&server);
     cfg.engine = "Aria".to_string();
+    cfg.delivery = tsload_core::Delivery::AtLeastOnce;
     cfg.primary_key = PrimaryKey::TagsTs;
     cfg.drop_existing = true;
     let keyed = schema_of(vec![schema.tables[0].clone()]);
@@ -679,10 +681,14 @@ async fn exactly_once_stores_a_retried_batch_once_and_records_it_in_the_ledger()
 }
 
 #[tokio::test]
-async fn exactly_once_with_autocommit_is_a_clear_error() {
+async fn exactly_once_without_transactions_is_a_clear_error() {
     let server = start();
     let mut cfg = config(&server);
     cfg.transaction = TransactionMode::Autocommit;
     let e = MysqlSink::new(cfg).unwrap_err();
     assert!(e.message.contains("per_batch"), "{e}");
+    let mut cfg = config(&server);
+    cfg.engine = "myisam".to_string();
+    let e = MysqlSink::new(cfg).unwrap_err();
+    assert!(e.message.contains("myisam has no transactions"), "{e}");
 }
