@@ -535,7 +535,22 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
 
 /// A duration as humantime reads it (`1h 30m`, `500ms`), or a decimal number with one
 /// unit as tc writes it (`0.5ms`, `1.5s`), which humantime refuses.
+///
+/// Anything longer than [`MAX_DURATION`] (100 years) is refused: clocks add durations to
+/// instants, and a sum past what the clock can hold would otherwise panic mid-run.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration_unbounded(s)?;
+    if d > MAX_DURATION {
+        return Err("longer than 100 years, the most any duration here may be".into());
+    }
+    Ok(d)
+}
+
+/// The longest duration any key or flag takes: 100 years (of 365.25 days, as humantime
+/// counts `1y`).
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 31_557_600);
+
+fn parse_duration_unbounded(s: &str) -> Result<Duration, String> {
     let whole = humantime::parse_duration(s).map_err(|e| e.to_string());
     if whole.is_ok() {
         return whole;
@@ -990,7 +1005,15 @@ impl Ctx<'_> {
             Some(s) => self.time_ns(s, "workload.start")?,
         };
         let end_ns = match &w.end {
-            None => start_ns + 86_400_000_000_000,
+            None => start_ns.checked_add(86_400_000_000_000).ok_or_else(|| {
+                self.error(
+                    w.start.as_ref().map(|e| e.span()).as_ref(),
+                    "workload.start",
+                    "is less than a day before 2262-04-11, the last instant a 64-bit \
+                     nanosecond timestamp holds; set workload.end too"
+                        .into(),
+                )
+            })?,
             Some(s) => self.time_ns(s, "workload.end")?,
         };
         if end_ns <= start_ns {
@@ -1294,7 +1317,22 @@ impl Ctx<'_> {
                 };
                 let busy_timeout = match &t.busy_timeout {
                     None => Duration::from_secs(30),
-                    Some(s) => self.duration(s, "target.busy_timeout", Duration::ZERO)?,
+                    Some(s) => {
+                        let d = self.duration(s, "target.busy_timeout", Duration::ZERO)?;
+                        // SQLite takes its busy timeout in milliseconds as a C int.
+                        if d.as_millis() > i32::MAX as u128 {
+                            return Err(self.error(
+                                Some(&s.span()),
+                                "target.busy_timeout",
+                                format!(
+                                    "\"{}\" is too long; allowed: at most 24 days \
+                                     (SQLite counts it in milliseconds in 32 bits)",
+                                    s.get_ref()
+                                ),
+                            ));
+                        }
+                        d
+                    }
                 };
                 Ok(TargetPlan::Sqlite {
                     url: url("sqlite:./tsload.db")?,
@@ -2386,6 +2424,34 @@ mod tests {
         assert!(e.message.contains("is not a duration"), "{e}");
         let e = err("[workload]\nstart = \"yesterday\"\n");
         assert!(e.message.contains("RFC 3339"), "{e}");
+    }
+
+    #[test]
+    fn durations_that_a_clock_cannot_hold_are_refused_naming_the_key() {
+        // Each would overflow an Instant (or SQLite's 32-bit milliseconds) mid-run.
+        for (text, key) in [
+            ("[load]\nduration = \"300000000000y\"\n", "load.duration"),
+            (
+                "[load]\nreport_interval = \"101y\"\n",
+                "load.report_interval",
+            ),
+            (
+                "[target]\nkind = \"sqlite\"\nbusy_timeout = \"30days\"\n",
+                "target.busy_timeout",
+            ),
+        ] {
+            let e = err(text);
+            assert_eq!(e.key.as_deref(), Some(key), "{e}");
+            assert!(
+                e.message.contains("too long") || e.message.contains("100 years"),
+                "{e}"
+            );
+        }
+        assert!(parse_duration("100y").is_ok());
+        assert!(parse_duration("101y").is_err());
+        let e = err("[workload]\nstart = \"2262-04-11T00:00:00Z\"\n");
+        assert_eq!(e.key.as_deref(), Some("workload.start"), "{e}");
+        assert!(e.message.contains("set workload.end"), "{e}");
     }
 
     #[test]

@@ -301,7 +301,7 @@ impl QueryRecorder {
             k.service.saturating_record(nanos(service));
         }
         k.counters.requests += 1;
-        k.counters.rows += ack.rows;
+        k.counters.rows = k.counters.rows.saturating_add(ack.rows);
         k.counters.metrics += ack.statements;
         k.active = true;
     }
@@ -778,7 +778,7 @@ async fn run_loader<T: QueryTarget>(
             .await
             .map_err(|error| EngineError::Load { loader, error })?;
         counters.requests += 1;
-        counters.rows += ack.rows;
+        counters.rows = counters.rows.saturating_add(ack.rows);
         counters.metrics += ack.statements;
     }
     Ok(counters)

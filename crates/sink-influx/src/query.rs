@@ -203,7 +203,8 @@ impl QueryConn for InfluxQueryConn {
         }
         let mut ack = QueryAck::default();
         for (i, statement) in request.statements.iter().enumerate() {
-            ack.rows += self.run(statement, i).await?;
+            // Saturating: the counts are the server's numbers.
+            ack.rows = ack.rows.saturating_add(self.run(statement, i).await?);
             ack.statements += 1;
         }
         Ok(ack)

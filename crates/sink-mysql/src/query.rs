@@ -146,16 +146,17 @@ async fn run(
         })?;
         conn.fetch_many(sqlx::query_with(&statement.text, args))
     };
-    let mut total = 0;
+    let mut total: u64 = 0;
     let mut rows = 0;
     loop {
         match stream.try_next().await {
             Ok(Some(Either::Right(_row))) => rows += 1,
             Ok(Some(Either::Left(done))) => {
-                total += if rows > 0 { rows } else { done.rows_affected() };
+                // Saturating: rows_affected is the server's number.
+                total = total.saturating_add(if rows > 0 { rows } else { done.rows_affected() });
                 rows = 0;
             }
-            Ok(None) => return Ok(total + rows),
+            Ok(None) => return Ok(total.saturating_add(rows)),
             Err(e) => return Err(sink_error(&statement.label(index), &e)),
         }
     }

@@ -147,17 +147,18 @@ async fn run(conn: &mut PgConnection, statement: &Statement, index: usize) -> Re
         })?;
         conn.fetch_many(sqlx::query_with(&statement.text, args))
     };
-    let mut total = 0;
+    let mut total: u64 = 0;
     let mut rows = 0;
     loop {
         match stream.try_next().await {
             Ok(Some(Either::Right(_row))) => rows += 1,
             Ok(Some(Either::Left(done))) => {
                 // A SELECT's command tag counts its rows too: count them once.
-                total += if rows > 0 { rows } else { done.rows_affected() };
+                // Saturating: rows_affected is the server's number.
+                total = total.saturating_add(if rows > 0 { rows } else { done.rows_affected() });
                 rows = 0;
             }
-            Ok(None) => return Ok(total + rows),
+            Ok(None) => return Ok(total.saturating_add(rows)),
             Err(e) => return Err(Failure::db(&statement.label(index), &e)),
         }
     }

@@ -144,6 +144,9 @@ impl ValueGen {
         };
         let ty = spec.data_type;
         if let Some(values) = &spec.values {
+            if values.is_empty() {
+                return Err(err("values", "must list at least one value".into()));
+            }
             if spec.min.is_some() || spec.max.is_some() {
                 return Err(err(
                     "values",
@@ -701,6 +704,12 @@ mod tests {
         assert_eq!(e.key, "columns[1].values");
         assert_eq!(e.column, Some((ColumnList::Columns, 1)));
         assert!(e.message.contains("\"x\" is not a float value"), "{e}");
+        let e = bad(ColumnSpec {
+            values: Some(vec![]),
+            ..ColumnSpec::new(DataType::Float, 1)
+        });
+        assert_eq!(e.key, "columns[1].values");
+        assert!(e.message.contains("at least one value"), "{e}");
         let e = bad(ColumnSpec {
             max: Some(300.0),
             ..ColumnSpec::new(DataType::TinyInt, 1)

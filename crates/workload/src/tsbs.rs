@@ -79,7 +79,8 @@ impl StepCursor {
         if self.device == self.devices {
             self.device = 0;
             self.step += 1;
-            self.ts += self.interval;
+            // Saturating: the step past the last one is never read, and may not fit.
+            self.ts = self.ts.saturating_add(self.interval);
         }
     }
 }
