@@ -241,6 +241,17 @@ fn test(args: &[String]) -> anyhow::Result<()> {
             "warnings",
         ],
     )?;
+    // The lean build (`--no-default-features`: no TDengine driver) must stay clean too.
+    let lean = ["-p", "tsload", "--no-default-features"];
+    run(
+        "cargo",
+        &[
+            &["clippy"],
+            &lean[..],
+            &["--all-targets", "--", "-D", "warnings"],
+        ]
+        .concat(),
+    )?;
     let mut test_args = vec!["test", "--workspace", "--all-targets"];
     test_args.extend(extra.iter().copied());
     let mut total = Counts::default();
@@ -249,6 +260,11 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         let mut counts = run_tests(&test_args, timeout)?;
         // Doc tests are not part of --all-targets.
         counts.add(run_tests(&["test", "--workspace", "--doc"], timeout)?);
+        // The lean build's scenario checks: TDengine is refused at validation, by name.
+        counts.add(run_tests(
+            &[&["test"], &lean[..], &["--bin", "tsload"]].concat(),
+            timeout,
+        )?);
         if repeat > 1 {
             println!(
                 "round {round} of {repeat}: {} passed, {} failed, {} skipped in {:.0} s",

@@ -33,10 +33,13 @@ const EXIT_INTERRUPTED: u8 = 130;
 /// Exit code after SIGTERM (128 + 15), as shells and service managers expect.
 const EXIT_TERMINATED: u8 = 143;
 
+/// `tsload --version`: the package version and the git commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TSLOAD_COMMIT"), ")");
+
 #[derive(Parser)]
 #[command(
     name = "tsload",
-    version,
+    version = VERSION,
     about = "Load generator for time-series and SQL databases"
 )]
 struct Cli {
@@ -63,6 +66,13 @@ enum Command {
     /// Measure RTT: ICMP echo, TCP connect, or the server's own ping.
     #[command(subcommand)]
     Probe(tools::ProbeCommand),
+    /// Print a shell completion script: `tsload completions bash > /etc/bash_completion.d/tsload`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `tsload man > tsload.1; man ./tsload.1`.
+    Man,
 }
 
 #[derive(Args)]
@@ -113,6 +123,8 @@ fn main() -> ExitCode {
         Command::Proxy(args) => tools::cmd_proxy(args),
         Command::Sweep(args) => sweep::cmd_sweep(args),
         Command::Probe(command) => tools::cmd_probe(command),
+        Command::Completions { shell } => cmd_completions(shell),
+        Command::Man => cmd_man(),
         Command::Generate(args) => generate::cmd_generate(
             args.scenario.scenario.as_deref(),
             &args.scenario.set,
@@ -131,6 +143,30 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn cmd_completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut text = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "tsload", &mut text);
+    print_bytes(&text)
+}
+
+fn cmd_man() -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut text = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut text)?;
+    print_bytes(&text)
+}
+
+/// Writes to standard output; a reader that went away (`| head`) is not an error.
+fn print_bytes(bytes: &[u8]) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

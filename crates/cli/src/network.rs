@@ -26,6 +26,7 @@ pub fn target_url(target: &TargetPlan) -> Option<&str> {
         TargetPlan::Influx(i) => Some(&i.url),
         TargetPlan::Postgres(c) => Some(&c.url),
         TargetPlan::Mysql(c) => Some(&c.url),
+        #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => Some(&c.dsn),
         TargetPlan::Null | TargetPlan::Sqlite { .. } => None,
     }
@@ -36,6 +37,7 @@ fn set_target_url(target: &mut TargetPlan, url: String) {
         TargetPlan::Influx(i) => i.url = url,
         TargetPlan::Postgres(c) => c.url = url,
         TargetPlan::Mysql(c) => c.url = url,
+        #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => c.dsn = url,
         TargetPlan::Null | TargetPlan::Sqlite { .. } => {}
     }
@@ -238,7 +240,11 @@ pub async fn app_probe(
         }
         TargetPlan::Postgres(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
         TargetPlan::Mysql(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
-        TargetPlan::Tdengine(_) | TargetPlan::Null | TargetPlan::Sqlite { .. } => {
+        #[cfg(feature = "tdengine")]
+        TargetPlan::Tdengine(_) => {
+            bail!("target kind \"{}\" has no application probe", target.kind())
+        }
+        TargetPlan::Null | TargetPlan::Sqlite { .. } => {
             bail!("target kind \"{}\" has no application probe", target.kind())
         }
     })

@@ -10,6 +10,7 @@ use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
 use tsload_sink_mysql::MysqlConfig;
 use tsload_sink_postgres::PostgresConfig;
+#[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineConfig;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
@@ -71,6 +72,7 @@ pub enum TargetPlan {
     Influx(InfluxPlan),
     Postgres(PostgresConfig),
     Mysql(MysqlConfig),
+    #[cfg(feature = "tdengine")]
     Tdengine(TdengineConfig),
     Sqlite {
         url: String,
@@ -99,6 +101,7 @@ impl TargetPlan {
             TargetPlan::Influx(_) => "influx",
             TargetPlan::Postgres(_) => "postgres",
             TargetPlan::Mysql(_) => "mysql",
+            #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(_) => "tdengine",
             TargetPlan::Sqlite { .. } => "sqlite",
         }
@@ -440,6 +443,7 @@ impl Plan {
                 "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
                 "delivery": c.delivery.as_str(),
             }),
+            #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(c) => json!({
                 "kind": "tdengine", "url": c.redacted_dsn(), "database": c.database,
                 "vgroups": c.db_options.vgroups, "buffer": c.db_options.buffer,

@@ -9,13 +9,15 @@ use tsload_core::engine::{EngineError, Observer, StopHandle};
 use tsload_core::query::{QueryRequest, QuerySource, QueryWorkload};
 use tsload_core::query_engine::{QueryConfig, QueryOutcome, run_queries};
 use tsload_query::{
-    Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, TdPrecision, TdengineOptions,
-    TsbsQueries, TsbsQueriesConfig,
+    Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, TsbsQueries, TsbsQueriesConfig,
 };
+#[cfg(feature = "tdengine")]
+use tsload_query::{TdPrecision, TdengineOptions};
 use tsload_sink_influx::{InfluxQueryTarget, QueryApi};
 use tsload_sink_mysql::MysqlQueryTarget;
 use tsload_sink_postgres::PostgresQueryTarget;
 use tsload_sink_sqlite::SqliteQueryTarget;
+#[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineQueryTarget;
 
 use crate::plan::{Plan, QueryPlan, QueryWorkloadPlan, TargetPlan};
@@ -53,6 +55,7 @@ fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result
             },
         }),
         TargetPlan::Sqlite { .. } => Dialect::Sqlite,
+        #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => Dialect::Tdengine(TdengineOptions {
             precision: match c.db_options.precision {
                 tsload_sink_tdengine::Precision::Ms => TdPrecision::Ms,
@@ -141,6 +144,7 @@ pub async fn run(
             let t = MysqlQueryTarget::new(c).map_err(EngineError::Prepare)?;
             run_queries(workload, Arc::new(t), cfg, stop, observer).await
         }
+        #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => {
             let t = TdengineQueryTarget::new(c).map_err(EngineError::Prepare)?;
             run_queries(workload, Arc::new(t), cfg, stop, observer).await

@@ -538,12 +538,21 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
 ///
 /// Anything longer than [`MAX_DURATION`] (100 years) is refused: clocks add durations to
 /// instants, and a sum past what the clock can hold would otherwise panic mid-run.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration_unbounded(s)?;
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let d = parse_duration_unbounded(s).map_err(DurationError::Invalid)?;
     if d > MAX_DURATION {
-        return Err("longer than 100 years, the most any duration here may be".into());
+        return Err(DurationError::TooLong);
     }
     Ok(d)
+}
+
+/// Why a duration was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurationError {
+    /// Not a duration at all; the parser's reason.
+    Invalid(String),
+    /// Longer than [`MAX_DURATION`].
+    TooLong,
 }
 
 /// The longest duration any key or flag takes: 100 years (of 365.25 days, as humantime
@@ -725,14 +734,19 @@ impl Ctx<'_> {
         min: Duration,
     ) -> Result<Duration, ScenarioError> {
         let d = parse_duration(v.get_ref()).map_err(|e| {
-            self.error(
-                Some(&v.span()),
-                key,
-                format!(
+            let message = match e {
+                DurationError::Invalid(e) => format!(
                     "\"{}\" is not a duration ({e}); write e.g. \"10s\", \"500ms\", \"1h 30m\"",
                     v.get_ref()
                 ),
-            )
+                DurationError::TooLong => {
+                    format!(
+                        "\"{}\" is too long; allowed: at most 100 years",
+                        v.get_ref()
+                    )
+                }
+            };
+            self.error(Some(&v.span()), key, message)
         })?;
         if d < min {
             return Err(self.error(
@@ -1301,7 +1315,17 @@ impl Ctx<'_> {
                 self.target_postgres(t, url("postgres://postgres@127.0.0.1:5432/postgres")?)
             }
             "mysql" => self.target_mysql(t, url("mysql://root@127.0.0.1:3306/tsload")?),
+            #[cfg(feature = "tdengine")]
             "tdengine" => self.target_tdengine(t, url("ws://root:taosdata@127.0.0.1:6041")?),
+            #[cfg(not(feature = "tdengine"))]
+            "tdengine" => Err(self.error(
+                t.kind.as_ref().map(|k| k.span()).as_ref(),
+                "target.kind",
+                "\"tdengine\" is not in this build of tsload (it was built without the cargo \
+                 feature `tdengine`); rebuild with default features, e.g. \
+                 `cargo install --path crates/cli`"
+                    .into(),
+            )),
             "sqlite" => {
                 let synchronous = match &t.synchronous {
                     None => "normal".to_string(),
@@ -1516,6 +1540,7 @@ impl Ctx<'_> {
         Ok(TargetPlan::Mysql(cfg))
     }
 
+    #[cfg(feature = "tdengine")]
     fn target_tdengine(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_tdengine::{
             CacheModel, ChildTables, InsertMode, Precision, TdengineConfig,
@@ -2195,6 +2220,7 @@ impl Ctx<'_> {
                 _ => ProbeChoice::App,
             },
         };
+        #[cfg(feature = "tdengine")]
         if probe == ProbeChoice::App && matches!(target, TargetPlan::Tdengine(_)) {
             let span = n.probe.as_ref().map_or(section.span(), |p| p.span());
             return Err(self.error(
@@ -2452,6 +2478,22 @@ mod tests {
         let e = err("[workload]\nstart = \"2262-04-11T00:00:00Z\"\n");
         assert_eq!(e.key.as_deref(), Some("workload.start"), "{e}");
         assert!(e.message.contains("set workload.end"), "{e}");
+    }
+
+    #[test]
+    fn tdengine_is_refused_at_validation_by_a_build_without_it() {
+        let parsed = parse("s.toml", "[target]\nkind = \"tdengine\"\n", &[]);
+        if cfg!(feature = "tdengine") {
+            assert!(parsed.is_ok(), "{parsed:?}");
+        } else {
+            let e = parsed.unwrap_err();
+            assert_eq!(
+                (e.line, e.key.as_deref()),
+                (Some(2), Some("target.kind")),
+                "{e}"
+            );
+            assert!(e.message.contains("feature `tdengine`"), "{e}");
+        }
     }
 
     #[test]

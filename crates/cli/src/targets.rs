@@ -9,6 +9,7 @@ use tsload_sink_influx::{Api, InfluxConfig, InfluxSink, Precision};
 use tsload_sink_mysql::MysqlSink;
 use tsload_sink_postgres::PostgresSink;
 use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
+#[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineSink;
 
 use crate::plan::{InfluxPlan, Plan, TargetPlan};
@@ -37,6 +38,7 @@ pub async fn run(
             let sink = MysqlSink::new(cfg).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
+        #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(cfg) => {
             let sink = TdengineSink::new(cfg.clone()).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await

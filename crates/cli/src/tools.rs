@@ -56,8 +56,13 @@ enum DirectionArg {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    crate::scenario::parse_duration(s)
-        .map_err(|e| format!("\"{s}\" is not a duration ({e}); write e.g. 1ms, 500us, 0.2ms"))
+    use crate::scenario::DurationError;
+    crate::scenario::parse_duration(s).map_err(|e| match e {
+        DurationError::Invalid(e) => {
+            format!("\"{s}\" is not a duration ({e}); write e.g. 1ms, 500us, 0.2ms")
+        }
+        DurationError::TooLong => format!("\"{s}\" is too long; allowed: at most 100 years"),
+    })
 }
 
 fn parse_fault(s: &str) -> Result<Fault, String> {

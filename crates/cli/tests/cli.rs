@@ -733,6 +733,11 @@ fn every_shipped_scenario_validates() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let out = run(&["validate", path.to_str().unwrap()], &configs);
+            if !cfg!(feature = "tdengine") && path.ends_with("tdengine-r1.toml") {
+                assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+                assert!(text(&out.stderr).contains("feature `tdengine`"));
+                continue;
+            }
             assert!(
                 out.status.success(),
                 "{}: {}",
@@ -959,6 +964,81 @@ fn durations_past_what_nanoseconds_hold_are_refused_not_wrapped() {
         assert!(
             stderr.contains(&format!("key `{key}`")) && stderr.contains("is too long"),
             "{sets:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["--version"], dir.path());
+    assert!(out.status.success());
+    let shown = text(&out.stdout);
+    assert!(
+        shown.starts_with(&format!("tsload {} (", env!("CARGO_PKG_VERSION"))),
+        "{shown}"
+    );
+    // Built from a git checkout (as the tests are): the commit is HEAD's at build time.
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git runs");
+    assert!(head.status.success(), "the tests run in a git checkout");
+    let head = text(&head.stdout);
+    assert!(
+        shown.contains(&format!("({})", head.trim())),
+        "{shown} vs HEAD {head}"
+    );
+}
+
+#[test]
+fn completions_are_valid_shell_and_the_man_page_names_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["completions", "bash"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let script = dir.path().join("tsload.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "bash -n: {}", text(&check.stderr));
+    let script = text(&out.stdout);
+    for sub in [
+        "run",
+        "validate",
+        "sweep",
+        "proxy",
+        "probe",
+        "netem",
+        "--fail-if",
+    ] {
+        assert!(script.contains(sub), "completions lack {sub}");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = run(&["completions", shell], dir.path());
+        assert!(out.status.success() && out.stdout.len() > 1000, "{shell}");
+    }
+    let out = run(&["completions", "tcsh"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("possible values"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = run(&["man"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.contains(".TH tsload 1"), "{page}");
+    for sub in [
+        "run", "validate", "generate", "netem", "sweep", "proxy", "probe",
+    ] {
+        assert!(
+            page.contains(&format!("tsload\\-{sub}")) || page.contains(&format!("\\fB{sub}\\fR")),
+            "man page lacks {sub}"
         );
     }
 }

@@ -1,0 +1,50 @@
+//! Build script: records the git commit the binary was built from, for `tsload --version`.
+//!
+//! `TSLOAD_COMMIT` in the environment wins (a build without a `.git`, such as a container
+//! build, passes it in); else `git rev-parse`; else "unknown commit".
+
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=TSLOAD_COMMIT");
+    let commit = std::env::var("TSLOAD_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(git_commit)
+        .unwrap_or_else(|| "unknown commit".to_string());
+    println!("cargo:rustc-env=TSLOAD_COMMIT={}", commit.trim());
+}
+
+fn git_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--git-dir"])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let git_dir = String::from_utf8(out.stdout).ok()?;
+    let git_dir = Path::new(git_dir.trim());
+    // A new commit moves the branch's ref (or packed-refs); a checkout moves HEAD. Only
+    // files that exist are watched: cargo reruns a script whose watched file is missing
+    // on every build (a fresh clone keeps its refs in packed-refs alone).
+    let mut watched = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
+    if let Ok(head) = std::fs::read_to_string(git_dir.join("HEAD"))
+        && let Some(reference) = head.trim().strip_prefix("ref: ")
+    {
+        watched.push(git_dir.join(reference));
+    }
+    for file in watched.iter().filter(|f| f.exists()) {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+    let out = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    let hash = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    if !out.status.success() || hash.is_empty() {
+        return None;
+    }
+    Some(hash)
+}
