@@ -297,26 +297,41 @@ fn a_killed_test_process_takes_postgres_and_its_children_with_it() {
 }
 
 /// A psql session sleeping in PostgreSQL (which forks a backend for it); returns once the
-/// backend is there.
+/// backend is there, seen in `pg_stat_activity` and among the server's processes. (Counting
+/// the server's processes before and after would race with other backends coming and
+/// going, such as the one of the testbed's own previous `psql`.)
 fn hold_connection(s: &Server) -> Child {
-    let before = s.processes().len();
     let child = Command::new("/usr/lib/postgresql/15/bin/psql")
         .args(["-X", "-q", "-d", &s.database_url().unwrap()])
-        .args(["-c", "SELECT pg_sleep(60)"])
+        .args(["-c", "SELECT pg_sleep(60) AS held"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while s.processes().len() <= before {
+    let pid = loop {
+        let backend = s
+            .sql(
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE query = 'SELECT pg_sleep(60) AS held' AND pid <> pg_backend_pid()",
+            )
+            .unwrap();
+        if let Ok(pid) = backend.trim().parse::<u32>() {
+            break pid;
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "no backend for the psql session: {:?}",
             s.processes()
         );
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    assert!(
+        s.processes().contains(&pid),
+        "backend {pid} is not among the server's processes {:?}",
+        s.processes()
+    );
     child
 }
 
