@@ -115,6 +115,9 @@ struct GenerateArgs {
 }
 
 fn main() -> ExitCode {
+    // Every TLS configuration tsload builds names ring; a library that builds its own
+    // without naming a provider gets the same.
+    tsload_tls::install_default_provider();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => cmd_run(args),

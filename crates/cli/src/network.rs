@@ -236,7 +236,9 @@ pub async fn app_probe(
     Ok(match target {
         TargetPlan::Influx(i) => {
             let url = format!("{}{path}", i.url.trim_end_matches('/'));
-            tsload_probe::http_rtt(&url, opts).await?
+            let mut opts = opts.clone();
+            opts.tls = i.tls.clone();
+            tsload_probe::http_rtt(&url, &opts).await?
         }
         TargetPlan::Postgres(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
         TargetPlan::Mysql(c) => tsload_probe::sql_rtt(&c.url, opts).await?,

@@ -64,6 +64,8 @@ pub struct InfluxPlan {
     pub gzip: bool,
     pub create_database: bool,
     pub timeout: Duration,
+    /// https only: which certificates are trusted.
+    pub tls: tsload_tls::TlsOptions,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -460,6 +462,12 @@ impl Plan {
                     "kind": "influx", "url": i.url, "api": i.api, "precision": i.precision,
                     "gzip": i.gzip, "timeout": humantime::format_duration(i.timeout).to_string(),
                 });
+                if let Some(ca) = &i.tls.ca_file {
+                    v["ca_file"] = json!(ca.display().to_string());
+                }
+                if i.tls.insecure_skip_verify {
+                    v["insecure_skip_verify"] = json!(true);
+                }
                 if i.api == "v2" {
                     v["org"] = json!(i.org);
                     v["bucket"] = json!(i.bucket);

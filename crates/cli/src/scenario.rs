@@ -279,6 +279,9 @@ struct TargetSection {
     synchronous_commit: Option<Spanned<String>>,
     create_index: Option<Spanned<bool>>,
     connect_timeout: Option<Spanned<String>>,
+    // TLS (influx, postgres, mysql)
+    ca_file: Option<Spanned<String>>,
+    insecure_skip_verify: Option<Spanned<bool>>,
     // mysql
     engine: Option<Spanned<String>>,
     primary_key: Option<Spanned<String>>,
@@ -333,6 +336,8 @@ impl TargetSection {
             synchronous_commit,
             create_index,
             connect_timeout,
+            ca_file,
+            insecure_skip_verify,
             engine,
             primary_key,
             transaction,
@@ -364,6 +369,8 @@ const POSTGRES_KEYS: &[&str] = &[
     "create_index",
     "connect_timeout",
     "delivery",
+    "ca_file",
+    "insecure_skip_verify",
 ];
 const MYSQL_KEYS: &[&str] = &[
     "url",
@@ -376,6 +383,8 @@ const MYSQL_KEYS: &[&str] = &[
     "create_database",
     "connect_timeout",
     "delivery",
+    "ca_file",
+    "insecure_skip_verify",
 ];
 const TDENGINE_KEYS: &[&str] = &[
     "url",
@@ -412,6 +421,8 @@ const INFLUX_V1_KEYS: &[&str] = &[
     "gzip",
     "create_database",
     "timeout",
+    "ca_file",
+    "insecure_skip_verify",
 ];
 const INFLUX_V2_KEYS: &[&str] = &[
     "url",
@@ -422,6 +433,8 @@ const INFLUX_V2_KEYS: &[&str] = &[
     "precision",
     "gzip",
     "timeout",
+    "ca_file",
+    "insecure_skip_verify",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -1388,7 +1401,9 @@ impl Ctx<'_> {
                     None => Duration::from_secs(60),
                     Some(s) => self.duration(s, "target.timeout", Duration::from_millis(1))?,
                 };
+                let tls = self.tls_options(t, url.starts_with("https://"))?;
                 Ok(TargetPlan::Influx(InfluxPlan {
+                    tls,
                     url,
                     api: api.to_string(),
                     db: text(&t.db).unwrap_or_else(|| "benchmark".into()),
@@ -1410,6 +1425,8 @@ impl Ctx<'_> {
     fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_postgres::{CopyFormat, InsertMethod, Layout, PostgresConfig};
         let url = self.url_with_password(t, url, &["postgres://", "postgresql://"])?;
+        let url =
+            self.sql_url_with_tls(t, url, ["sslmode", "sslrootcert", "verify-full", "require"])?;
         let mut cfg = PostgresConfig::new(url);
         if let Some(v) = &t.layout {
             cfg.layout = match self.choice(v, "target.layout", &["wide", "tags"])? {
@@ -1476,6 +1493,11 @@ impl Ctx<'_> {
     fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_mysql::{MysqlConfig, PrimaryKey, TransactionMode, TsType};
         let url = self.url_with_password(t, url, &["mysql://", "mariadb://"])?;
+        let url = self.sql_url_with_tls(
+            t,
+            url,
+            ["ssl-mode", "ssl-ca", "VERIFY_IDENTITY", "REQUIRED"],
+        )?;
         let mut cfg = MysqlConfig::new(url);
         if let Some(v) = &t.engine {
             cfg.engine = v.get_ref().clone();
@@ -1614,6 +1636,105 @@ impl Ctx<'_> {
 
     /// `url` with `target.password` (if given) put in as the URL's password, after checking
     /// that the URL has an allowed scheme.
+    /// `ca_file` and `insecure_skip_verify`, checked: the CA file must hold certificates,
+    /// the two exclude each other, and either needs a TLS URL (`tls_url`).
+    fn tls_options(
+        &self,
+        t: &TargetSection,
+        tls_url: bool,
+    ) -> Result<tsload_tls::TlsOptions, ScenarioError> {
+        let insecure = t.insecure_skip_verify.as_ref().filter(|v| *v.get_ref());
+        if let (Some(ca), Some(_)) = (&t.ca_file, insecure) {
+            return Err(self.error(
+                Some(&ca.span()),
+                "target.ca_file",
+                "is pointless with insecure_skip_verify = true, which trusts any certificate; \
+                 give one of the two"
+                    .into(),
+            ));
+        }
+        let ca_file = match &t.ca_file {
+            None => None,
+            Some(v) => {
+                let path = std::path::PathBuf::from(v.get_ref());
+                tsload_tls::read_ca_file(&path)
+                    .map_err(|e| self.error(Some(&v.span()), "target.ca_file", e.to_string()))?;
+                Some(path)
+            }
+        };
+        let set = ca_file.is_some() || insecure.is_some();
+        if set && !tls_url {
+            let (span, key) = match &t.ca_file {
+                Some(v) => (v.span(), "target.ca_file"),
+                None => (
+                    insecure.map(|v| v.span()).unwrap_or_default(),
+                    "target.insecure_skip_verify",
+                ),
+            };
+            return Err(self.error(
+                Some(&span),
+                key,
+                "is a TLS setting, but target.url does not ask for TLS (use https://, or \
+                 sslmode/ssl-mode in a SQL URL)"
+                    .into(),
+            ));
+        }
+        Ok(tsload_tls::TlsOptions {
+            ca_file,
+            insecure_skip_verify: insecure.is_some(),
+        })
+    }
+
+    /// A SQL URL with the TLS keys folded into its query: `ca_file` verifies the server
+    /// against that CA and its name (`verify_mode`), `insecure_skip_verify` encrypts
+    /// without checking (`require_mode`). A URL that sets the mode itself keeps it, and
+    /// then the keys are refused (one place for one setting).
+    fn sql_url_with_tls(
+        &self,
+        t: &TargetSection,
+        url: String,
+        [mode_key, ca_key, verify_mode, require_mode]: [&str; 4],
+    ) -> Result<String, ScenarioError> {
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let url_mode = query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.eq_ignore_ascii_case(mode_key))
+            .map(|(_, v)| v.to_string());
+        let keys_given = t.ca_file.is_some() || t.insecure_skip_verify.is_some();
+        if keys_given && url_mode.is_some() {
+            let span = t
+                .ca_file
+                .as_ref()
+                .map(|v| v.span())
+                .or(t.insecure_skip_verify.as_ref().map(|v| v.span()));
+            return Err(self.error(
+                span.as_ref(),
+                if t.ca_file.is_some() {
+                    "target.ca_file"
+                } else {
+                    "target.insecure_skip_verify"
+                },
+                format!(
+                    "target.url sets {mode_key} already; give TLS settings in one place \
+                     (the URL, or these keys)"
+                ),
+            ));
+        }
+        let tls = self.tls_options(t, true)?;
+        if tls == tsload_tls::TlsOptions::default() {
+            return Ok(url);
+        }
+        let sep = if url.contains('?') { '&' } else { '?' };
+        Ok(match &tls.ca_file {
+            Some(ca) => format!(
+                "{url}{sep}{mode_key}={verify_mode}&{ca_key}={}",
+                percent_encode(&ca.display().to_string())
+            ),
+            None => format!("{url}{sep}{mode_key}={require_mode}"),
+        })
+    }
+
     fn url_with_password(
         &self,
         t: &TargetSection,

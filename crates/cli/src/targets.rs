@@ -90,6 +90,7 @@ pub fn influx_config(i: &InfluxPlan) -> InfluxConfig {
         gzip: i.gzip,
         create_database: i.create_database,
         timeout: i.timeout,
+        tls: i.tls.clone(),
     }
 }
 

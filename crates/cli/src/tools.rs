@@ -208,8 +208,15 @@ pub struct TcpArgs {
 
 #[derive(Args)]
 pub struct AppArgs {
-    /// http://HOST:PORT/PATH, postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB.
+    /// http(s)://HOST:PORT/PATH, postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB
+    /// (TLS for SQL: sslmode=verify-full&sslrootcert=CA.pem, ssl-mode=VERIFY_IDENTITY&ssl-ca=CA.pem).
     url: String,
+    /// https: trust the CA certificates of this PEM file besides Mozilla's roots.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<std::path::PathBuf>,
+    /// https: accept any certificate (encrypted, not authenticated).
+    #[arg(long, conflicts_with = "ca_file")]
+    insecure_skip_verify: bool,
     #[command(flatten)]
     common: CommonProbeArgs,
 }
@@ -249,6 +256,10 @@ pub fn cmd_probe(command: ProbeCommand) -> anyhow::Result<ExitCode> {
                 o.interval = a.common.interval;
                 o.timeout = a.common.timeout;
                 o.netns = a.common.netns.clone();
+                o.tls = tsload_tls::TlsOptions {
+                    ca_file: a.ca_file.clone(),
+                    insecure_skip_verify: a.insecure_skip_verify,
+                };
                 let r = if a.url.starts_with("http://") || a.url.starts_with("https://") {
                     tsload_probe::http_rtt(&a.url, &o).await
                 } else {

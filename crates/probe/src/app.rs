@@ -53,6 +53,8 @@ pub struct AppOptions {
     /// For [`http_rtt`] and [`sql_rtt`]: connect and ping from inside this network
     /// namespace. ([`run_app`] runs wherever it is called.)
     pub netns: Option<String>,
+    /// For `https://` URLs in [`http_rtt`]: which certificates are trusted.
+    pub tls: tsload_tls::TlsOptions,
 }
 
 impl AppOptions {
@@ -63,6 +65,7 @@ impl AppOptions {
             interval: Duration::from_secs(1),
             timeout: Duration::from_secs(10),
             netns: None,
+            tls: tsload_tls::TlsOptions::default(),
         }
     }
 }
@@ -89,7 +92,7 @@ pub async fn http_rtt(url: &str, opts: &AppOptions) -> Result<ProbeReport, Probe
     validate(opts.count, opts.timeout)?;
     let (url, o) = (url.to_string(), opts.clone());
     maybe_in_netns(opts.netns.as_deref(), move || async move {
-        let mut ping = HttpPing::connect(&url, o.timeout).await?;
+        let mut ping = HttpPing::connect(&url, o.timeout, &o.tls).await?;
         let target = ping.target().to_string();
         run_app(&mut ping, ProbeKind::Http, &target, &o).await
     })
@@ -131,20 +134,33 @@ pub struct HttpPing {
 }
 
 impl HttpPing {
-    /// Parses `url` (http only: this build of reqwest has no TLS), opens the connection
-    /// with one untimed GET (which must answer 2xx) and keeps it. `timeout` bounds
-    /// that first GET and every connection attempt.
-    pub async fn connect(url: &str, timeout: Duration) -> Result<Self, ProbeError> {
+    /// Parses `url` (`http://` or `https://`, verified as `tls` says), opens the
+    /// connection with one untimed GET (which must answer 2xx) and keeps it. `timeout`
+    /// bounds that first GET and every connection attempt.
+    pub async fn connect(
+        url: &str,
+        timeout: Duration,
+        tls: &tsload_tls::TlsOptions,
+    ) -> Result<Self, ProbeError> {
         let parsed = Url::parse(url)
             .map_err(|e| ProbeError::InvalidOptions(format!("bad URL {}: {e}", redact(url))))?;
-        if parsed.scheme() != "http" {
-            return Err(ProbeError::InvalidOptions(format!(
-                "only http:// URLs can be probed (got {})",
-                redact(url)
-            )));
+        let mut builder = reqwest::Client::builder();
+        match parsed.scheme() {
+            "http" => {}
+            "https" => {
+                let config = tsload_tls::client_config(tls)
+                    .map_err(|e| ProbeError::InvalidOptions(e.to_string()))?;
+                builder = builder.tls_backend_preconfigured(config);
+            }
+            _ => {
+                return Err(ProbeError::InvalidOptions(format!(
+                    "only http:// and https:// URLs can be probed (got {})",
+                    redact(url)
+                )));
+            }
         }
         let shown = redact(url);
-        let client = reqwest::Client::builder()
+        let client = builder
             .no_proxy()
             .http1_only()
             .tcp_nodelay(true)
@@ -272,10 +288,14 @@ mod tests {
     async fn bad_urls_are_refused_before_any_io() {
         let e = SqlPing::connect("sqlite://x.db").await.unwrap_err();
         assert!(e.to_string().contains("postgres://"), "{e}");
-        let e = HttpPing::connect("https://127.0.0.1:1/ping", Duration::from_secs(1))
-            .await
-            .unwrap_err();
-        assert!(e.to_string().contains("only http://"), "{e}");
+        let e = HttpPing::connect(
+            "ftp://127.0.0.1:1/ping",
+            Duration::from_secs(1),
+            &Default::default(),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("only http:// and https://"), "{e}");
         let e = run_app(&mut Never, ProbeKind::App, "x", &AppOptions::new(0))
             .await
             .unwrap_err();

@@ -93,9 +93,13 @@ async fn http_ping_200_times_on_one_connection() {
 #[tokio::test]
 async fn error_statuses_are_errors() {
     let s = server().await;
-    let e = HttpPing::connect(&format!("{}/nope", s.base), Duration::from_secs(2))
-        .await
-        .unwrap_err();
+    let e = HttpPing::connect(
+        &format!("{}/nope", s.base),
+        Duration::from_secs(2),
+        &Default::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(e, ProbeError::HttpStatus { status: 404, .. }),
         "{e}"
@@ -103,9 +107,13 @@ async fn error_statuses_are_errors() {
 
     // A server that starts failing: each failure is an error with its status, and the
     // connection stays up (the error bodies are read).
-    let mut ping = HttpPing::connect(&format!("{}/busy", s.base), Duration::from_secs(2))
-        .await
-        .unwrap();
+    let mut ping = HttpPing::connect(
+        &format!("{}/busy", s.base),
+        Duration::from_secs(2),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     let mut opts = AppOptions::new(3);
     opts.interval = Duration::ZERO;
     let target = ping.target().to_string();
@@ -124,9 +132,13 @@ async fn http_connect_to_a_closed_port_fails_cleanly() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let e = HttpPing::connect(&format!("http://{addr}/ping"), Duration::from_secs(2))
-        .await
-        .unwrap_err();
+    let e = HttpPing::connect(
+        &format!("http://{addr}/ping"),
+        Duration::from_secs(2),
+        &Default::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(e, ProbeError::Http { .. }), "{e}");
     assert_eq!(e.reason(), "connect error");
 }

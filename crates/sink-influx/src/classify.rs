@@ -75,6 +75,10 @@ pub fn classify_request_error(e: &reqwest::Error, url: &str) -> SinkError {
         text.push_str(&s.to_string());
         source = s.source();
     }
+    if let Some(hint) = tsload_tls::certificate_hint_of(e) {
+        // Not transient: no retry can make the certificate trusted.
+        return SinkError::new(ErrorKind::Permission, format!("{url}: {text}; {hint}"));
+    }
     let error = SinkError::new(kind, format!("{url}: {text}"));
     if e.is_connect() {
         error

@@ -82,6 +82,8 @@ pub struct InfluxConfig {
     pub create_database: bool,
     /// Limit for one request, connect to last byte of the answer.
     pub timeout: Duration,
+    /// For `https://` URLs: which certificates are trusted.
+    pub tls: tsload_tls::TlsOptions,
 }
 
 impl InfluxConfig {
@@ -99,6 +101,7 @@ impl InfluxConfig {
             gzip: false,
             create_database: true,
             timeout: Duration::from_secs(60),
+            tls: tsload_tls::TlsOptions::default(),
         }
     }
 }
@@ -109,6 +112,8 @@ pub struct InfluxSink {
     write_url: Url,
     /// The `Authorization` header: a secret.
     auth: Option<String>,
+    /// For `https://`: the TLS configuration every worker's client starts from.
+    tls: Option<rustls::ClientConfig>,
 }
 
 impl fmt::Debug for InfluxSink {
@@ -130,21 +135,19 @@ impl InfluxSink {
     pub fn new(cfg: InfluxConfig) -> Result<Self, SinkError> {
         let base = Url::parse(&cfg.url)
             .map_err(|e| config_error(format!("target url \"{}\" is not a URL: {e}", cfg.url)))?;
-        match base.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(config_error(format!(
-                    "target url \"{}\": https is not supported by this build; use http",
-                    cfg.url
-                )));
-            }
+        let tls = match base.scheme() {
+            "http" => None,
+            "https" => Some(
+                tsload_tls::client_config(&cfg.tls)
+                    .map_err(|e| config_error(format!("target url \"{}\": {e}", cfg.url)))?,
+            ),
             other => {
                 return Err(config_error(format!(
-                    "target url \"{}\": scheme \"{other}\" is not allowed; allowed: http",
+                    "target url \"{}\": scheme \"{other}\" is not allowed; allowed: http, https",
                     cfg.url
                 )));
             }
-        }
+        };
         if !base.username().is_empty() || base.password().is_some() {
             return Err(config_error(
                 "target url: put credentials in `user`/`password` or `token`, not in the URL"
@@ -180,6 +183,7 @@ impl InfluxSink {
             cfg,
             write_url,
             auth,
+            tls,
         })
     }
 
@@ -189,10 +193,14 @@ impl InfluxSink {
     }
 
     fn client(&self) -> Result<reqwest::Client, SinkError> {
-        reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(self.cfg.timeout)
             .tcp_nodelay(true)
-            .pool_max_idle_per_host(1)
+            .pool_max_idle_per_host(1);
+        if let Some(tls) = &self.tls {
+            builder = builder.tls_backend_preconfigured(tls.clone());
+        }
+        builder
             .build()
             .map_err(|e| SinkError::new(ErrorKind::Other, format!("HTTP client: {e}")))
     }
@@ -397,8 +405,9 @@ mod tests {
             e.message.contains("scheme") || e.message.contains("not a URL"),
             "{e}"
         );
-        let e = InfluxSink::new(InfluxConfig::v1("https://x", "d")).unwrap_err();
-        assert!(e.message.contains("https is not supported"), "{e}");
+        let e = InfluxSink::new(InfluxConfig::v1("ftp://x", "d")).unwrap_err();
+        assert!(e.message.contains("allowed: http, https"), "{e}");
+        assert!(InfluxSink::new(InfluxConfig::v1("https://x", "d")).is_ok());
         let e = InfluxSink::new(InfluxConfig::v1("http://u:pw@x", "d")).unwrap_err();
         assert!(
             e.message.contains("credentials") && !e.message.contains("pw"),

@@ -48,6 +48,10 @@ fn number_of(error: &sqlx::Error) -> Option<u16> {
 
 /// The kind of any sqlx failure.
 pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
+    if tsload_tls::certificate_hint_of(error).is_some() {
+        // A certificate the client does not trust: no retry changes that.
+        return ErrorKind::Permission;
+    }
     match error {
         sqlx::Error::Database(_) => number_of(error).map_or(ErrorKind::Other, kind_for_number),
         sqlx::Error::Io(_)
@@ -69,7 +73,10 @@ pub(crate) fn describe(error: &sqlx::Error) -> String {
             Some(number) => format!("{} (MySQL error {number})", db.message()),
             None => db.message().to_string(),
         },
-        other => other.to_string(),
+        other => match tsload_tls::certificate_hint_of(other) {
+            Some(hint) => format!("{other}; {hint}"),
+            None => other.to_string(),
+        },
     }
 }
 

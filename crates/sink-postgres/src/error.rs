@@ -34,6 +34,10 @@ pub(crate) fn kind_for_sqlstate(code: &str) -> ErrorKind {
 /// The kind of any sqlx failure: database errors by SQLSTATE; I/O, TLS and protocol
 /// failures and a closed pool or crashed worker mean the connection is gone.
 pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
+    if tsload_tls::certificate_hint_of(error).is_some() {
+        // A certificate the client does not trust: no retry changes that.
+        return ErrorKind::Permission;
+    }
     match error {
         sqlx::Error::Database(db) => match db.code() {
             Some(code) => kind_for_sqlstate(&code),
@@ -66,7 +70,10 @@ pub(crate) fn breaks_connection(kind: ErrorKind, error: Option<&sqlx::Error>) ->
 /// The driver's message: for server errors the server's text, SQLSTATE and detail.
 pub(crate) fn describe(error: &sqlx::Error) -> String {
     let sqlx::Error::Database(db) = error else {
-        return error.to_string();
+        return match tsload_tls::certificate_hint_of(error) {
+            Some(hint) => format!("{error}; {hint}"),
+            None => error.to_string(),
+        };
     };
     let mut out = db.message().to_string();
     if let Some(code) = db.code() {

@@ -1,5 +1,5 @@
-//! A minimal blocking HTTP client (ureq, plain HTTP only) for readiness probes and the
-//! query helpers. Every status is returned as an answer; only failures below HTTP
+//! A minimal blocking HTTP client (ureq; HTTPS through `tls::RustlsConnector` for a
+//! server started with TLS) for readiness probes and the query helpers. Every status is returned as an answer; only failures below HTTP
 //! (connection refused, timeouts) are errors. Proxies from the environment are never used:
 //! every request goes straight to 127.0.0.1.
 
@@ -31,19 +31,38 @@ impl HttpAnswer {
 pub(crate) struct Http {
     agent: ureq::Agent,
     base: String,
+    tls: Option<std::sync::Arc<crate::tls::RustlsConnector>>,
 }
 
 impl Http {
     /// A client for `base` ("http://127.0.0.1:PORT") with an overall per-request timeout.
     pub(crate) fn new(base: String, timeout: Duration) -> Http {
-        let agent = ureq::AgentBuilder::new()
+        Http::with_tls(base, timeout, None)
+    }
+
+    /// `new`, over TLS through `tls` when given (`base` then starts with https://).
+    pub(crate) fn with_tls(
+        base: String,
+        timeout: Duration,
+        tls: Option<std::sync::Arc<crate::tls::RustlsConnector>>,
+    ) -> Http {
+        let mut builder = ureq::AgentBuilder::new();
+        if let Some(tls) = &tls {
+            builder = builder.tls_connector(tls.clone());
+        }
+        let agent = builder
             // Explicit: another crate could enable ureq's `proxy-from-env` feature.
             .try_proxy_from_env(false)
             .redirects(0)
             .timeout_connect(Duration::from_secs(2).min(timeout))
             .timeout(timeout)
             .build();
-        Http { agent, base }
+        Http { agent, base, tls }
+    }
+
+    /// The same server with another timeout.
+    pub(crate) fn with_timeout(&self, timeout: Duration) -> Http {
+        Http::with_tls(self.base.clone(), timeout, self.tls.clone())
     }
 
     pub(crate) fn base(&self) -> &str {

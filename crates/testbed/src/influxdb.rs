@@ -11,7 +11,11 @@ use std::process::Command;
 use crate::ports::Ports;
 use crate::{Launch, Server, ServerKind, TestbedError, locate};
 
-pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedError> {
+pub(crate) fn launch(
+    dir: &Path,
+    ports: &mut Ports,
+    tls: Option<&crate::TestCa>,
+) -> Result<Launch, TestbedError> {
     let influxd = locate::binary(
         "influxd",
         "TSLOAD_INFLUXD",
@@ -21,7 +25,19 @@ pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedErr
     let http_addr = ports.take()?;
     let rpc_addr = ports.take()?;
     let config_path = dir.join("influxdb.conf");
-    std::fs::write(&config_path, config(dir, http_addr, rpc_addr))
+    let mut text = config(dir, http_addr, rpc_addr);
+    if let Some(ca) = tls {
+        text = text.replacen(
+            "  https-enabled = false\n",
+            &format!(
+                "  https-enabled = true\n  https-certificate = {}\n  https-private-key = {}\n",
+                toml_string(&ca.cert_file().to_string_lossy()),
+                toml_string(&ca.key_file().to_string_lossy())
+            ),
+            1,
+        );
+    }
+    std::fs::write(&config_path, text)
         .map_err(|e| TestbedError::io(format!("writing {}", config_path.display()), e))?;
     let mut command = Command::new(influxd);
     command.arg("run").arg("-config").arg(&config_path);

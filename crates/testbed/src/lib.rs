@@ -54,7 +54,10 @@ mod postgres;
 mod process;
 mod questdb;
 mod sockets;
+mod tls;
 mod victoria;
+
+pub use tls::TestCa;
 
 pub mod fixtures;
 pub mod http_front;
@@ -274,9 +277,58 @@ impl Server {
                 "only PostgreSQL and MariaDB take settings",
             ));
         }
+        Server::start_attempts(kind, settings, None)
+    }
+
+    /// `start` with TLS on, the server's certificate signed by `ca` (for 127.0.0.1 and
+    /// localhost): PostgreSQL `ssl = on` and MariaDB `ssl-cert`/`ssl-key` (plain
+    /// connections still allowed, so the testbed's own clients work as before),
+    /// VictoriaMetrics `-tls` and InfluxDB `https-enabled` (HTTPS only; the testbed's
+    /// helpers then speak HTTPS, trusting `ca`). QuestDB is not offered.
+    pub fn start_tls(kind: ServerKind, ca: &TestCa) -> Result<Server, TestbedError> {
+        let (cert, key, ca_file) = (
+            ca.cert_file().display().to_string(),
+            ca.key_file().display().to_string(),
+            ca.ca_file().display().to_string(),
+        );
+        match kind {
+            ServerKind::Postgres => {
+                if let Some(user) = postgres::run_as()? {
+                    ca.give_key_to(user.uid, user.gid)?;
+                }
+                Server::start_attempts(
+                    kind,
+                    &[
+                        ("ssl", "on"),
+                        ("ssl_cert_file", &cert),
+                        ("ssl_key_file", &key),
+                    ],
+                    None,
+                )
+            }
+            ServerKind::MariaDb => Server::start_attempts(
+                kind,
+                &[("ssl-cert", &cert), ("ssl-key", &key), ("ssl-ca", &ca_file)],
+                None,
+            ),
+            ServerKind::VictoriaMetrics | ServerKind::InfluxDb1 => {
+                Server::start_attempts(kind, &[], Some(ca))
+            }
+            ServerKind::QuestDb => Err(TestbedError::answer(
+                "TLS for QuestDB",
+                "its open-source edition serves no TLS",
+            )),
+        }
+    }
+
+    fn start_attempts(
+        kind: ServerKind,
+        settings: &[(&str, &str)],
+        tls: Option<&TestCa>,
+    ) -> Result<Server, TestbedError> {
         let mut attempt = 1;
         loop {
-            match Server::start_once(kind, settings, attempt) {
+            match Server::start_once(kind, settings, tls, attempt) {
                 Err(TestbedError::Exited { .. }) if attempt < START_ATTEMPTS => attempt += 1,
                 other => return other,
             }
@@ -286,6 +338,7 @@ impl Server {
     fn start_once(
         kind: ServerKind,
         settings: &[(&str, &str)],
+        tls: Option<&TestCa>,
         attempt: u32,
     ) -> Result<Server, TestbedError> {
         let began = Instant::now();
@@ -305,8 +358,8 @@ impl Server {
             run_as,
             sql,
         } = match kind {
-            ServerKind::InfluxDb1 => influxdb::launch(dir.path(), &mut ports)?,
-            ServerKind::VictoriaMetrics => victoria::launch(dir.path(), &mut ports)?,
+            ServerKind::InfluxDb1 => influxdb::launch(dir.path(), &mut ports, tls)?,
+            ServerKind::VictoriaMetrics => victoria::launch(dir.path(), &mut ports, tls)?,
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,
@@ -319,7 +372,14 @@ impl Server {
             addr,
             pg_addr,
             ilp_tcp_addr,
-            http: Http::new(format!("http://{addr}"), REQUEST_TIMEOUT),
+            http: match tls {
+                Some(ca) => Http::with_tls(
+                    format!("https://{addr}"),
+                    REQUEST_TIMEOUT,
+                    Some(ca.connector()?),
+                ),
+                None => Http::new(format!("http://{addr}"), REQUEST_TIMEOUT),
+            },
             log_path,
             startup: Duration::ZERO,
             command,
@@ -347,7 +407,7 @@ impl Server {
         let timeout = self.kind.start_timeout();
         let deadline = Instant::now() + timeout;
         let probe = self.kind.probe();
-        let http = Http::new(self.http.base().to_string(), Duration::from_secs(2));
+        let http = self.http.with_timeout(Duration::from_secs(2));
         let mut pause = Duration::from_millis(20);
         loop {
             self.check_running(attempt, attempts)?;

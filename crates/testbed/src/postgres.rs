@@ -93,7 +93,7 @@ pub(crate) fn launch(
 }
 
 /// The account to run as: `postgres` when we are root, else ourselves.
-fn run_as() -> Result<Option<User>, TestbedError> {
+pub(crate) fn run_as() -> Result<Option<User>, TestbedError> {
     if !process::is_root() {
         return Ok(None);
     }

@@ -12,7 +12,11 @@ use std::process::Command;
 use crate::ports::Ports;
 use crate::{Launch, Server, ServerKind, TestbedError, locate};
 
-pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedError> {
+pub(crate) fn launch(
+    dir: &Path,
+    ports: &mut Ports,
+    tls: Option<&crate::TestCa>,
+) -> Result<Launch, TestbedError> {
     let vm = locate::binary(
         "victoria-metrics",
         "TSLOAD_VICTORIA_METRICS",
@@ -22,6 +26,12 @@ pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedErr
     let http_addr = ports.take()?;
     let mut command = Command::new(vm);
     command.args(args(dir, http_addr));
+    if let Some(ca) = tls {
+        command
+            .arg("-tls")
+            .arg(format!("-tlsCertFile={}", ca.cert_file().display()))
+            .arg(format!("-tlsKeyFile={}", ca.key_file().display()));
+    }
     Ok(Launch {
         command,
         addr: http_addr,
