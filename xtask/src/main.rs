@@ -64,6 +64,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("postgresql", "/usr/lib/postgresql/15/bin/postgres"),
     ("mariadb-server", "mariadbd"),
     ("sysbench", "sysbench"),
+    // Makes the test CAs and certificates of the TLS tests (tsload_testbed::TestCa).
+    ("openssl", "openssl"),
 ];
 
 /// Maven artifacts the tests need, as (group, artifact, version); fetched into ~/.m2.
