@@ -4,6 +4,7 @@
 mod generate;
 mod netem;
 mod network;
+mod outputs;
 mod plan;
 mod progress;
 mod queries;
@@ -100,6 +101,13 @@ struct RunArgs {
     /// Progress display: auto, bar, plain or none.
     #[arg(long, value_name = "MODE")]
     progress: Option<String>,
+    /// Write every report interval of every stream: `csv=FILE` or `ndjson=FILE`
+    /// (repeatable).
+    #[arg(long = "out", value_name = "KIND=FILE")]
+    out: Vec<outputs::OutSpec>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run goes on.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
 }
 
 #[derive(Args)]
@@ -233,6 +241,8 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = args.hlog {
         plan.output.hlog = Some(p);
     }
+    plan.output.out = args.out;
+    plan.output.metrics_addr = args.metrics_addr;
     for t in &args.fail_if {
         match Threshold::parse(t) {
             Ok(t) => plan.output.fail_if.push(t),

@@ -125,6 +125,10 @@ pub struct OutputPlan {
     pub hlog: Option<PathBuf>,
     pub fail_if: Vec<Threshold>,
     pub progress: ProgressMode,
+    /// `--out`: per-interval records (CSV, NDJSON).
+    pub out: Vec<crate::outputs::OutSpec>,
+    /// `--metrics-addr`: where Prometheus metrics are served while the run goes on.
+    pub metrics_addr: Option<String>,
 }
 
 /// Where the impairment is made.
@@ -511,6 +515,11 @@ impl Plan {
             "json": o.json.as_ref().map(|p| p.display().to_string()),
             "hlog": o.hlog.as_ref().map(|p| p.display().to_string()),
             "fail_if": o.fail_if.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+            "out": o.out.iter().map(|s| match s {
+                crate::outputs::OutSpec::Csv(p) => format!("csv={}", p.display()),
+                crate::outputs::OutSpec::Ndjson(p) => format!("ndjson={}", p.display()),
+            }).collect::<Vec<_>>(),
+            "metrics_addr": o.metrics_addr,
         });
         let mut v = json!({
             "name": self.name, "description": self.description, "source": self.source,

@@ -11,6 +11,7 @@ use tsload_core::hlog::HlogWriter;
 use tsload_core::report::group;
 use tsload_core::rusage::Usage;
 
+use crate::outputs::Outputs;
 use crate::plan::ProgressMode;
 
 /// The CLI's observer of a run.
@@ -28,6 +29,9 @@ pub struct RunObserver {
     reads: bool,
     /// Put before each plain line (mixed runs tell their two streams apart).
     prefix: &'static str,
+    /// `--out` and `--metrics-addr`, and the stream name this observer records under.
+    outputs: Option<(Outputs, &'static str)>,
+    started_at: SystemTime,
 }
 
 impl RunObserver {
@@ -55,7 +59,15 @@ impl RunObserver {
             comment,
             reads: false,
             prefix: "",
+            outputs: None,
+            started_at: SystemTime::now(),
         }
+    }
+
+    /// Records every interval into `outputs` as stream `stream` (`write` or `query`).
+    pub fn with_outputs(mut self, outputs: Outputs, stream: &'static str) -> Self {
+        self.outputs = Some((outputs, stream));
+        self
     }
 
     /// Shows a read stream's figures (requests/s, statements/s) instead of rows.
@@ -138,6 +150,7 @@ pub fn interval_line(r: &IntervalReport) -> String {
 impl Observer for RunObserver {
     fn on_start(&mut self, started_at: SystemTime) {
         self.usage_at_start = Usage::now();
+        self.started_at = started_at;
         if let Some((name, file)) = self.hlog_file.take() {
             match HlogWriter::new(file, started_at, &self.comment) {
                 Ok(w) => self.hlog = Some((name, w)),
@@ -147,6 +160,9 @@ impl Observer for RunObserver {
     }
 
     fn on_interval(&mut self, r: &IntervalReport) {
+        if let Some((outputs, stream)) = &self.outputs {
+            outputs.record(stream, self.started_at, r);
+        }
         if let Some((name, w)) = &mut self.hlog
             && let Err(e) = w.write_interval(r.start, r.end - r.start, &r.latency, &r.service)
         {

@@ -21,6 +21,7 @@ use tsload_core::rusage::Usage;
 use tsload_probe::ProbeReport;
 
 use crate::network::{self, ActiveNetwork};
+use crate::outputs::Outputs;
 use crate::plan::{Plan, ProgressMode, QueryWorkloadPlan, RunMode};
 use crate::progress::RunObserver;
 use crate::{EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_THRESHOLD, queries};
@@ -146,6 +147,22 @@ fn observer_for(plan: &Plan, total: Option<u64>) -> anyhow::Result<RunObserver> 
     ))
 }
 
+/// The `--out` files, created, and the `--metrics-addr` listener, bound (its URL printed):
+/// before anything runs, so a bad path or a taken port stops the run at once.
+fn open_outputs(plan: &Plan) -> anyhow::Result<(Outputs, Option<std::net::TcpListener>)> {
+    let outputs = Outputs::open(&plan.output.out)?;
+    let listener = match &plan.output.metrics_addr {
+        None => None,
+        Some(addr) => {
+            let (listener, local) =
+                crate::outputs::bind_metrics(addr).map_err(anyhow::Error::msg)?;
+            eprintln!("metrics: http://{local}/metrics");
+            Some(listener)
+        }
+    };
+    Ok((outputs, listener))
+}
+
 /// Runs `plan` and prints its report (and errors), writing the JSON report and interval
 /// log where the plan says.
 pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Executed> {
@@ -164,12 +181,27 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             }
         },
     };
+    let (outputs, metrics_listener) = match open_outputs(plan) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(Executed {
+                summary: None,
+                query_summary: None,
+                probe: None,
+                code: crate::EXIT_USAGE,
+            });
+        }
+    };
     let mut observer = if plan.mode == RunMode::Query {
         // The bar counts requests: full at the query limit, a spinner without one.
         let total = plan.query.as_ref().and_then(|q| q.config.requests);
-        observer_for(plan, total)?.for_reads()
+        observer_for(plan, total)?
+            .for_reads()
+            .with_outputs(outputs.clone(), "query")
     } else {
         observer_for(plan, plan.load.rows.or(workload.total_rows()))?
+            .with_outputs(outputs.clone(), "write")
     };
     let mut query_observer = RunObserver::new(
         match plan.output.progress {
@@ -181,11 +213,17 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         String::new(),
     )
     .for_reads()
-    .with_prefix("query ");
+    .with_prefix("query ")
+    .with_outputs(outputs.clone(), "query");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    if let Some(listener) = metrics_listener {
+        let _in_runtime = runtime.enter();
+        crate::outputs::serve_metrics(listener, outputs.clone())
+            .context("serving --metrics-addr")?;
+    }
     // One stop handle per stream (a finished preload's limit must not stop the queries);
     // Ctrl-C and SIGTERM stop them all.
     let stop = StopHandle::new();
@@ -496,6 +534,10 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     if let Some(e) = &observer.hlog_error {
         eprintln!("error: interval log incomplete: {e}");
     }
+    let outputs_error = outputs.error();
+    if let Some(e) = &outputs_error {
+        eprintln!("error: --out incomplete: {e}");
+    }
     if let Some(path) = &plan.output.json
         && !json.is_empty()
     {
@@ -550,7 +592,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         }
         if !broken.is_empty() {
             EXIT_THRESHOLD
-        } else if observer.hlog_error.is_some() {
+        } else if observer.hlog_error.is_some() || outputs_error.is_some() {
             1
         } else {
             0

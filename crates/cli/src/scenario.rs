@@ -2477,6 +2477,8 @@ impl Ctx<'_> {
             hlog: o.hlog.clone().map(Into::into),
             fail_if,
             progress,
+            out: Vec::new(),
+            metrics_addr: None,
         })
     }
 }

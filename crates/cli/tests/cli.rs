@@ -1042,3 +1042,156 @@ fn completions_are_valid_shell_and_the_man_page_names_every_command() {
         );
     }
 }
+
+/// `GET /metrics` on `addr`: the body.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(addr).expect("metrics server answers");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
+    answer.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+fn metric_sample(exposition: &str, series: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn metrics_addr_serves_rising_counters_and_out_files_hold_every_interval() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tsload()
+        .args([
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "load.rate=20000",
+            "--set",
+            "load.batch=100",
+            "--set",
+            "load.duration=\"6s\"",
+            "--set",
+            "load.report_interval=\"200ms\"",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--out",
+            "csv=i.csv",
+            "--out",
+            "ndjson=i.ndjson",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no metrics line");
+        if let Some(rest) = line.trim().strip_prefix("metrics: http://") {
+            break rest.trim_end_matches("/metrics").to_string();
+        }
+    };
+    let rows = "tsload_rows_total{stream=\"write\"}";
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let first = loop {
+        let body = scrape(&addr);
+        if let Some(n) = metric_sample(&body, rows).filter(|n| *n > 0.0) {
+            assert!(
+                body.contains("# TYPE tsload_latency_seconds summary"),
+                "{body}"
+            );
+            break n;
+        }
+        assert!(Instant::now() < deadline, "no rows after 3 s: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(1000));
+    let second = metric_sample(&scrape(&addr), rows).unwrap();
+    assert!(second > first, "rows_total {first} then {second}");
+    assert!(child.wait().unwrap().success());
+
+    let report = json(&dir.path().join("r.json"));
+    let csv = std::fs::read_to_string(dir.path().join("i.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines.len() >= 15, "{csv}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let last: Vec<&str> = lines[lines.len() - 1].split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    assert_eq!(last[col("total_rows")], report["rows"].to_string(), "{csv}");
+    let sum: u64 = lines[1..]
+        .iter()
+        .map(|l| {
+            l.split(',')
+                .nth(col("rows"))
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(
+        sum,
+        report["rows"].as_u64().unwrap(),
+        "intervals add up to the run"
+    );
+    let nd = std::fs::read_to_string(dir.path().join("i.ndjson")).unwrap();
+    assert_eq!(nd.lines().count(), lines.len() - 1);
+}
+
+#[test]
+fn a_bad_out_or_metrics_addr_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["run", "--out", "xml=x"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("allowed: csv, ndjson"),
+        "{}",
+        text(&out.stderr)
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(
+        &[
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--metrics-addr",
+            &addr,
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--metrics-addr"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(
+        &[
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--out",
+            "csv=/nonexistent/dir/x.csv",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/dir/x.csv"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -144,14 +144,8 @@ impl HttpPing {
     ) -> Result<Self, ProbeError> {
         let parsed = Url::parse(url)
             .map_err(|e| ProbeError::InvalidOptions(format!("bad URL {}: {e}", redact(url))))?;
-        let mut builder = reqwest::Client::builder();
         match parsed.scheme() {
-            "http" => {}
-            "https" => {
-                let config = tsload_tls::client_config(tls)
-                    .map_err(|e| ProbeError::InvalidOptions(e.to_string()))?;
-                builder = builder.tls_backend_preconfigured(config);
-            }
+            "http" | "https" => {}
             _ => {
                 return Err(ProbeError::InvalidOptions(format!(
                     "only http:// and https:// URLs can be probed (got {})",
@@ -159,8 +153,13 @@ impl HttpPing {
                 )));
             }
         }
+        // Given to reqwest even for http: a client built without one panics unless the
+        // process installed a default crypto provider.
+        let config = tsload_tls::client_config(tls)
+            .map_err(|e| ProbeError::InvalidOptions(e.to_string()))?;
         let shown = redact(url);
-        let client = builder
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(config)
             .no_proxy()
             .http1_only()
             .tcp_nodelay(true)

@@ -112,8 +112,8 @@ pub struct InfluxSink {
     write_url: Url,
     /// The `Authorization` header: a secret.
     auth: Option<String>,
-    /// For `https://`: the TLS configuration every worker's client starts from.
-    tls: Option<rustls::ClientConfig>,
+    /// The TLS configuration every worker's client starts from (used for `https://`).
+    tls: rustls::ClientConfig,
 }
 
 impl fmt::Debug for InfluxSink {
@@ -135,19 +135,19 @@ impl InfluxSink {
     pub fn new(cfg: InfluxConfig) -> Result<Self, SinkError> {
         let base = Url::parse(&cfg.url)
             .map_err(|e| config_error(format!("target url \"{}\" is not a URL: {e}", cfg.url)))?;
-        let tls = match base.scheme() {
-            "http" => None,
-            "https" => Some(
-                tsload_tls::client_config(&cfg.tls)
-                    .map_err(|e| config_error(format!("target url \"{}\": {e}", cfg.url)))?,
-            ),
+        match base.scheme() {
+            "http" | "https" => {}
             other => {
                 return Err(config_error(format!(
                     "target url \"{}\": scheme \"{other}\" is not allowed; allowed: http, https",
                     cfg.url
                 )));
             }
-        };
+        }
+        // Given to reqwest even for http: a client built without one panics unless the
+        // process installed a default crypto provider.
+        let tls = tsload_tls::client_config(&cfg.tls)
+            .map_err(|e| config_error(format!("target url \"{}\": {e}", cfg.url)))?;
         if !base.username().is_empty() || base.password().is_some() {
             return Err(config_error(
                 "target url: put credentials in `user`/`password` or `token`, not in the URL"
@@ -193,14 +193,11 @@ impl InfluxSink {
     }
 
     fn client(&self) -> Result<reqwest::Client, SinkError> {
-        let mut builder = reqwest::Client::builder()
+        reqwest::Client::builder()
             .timeout(self.cfg.timeout)
             .tcp_nodelay(true)
-            .pool_max_idle_per_host(1);
-        if let Some(tls) = &self.tls {
-            builder = builder.tls_backend_preconfigured(tls.clone());
-        }
-        builder
+            .pool_max_idle_per_host(1)
+            .tls_backend_preconfigured(self.tls.clone())
             .build()
             .map_err(|e| SinkError::new(ErrorKind::Other, format!("HTTP client: {e}")))
     }

@@ -705,7 +705,12 @@ mod tests {
         let t = target(QueryApi::PromQl);
         assert_eq!(t.url().as_str(), "http://h:8086/prefix/api/v1/query");
         let conn = InfluxQueryConn {
-            client: reqwest::Client::new(),
+            client: reqwest::Client::builder()
+                .tls_backend_preconfigured(
+                    tsload_tls::client_config(&tsload_tls::TlsOptions::default()).unwrap(),
+                )
+                .build()
+                .unwrap(),
             api: QueryApi::PromQl,
             url: t.url.clone(),
             range_url: t.range_url.clone(),
