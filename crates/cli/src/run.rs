@@ -538,6 +538,34 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     if let Some(e) = &outputs_error {
         eprintln!("error: --out incomplete: {e}");
     }
+    // Every threshold, judged before the JSON is written so that it carries the verdicts.
+    let broken = judge_thresholds(plan, &executed);
+    if !json.is_empty() {
+        json.insert(
+            "thresholds".into(),
+            serde_json::Value::Array(
+                plan.output
+                    .fail_if
+                    .iter()
+                    .map(|t| {
+                        let failures: Vec<&String> = broken
+                            .iter()
+                            .filter(|(i, _)| *i == t.to_string())
+                            .map(|(_, b)| b)
+                            .collect();
+                        serde_json::json!({
+                            "threshold": t.to_string(),
+                            "passed": failures.is_empty(),
+                            "failures": failures,
+                        })
+                    })
+                    .collect(),
+            ),
+        );
+        json.insert("host".into(), host_name().into());
+        json.insert("commit".into(), env!("TSLOAD_COMMIT").into());
+        json.insert("scenario_sha256".into(), scenario_hash(plan).into());
+    }
     if let Some(path) = &plan.output.json
         && !json.is_empty()
     {
@@ -557,36 +585,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     } else if fatal.get() {
         1
     } else {
-        let mut broken: Vec<String> = Vec::new();
-        for t in &plan.output.fail_if {
-            // Each stream is judged on the figures it measures (a mixed run: both on
-            // latency, the writes alone on metrics/s, the queries alone on statements/s);
-            // a figure neither measures breaks the threshold.
-            let (w, q) = (&executed.summary, &executed.query_summary);
-            let mut judged = false;
-            if let Some(s) = w
-                && (t.measured_by_writes() || q.is_none())
-            {
-                judged = true;
-                if let Err(b) = t.check(s) {
-                    broken.push(if q.is_some() {
-                        format!("writes: {b}")
-                    } else {
-                        b
-                    });
-                }
-            }
-            if let Some(s) = q
-                && (t.measured_by_queries() || !judged)
-                && let Err(b) = t.check_query(s)
-            {
-                broken.push(if w.is_some() {
-                    format!("queries: {b}")
-                } else {
-                    b
-                });
-            }
-        }
+        let broken: Vec<String> = broken.into_iter().map(|(_, b)| b).collect();
         for b in &broken {
             eprintln!("FAIL: {b}");
         }
@@ -599,6 +598,76 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         }
     };
     Ok(executed)
+}
+
+/// The `--fail-if` thresholds that broke, as (threshold as written, what broke). Each
+/// stream is judged on the figures it measures (a mixed run: both on latency, the writes
+/// alone on metrics/s, the queries alone on statements/s); a figure neither measures
+/// breaks the threshold.
+fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
+    let mut broken = Vec::new();
+    for t in &plan.output.fail_if {
+        let (w, q) = (&executed.summary, &executed.query_summary);
+        let mut judged = false;
+        if let Some(s) = w
+            && (t.measured_by_writes() || q.is_none())
+        {
+            judged = true;
+            if let Err(b) = t.check(s) {
+                broken.push((
+                    t.to_string(),
+                    if q.is_some() {
+                        format!("writes: {b}")
+                    } else {
+                        b
+                    },
+                ));
+            }
+        }
+        if let Some(s) = q
+            && (t.measured_by_queries() || !judged)
+            && let Err(b) = t.check_query(s)
+        {
+            broken.push((
+                t.to_string(),
+                if w.is_some() {
+                    format!("queries: {b}")
+                } else {
+                    b
+                },
+            ));
+        }
+    }
+    broken
+}
+
+/// This machine's name, for reports compared across machines.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// SHA-256 of the resolved scenario (every default filled in, secrets redacted, keys in
+/// order; without its name, description, file and outputs): two runs with the same hash
+/// ran the same workload, target, load, network and queries, however it was written.
+fn scenario_hash(plan: &Plan) -> String {
+    use sha2::Digest as _;
+    let mut resolved = plan.to_json();
+    // Labels, where the file lay and where the results go are not part of what ran.
+    if let Some(m) = resolved.as_object_mut() {
+        for key in ["name", "description", "source", "output"] {
+            m.remove(key);
+        }
+    }
+    let text = serde_json::to_string(&resolved).unwrap_or_default();
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn to_map(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {

@@ -322,6 +322,8 @@ fn broken_threshold_exits_3_after_the_report() {
             "rows_per_s<1",
             "--fail-if",
             "errors==0",
+            "--json",
+            "r.json",
         ],
         dir.path(),
     );
@@ -333,6 +335,53 @@ fn broken_threshold_exits_3_after_the_report() {
         !e.contains("errors==0"),
         "the kept threshold is not reported: {e}"
     );
+    // The JSON carries each verdict, and where and from what the run came.
+    let r = json(&dir.path().join("r.json"));
+    let t = r["thresholds"].as_array().unwrap();
+    assert_eq!(t.len(), 2, "{r}");
+    assert_eq!(
+        (&t[0]["threshold"], &t[0]["passed"]),
+        (&"rows_per_s<1".into(), &false.into())
+    );
+    assert!(
+        t[0]["failures"][0].as_str().unwrap().contains("broken"),
+        "{r}"
+    );
+    assert_eq!(
+        (&t[1]["threshold"], &t[1]["passed"]),
+        (&"errors==0".into(), &true.into())
+    );
+    assert!(!r["host"].as_str().unwrap().is_empty());
+    assert!(r["commit"].as_str().is_some());
+    let hash = r["scenario_sha256"].as_str().unwrap().to_string();
+    assert_eq!(hash.len(), 64);
+    // The same scenario however written, with other outputs: the same hash; another
+    // scenario: another.
+    let hash_of = |file: &str, body: &str, extra: &[&str]| {
+        std::fs::write(dir.path().join(file), body).unwrap();
+        let mut args = vec!["run", file, "--progress", "none", "--json", "h.json"];
+        args.extend(extra);
+        let out = run(&args, dir.path());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        json(&dir.path().join("h.json"))["scenario_sha256"].clone()
+    };
+    let a = hash_of(
+        "a.toml",
+        "[target]\nkind = \"null\"\n[workload]\nscale = 2\n",
+        &[],
+    );
+    let b = hash_of(
+        "b.toml",
+        "# the same\n[workload]\nscale = 2\n\n[target]\nkind = 'null'\n",
+        &["--fail-if", "errors==0"],
+    );
+    let c = hash_of(
+        "c.toml",
+        "[target]\nkind = \"null\"\n[workload]\nscale = 3\n",
+        &[],
+    );
+    assert_eq!(a, b);
+    assert_ne!(a, c);
 }
 
 #[test]

@@ -234,7 +234,7 @@ fn a_query_error_is_counted_and_the_run_goes_on() {
     let failed = r["failed_requests"].as_u64().unwrap();
     assert!((6..=7).contains(&failed), "{r}");
     assert!(
-        r["stop_error"].as_str().unwrap().contains("max_errors"),
+        r["fatal_error"].as_str().unwrap().contains("max_errors"),
         "{r}"
     );
     assert!(

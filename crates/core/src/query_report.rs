@@ -62,8 +62,9 @@ pub struct QuerySummary {
     pub load_rows: u64,
     pub load_statements: u64,
     pub stop_reason: String,
-    /// The error that stopped the run (the one that exceeded the error budget).
-    pub stop_error: Option<String>,
+    /// The error that stopped the run (the one that exceeded the error budget). Named as
+    /// in the write report.
+    pub fatal_error: Option<String>,
     /// Requests that succeeded.
     pub requests: u64,
     pub failed_requests: u64,
@@ -144,7 +145,7 @@ impl QuerySummary {
             load_rows: outcome.load_counters.rows,
             load_statements: outcome.load_counters.metrics,
             stop_reason: stop_reason_name(outcome.stop_reason).to_string(),
-            stop_error: outcome.stop_error.as_ref().map(|e| e.to_string()),
+            fatal_error: outcome.stop_error.as_ref().map(|e| e.to_string()),
             requests: c.requests,
             failed_requests: c.failed_requests,
             statements: c.metrics,
@@ -188,7 +189,7 @@ impl QuerySummary {
             "tsload {} | {} -> {} | {:.3} s | stopped: {}",
             self.tsload_version, self.workload, self.target, self.elapsed_s, self.stop_reason
         );
-        if let Some(e) = &self.stop_error {
+        if let Some(e) = &self.fatal_error {
             let _ = writeln!(s, "FATAL: {e}");
         }
         if self.load_requests > 0 {
@@ -413,7 +414,7 @@ mod tests {
         assert_eq!(s.load_rows, 1000);
         assert_eq!(s.load_s, 1.5);
         assert_eq!(s.stop_reason, "fatal error");
-        assert_eq!(s.stop_error.as_deref(), Some("rejected: too many"));
+        assert_eq!(s.fatal_error.as_deref(), Some("rejected: too many"));
         // 50 ms of CPU over 10 requests sent (5 ok, 5 failed).
         assert!((s.cpu_us_per_request - 5000.0).abs() < 1e-6);
         assert!((s.client.cpu_s - 0.05).abs() < 1e-9);

@@ -303,7 +303,7 @@ mod tests {
             "tsload_version": "0", "target": "postgres", "workload": "tsbs",
             "started_at": "", "elapsed_s": 2.0, "load_s": 0.0, "load_requests": 0,
             "load_rows": 0, "load_statements": 0, "stop_reason": "duration",
-            "stop_error": null, "requests": 200, "failed_requests": 3, "statements": 400,
+            "fatal_error": null, "requests": 200, "failed_requests": 3, "statements": 400,
             "rows": 1000, "errors": {"rejected": 3}, "requests_per_s": 100.0,
             "statements_per_s": 200.0, "rows_per_s": 500.0,
             "latency": {"count": 200, "min_ms": 1.0, "mean_ms": 2.0, "p50_ms": 2.0,
