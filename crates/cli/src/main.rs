@@ -227,6 +227,40 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
         v["sweep_points"] = points.len().into();
     }
     println!("{}", serde_json::to_string_pretty(&v)?);
+    // One line for a person (standard error, so the JSON above stays pipeable).
+    let rows = workload.total_rows().map_or_else(
+        || "an unknown number of".to_string(),
+        tsload_core::report::group,
+    );
+    let load = match plan.load.mode {
+        tsload_core::engine::LoadMode::Closed => "closed loop".to_string(),
+        tsload_core::engine::LoadMode::Open { rate } => format!("open loop at {rate} rows/s"),
+    };
+    let queries = plan
+        .query
+        .as_ref()
+        .map(|q| {
+            format!(
+                "; queries: {} with {} workers",
+                q.workload.kind(),
+                q.config.workers
+            )
+        })
+        .unwrap_or_default();
+    let sweep = v["sweep_points"]
+        .as_u64()
+        .map(|n| format!(", {n} sweep points"))
+        .unwrap_or_default();
+    eprintln!(
+        "ok: {}: {} mode, {} ({} rows) into {}, {} workers x batch {}, {load}{queries}{sweep}",
+        plan.source,
+        plan.mode.as_str(),
+        plan.workload.kind(),
+        rows,
+        plan.target.kind(),
+        plan.load.workers,
+        plan.load.batch,
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -489,13 +489,14 @@ pub fn parse(file: &str, text: &str, overrides: &[String]) -> Result<Plan, Scena
             .iter()
             .filter_map(|o| o.split_once('=').map(|(k, _)| k.trim().to_string()))
             .collect(),
+        overrides,
     };
     let raw: ScenarioFile = toml::from_str(&text).map_err(|e| ctx.toml_error(&e))?;
     ctx.plan(raw)
 }
 
-/// Applies `key=value` overrides (dotted keys, TOML values; a value that is not valid TOML
-/// is taken as a string) to the document, keeping the file's own lines where they are.
+/// Applies `key=value` overrides (dotted keys, TOML values; a value that is not valid TOML,
+/// or is a date or time, is taken as a string) to the document, keeping the file's own lines where they are.
 fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
     if overrides.is_empty() {
         return Ok(text.to_string());
@@ -524,9 +525,13 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
             return Err(err("the key is empty or has an empty part".into()));
         }
         let value = value.trim();
-        let parsed: toml_edit::Value = value
-            .parse()
-            .unwrap_or_else(|_| toml_edit::Value::from(value));
+        // TOML values as written; a bare word or a date/time (every key that takes one
+        // wants it as a string) is taken as a string, so `--set mode=write` and
+        // `--set workload.start=2016-01-02T00:00:00Z` need no inner quotes.
+        let parsed: toml_edit::Value = match value.parse() {
+            Ok(toml_edit::Value::Datetime(_)) | Err(_) => toml_edit::Value::from(value),
+            Ok(v) => v,
+        };
         let mut item = doc.as_item_mut();
         for part in &path[..path.len() - 1] {
             let table = item
@@ -544,6 +549,53 @@ fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<Strin
         table.insert(last, toml_edit::Item::Value(parsed));
     }
     Ok(doc.to_string())
+}
+
+/// serde's words for a person: "an integer" for `i64`, "a number" for `f64`, a hint to
+/// quote dates and times, and "did you mean" for a near miss of a known key.
+fn friendly_toml_message(message: &str, line: Option<&str>) -> String {
+    let mut out = message
+        .replace("expected i64", "expected an integer")
+        .replace("expected u64", "expected a whole number >= 0")
+        .replace("expected f64", "expected a number")
+        .replace("expected a boolean", "expected true or false");
+    let value = line.and_then(|l| l.split_once('=')).map(|(_, v)| v.trim());
+    if out.starts_with("invalid type: map, expected a string")
+        && value.is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && v.contains('-'))
+    {
+        out = format!(
+            "a date or time must be written as a string, in quotes (e.g. \"{}\")",
+            value.unwrap_or_default()
+        );
+    }
+    if let Some(unknown) = unknown_field(&out) {
+        let known: Vec<&str> = out
+            .split_once("expected")
+            .map(|(_, rest)| rest.split('`').skip(1).step_by(2).collect())
+            .unwrap_or_default();
+        if let Some(best) = closest(unknown, &known) {
+            out.push_str(&format!("; did you mean `{best}`?"));
+        }
+    }
+    out
+}
+
+/// The name in serde's "unknown field `NAME`, expected ..." message.
+fn unknown_field(message: &str) -> Option<&str> {
+    message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(name, _)| name)
+}
+
+/// The known word nearest to `word`, if it is near enough to be a typo.
+fn closest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(word, k), *k))
+        .filter(|(d, k)| *d <= (k.len() / 3).max(2))
+        .min()
+        .map(|(_, k)| k)
 }
 
 /// A duration as humantime reads it (`1h 30m`, `500ms`), or a decimal number with one
@@ -623,6 +675,8 @@ struct Ctx<'a> {
     file: String,
     text: &'a str,
     overridden: Vec<String>,
+    /// The `--set` texts as given, for errors that quote them.
+    overrides: &'a [String],
 }
 
 fn flag(v: &Option<Spanned<bool>>, default: bool) -> bool {
@@ -674,9 +728,14 @@ impl Ctx<'_> {
     }
 
     fn error(&self, span: Option<&Range<usize>>, key: &str, message: String) -> ScenarioError {
-        let mut message = message;
-        if self.overridden.iter().any(|k| k == key) {
-            message.push_str(" (value given by --set)");
+        if let Some(given) = self.set_text(key) {
+            // The value came from the command line: quote it, not a line of the file.
+            return ScenarioError {
+                file: "--set".into(),
+                line: None,
+                key: Some(key.to_string()),
+                message: format!("{message} (in `--set {given}`)"),
+            };
         }
         ScenarioError {
             file: self.file.clone(),
@@ -684,6 +743,15 @@ impl Ctx<'_> {
             key: Some(key.to_string()),
             message,
         }
+    }
+
+    /// The last `--set` text that set `key`.
+    fn set_text(&self, key: &str) -> Option<&str> {
+        self.overrides
+            .iter()
+            .rev()
+            .find(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+            .map(String::as_str)
     }
 
     /// Whether the file's `section.key` is set aside because `--set section.kind=...`
@@ -695,24 +763,50 @@ impl Ctx<'_> {
     }
 
     fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
-        let line = e.span().map(|s| self.line_of(&s));
-        let snippet = e
-            .span()
-            .map(|s| {
-                let start = self.text[..s.start.min(self.text.len())]
-                    .rfind('\n')
-                    .map_or(0, |i| i + 1);
-                let end = self.text[start..]
-                    .find('\n')
-                    .map_or(self.text.len(), |i| start + i);
-                format!(" (in `{}`)", self.text[start..end].trim())
+        let line_text = e.span().map(|s| {
+            let start = self.text[..s.start.min(self.text.len())]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            let end = self.text[start..]
+                .find('\n')
+                .map_or(self.text.len(), |i| start + i);
+            self.text[start..end].trim()
+        });
+        let message = friendly_toml_message(e.message().trim_end(), line_text);
+        // A value that came from --set is reported against that --set, not a line of the
+        // (possibly built-in) file: the unknown key, or the key on the offending line.
+        let name = unknown_field(&message).or_else(|| {
+            line_text
+                .and_then(|l| l.split_once('='))
+                .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
+        });
+        if let Some(name) = name
+            && let Some(given) = self.overrides.iter().rev().find(|o| {
+                o.split_once('=').is_some_and(|(k, _)| {
+                    k.trim()
+                        .rsplit('.')
+                        .next()
+                        .map(|p| p.trim_matches(['"', '\'']))
+                        == Some(name)
+                })
             })
+        {
+            let key = given.split_once('=').map(|(k, _)| k.trim().to_string());
+            return ScenarioError {
+                file: "--set".into(),
+                line: None,
+                key,
+                message: format!("{message} (in `--set {given}`)"),
+            };
+        }
+        let snippet = line_text
+            .map(|l| format!(" (in `{l}`)"))
             .unwrap_or_default();
         ScenarioError {
             file: self.file.clone(),
-            line,
+            line: e.span().map(|s| self.line_of(&s)),
             key: None,
-            message: format!("{}{snippet}", e.message().trim_end()),
+            message: format!("{message}{snippet}"),
         }
     }
 
@@ -866,16 +960,12 @@ impl Ctx<'_> {
                         ),
                     ));
                 }
-                if mode == RunMode::Write && q.is_some() {
-                    return Err(self.error(
-                        Some(&m.span()),
-                        "mode",
-                        "mode \"write\" does not run the [query] section; use \"query\" or \"mixed\", or remove [query]".into(),
-                    ));
-                }
                 mode
             }
         };
+        // mode = "write" in a file with [query] (checked above, so a later query run of
+        // the same file works) writes the data set alone: the queries are set aside.
+        let query = if mode == RunMode::Write { None } else { query };
         if let (RunMode::Mixed, Some(q)) = (mode, &query)
             && matches!(q.workload, QueryWorkloadPlan::Oltp { .. })
         {
@@ -2519,7 +2609,7 @@ mod tests {
         let e = err("[load]\n\nworkers = \"four\"\n");
         assert_eq!(e.line, Some(3), "{e}");
         assert!(
-            e.message.contains("\"four\"") && e.message.contains("expected i64"),
+            e.message.contains("\"four\"") && e.message.contains("expected an integer"),
             "{e}"
         );
     }
@@ -2617,6 +2707,63 @@ mod tests {
             );
             assert!(e.message.contains("feature `tdengine`"), "{e}");
         }
+    }
+
+    #[test]
+    fn set_takes_bare_words_and_dates_as_strings() {
+        let p = parse(
+            "s.toml",
+            "",
+            &[
+                "target.kind=null".into(),
+                "workload.start=2016-01-02T00:00:00Z".into(),
+                "workload.end=2016-01-02T01:00:00Z".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.target, TargetPlan::Null);
+        let WorkloadPlan::CpuOnly(c) = &p.workload else {
+            panic!("{:?}", p.workload)
+        };
+        assert_eq!(c.end_ns - c.start_ns, 3_600_000_000_000);
+    }
+
+    #[test]
+    fn set_errors_quote_the_set_say_integer_and_suggest_the_key() {
+        let set = |s: &str| parse("s.toml", "[load]\nworkers = 2\n", &[s.into()]).unwrap_err();
+        let e = set("load.workers=abc");
+        assert_eq!((e.file.as_str(), e.line), ("--set", None), "{e}");
+        assert_eq!(e.key.as_deref(), Some("load.workers"));
+        assert!(e.message.contains("expected an integer"), "{e}");
+        assert!(e.message.ends_with("(in `--set load.workers=abc`)"), "{e}");
+        let e = set("load.wrokers=3");
+        assert_eq!(e.file, "--set", "{e}");
+        assert!(e.message.contains("did you mean `workers`?"), "{e}");
+        let e = set("load.workers=0");
+        assert_eq!(
+            e.to_string(),
+            "--set: key `load.workers`: value 0 is out of range; allowed: 1 to 100000 (in `--set load.workers=0`)"
+        );
+        // In a file: the line, and the same help.
+        let e = err("[load]\nwrokers = 3\n");
+        assert_eq!((e.file.as_str(), e.line), ("s.toml", Some(2)));
+        assert!(e.message.contains("did you mean `workers`?"), "{e}");
+        let e = err("[load]\nbogus_thing = 3\n");
+        assert!(!e.message.contains("did you mean"), "no near key: {e}");
+        let e = err("[workload]\nstart = 2016-01-01T00:00:00Z\n");
+        assert!(
+            e.message.contains("must be written as a string, in quotes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn mode_write_sets_the_query_section_aside() {
+        let text = "mode = \"query\"\n[target]\nkind = \"postgres\"\n[query]\nkind = \"tsbs\"\n";
+        let p = parse("s.toml", text, &["mode=write".into()]).unwrap();
+        assert_eq!(p.mode, RunMode::Write);
+        assert!(p.query.is_none());
+        assert!(parse("s.toml", text, &[]).unwrap().query.is_some());
     }
 
     #[test]

@@ -100,6 +100,37 @@ pub enum TransactionMode {
     Autocommit,
 }
 
+impl TsType {
+    /// The scenario's spelling (`target.ts_type`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TsType::DateTime6 => "datetime",
+            TsType::BigIntNs => "bigint_ns",
+        }
+    }
+}
+
+impl PrimaryKey {
+    /// The scenario's spelling (`target.primary_key`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrimaryKey::None => "none",
+            PrimaryKey::AutoIncrement => "auto_increment",
+            PrimaryKey::TagsTs => "tags_ts",
+        }
+    }
+}
+
+impl TransactionMode {
+    /// The scenario's spelling (`target.transaction`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionMode::PerBatch => "per_batch",
+            TransactionMode::Autocommit => "autocommit",
+        }
+    }
+}
+
 /// Where and how to write.
 #[derive(Clone, PartialEq, Eq)]
 pub struct MysqlConfig {

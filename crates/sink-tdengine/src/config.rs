@@ -122,6 +122,16 @@ pub enum ChildTables {
     Auto,
 }
 
+impl ChildTables {
+    /// The scenario's spelling (`target.child_tables`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildTables::Prepare => "prepare",
+            ChildTables::Auto => "auto",
+        }
+    }
+}
+
 /// How rows are sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum InsertMode {
