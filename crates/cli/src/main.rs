@@ -89,6 +89,26 @@ pub struct ScenarioArgs {
 struct RunArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
+    /// Shorthand for `--set load.workers=N`.
+    #[arg(short = 'w', long, value_name = "N")]
+    workers: Option<u64>,
+    /// Shorthand for `--set load.batch=N` (rows per request).
+    #[arg(short = 'b', long, value_name = "N")]
+    batch: Option<u64>,
+    /// Shorthand for `--set load.rate=R` (rows/s: open loop).
+    #[arg(short = 'r', long, value_name = "ROWS_PER_S")]
+    rate: Option<f64>,
+    /// Shorthand for `--set load.duration=D`, e.g. `30s`.
+    #[arg(short = 'd', long, value_name = "DURATION")]
+    duration: Option<String>,
+    /// Shorthand for `--set load.rows=N` (stop after N rows).
+    #[arg(short = 'n', long, value_name = "N")]
+    rows: Option<u64>,
+    /// The target's URL, its kind taken from the scheme: http(s):// -> influx,
+    /// postgres:// -> postgres, mysql:// or mariadb:// -> mysql, ws(s):// -> tdengine,
+    /// sqlite: -> sqlite; `null` for the null target.
+    #[arg(long, value_name = "URL")]
+    target: Option<String>,
     /// Write the final report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -264,7 +284,69 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// The quick flags of `run` as the `--set`s they stand for (after the user's own).
+fn quick_sets(args: &RunArgs) -> Result<Vec<String>, String> {
+    let mut sets = Vec::new();
+    if let Some(url) = &args.target {
+        let kind = target_kind_of_url(url)?;
+        sets.push(format!("target.kind=\"{kind}\""));
+        if kind != "null" {
+            sets.push(format!(
+                "target.url={}",
+                toml_edit::Value::from(url.as_str())
+            ));
+        }
+    }
+    let load = [
+        ("workers", args.workers.map(|v| v.to_string())),
+        ("batch", args.batch.map(|v| v.to_string())),
+        ("rate", args.rate.map(|v| format!("{v:?}"))),
+        (
+            "duration",
+            args.duration
+                .as_ref()
+                .map(|v| toml_edit::Value::from(v.as_str()).to_string()),
+        ),
+        ("rows", args.rows.map(|v| v.to_string())),
+    ];
+    for (key, value) in load {
+        if let Some(v) = value {
+            sets.push(format!("load.{key}={v}"));
+        }
+    }
+    Ok(sets)
+}
+
+/// The target kind a URL's scheme names.
+fn target_kind_of_url(url: &str) -> Result<&'static str, String> {
+    let scheme = url
+        .split_once(':')
+        .map_or(url, |(s, _)| s)
+        .to_ascii_lowercase();
+    Ok(match scheme.as_str() {
+        "null" => "null",
+        "http" | "https" => "influx",
+        "postgres" | "postgresql" => "postgres",
+        "mysql" | "mariadb" => "mysql",
+        "ws" | "wss" | "taos+ws" | "taos+wss" => "tdengine",
+        "sqlite" => "sqlite",
+        _ => {
+            return Err(format!(
+                "--target {url}: the scheme does not name a target kind; allowed: http(s)://, \
+                 postgres://, mysql://, mariadb://, ws(s)://, sqlite:, or null"
+            ));
+        }
+    })
+}
+
+fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
+    match quick_sets(&args) {
+        Ok(sets) => args.scenario.set.extend(sets),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
     let mut plan = match load_plan(&args.scenario) {
         Ok(p) => p,
         Err(code) => return Ok(code),
@@ -314,4 +396,29 @@ fn cmd_run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let executed = run::execute(&plan, workload)?;
     Ok(ExitCode::from(executed.code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_urls_scheme_names_its_kind() {
+        for (url, kind) in [
+            ("http://127.0.0.1:8086", "influx"),
+            ("HTTPS://h", "influx"),
+            ("postgres://u@h/d", "postgres"),
+            ("postgresql://u@h/d", "postgres"),
+            ("mysql://u@h/d", "mysql"),
+            ("mariadb://u@h/d", "mysql"),
+            ("ws://root:taosdata@h:6041", "tdengine"),
+            ("wss://h", "tdengine"),
+            ("sqlite:./x.db", "sqlite"),
+            ("null", "null"),
+        ] {
+            assert_eq!(target_kind_of_url(url), Ok(kind), "{url}");
+        }
+        assert!(target_kind_of_url("ftp://h").is_err());
+        assert!(target_kind_of_url("h:1").is_err());
+    }
 }

@@ -1244,3 +1244,60 @@ fn a_bad_out_or_metrics_addr_stops_the_run_before_it_starts() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn quick_flags_stand_for_their_sets_and_target_infers_the_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "run",
+            "--target",
+            "sqlite:q.db",
+            "-w",
+            "3",
+            "-b",
+            "50",
+            "-n",
+            "500",
+            "-d",
+            "30s",
+            "--progress",
+            "none",
+            "--json",
+            "r.json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = json(&dir.path().join("r.json"));
+    assert_eq!(r["rows"], 500);
+    let s = &r["scenario"];
+    assert_eq!(
+        (&s["target"]["kind"], &s["target"]["url"]),
+        (&"sqlite".into(), &"sqlite:q.db".into())
+    );
+    assert_eq!(
+        (&s["load"]["workers"], &s["load"]["batch"]),
+        (&3.into(), &50.into())
+    );
+    assert_eq!(s["load"]["duration"], "30s");
+    let total: i64 = sqlite_counts(&dir.path().join("q.db"))
+        .iter()
+        .filter(|(t, _)| *t != "tsload_ledger")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(total, 500);
+    let out = run(
+        &["run", "--target", "null", "-n", "10", "--progress", "none"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("-> null"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(&["run", "--target", "ftp://x"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("does not name a target kind"));
+}
