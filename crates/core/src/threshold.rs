@@ -1,10 +1,12 @@
 //! Pass/fail thresholds on a finished run, k6-style: `p99<20ms`, `service.p99.9<=5ms`,
-//! `metrics_per_s>=1000000`, `errors==0`. A broken threshold makes the run exit non-zero.
+//! any percentile (`p97.5<8ms`), `metrics_per_s>=1000000`, `errors==0`,
+//! `error_rate<0.1%`, `achieved_ratio>=99%`. A broken threshold makes the run exit
+//! non-zero.
 
 use std::fmt;
 
 use crate::query_report::QuerySummary;
-use crate::report::{LatencySummary, Summary};
+use crate::report::{LatencySummary, Summary, percentile_of};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -76,7 +78,13 @@ const COUNT_FIGURES: &[&str] = &[
     "statements",
     "requests_per_s",
     "statements_per_s",
+    // ratios, 0 to 1 (or written as a percentage)
+    "error_rate",
+    "achieved_ratio",
 ];
+
+/// Ratios: failed attempts over all attempts; achieved over offered rate (open loop).
+const RATIO_FIGURES: &[&str] = &["error_rate", "achieved_ratio"];
 
 impl Threshold {
     pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
@@ -106,19 +114,36 @@ impl Threshold {
             .strip_prefix("latency.")
             .or_else(|| metric.strip_prefix("service."))
             .unwrap_or(metric);
-        let value = if LATENCY_FIGURES.contains(&figure) {
+        let value = if LATENCY_FIGURES.contains(&figure) || percentile_of(figure).is_some() {
             parse_duration_ms(value).ok_or_else(|| {
                 err(format!(
                     "`{value}` is not a duration: write a number with a unit ns, us, ms or s, e.g. 20ms"
                 ))
             })?
+        } else if RATIO_FIGURES.contains(&metric) {
+            let (number, scale) = match value.strip_suffix('%') {
+                Some(n) => (n, 0.01),
+                None => (value, 1.0),
+            };
+            number
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(|v| v * scale)
+                .ok_or_else(|| {
+                    err(format!(
+                        "`{value}` is not a ratio: write 0.01 or 1% (error_rate: failed attempts \
+                         over all; achieved_ratio: achieved over offered rate)"
+                    ))
+                })?
         } else if COUNT_FIGURES.contains(&metric) {
             value
                 .parse::<f64>()
                 .map_err(|_| err(format!("`{value}` is not a number")))?
         } else {
             return Err(err(format!(
-                "unknown metric `{metric}`; allowed: [latency.|service.]{} or {}",
+                "unknown metric `{metric}`; allowed: [latency.|service.]{}|pNN.N (any \
+                 percentile) or {}",
                 LATENCY_FIGURES.join("|"),
                 COUNT_FIGURES.join(", ")
             )));
@@ -153,6 +178,7 @@ impl Threshold {
                 | "metrics_per_s"
                 | "mb_per_s"
                 | "cpu_us_per_1000_metrics"
+                | "achieved_ratio"
         )
     }
 
@@ -172,6 +198,9 @@ impl Threshold {
                 "metrics_per_s" => s.metrics_per_s,
                 "mb_per_s" => s.mb_per_s,
                 "cpu_us_per_1000_metrics" => s.client.cpu_us_per_1000_metrics,
+                "error_rate" => ratio(s.error_count(), s.requests + s.error_count()),
+                // Closed loop offers no rate: not measured.
+                "achieved_ratio" => s.rows_per_s / s.offered_rows_per_s?,
                 _ => return None,
             })
         })
@@ -192,6 +221,7 @@ impl Threshold {
                 "requests_per_s" => s.requests_per_s,
                 "statements_per_s" => s.statements_per_s,
                 "rows_per_s" => s.rows_per_s,
+                "error_rate" => ratio(s.error_count(), s.requests + s.error_count()),
                 _ => return None,
             })
         })
@@ -235,6 +265,15 @@ impl Threshold {
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
+    }
+}
+
+/// `part / whole`, 0 when nothing was attempted.
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
     }
 }
 
@@ -348,6 +387,38 @@ mod tests {
     }
 
     #[test]
+    fn any_percentile_error_rate_and_achieved_ratio() {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for ms in 1..=1000u64 {
+            h.record(ms * 1_000_000).unwrap();
+        }
+        let mut s = summary();
+        s.latency = LatencySummary::from_histogram(&h);
+        let t = |t: &str| Threshold::parse(t).unwrap().check(&s);
+        assert!(t("p97.5<980ms").is_ok(), "{:?}", t("p97.5<980ms"));
+        assert!(t("p97.5<970ms").unwrap_err().contains("p97.5 was 975"));
+        assert!(t("p75<=751ms").is_ok());
+        assert!(Threshold::parse("p101<1ms").is_err());
+        // 10 requests succeeded, 2 attempts failed: 2 / 12.
+        s.errors.insert("timeout".into(), 2);
+        let t = |t: &str| Threshold::parse(t).unwrap().check(&s);
+        assert!(t("error_rate<17%").is_ok());
+        assert!(
+            t("error_rate<0.1")
+                .unwrap_err()
+                .contains("error_rate was 0.1666")
+        );
+        // Closed loop: no offered rate, not measured, broken.
+        assert!(t("achieved_ratio>=0.99").is_err());
+        s.offered_rows_per_s = Some(200.0);
+        let t = |t: &str| Threshold::parse(t).unwrap().check(&s);
+        assert!(t("achieved_ratio>=50%").is_ok());
+        assert!(t("achieved_ratio>=99%").unwrap_err().contains("was 0.5"));
+        let e = Threshold::parse("error_rate<lots").unwrap_err();
+        assert!(e.reason.contains("not a ratio"), "{e}");
+    }
+
+    #[test]
     fn count_thresholds() {
         let s = summary();
         assert!(Threshold::parse("errors==0").unwrap().check(&s).is_ok());
@@ -363,8 +434,8 @@ mod tests {
     fn bad_thresholds_say_why() {
         let e = Threshold::parse("p99<20").unwrap_err();
         assert!(e.reason.contains("duration"), "{e}");
-        let e = Threshold::parse("p98<20ms").unwrap_err();
-        assert!(e.reason.contains("unknown metric"), "{e}");
+        let e = Threshold::parse("q98<20ms").unwrap_err();
+        assert!(e.reason.contains("unknown metric") && e.reason.contains("pNN.N"), "{e}");
         let e = Threshold::parse("p99").unwrap_err();
         assert!(e.reason.contains("OP"), "{e}");
     }
