@@ -1,6 +1,7 @@
 //! The `tsload` binary: reads a scenario, builds the workload and the target, drives the
 //! engine, shows progress and prints (and writes) the final report.
 
+mod confirm;
 mod generate;
 mod netem;
 mod network;
@@ -109,6 +110,10 @@ struct RunArgs {
     /// sqlite: -> sqlite; `null` for the null target.
     #[arg(long, value_name = "URL")]
     target: Option<String>,
+    /// Confirm `target.drop_existing = true` against a server that is not this machine
+    /// (asked on a terminal otherwise).
+    #[arg(long)]
+    yes: bool,
     /// Write the final report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -359,6 +364,10 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     plan.output.out = args.out;
     plan.output.metrics_addr = args.metrics_addr;
+    if let Err(e) = confirm::confirm_drop(&plan, args.yes) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     for t in &args.fail_if {
         match Threshold::parse(t) {
             Ok(t) => plan.output.fail_if.push(t),

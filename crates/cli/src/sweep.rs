@@ -28,6 +28,10 @@ pub struct SweepArgs {
     /// Progress display of each point's run: auto, bar, plain or none.
     #[arg(long, value_name = "MODE", default_value = "none")]
     progress: String,
+    /// Confirm `target.drop_existing = true` against a server that is not this machine
+    /// (asked on a terminal otherwise).
+    #[arg(long)]
+    yes: bool,
 }
 
 fn to_sweep_value(v: &toml::Value) -> SweepValue {
@@ -99,6 +103,12 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return usage(e),
     };
+    // Asked once for the whole sweep (every point drops the same target's tables).
+    if let Some(plan) = plans.first()
+        && let Err(e) = crate::confirm::confirm_drop(plan, args.yes)
+    {
+        return usage(e);
+    }
     let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
         (Some(q), crate::plan::RunMode::Query) => q.config.mode == LoadMode::Closed,
         _ => p.load.mode == LoadMode::Closed,

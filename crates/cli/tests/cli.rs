@@ -1301,3 +1301,35 @@ fn quick_flags_stand_for_their_sets_and_target_infers_the_kind() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("does not name a target kind"));
 }
+
+#[test]
+fn dropping_tables_on_another_host_needs_yes_without_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    // Refused before anything connects: no traffic leaves this machine.
+    for command in ["run", "sweep"] {
+        let mut args = vec![
+            command,
+            "--set",
+            "target.kind=postgres",
+            "--set",
+            "target.url=\"postgres://u@db.example:5432/d\"",
+            "--set",
+            "target.drop_existing=true",
+        ];
+        if command == "sweep" {
+            args.extend(["--set", "sweep.workers=[1, 2]", "--out", "sw"]);
+        }
+        let out = tsload()
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {e}");
+        assert!(
+            e.contains("db.example") && e.contains("--yes"),
+            "{command}: {e}"
+        );
+    }
+}

@@ -435,7 +435,10 @@ mod tests {
         let e = Threshold::parse("p99<20").unwrap_err();
         assert!(e.reason.contains("duration"), "{e}");
         let e = Threshold::parse("q98<20ms").unwrap_err();
-        assert!(e.reason.contains("unknown metric") && e.reason.contains("pNN.N"), "{e}");
+        assert!(
+            e.reason.contains("unknown metric") && e.reason.contains("pNN.N"),
+            "{e}"
+        );
         let e = Threshold::parse("p99").unwrap_err();
         assert!(e.reason.contains("OP"), "{e}");
     }

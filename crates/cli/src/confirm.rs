@@ -1,0 +1,103 @@
+//! The confirmation asked before a run drops tables on a server that is not this machine
+//! (`target.drop_existing = true` against a host other than loopback): on a terminal a
+//! y/N question, elsewhere `--yes` or a refusal.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+
+use crate::plan::{Plan, TargetPlan};
+
+/// The host whose data `plan` drops, when that host is not this machine.
+pub fn remote_drop_host(plan: &Plan) -> Option<String> {
+    let url = match &plan.target {
+        TargetPlan::Postgres(c) if c.drop_existing => &c.url,
+        TargetPlan::Mysql(c) if c.drop_existing => &c.url,
+        #[cfg(feature = "tdengine")]
+        TargetPlan::Tdengine(c) if c.drop_existing => &c.dsn,
+        _ => return None,
+    };
+    let host = url_host(url)?;
+    (!is_loopback(&host)).then_some(host)
+}
+
+/// The host part of a URL (`None` when it has none, such as a Unix socket URL).
+fn url_host(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url).ok()?;
+    match parsed.host()? {
+        url::Host::Domain(d) => Some(d.to_string()),
+        url::Host::Ipv4(a) => Some(a.to_string()),
+        url::Host::Ipv6(a) => Some(a.to_string()),
+    }
+}
+
+/// Loopback by its spelling alone (no name lookup): `localhost`, 127.0.0.0/8, ::1.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
+/// Asks before dropping tables on another machine, unless `yes`. `Err` says why the run
+/// must not start.
+pub fn confirm_drop(plan: &Plan, yes: bool) -> Result<(), String> {
+    let Some(host) = remote_drop_host(plan) else {
+        return Ok(());
+    };
+    if yes {
+        return Ok(());
+    }
+    let what = format!(
+        "target.drop_existing = true drops the tables this scenario writes on {host}, which \
+         is not this machine"
+    );
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(format!(
+            "{what}; pass --yes to confirm (there is no terminal to ask)"
+        ));
+    }
+    eprint!("{what}. Drop them? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        Err("not confirmed: nothing was dropped".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_drop_on_another_host_needs_confirming() {
+        let plan = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            crate::scenario::parse("s.toml", "", &sets).unwrap()
+        };
+        let pg = "target.kind=postgres";
+        for (url, drop, remote) in [
+            ("postgres://u@127.0.0.1:5432/d", true, None),
+            ("postgres://u@localhost/d", true, None),
+            ("postgres://u@[::1]:5432/d", true, None),
+            ("postgres://u@db.example:5432/d", true, Some("db.example")),
+            ("postgres://u@10.1.2.3/d", true, Some("10.1.2.3")),
+            ("postgres://u@10.1.2.3/d", false, None),
+        ] {
+            let p = plan(&[
+                pg,
+                &format!("target.url=\"{url}\""),
+                &format!("target.drop_existing={drop}"),
+            ]);
+            assert_eq!(remote_drop_host(&p).as_deref(), remote, "{url} {drop}");
+            assert_eq!(confirm_drop(&p, true), Ok(()));
+        }
+        let p = plan(&["target.kind=sqlite", "target.drop_existing=true"]);
+        assert_eq!(remote_drop_host(&p), None);
+    }
+}
