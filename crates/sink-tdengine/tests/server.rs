@@ -32,7 +32,7 @@ impl TagSource for Tags {
     }
 }
 
-/// REFERENCE.md R1's schema: columns 1 varchar(10) + 10 float, tags tbname + 1 varchar(10).
+/// docs/experiments.md R1's schema: columns 1 varchar(10) + 10 float, tags tbname + 1 varchar(10).
 fn schema() -> Schema {
     let mut fields = vec![FieldDef {
         name: "c0".into(),

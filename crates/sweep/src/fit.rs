@@ -4,7 +4,7 @@
 //!
 //! `t_request` is the mean time one in-flight slot spends per request. By default
 //! ([`TRequestSource::ClosedLoop`]) it is Little's law on the closed loop:
-//! `t_request = workers * in_flight / requests_per_s`. That is the number REFERENCE R1's
+//! `t_request = workers * in_flight / requests_per_s`. That is the number docs/experiments.md R1's
 //! note uses (`threads x rows_per_request / rate`), it includes everything a slot does per
 //! request (building the batch, client overheads, the round trips, the server's work), and
 //! throughput is exactly `slots * rows_per_request / t_request`, so the halving RTT read from
@@ -398,7 +398,7 @@ mod tests {
         );
     }
 
-    /// REFERENCE R1 (TDengine, 16 threads, 10 rows per request): per-request time grows by
+    /// docs/experiments.md R1 (TDengine, 16 threads, 10 rows per request): per-request time grows by
     /// about 1.5-1.7 x RTT.
     #[test]
     fn reference_r1() {

@@ -2,10 +2,10 @@
 //! libraries: text is written as SVG `<text>` elements and laid out by the viewer).
 //!
 //! Three kinds, chosen by [`choose_plot`] from which keys vary:
-//! - [`PlotKind::RateVsRtt`] (only RTT keys such as `delay` vary; REFERENCE R1):
+//! - [`PlotKind::RateVsRtt`] (only RTT keys such as `delay` vary; docs/experiments.md R1):
 //!   throughput against the measured RTT, points and line, with the fitted model
 //!   `rate = C / (t_service + k * RTT)` as a second series.
-//! - [`PlotKind::Heatmap`] (exactly `batch` and `workers` vary; REFERENCE R4): one cell
+//! - [`PlotKind::Heatmap`] (exactly `batch` and `workers` vary; docs/experiments.md R4): one cell
 //!   per (workers, batch), colored by throughput (log scale when the values span more
 //!   than 20x), the value written in the cell.
 //! - [`PlotKind::Lines`] (anything else): throughput against the first varying key, one

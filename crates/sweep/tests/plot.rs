@@ -1,4 +1,4 @@
-//! The SVG plots, checked as XML: REFERENCE R1 (rate vs RTT) and R4 (batch x workers) data
+//! The SVG plots, checked as XML: docs/experiments.md R1 (rate vs RTT) and R4 (batch x workers) data
 //! drawn, parsed back with roxmltree, and searched for titles, axis labels, one marker per
 //! point and one annotated cell per grid point. Set `TSLOAD_SWEEP_SVG_DIR` to keep the files.
 

@@ -52,7 +52,7 @@ pub enum CustomValue {
     Str(String),
 }
 
-/// Settings of a custom super table. The default reproduces REFERENCE.md R1's schema:
+/// Settings of a custom super table. The default reproduces docs/experiments.md R1's schema:
 /// columns 1 varchar(10) + 10 float, tags 1 varchar(10), 10 s apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CustomConfig {
