@@ -2766,6 +2766,68 @@ mod tests {
         assert!(parse("s.toml", text, &[]).unwrap().query.is_some());
     }
 
+    /// docs/keys.md lists exactly the keys each section's struct reads: serde names them
+    /// all when it refuses an unknown one.
+    #[test]
+    fn keys_table_matches_the_scenario_structs() {
+        let doc = include_str!("../../../docs/keys.md");
+        let mut documented: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        let mut section = "";
+        for line in doc.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                section = h.trim_matches(['[', ']']);
+                section = if section == "top level" { "" } else { section };
+            } else if let Some(row) = line.strip_prefix("| `") {
+                let key = row.split('`').next().unwrap();
+                documented.entry(section).or_default().push(key);
+            }
+        }
+        for section in [
+            "", "workload", "target", "load", "output", "network", "query",
+        ] {
+            let text = if section.is_empty() {
+                "zz_not_a_key = 1\n".to_string()
+            } else {
+                format!("[{section}]\nzz_not_a_key = 1\n")
+            };
+            let e = err(&text);
+            let mut read: Vec<&str> = e
+                .message
+                .split_once("expected")
+                .map(|(_, rest)| rest.split(['(', ';']).next().unwrap())
+                .map(|list| list.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default();
+            // Sections are tables of their own, not keys.
+            read.retain(|k| {
+                ![
+                    "workload", "target", "load", "output", "network", "query", "sweep",
+                ]
+                .contains(k)
+            });
+            let mut listed = documented.get(section).cloned().unwrap_or_default();
+            read.sort_unstable();
+            listed.sort_unstable();
+            assert_eq!(
+                listed, read,
+                "docs/keys.md section [{section}] vs the parser"
+            );
+        }
+        let sweep = documented.get("sweep").cloned().unwrap_or_default();
+        assert_eq!(
+            sweep,
+            [
+                "delay",
+                "jitter",
+                "loss",
+                "workers",
+                "batch",
+                "in_flight",
+                "duration",
+                "rows"
+            ]
+        );
+    }
+
     #[test]
     fn overrides_apply_and_are_validated() {
         let p = parse(

@@ -102,6 +102,8 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "synchronous_commit",
             "create_index",
             "connect_timeout",
+            "ca_file",
+            "insecure_skip_verify",
             "engine",
             "primary_key",
             "transaction",
