@@ -1333,3 +1333,128 @@ fn dropping_tables_on_another_host_needs_yes_without_a_terminal() {
         );
     }
 }
+
+fn taosbenchmark_json(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/taosbenchmark")
+        .join(name)
+}
+
+#[test]
+fn taosbenchmark_files_import_to_scenarios_that_validate_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let import = |name: &str| {
+        let out = run(
+            &[
+                "import-taosbenchmark",
+                taosbenchmark_json(name).to_str().unwrap(),
+                "-o",
+                "s.toml",
+            ],
+            dir.path(),
+        );
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let plan = tsload()
+            .args(["validate", "s.toml"])
+            .env("TAOS_PASSWORD", "secret-pw")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(plan.status.success(), "{name}: {}", text(&plan.stderr));
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        assert!(!text(&out.stdout).contains("secret") && !plan.to_string().contains("secret-pw"));
+        (plan, text(&out.stderr))
+    };
+
+    // R1's file: the same load as configs/tdengine-r1.toml.
+    let (p, notes) = import("r1-stmt2.json");
+    let (w, t, l) = (&p["workload"], &p["target"], &p["load"]);
+    assert_eq!(
+        (w["kind"].as_str(), w["childtable_count"].as_u64()),
+        (Some("custom"), Some(80_000))
+    );
+    assert_eq!(
+        (w["insert_rows"].as_u64(), w["interlace_rows"].as_u64()),
+        (Some(10_000), Some(10))
+    );
+    assert_eq!(w["timestamp_step"], "10s");
+    assert_eq!(
+        (l["workers"].as_u64(), l["batch"].as_u64()),
+        (Some(16), Some(10))
+    );
+    assert_eq!(
+        (
+            t["kind"].as_str(),
+            t["mode"].as_str(),
+            t["vgroups"].as_u64()
+        ),
+        (Some("tdengine"), Some("stmt"), Some(8))
+    );
+    assert_eq!(t["database"], "test");
+    assert!(
+        notes.contains("stmt2") && notes.contains("dbinfo.replica"),
+        "{notes}"
+    );
+    assert!(notes.contains("export TAOS_PASSWORD"), "{notes}");
+
+    // taosBenchmark's own example shape: named columns, value lists, a ms step.
+    let (p, notes) = import("insert.json");
+    let w = &p["workload"];
+    assert_eq!(w["timestamp_step"], "10ms");
+    assert_eq!(w["start_timestamp"], "2020-10-01T00:00:00.000000000Z");
+    assert_eq!(w["columns"].as_array().unwrap().len(), 3);
+    assert!(notes.contains("names are not carried"), "{notes}");
+    assert_eq!(p["target"]["mode"], "sql");
+
+    // Schemaless, tables made on insert, microseconds, "now".
+    let (p, notes) = import("sml-auto-us.json");
+    let t = &p["target"];
+    assert_eq!(
+        (t["mode"].as_str(), t["child_tables"].as_str()),
+        (Some("schemaless"), Some("auto"))
+    );
+    assert_eq!(
+        (t["precision"].as_str(), t["cachemodel"].as_str()),
+        (Some("us"), Some("both"))
+    );
+    assert_eq!(p["workload"]["timestamp_step"], "1s");
+    assert_eq!(p["workload"]["disorder_range"], "2s");
+    assert!(
+        notes.contains("\"now\"")
+            && notes.contains("childtable_limit")
+            && notes.contains("load.rate"),
+        "{notes}"
+    );
+
+    // The imported workload runs (into the null target, made small).
+    import("insert.json");
+    let out = run(
+        &[
+            "run",
+            "s.toml",
+            "--set",
+            "target.kind=null",
+            "--set",
+            "workload.childtable_count=10",
+            "--set",
+            "workload.insert_rows=10",
+            "--progress",
+            "none",
+            "--json",
+            "r.json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(json(&dir.path().join("r.json"))["rows"], 100);
+
+    // What cannot be imported is named, exit 2.
+    std::fs::write(dir.path().join("q.json"), r#"{"filetype": "query"}"#).unwrap();
+    let out = run(&["import-taosbenchmark", "q.json"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("q.json: filetype \"query\""),
+        "{}",
+        text(&out.stderr)
+    );
+}

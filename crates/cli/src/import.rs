@@ -1,0 +1,441 @@
+//! `tsload import-taosbenchmark FILE.json`: a taosBenchmark `insert` JSON file turned into
+//! the equivalent tsload scenario (custom workload, TDengine target), with a note for every
+//! setting that does not carry over. Pure: JSON text in, TOML text and notes out.
+
+use serde_json::Value;
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
+
+/// What an import made: the scenario, and what the user should know about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub scenario: String,
+    /// Settings not carried over, or carried with a change, one line each.
+    pub notes: Vec<String>,
+}
+
+/// Keys that change nothing in a tsload run (client plumbing, output files, prompts).
+const IGNORED: &[&str] = &[
+    "filetype",
+    "cfgdir",
+    "connection_pool_size",
+    "create_table_thread_count",
+    "result_file",
+    "confirm_parameter_prompt",
+    "prepared_rand",
+    "chinese",
+    "escape_character",
+    "non_stop_mode",
+    "line_protocol",
+    "data_source",
+    "keep_trying",
+    "trying_interval",
+    "test_log",
+];
+
+/// Converts the JSON text of a taosBenchmark insert file. `Err` says which key holds what
+/// tsload cannot do.
+pub fn taosbenchmark(json: &str) -> Result<Imported, String> {
+    let root: Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+    let root = root.as_object().ok_or("the file is not a JSON object")?;
+    let mut notes = Vec::new();
+    match root.get("filetype").and_then(Value::as_str) {
+        Some("insert") | None => {}
+        Some(other) => {
+            return Err(format!(
+                "filetype \"{other}\": only \"insert\" files describe a write load"
+            ));
+        }
+    }
+    let databases = root
+        .get("databases")
+        .and_then(Value::as_array)
+        .ok_or("`databases` is missing or not an array")?;
+    let [database] = databases.as_slice() else {
+        return Err(format!(
+            "`databases` has {} entries; a tsload scenario writes one (make one file per database)",
+            databases.len()
+        ));
+    };
+    let dbinfo = database.get("dbinfo").and_then(Value::as_object);
+    let stables = database
+        .get("super_tables")
+        .and_then(Value::as_array)
+        .ok_or("`databases[0].super_tables` is missing or not an array")?;
+    let [stable] = stables.as_slice() else {
+        return Err(format!(
+            "`databases[0].super_tables` has {} entries; tsload's custom workload is one super \
+             table (make one file per super table)",
+            stables.len()
+        ));
+    };
+    let stable = stable
+        .as_object()
+        .ok_or("`super_tables[0]` is not an object")?;
+    let precision = dbinfo
+        .and_then(|d| d.get("precision"))
+        .and_then(Value::as_str)
+        .unwrap_or("ms");
+    let unit_ns: i64 = match precision {
+        "ms" => 1_000_000,
+        "us" => 1_000,
+        "ns" => 1,
+        other => {
+            return Err(format!("dbinfo.precision \"{other}\": allowed ms, us, ns"));
+        }
+    };
+
+    let mut doc = DocumentMut::new();
+    let name = dbinfo
+        .and_then(|d| d.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("test");
+    doc["name"] = value(format!("taosbenchmark-{name}"));
+    doc["description"] = value("imported from a taosBenchmark insert file");
+
+    // [workload]
+    let mut w = Table::new();
+    w["kind"] = value("custom");
+    w["seed"] = value(123);
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let int = |v: &Value, key: &str| {
+        v.as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .ok_or_else(|| format!("`{key}`: {v} is not a whole number"))
+    };
+    let number = |v: &Value, key: &str| {
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .ok_or_else(|| format!("`{key}`: {v} is not a number"))
+    };
+    let duration_of = |units: i64| -> String {
+        let ns = units.saturating_mul(unit_ns);
+        humantime::format_duration(std::time::Duration::from_nanos(ns.max(0) as u64)).to_string()
+    };
+    if let Some(v) = stable.get("name").and_then(text) {
+        w["stable"] = value(v);
+    }
+    for key in ["childtable_count", "insert_rows"] {
+        if let Some(v) = stable.get(key) {
+            w[key] = value(int(v, key)?);
+        }
+    }
+    if let Some(v) = stable.get("childtable_prefix").and_then(text) {
+        w["childtable_prefix"] = value(v);
+    }
+    if let Some(v) = stable.get("timestamp_step") {
+        w["timestamp_step"] = value(duration_of(int(v, "timestamp_step")?));
+    }
+    match stable.get("start_timestamp").and_then(Value::as_str) {
+        None => {}
+        Some(s) if s.eq_ignore_ascii_case("now") => notes.push(
+            "start_timestamp \"now\": tsload starts at a fixed time, so that every run writes the \
+             same data; kept its default (set workload.start_timestamp)"
+                .into(),
+        ),
+        Some(s) => w["start_timestamp"] = value(rfc3339(s)?),
+    }
+    // The super table's interlace_rows wins over the file's, as in taosBenchmark.
+    let interlace = stable
+        .get("interlace_rows")
+        .filter(|v| int(v, "interlace_rows").is_ok_and(|n| n > 0))
+        .or_else(|| root.get("interlace_rows"));
+    if let Some(v) = interlace {
+        w["interlace_rows"] = value(int(v, "interlace_rows")?);
+    }
+    if let Some(v) = stable.get("disorder_ratio") {
+        w["disorder_ratio"] = value(number(v, "disorder_ratio")?);
+    }
+    if let Some(v) = stable.get("disorder_range") {
+        w["disorder_range"] = value(duration_of(int(v, "disorder_range")?));
+    }
+    for (key, list) in [("columns", "columns"), ("tags", "tags")] {
+        if let Some(v) = stable.get(key) {
+            let (columns, names) = column_list(v, list)?;
+            if names {
+                notes.push(format!(
+                    "{list}: names are not carried; tsload names columns c0, c1, ... and tags \
+                     t0, t1, ... (after tbname)"
+                ));
+            }
+            w[key] = Item::Value(toml_edit::Value::Array(columns));
+        }
+    }
+    doc["workload"] = Item::Table(w);
+
+    // [target]
+    let mut t = Table::new();
+    t["kind"] = value("tdengine");
+    let host = root
+        .get("host")
+        .and_then(Value::as_str)
+        .unwrap_or("127.0.0.1");
+    let user = root.get("user").and_then(Value::as_str).unwrap_or("root");
+    t["url"] = value(format!("ws://{user}@{host}:6041"));
+    if root.get("port").is_some() {
+        notes.push(format!(
+            "port {}: tsload speaks to taosAdapter's WebSocket endpoint, written as port 6041",
+            root["port"]
+        ));
+    }
+    if root.get("password").is_some() {
+        t["password"] = value("$TAOS_PASSWORD");
+        notes.push(
+            "password: not copied into the scenario; export TAOS_PASSWORD before the run".into(),
+        );
+    }
+    t["database"] = value(name);
+    if let Some(d) = dbinfo {
+        if d.get("drop")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s == "yes")
+        {
+            t["drop_existing"] = value(true);
+        }
+        t["precision"] = value(precision);
+        for key in ["vgroups", "buffer", "wal_level"] {
+            if let Some(v) = d.get(key) {
+                t[key] = value(int(v, &format!("dbinfo.{key}"))?);
+            }
+        }
+        if let Some(v) = d.get("cachemodel").and_then(Value::as_str) {
+            t["cachemodel"] = value(v.trim_matches('\'').to_string());
+        }
+        for key in d.keys() {
+            if ![
+                "name",
+                "drop",
+                "precision",
+                "vgroups",
+                "buffer",
+                "wal_level",
+                "cachemodel",
+            ]
+            .contains(&key.as_str())
+            {
+                notes.push(format!(
+                    "dbinfo.{key}: not a tsload setting, left to the server's default"
+                ));
+            }
+        }
+    }
+    let auto_create = stable
+        .get("auto_create_table")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s == "yes");
+    t["child_tables"] = value(if auto_create { "auto" } else { "prepare" });
+    if let Some(v) = stable.get("batch_create_tbl_num") {
+        let n = int(v, "batch_create_tbl_num")?.clamp(1, 3000);
+        t["batch_create_tbl_num"] = value(n);
+    }
+    let mode = match stable
+        .get("insert_mode")
+        .and_then(Value::as_str)
+        .unwrap_or("taosc")
+    {
+        "taosc" | "rest" => "sql",
+        "stmt" => "stmt",
+        "stmt2" => {
+            notes.push(
+                "insert_mode \"stmt2\": the taos crate has no STMT2 API; written as \"stmt\" \
+                 (parameter binding too)"
+                    .into(),
+            );
+            "stmt"
+        }
+        "sml" | "sml-rest" => "schemaless",
+        other => {
+            return Err(format!(
+                "super_tables[0].insert_mode \"{other}\": allowed taosc, rest, stmt, stmt2, sml"
+            ));
+        }
+    };
+    t["mode"] = value(mode);
+    doc["target"] = Item::Table(t);
+
+    // [load]
+    let mut l = Table::new();
+    if let Some(v) = root.get("thread_count") {
+        l["workers"] = value(int(v, "thread_count")?.max(1));
+    }
+    if let Some(v) = root.get("num_of_records_per_req") {
+        l["batch"] = value(int(v, "num_of_records_per_req")?.max(1));
+    }
+    doc["load"] = Item::Table(l);
+
+    for key in root.keys() {
+        let known = [
+            "host",
+            "port",
+            "user",
+            "password",
+            "thread_count",
+            "num_of_records_per_req",
+            "interlace_rows",
+            "insert_interval",
+            "databases",
+        ];
+        if !known.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
+            notes.push(format!("{key}: not carried over"));
+        }
+    }
+    for key in stable.keys() {
+        let carried = [
+            "name",
+            "childtable_count",
+            "childtable_prefix",
+            "insert_rows",
+            "timestamp_step",
+            "start_timestamp",
+            "interlace_rows",
+            "disorder_ratio",
+            "disorder_range",
+            "columns",
+            "tags",
+            "auto_create_table",
+            "child_table_exists",
+            "batch_create_tbl_num",
+            "insert_mode",
+        ];
+        if carried.contains(&key.as_str()) || IGNORED.contains(&key.as_str()) {
+            continue;
+        }
+        let v = &stable[key];
+        let unset = v.is_null()
+            || v.as_i64() == Some(0)
+            || v.as_str().is_some_and(|s| s.is_empty() || s == "no");
+        if !unset {
+            notes.push(format!("super_tables[0].{key} = {v}: not carried over"));
+        }
+    }
+    if let Some(source) = stable.get("data_source").and_then(Value::as_str)
+        && source != "rand"
+    {
+        notes.push(format!(
+            "data_source \"{source}\": tsload generates random values; sample files are not read"
+        ));
+    }
+    if let Some(v) = root.get("insert_interval").and_then(Value::as_i64)
+        && v > 0
+    {
+        notes.push(format!(
+            "insert_interval {v} ms: use load.rate for a paced (open-loop) run instead"
+        ));
+    }
+    Ok(Imported {
+        scenario: doc.to_string(),
+        notes,
+    })
+}
+
+/// taosBenchmark's column list as tsload's inline tables; whether any had a `name`.
+fn column_list(v: &Value, list: &str) -> Result<(Array, bool), String> {
+    let items = v
+        .as_array()
+        .ok_or_else(|| format!("`{list}` is not an array"))?;
+    let mut out = Array::new();
+    let mut named = false;
+    for (i, c) in items.iter().enumerate() {
+        let at = |field: &str| format!("{list}[{i}].{field}");
+        let c = c
+            .as_object()
+            .ok_or_else(|| format!("`{list}[{i}]` is not an object"))?;
+        let ty = c
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("`{}` is missing", at("type")))?
+            .to_ascii_lowercase();
+        let ty = match ty.as_str() {
+            "bool" | "tinyint" | "smallint" | "int" | "bigint" | "float" | "double" | "varchar"
+            | "binary" | "nchar" | "timestamp" => ty,
+            other => {
+                return Err(format!(
+                    "`{}` \"{other}\": tsload's custom workload has bool, tinyint, smallint, \
+                     int, bigint, float, double, varchar/binary, nchar, timestamp",
+                    at("type")
+                ));
+            }
+        };
+        let mut t = InlineTable::new();
+        t.insert("type", ty.into());
+        for key in ["len", "count"] {
+            if let Some(n) = c.get(key).and_then(Value::as_i64) {
+                t.insert(key, n.into());
+            }
+        }
+        for key in ["min", "max"] {
+            match c.get(key) {
+                Some(v) if v.is_i64() => {
+                    t.insert(key, v.as_i64().unwrap_or_default().into());
+                }
+                Some(v) if v.is_f64() => {
+                    t.insert(key, v.as_f64().unwrap_or_default().into());
+                }
+                _ => {}
+            }
+        }
+        if let Some(values) = c.get("values").and_then(Value::as_array) {
+            let mut list = Array::new();
+            for v in values {
+                list.push(match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+            }
+            t.insert("values", toml_edit::Value::Array(list));
+        }
+        named |= c.contains_key("name");
+        out.push(toml_edit::Value::InlineTable(t));
+    }
+    Ok((out, named))
+}
+
+/// taosBenchmark's `"2020-10-01 00:00:00.000"` (UTC) as RFC 3339.
+fn rfc3339(s: &str) -> Result<String, String> {
+    let t = s.trim().replacen(' ', "T", 1);
+    let tail: String = t.chars().rev().take(6).collect();
+    let t = if t.ends_with('Z') || tail.contains(['+', '-']) {
+        t
+    } else {
+        format!("{t}Z")
+    };
+    humantime::parse_rfc3339_weak(&t)
+        .map(|_| t.clone())
+        .map_err(|_| {
+            format!("start_timestamp \"{s}\": expected \"YYYY-MM-DD HH:MM:SS[.fff]\" or \"now\"")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_timestamps_become_rfc3339() {
+        assert_eq!(
+            rfc3339("2020-10-01 00:00:00.000").unwrap(),
+            "2020-10-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339("2017-07-14 10:40:00").unwrap(),
+            "2017-07-14T10:40:00Z"
+        );
+        assert!(rfc3339("yesterday").is_err());
+    }
+
+    #[test]
+    fn what_cannot_be_imported_is_named() {
+        let e = taosbenchmark("{\"filetype\": \"query\"}").unwrap_err();
+        assert!(e.contains("only \"insert\""), "{e}");
+        let e = taosbenchmark("{\"databases\": []}").unwrap_err();
+        assert!(e.contains("has 0 entries"), "{e}");
+        let two = r#"{"databases": [{"super_tables": [{}, {}]}]}"#;
+        assert!(taosbenchmark(two).unwrap_err().contains("one super table"));
+        let bad = r#"{"databases": [{"super_tables": [{"columns": [{"type": "JSON"}]}]}]}"#;
+        let e = taosbenchmark(bad).unwrap_err();
+        assert!(
+            e.contains("columns[0].type") && e.contains("\"json\""),
+            "{e}"
+        );
+        assert!(taosbenchmark("[1,").unwrap_err().starts_with("not JSON"));
+    }
+}
