@@ -1,6 +1,8 @@
 //! Outputs over time: every report interval of every stream as a CSV row or an NDJSON
-//! record (`--out csv=FILE`, `--out ndjson=FILE`), and the run's counters and latency
-//! quantiles served in Prometheus' text format while it goes on (`--metrics-addr`).
+//! record (`--out csv=FILE`, `--out ndjson=FILE`) or as line protocol pushed to a server
+//! (`--out influx=URL`, encoded by tsload-lineproto like any other batch), and the run's
+//! counters and latency quantiles served in Prometheus' text format while it goes on
+//! (`--metrics-addr`).
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -21,6 +23,8 @@ use tsload_core::recorder::Counters;
 pub enum OutSpec {
     Csv(PathBuf),
     Ndjson(PathBuf),
+    /// The write endpoint (`http://host:8086/write?db=tsload` or a v2 URL).
+    Influx(String),
 }
 
 impl std::str::FromStr for OutSpec {
@@ -36,11 +40,52 @@ impl std::str::FromStr for OutSpec {
         match kind {
             "csv" => Ok(OutSpec::Csv(path.into())),
             "ndjson" => Ok(OutSpec::Ndjson(path.into())),
+            "influx" => {
+                let url = url::Url::parse(path)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| {
+                        format!("\"{s}\": expected an http(s) URL, e.g. influx=http://127.0.0.1:8086/write?db=tsload")
+                    })?;
+                // A bare server URL writes to InfluxDB 1.x's /write into database tsload.
+                Ok(OutSpec::Influx(
+                    if url.path() == "/" && url.query().is_none() {
+                        format!("{}write?db=tsload", url.as_str())
+                    } else {
+                        url.to_string()
+                    },
+                ))
+            }
             other => Err(format!(
-                "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson"
+                "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson, influx"
             )),
         }
     }
+}
+
+/// `url` with its password and any `p`, `password` or `token` query value as `***`, for
+/// reports and messages.
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut u) = url::Url::parse(url) else {
+        return "<url>".into();
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    let pairs: Vec<(String, String)> = u
+        .query_pairs()
+        .map(|(k, v)| {
+            let secret = matches!(k.as_ref(), "p" | "password" | "token");
+            (
+                k.into_owned(),
+                if secret { "***".into() } else { v.into_owned() },
+            )
+        })
+        .collect();
+    if !pairs.is_empty() {
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
 }
 
 /// One report interval of one stream, as the CSV and NDJSON outputs write it.
@@ -164,6 +209,7 @@ struct StreamState {
 struct Inner {
     csv: Option<(PathBuf, BufWriter<File>)>,
     ndjson: Option<(PathBuf, BufWriter<File>)>,
+    influx: Option<InfluxPush>,
     /// Per stream, in the order they first reported.
     streams: Vec<(&'static str, StreamState)>,
     /// The first write error; the run goes on and the error is reported at its end.
@@ -183,6 +229,13 @@ impl Outputs {
             let (path, slot) = match spec {
                 OutSpec::Csv(p) => (p, &mut inner.csv),
                 OutSpec::Ndjson(p) => (p, &mut inner.ndjson),
+                OutSpec::Influx(url) => {
+                    if inner.influx.is_some() {
+                        anyhow::bail!("--out influx= is given twice; one server per run");
+                    }
+                    inner.influx = Some(InfluxPush::new(url)?);
+                    continue;
+                }
             };
             if slot.is_some() {
                 anyhow::bail!(
@@ -223,6 +276,9 @@ impl Outputs {
                 failed = Some(format!("writing {}: {e}", path.display()));
             }
         }
+        if let Some(push) = &mut inner.influx {
+            push.send(&row);
+        }
         if let Some(e) = failed {
             inner.error.get_or_insert(e);
         }
@@ -250,9 +306,36 @@ impl Outputs {
         }
     }
 
-    /// The first error writing the files, if any.
+    /// The first error writing the files or pushing to the server, if any.
     pub fn error(&self) -> Option<String> {
-        self.0.lock().ok().and_then(|i| i.error.clone())
+        let inner = self.0.lock().ok()?;
+        inner.error.clone().or_else(|| {
+            inner
+                .influx
+                .as_ref()
+                .and_then(|p| p.error.lock().ok().and_then(|e| e.clone()))
+        })
+    }
+
+    /// Starts the `--out influx=` sender on the run's runtime.
+    pub fn start(&self, runtime: &tokio::runtime::Runtime) {
+        if let Ok(mut inner) = self.0.lock()
+            && let Some(push) = &mut inner.influx
+        {
+            push.start(runtime);
+        }
+    }
+
+    /// Sends what is queued and waits for the server's answers (after the run).
+    pub fn close(&self, runtime: &tokio::runtime::Runtime) {
+        let task = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut inner| inner.influx.as_mut().and_then(InfluxPush::close));
+        if let Some(task) = task {
+            let _ = runtime.block_on(task);
+        }
     }
 
     /// The Prometheus text exposition (format 0.0.4) of the run so far.
@@ -377,6 +460,176 @@ fn exposition(streams: &[(&'static str, StreamState)]) -> String {
     out
 }
 
+/// `--out influx=`: each interval as a row of measurement `tsload` (tag `stream`, time = the
+/// interval's start), encoded
+/// by tsload-lineproto and posted, in order, by one task on the run's runtime.
+struct InfluxPush {
+    url: String,
+    encoder: tsload_lineproto::LineEncoder,
+    batch: tsload_core::Batch,
+    tx: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
+    rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    client: reqwest::Client,
+    /// The first failed post; later intervals are still sent.
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for InfluxPush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InfluxPush")
+            .field("url", &redact_url(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The streams as devices of the `tsload` measurement: tag `stream`.
+const STREAMS: [&str; 2] = ["write", "query"];
+
+#[derive(Debug)]
+struct StreamTags;
+
+impl tsload_core::TagSource for StreamTags {
+    fn device_tags(&self, device: u32, out: &mut Vec<tsload_core::TagValue>) {
+        out.clear();
+        let name = STREAMS.get(device as usize).copied().unwrap_or("other");
+        out.push(tsload_core::TagValue::Str(std::borrow::Cow::Borrowed(name)));
+    }
+}
+
+/// The integer fields, then the float ones, of the `tsload` measurement.
+const INT_FIELDS: [&str; 6] = ["requests", "rows", "metrics", "bytes", "errors", "retries"];
+const FLOAT_FIELDS: [&str; 8] = [
+    "requests_per_s",
+    "rows_per_s",
+    "metrics_per_s",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
+];
+
+impl InfluxPush {
+    fn new(url: &str) -> anyhow::Result<InfluxPush> {
+        use tsload_core::{DataType, FieldDef, Schema, TableSchema, TagDef};
+        let fields = INT_FIELDS
+            .iter()
+            .map(|n| (n, DataType::BigInt))
+            .chain(FLOAT_FIELDS.iter().map(|n| (n, DataType::Double)))
+            .map(|(name, data_type)| FieldDef {
+                name: name.to_string(),
+                data_type,
+            })
+            .collect();
+        let schema = Arc::new(Schema {
+            tables: vec![TableSchema {
+                name: "tsload".into(),
+                tags: vec![TagDef {
+                    name: "stream".into(),
+                    data_type: DataType::Varchar(16),
+                    slot: 0,
+                }],
+                fields,
+            }],
+            tag_slots: 1,
+            device_count: STREAMS.len() as u32,
+            tags: Arc::new(StreamTags),
+        });
+        let tls = tsload_tls::client_config(&tsload_tls::TlsOptions::default())?;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .tls_backend_preconfigured(tls)
+            .build()?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        Ok(InfluxPush {
+            url: url.to_string(),
+            batch: tsload_core::Batch::for_schema(&schema),
+            encoder: tsload_lineproto::LineEncoder::new(schema, tsload_lineproto::Precision::Ns),
+            tx: Some(tx),
+            rx: Some(rx),
+            task: None,
+            client,
+            error: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    fn start(&mut self, runtime: &tokio::runtime::Runtime) {
+        let Some(mut rx) = self.rx.take() else {
+            return;
+        };
+        let (client, url, error) = (self.client.clone(), self.url.clone(), self.error.clone());
+        self.task = Some(runtime.spawn(async move {
+            while let Some(body) = rx.recv().await {
+                let failed = match client.post(&url).body(body).send().await {
+                    Ok(r) if r.status().is_success() => None,
+                    Ok(r) => Some(format!("HTTP {}", r.status())),
+                    Err(e) => Some(e.to_string()),
+                };
+                if let (Some(e), Ok(mut slot)) = (failed, error.lock()) {
+                    slot.get_or_insert(format!("--out influx={}: {e}", redact_url(&url)));
+                }
+            }
+        }));
+    }
+
+    fn send(&mut self, row: &IntervalRow) {
+        use tsload_core::ColumnValues;
+        self.batch.clear();
+        let t = &mut self.batch.tables[0];
+        t.device
+            .push(STREAMS.iter().position(|s| *s == row.stream).unwrap_or(0) as u32);
+        // Stamped with the interval's start: distinct even at millisecond precision
+        // (VictoriaMetrics), where the last, partial interval can end in the same
+        // millisecond as the one before it.
+        t.ts.push(((row.time - row.interval_s) * 1e9) as i64);
+        let ints = [
+            row.requests,
+            row.rows,
+            row.metrics,
+            row.bytes,
+            row.errors,
+            row.retries,
+        ];
+        let floats = [
+            row.requests_per_s,
+            row.rows_per_s,
+            row.metrics_per_s,
+            Some(row.p50_ms),
+            Some(row.p90_ms),
+            Some(row.p99_ms),
+            Some(row.p999_ms),
+            Some(row.max_ms),
+        ];
+        for (i, v) in ints.iter().enumerate() {
+            if let ColumnValues::Int(c) = &mut t.columns[i].values {
+                c.push(i64::try_from(*v).unwrap_or(i64::MAX));
+            }
+        }
+        for (j, v) in floats.iter().enumerate() {
+            let i = INT_FIELDS.len() + j;
+            if let ColumnValues::Float(c) = &mut t.columns[i].values {
+                c.push(v.unwrap_or(0.0));
+            }
+            if v.is_none() {
+                t.set_null(i, 0);
+            }
+        }
+        t.finish_validity();
+        let mut body = Vec::with_capacity(512);
+        self.encoder.encode(&self.batch, &mut body);
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(body);
+        }
+    }
+
+    /// Ends the queue; the task finishes once it has posted everything.
+    fn close(&mut self) -> Option<tokio::task::JoinHandle<()>> {
+        self.tx = None;
+        self.task.take()
+    }
+}
+
 /// Serves `GET /metrics` on `listener` until the runtime stops. A hand-written HTTP/1.0
 /// responder: one read-only endpoint, one answer per connection; a server crate (hyper's
 /// server side) would add more code than it saves.
@@ -468,11 +721,32 @@ mod tests {
     }
 
     #[test]
+    fn influx_urls_default_to_write_and_hide_secrets() {
+        assert_eq!(
+            "influx=http://h:8086".parse(),
+            Ok(OutSpec::Influx("http://h:8086/write?db=tsload".into()))
+        );
+        assert_eq!(
+            "influx=https://h/api/v2/write?org=o&bucket=b".parse(),
+            Ok(OutSpec::Influx(
+                "https://h/api/v2/write?org=o&bucket=b".into()
+            ))
+        );
+        assert!("influx=ftp://h".parse::<OutSpec>().is_err());
+        let shown = redact_url("http://u:pw1@h:8086/write?db=x&u=me&p=pw2&token=t3");
+        assert!(
+            !shown.contains("pw1") && !shown.contains("pw2") && !shown.contains("t3"),
+            "{shown}"
+        );
+        assert!(shown.contains("db=x") && shown.contains("u=me"), "{shown}");
+    }
+
+    #[test]
     fn out_specs_parse_and_name_what_is_wrong() {
         assert_eq!("csv=a.csv".parse(), Ok(OutSpec::Csv("a.csv".into())));
         assert_eq!("ndjson=b".parse(), Ok(OutSpec::Ndjson("b".into())));
         let e = "xml=a".parse::<OutSpec>().unwrap_err();
-        assert!(e.contains("allowed: csv, ndjson"), "{e}");
+        assert!(e.contains("allowed: csv, ndjson, influx"), "{e}");
         let e = "csv".parse::<OutSpec>().unwrap_err();
         assert!(e.contains("KIND=FILE"), "{e}");
     }

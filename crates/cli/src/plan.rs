@@ -518,6 +518,9 @@ impl Plan {
             "out": o.out.iter().map(|s| match s {
                 crate::outputs::OutSpec::Csv(p) => format!("csv={}", p.display()),
                 crate::outputs::OutSpec::Ndjson(p) => format!("ndjson={}", p.display()),
+                crate::outputs::OutSpec::Influx(u) => {
+                    format!("influx={}", crate::outputs::redact_url(u))
+                }
             }).collect::<Vec<_>>(),
             "metrics_addr": o.metrics_addr,
         });

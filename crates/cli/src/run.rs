@@ -219,6 +219,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    outputs.start(&runtime);
     if let Some(listener) = metrics_listener {
         let _in_runtime = runtime.enter();
         crate::outputs::serve_metrics(listener, outputs.clone())
@@ -385,6 +386,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
     });
     observer.finish();
     query_observer.finish();
+    outputs.close(&runtime);
     let (outcomes, probe, finish_error) = result?;
     let usage = Usage::now().since(&observer.usage_at_start);
     let mut executed = Executed {

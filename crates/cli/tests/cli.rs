@@ -1205,7 +1205,7 @@ fn a_bad_out_or_metrics_addr_stops_the_run_before_it_starts() {
     let out = run(&["run", "--out", "xml=x"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("allowed: csv, ndjson"),
+        text(&out.stderr).contains("allowed: csv, ndjson, influx"),
         "{}",
         text(&out.stderr)
     );

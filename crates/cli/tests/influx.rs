@@ -335,3 +335,53 @@ fn replaying_a_tsbs_file_into_victoria_metrics_writes_every_point_of_it() {
     assert_eq!(vm.vm_sample_count("{__name__=~\"cpu_.*\"}"), 36_000);
     assert_eq!(vm.vm_series_count("{__name__=\"cpu_usage_user\"}"), 10);
 }
+
+#[test]
+fn out_influx_pushes_every_interval_of_the_run_into_victoria_metrics() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    let out = tsload(
+        &[
+            "run",
+            "--target",
+            "null",
+            "-r",
+            "20000",
+            "-b",
+            "100",
+            "-d",
+            "2s",
+            "--set",
+            "load.report_interval=\"250ms\"",
+            "--out",
+            &format!("influx={}/write?db=selfmetrics", vm.base_url()),
+            "--out",
+            "csv=i.csv",
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows_reported = report(dir.path())["rows"].as_u64().unwrap();
+    let intervals = std::fs::read_to_string(dir.path().join("i.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    let series = vm
+        .vm_export_json("{__name__=\"tsload_rows\",stream=\"write\"}")
+        .unwrap();
+    assert_eq!(series.len(), 1, "{series:?}");
+    let values = series[0]["values"].as_array().unwrap();
+    assert_eq!(values.len(), intervals, "one sample per interval");
+    let sum: u64 = values.iter().map(|v| v.as_f64().unwrap() as u64).sum();
+    assert_eq!(sum, rows_reported, "the intervals add up to the run");
+    // The latency and rate fields came along.
+    assert_eq!(
+        vm.vm_sample_count("{__name__=\"tsload_p99_ms\"}") as usize,
+        intervals
+    );
+}
