@@ -376,7 +376,11 @@ fn out_influx_pushes_every_interval_of_the_run_into_victoria_metrics() {
         .unwrap();
     assert_eq!(series.len(), 1, "{series:?}");
     let values = series[0]["values"].as_array().unwrap();
-    assert_eq!(values.len(), intervals, "one sample per interval");
+    assert_eq!(
+        values.len(),
+        intervals,
+        "one sample per interval: {series:?}"
+    );
     let sum: u64 = values.iter().map(|v| v.as_f64().unwrap() as u64).sum();
     assert_eq!(sum, rows_reported, "the intervals add up to the run");
     // The latency and rate fields came along.
