@@ -103,6 +103,11 @@ use crate::lane::{LaneConfig, Stop};
 /// The largest delay or jitter accepted (one hour): more is surely a unit mistake.
 pub const MAX_DELAY: Duration = Duration::from_secs(3600);
 
+/// The most a delay line takes off its delay for the other direction's hop (see "How"):
+/// a round trip through a proxy delaying one direction by `D` is never shorter than
+/// `D - MAX_HOP_CREDIT`, even on a machine so busy that the measured hops are long.
+pub const MAX_HOP_CREDIT: Duration = stamp::MAX_HOP;
+
 /// Which direction of each connection is delayed (and rate-limited).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Direction {

@@ -24,8 +24,10 @@ use tsload_timer::RunningMedian;
 /// Running median of the undelayed hop, process-wide (a property of the machine and the
 /// runtime, not of a connection); more than 100 us means a busy machine, not the proxy's
 /// cost.
-static HOP: RunningMedian =
-    RunningMedian::new(Duration::from_nanos(500), Duration::from_micros(100));
+static HOP: RunningMedian = RunningMedian::new(Duration::from_nanos(500), MAX_HOP);
+
+/// The cap on [`hop`]'s estimate.
+pub(crate) const MAX_HOP: Duration = Duration::from_micros(100);
 
 /// The estimated cost of an undelayed hop through the proxy.
 pub(crate) fn hop() -> Duration {

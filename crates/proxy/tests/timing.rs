@@ -23,7 +23,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use tsload_proxy::Direction;
+use tsload_proxy::{Direction, MAX_HOP_CREDIT};
 
 const ROUNDS: usize = 200;
 const REFERENCE_ROUNDS: usize = 100;
@@ -286,7 +286,9 @@ fn fifty_connections_are_independent() {
         "49 ping-pongs of {rounds} rounds at {delay:?}: median RTTs {fastest:?} to {slowest:?}, {elapsed:?} in all; {:?}",
         proxy.stats()
     );
-    assert!(fastest >= delay, "{fastest:?}");
+    // The delay line takes the down hop's running median off the delay; on a machine
+    // this busy that median can exceed this connection's own hops, by at most the cap.
+    assert!(fastest >= delay - MAX_HOP_CREDIT, "{fastest:?}");
     // This checks independence, not accuracy (the ping-pong tests do that): 49 threads on
     // two cores, maybe a loaded machine. Serialised behind each other a round trip would
     // take about 49 times the delay; stuck behind the flood, forever.
