@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, watch};
 use crate::batch::Batch;
 use crate::pacing::Pacer;
 use crate::recorder::{Counters, IntervalRecord, WorkerRecorder, new_histogram};
+use crate::shard::Gate;
 use crate::sink::{BatchId, ErrorKind, MAX_RETRY_AFTER, Sink, SinkConn, SinkError, WriteAck};
 use crate::workload::{BatchSource, Workload};
 
@@ -45,6 +46,11 @@ pub struct LoadConfig {
     pub max_retries: u32,
     /// Wait before the first retry; doubled for each further one (capped at 5 s).
     pub retry_backoff: Duration,
+    /// Coordination with other shards around prepare and the start (none by default).
+    pub gate: Gate,
+    /// Debugging: keep every request's corrected latency (nanoseconds) in
+    /// [`RunOutcome::raw_latencies`], to check the histograms against.
+    pub keep_raw_latencies: bool,
 }
 
 impl Default for LoadConfig {
@@ -59,6 +65,8 @@ impl Default for LoadConfig {
             report_interval: Duration::from_secs(1),
             max_retries: 3,
             retry_backoff: Duration::from_millis(100),
+            gate: Gate::default(),
+            keep_raw_latencies: false,
         }
     }
 }
@@ -166,6 +174,8 @@ pub struct RunOutcome {
     pub intervals: u64,
     /// Open loop: the rows per second offered (`None` in closed loop).
     pub offered_rows_per_s: Option<f64>,
+    /// Every request's corrected latency in ns, with [`LoadConfig::keep_raw_latencies`].
+    pub raw_latencies: Vec<u64>,
 }
 
 /// Failures before any load was sent.
@@ -183,6 +193,9 @@ pub enum EngineError {
     /// A query run's data loader failed to connect or to execute a request.
     #[error("loader {loader} failed: {error}")]
     Load { loader: usize, error: SinkError },
+    /// The start gate (other shards) failed or timed out.
+    #[error("waiting for the other shards: {0}")]
+    Gate(String),
 }
 
 impl LoadConfig {
@@ -263,7 +276,9 @@ pub async fn run<S: Sink>(
 ) -> Result<RunOutcome, EngineError> {
     cfg.validate()?;
     let schema = Arc::new(workload.schema().clone());
+    cfg.gate.before_prepare().await.map_err(EngineError::Gate)?;
     sink.prepare(&schema).await.map_err(EngineError::Prepare)?;
+    cfg.gate.after_prepare().await.map_err(EngineError::Gate)?;
 
     // Connect everything before the clock starts: connection set-up is not ingest time.
     let mut connects = Vec::with_capacity(cfg.workers);
@@ -283,6 +298,7 @@ pub async fn run<S: Sink>(
         });
     }
     let conns = futures_util::future::try_join_all(connects).await?;
+    cfg.gate.before_start().await.map_err(EngineError::Gate)?;
 
     let t0 = Instant::now();
     let started_at = SystemTime::now();
@@ -297,10 +313,16 @@ pub async fn run<S: Sink>(
     });
 
     let (tx, rx) = mpsc::unbounded_channel::<IntervalRecord>();
+    let raw = cfg
+        .keep_raw_latencies
+        .then(|| Arc::new(Mutex::new(Vec::new())));
     let mut tasks = tokio::task::JoinSet::new();
     for (worker, conns) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
-        let recorder = WorkerRecorder::new(worker, t0, cfg.report_interval, tx.clone());
+        let mut recorder = WorkerRecorder::new(worker, t0, cfg.report_interval, tx.clone());
+        if let Some(raw) = &raw {
+            recorder.keep_raw_latencies(raw.clone());
+        }
         let batches = (0..cfg.in_flight)
             .map(|_| Batch::for_schema(&schema))
             .collect();
@@ -345,6 +367,9 @@ pub async fn run<S: Sink>(
             LoadMode::Closed => None,
             LoadMode::Open { rate } => Some(rate),
         },
+        raw_latencies: raw
+            .and_then(|r| r.lock().ok().map(|mut v| std::mem::take(&mut *v)))
+            .unwrap_or_default(),
     })
 }
 

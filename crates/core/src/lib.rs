@@ -9,6 +9,7 @@
 pub mod batch;
 pub mod engine;
 pub mod hlog;
+pub mod merge;
 mod pacing;
 pub mod query;
 pub mod query_engine;
@@ -17,6 +18,7 @@ pub mod recorder;
 pub mod report;
 pub mod rusage;
 pub mod schema;
+pub mod shard;
 pub mod sink;
 pub mod threshold;
 pub mod workload;

@@ -25,6 +25,7 @@ use crate::engine::{EngineError, IntervalReport, LoadMode, Observer, StopHandle,
 use crate::pacing::Pacer;
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
 use crate::recorder::{Counters, nanos, new_histogram};
+use crate::shard::Gate;
 use crate::sink::{ErrorKind, SinkError};
 
 /// How to drive a query run.
@@ -50,6 +51,8 @@ pub struct QueryConfig {
     /// connection (which may still be busy with it) is replaced by a new one. `None`:
     /// requests may take as long as the target does.
     pub timeout: Option<Duration>,
+    /// Coordination with other shards around setup and the start (none by default).
+    pub gate: Gate,
 }
 
 impl Default for QueryConfig {
@@ -64,6 +67,7 @@ impl Default for QueryConfig {
             require_rows: false,
             loaders: 1,
             timeout: None,
+            gate: Gate::default(),
         }
     }
 }
@@ -572,7 +576,9 @@ pub async fn run_queries<T: QueryTarget>(
         ));
     }
 
+    cfg.gate.before_prepare().await.map_err(EngineError::Gate)?;
     run_setup(workload.as_ref(), target.as_ref(), &stop).await?;
+    cfg.gate.after_prepare().await.map_err(EngineError::Gate)?;
     let load_start = Instant::now();
     let (load_counters, load_elapsed) =
         match run_load(&workload, &target, cfg.loaders, &stop).await? {
@@ -606,6 +612,7 @@ pub async fn run_queries<T: QueryTarget>(
         }
     });
     let conns = futures_util::future::try_join_all(connects).await?;
+    cfg.gate.before_start().await.map_err(EngineError::Gate)?;
 
     let t0 = Instant::now();
     let started_at = SystemTime::now();

@@ -3,6 +3,7 @@
 //! Nothing per request leaves a worker but these records.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -92,6 +93,8 @@ pub struct WorkerRecorder {
     interval: Duration,
     next_flush: Instant,
     tx: UnboundedSender<IntervalRecord>,
+    /// Debugging: every latency recorded (ns), handed to `raw_out` at each flush.
+    raw: Option<(Vec<u64>, Arc<Mutex<Vec<u64>>>)>,
 }
 
 impl WorkerRecorder {
@@ -109,7 +112,13 @@ impl WorkerRecorder {
             interval,
             next_flush: t0 + interval,
             tx,
+            raw: None,
         }
+    }
+
+    /// Debugging: also keeps every latency recorded, appended to `out` at each flush.
+    pub fn keep_raw_latencies(&mut self, out: Arc<Mutex<Vec<u64>>>) {
+        self.raw = Some((Vec::new(), out));
     }
 
     /// Records one acknowledged request.
@@ -127,6 +136,9 @@ impl WorkerRecorder {
         }
         if self.service.record(nanos(service)).is_err() {
             self.service.saturating_record(nanos(service));
+        }
+        if let Some((raw, _)) = &mut self.raw {
+            raw.push(nanos(latency));
         }
         let c = &mut self.counters;
         c.requests += 1;
@@ -187,6 +199,11 @@ impl WorkerRecorder {
         };
         self.latency.reset();
         self.service.reset();
+        if let Some((raw, out)) = &mut self.raw
+            && let Ok(mut out) = out.lock()
+        {
+            out.append(raw);
+        }
         // The reporter outlives the workers; if it is gone the run is over anyway.
         let _ = self.tx.send(record);
     }
@@ -194,7 +211,10 @@ impl WorkerRecorder {
 
 impl Drop for WorkerRecorder {
     fn drop(&mut self) {
-        if self.counters != Counters::default() || !self.latency.is_empty() {
+        if self.counters != Counters::default()
+            || !self.latency.is_empty()
+            || self.raw.as_ref().is_some_and(|(raw, _)| !raw.is_empty())
+        {
             self.flush();
         }
     }

@@ -19,9 +19,15 @@ pub fn percentile_of(name: &str) -> Option<f64> {
 /// Latency percentiles of one histogram, in milliseconds.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct LatencySummary {
-    /// The histogram the figures came from, for thresholds on any percentile (not
-    /// serialised; absent in a summary read back from JSON).
-    #[serde(skip)]
+    /// The histogram the figures came from, for thresholds on any percentile and for
+    /// merging shards' reports exactly: in JSON `hdr`, HdrHistogram's V2 + DEFLATE
+    /// encoding in base64 (as in `.hlog` lines).
+    #[serde(
+        rename = "hdr",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "hdr_base64"
+    )]
     pub histogram: Option<std::sync::Arc<Histogram<u64>>>,
     pub count: u64,
     pub min_ms: f64,
@@ -96,6 +102,58 @@ impl LatencySummary {
         })
     }
 }
+
+/// Histograms in JSON: V2 + DEFLATE, base64.
+mod hdr_base64 {
+    use std::sync::Arc;
+
+    use base64::Engine as _;
+    use hdrhistogram::Histogram;
+    use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+    use serde::{Deserialize as _, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        h: &Option<Arc<Histogram<u64>>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match h {
+            None => s.serialize_none(),
+            Some(h) => s.serialize_str(&encode(h).map_err(serde::ser::Error::custom)?),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Arc<Histogram<u64>>>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            None => Ok(None),
+            Some(text) => decode(&text).map(|h| Some(Arc::new(h))).map_err(|e| {
+                serde::de::Error::custom(format!("hdr: not an encoded histogram: {e}"))
+            }),
+        }
+    }
+
+    /// `h` as base64 of its V2 + DEFLATE encoding.
+    pub fn encode(h: &Histogram<u64>) -> Result<String, String> {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(h, &mut bytes)
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// The histogram [`encode`] wrote.
+    pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| e.to_string())?;
+        Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("{e:?}"))
+    }
+}
+
+pub use hdr_base64::{decode as decode_histogram, encode as encode_histogram};
 
 /// What the client itself cost.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -427,6 +485,7 @@ mod tests {
             fatal: None,
             intervals: 1,
             offered_rows_per_s: offered,
+            raw_latencies: Vec::new(),
         }
     }
 
