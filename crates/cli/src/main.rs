@@ -4,6 +4,7 @@
 mod confirm;
 mod generate;
 mod import;
+mod merge;
 mod netem;
 mod network;
 mod outputs;
@@ -12,6 +13,7 @@ mod progress;
 mod queries;
 mod run;
 mod scenario;
+mod shard;
 mod sweep;
 mod targets;
 mod tools;
@@ -53,7 +55,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario (the built-in quickstart when no file is given).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a scenario and print the resolved plan.
     Validate(ScenarioArgs),
     /// Write a scenario's data set as TSBS-compatible line protocol.
@@ -76,6 +78,9 @@ enum Command {
     },
     /// Print the man page (roff): `tsload man > tsload.1; man ./tsload.1`.
     Man,
+    /// Merge the --json reports (and .hlog logs) of the shards of one run (`run --shard`)
+    /// into one report: counts summed, histograms merged exactly.
+    Merge(merge::MergeArgs),
     /// Turn a taosBenchmark insert JSON file into the equivalent tsload scenario.
     ImportTaosbenchmark {
         /// taosBenchmark's JSON file (`filetype: insert`).
@@ -142,6 +147,12 @@ struct RunArgs {
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run goes on.
     #[arg(long, value_name = "HOST:PORT")]
     metrics_addr: Option<String>,
+    #[command(flatten)]
+    shard: shard::ShardArgs,
+    /// Debugging: write every write request's corrected latency (ns) to FILE, one per
+    /// line, to check the report's histograms against.
+    #[arg(long, value_name = "FILE", hide = true)]
+    debug_raw_latencies: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -162,13 +173,14 @@ fn main() -> ExitCode {
     tsload_tls::install_default_provider();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => cmd_run(args),
+        Command::Run(args) => cmd_run(*args),
         Command::Validate(args) => cmd_validate(args),
         Command::Netem(command) => netem::cmd_netem(command),
         Command::Proxy(args) => tools::cmd_proxy(args),
         Command::Sweep(args) => sweep::cmd_sweep(args),
         Command::Probe(command) => tools::cmd_probe(command),
         Command::Completions { shell } => cmd_completions(shell),
+        Command::Merge(args) => merge::cmd_merge(args),
         Command::Man => cmd_man(),
         Command::ImportTaosbenchmark { file, output } => {
             cmd_import_taosbenchmark(&file, output.as_deref())
@@ -417,6 +429,18 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     plan.output.out = args.out;
     plan.output.metrics_addr = args.metrics_addr;
+    plan.output.raw_latencies = args.debug_raw_latencies;
+    let shard = args
+        .shard
+        .resolve(&|name| std::env::var(name).ok())
+        .and_then(|run| shard::check(&plan, &run).map(|()| run));
+    match shard {
+        Ok(run) => plan.output.shard = run,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
     if let Err(e) = confirm::confirm_drop(&plan, args.yes) {
         eprintln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));

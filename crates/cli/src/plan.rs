@@ -129,6 +129,10 @@ pub struct OutputPlan {
     pub out: Vec<crate::outputs::OutSpec>,
     /// `--metrics-addr`: where Prometheus metrics are served while the run goes on.
     pub metrics_addr: Option<String>,
+    /// `--shard`, `--start-at`, `--barrier`: this process's part of the run.
+    pub shard: crate::shard::ShardRun,
+    /// `--debug-raw-latencies`: every write's corrected latency, one per line (ns).
+    pub raw_latencies: Option<PathBuf>,
 }
 
 /// Where the impairment is made.

@@ -13,11 +13,13 @@ use tsload_core::Workload;
 use tsload_core::engine::{
     EngineError, IntervalReport, Observer, RunOutcome, StopHandle, StopReason,
 };
+use tsload_core::query::QueryWorkload;
 use tsload_core::query_engine::QueryOutcome;
 use tsload_core::query_report::QuerySummary;
 use tsload_core::recorder::new_histogram;
 use tsload_core::report::{LatencySummary, Summary};
 use tsload_core::rusage::Usage;
+use tsload_core::shard::{ShardedQueries, ShardedWorkload};
 use tsload_probe::ProbeReport;
 
 use crate::network::{self, ActiveNetwork};
@@ -165,11 +167,21 @@ fn open_outputs(plan: &Plan) -> anyhow::Result<(Outputs, Option<std::net::TcpLis
 
 /// Runs `plan` and prints its report (and errors), writing the JSON report and interval
 /// log where the plan says.
-pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Executed> {
+pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Executed> {
+    // What this process runs: its shard's part (the whole run unless --shard). Reports
+    // show the whole run's scenario, the same in every shard's report.
+    let shard = whole.output.shard.shard;
+    let plan = &crate::shard::split(whole, &whole.output.shard);
+    let workload: Arc<dyn Workload> = if shard.is_whole() {
+        workload
+    } else {
+        Arc::new(ShardedWorkload::new(workload, shard))
+    };
     let query_workload = match plan.mode {
         RunMode::Write => None,
         RunMode::Query | RunMode::Mixed => match queries::build(plan) {
-            Ok(w) => Some(w),
+            Ok(w) if shard.is_whole() => Some(w),
+            Ok(w) => Some(Arc::new(ShardedQueries::new(w, shard)) as Arc<dyn QueryWorkload>),
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(Executed {
@@ -412,9 +424,16 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
                         usage,
                         plan.target.kind(),
                         plan.workload.kind(),
-                        plan.to_json(),
+                        whole.to_json(),
                     );
                     s.ledger_run_id = plan.target.has_ledger().then_some(run_id);
+                    if let Some(path) = &whole.output.raw_latencies
+                        && label.is_empty()
+                        && let Err(e) = write_raw_latencies(path, &o.raw_latencies)
+                    {
+                        eprintln!("error: writing {}: {e}", path.display());
+                        fatal.set(true);
+                    }
                     if let Some(f) = &o.fatal {
                         eprintln!("error: {label}the run stopped on a fatal error: {f}");
                         fatal.set(true);
@@ -440,7 +459,7 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
             }
             Ok(o) => {
                 let s =
-                    QuerySummary::new(&o, &usage, plan.target.kind(), &query_kind, plan.to_json());
+                    QuerySummary::new(&o, &usage, plan.target.kind(), &query_kind, whole.to_json());
                 if let Some(f) = &o.stop_error {
                     eprintln!("error: queries: the run stopped: {f}");
                     fatal.set(true);
@@ -566,7 +585,8 @@ pub fn execute(plan: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Execu
         );
         json.insert("host".into(), host_name().into());
         json.insert("commit".into(), env!("TSLOAD_COMMIT").into());
-        json.insert("scenario_sha256".into(), scenario_hash(plan).into());
+        json.insert("scenario_sha256".into(), scenario_hash(whole).into());
+        json.insert("shard".into(), serde_json::to_value(shard)?);
     }
     if let Some(path) = &plan.output.json
         && !json.is_empty()
@@ -644,6 +664,16 @@ fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
 }
 
 /// This machine's name, for reports compared across machines.
+/// `--debug-raw-latencies`: one corrected latency per line, in nanoseconds.
+fn write_raw_latencies(path: &std::path::Path, values: &[u64]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for v in values {
+        writeln!(out, "{v}")?;
+    }
+    out.flush()
+}
+
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()

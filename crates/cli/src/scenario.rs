@@ -1961,6 +1961,7 @@ impl Ctx<'_> {
                 .map(|v| self.duration(v, "load.retry_backoff", Duration::ZERO))
                 .transpose()?
                 .unwrap_or(d.retry_backoff),
+            ..d
         })
     }
 
@@ -2049,6 +2050,7 @@ impl Ctx<'_> {
                 .as_ref()
                 .map(|v| self.duration(v, "query.timeout", Duration::from_millis(1)))
                 .transpose()?,
+            gate: Default::default(),
         };
         let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
         let start_after = q
@@ -2569,6 +2571,8 @@ impl Ctx<'_> {
             progress,
             out: Vec::new(),
             metrics_addr: None,
+            shard: crate::shard::ShardRun::default(),
+            raw_latencies: None,
         })
     }
 }

@@ -65,6 +65,84 @@ impl<W: Write> HlogWriter<W> {
     }
 }
 
+/// Merges interval logs written by [`HlogWriter`] (one per shard) into one: intervals are
+/// aligned on the wall clock (each log's base time plus the interval's offset, rounded to
+/// the first log's interval length, from the earliest base time), and the histograms of
+/// one slot and tag are added. Returns how many merged intervals were written.
+pub fn merge_logs<W: Write>(
+    logs: &[(String, Vec<u8>)],
+    out: W,
+    comment: &str,
+) -> Result<usize, String> {
+    use std::collections::BTreeMap;
+
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+    struct Entry {
+        at: Duration,
+        length: Duration,
+        service: bool,
+        histogram: Histogram<u64>,
+    }
+    let mut entries = Vec::new();
+    let mut bases = Vec::new();
+    for (name, bytes) in logs {
+        let mut base = None;
+        for item in IntervalLogIterator::new(bytes) {
+            let item = item.map_err(|e| format!("{name}: not an interval log: {e:?}"))?;
+            match item {
+                LogEntry::BaseTime(t) => base = Some(t),
+                LogEntry::StartTime(t) => {
+                    base.get_or_insert(t);
+                }
+                LogEntry::Interval(h) => {
+                    let base = base.ok_or_else(|| {
+                        format!("{name}: an interval before any StartTime or BaseTime")
+                    })?;
+                    let histogram = crate::report::decode_histogram(h.encoded_histogram())
+                        .map_err(|e| format!("{name}: an interval's histogram: {e}"))?;
+                    entries.push(Entry {
+                        at: base + h.start_timestamp(),
+                        length: h.duration(),
+                        service: h.tag().is_some_and(|t| t.as_str() == SERVICE_TAG),
+                        histogram,
+                    });
+                }
+            }
+        }
+        bases.push(base.ok_or_else(|| format!("{name}: no StartTime or BaseTime"))?);
+    }
+    let t0 = bases.iter().min().copied().unwrap_or_default();
+    let length = entries
+        .iter()
+        .map(|e| e.length)
+        .find(|l| !l.is_zero())
+        .unwrap_or(Duration::from_secs(1));
+    let mut slots: BTreeMap<u64, (Histogram<u64>, Histogram<u64>)> = BTreeMap::new();
+    for e in entries {
+        let offset = e.at.saturating_sub(t0).as_secs_f64() / length.as_secs_f64();
+        let slot = slots.entry(offset.round() as u64).or_insert_with(|| {
+            (
+                crate::recorder::new_histogram(),
+                crate::recorder::new_histogram(),
+            )
+        });
+        let into = if e.service { &mut slot.1 } else { &mut slot.0 };
+        into.add(&e.histogram)
+            .map_err(|err| format!("adding an interval's histogram: {err:?}"))?;
+    }
+    let mut writer =
+        HlogWriter::new(out, std::time::UNIX_EPOCH + t0, comment).map_err(|e| e.to_string())?;
+    for (slot, (latency, service)) in &slots {
+        let start = length.saturating_mul(u32::try_from(*slot).unwrap_or(u32::MAX));
+        writer
+            .write_interval(start, length, latency, service)
+            .map_err(|e| e.to_string())?;
+    }
+    writer.flush().map_err(|e| e.to_string())?;
+    Ok(slots.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +183,53 @@ mod tests {
         }
         assert_eq!(untagged, 6);
         assert_eq!(tagged, 2);
+    }
+
+    #[test]
+    fn merged_logs_align_on_the_wall_clock_and_add_up() {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let log = |start: SystemTime, values: &[&[u64]]| {
+            let mut w = HlogWriter::new(Vec::new(), start, "shard").unwrap();
+            for (i, vs) in values.iter().enumerate() {
+                let mut h = crate::recorder::new_histogram();
+                for v in *vs {
+                    h.record(*v).unwrap();
+                }
+                let s = Duration::from_secs(i as u64);
+                w.write_interval(s, Duration::from_secs(1), &h, &h).unwrap();
+            }
+            w.into_inner()
+        };
+        let a = log(t, &[&[1000, 2000], &[3000]]);
+        // Started 1.01 s later: its first interval is the other's second.
+        let b = log(t + Duration::from_millis(1010), &[&[5000], &[6000, 7000]]);
+        let mut out = Vec::new();
+        let n = merge_logs(&[("a".into(), a), ("b".into(), b)], &mut out, "merged").unwrap();
+        assert_eq!(n, 3);
+        let mut counts = Vec::new();
+        let mut untagged = 0;
+        for e in IntervalLogIterator::new(&out) {
+            if let LogEntry::Interval(h) = e.unwrap()
+                && h.tag().is_none()
+            {
+                untagged += 1;
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(h.encoded_histogram())
+                    .unwrap();
+                let hist: Histogram<u64> = Deserializer::new()
+                    .deserialize(&mut raw.as_slice())
+                    .unwrap();
+                counts.push((h.start_timestamp().as_secs(), hist.len()));
+            }
+        }
+        assert_eq!(untagged, 3);
+        assert_eq!(counts, vec![(0, 2), (1, 2), (2, 2)]);
+        let e = merge_logs(
+            &[("junk".into(), b"not a log\n1,2".to_vec())],
+            Vec::new(),
+            "",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("junk:"), "{e}");
     }
 }

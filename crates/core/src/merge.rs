@@ -56,9 +56,13 @@ pub struct Merged {
 pub enum MergeError {
     #[error("no reports to merge")]
     Empty,
-    #[error("{file}: {what} has no histogram ('hdr'), so its percentiles cannot be merged; rerun with a tsload that writes them")]
+    #[error(
+        "{file}: {what} has no histogram ('hdr'), so its percentiles cannot be merged; rerun with a tsload that writes them"
+    )]
     NoHistogram { file: String, what: String },
-    #[error("{file}: {field} is '{value}', but {first} has '{expected}': these are not shards of one run")]
+    #[error(
+        "{file}: {field} is '{value}', but {first} has '{expected}': these are not shards of one run"
+    )]
     Mismatch {
         file: String,
         field: String,
@@ -66,7 +70,9 @@ pub enum MergeError {
         first: String,
         expected: String,
     },
-    #[error("{file}: no shard recorded (it ran the whole workload, not a part: run with --shard I/N)")]
+    #[error(
+        "{file}: no shard recorded (it ran the whole workload, not a part: run with --shard I/N)"
+    )]
     NoShard { file: String },
     #[error("{file} and {other} are both shard {shard}")]
     DuplicateShard {
@@ -373,7 +379,8 @@ mod tests {
             ..Counters::default()
         };
         let outcome = RunOutcome {
-            started_at: SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + start_ms),
+            started_at: SystemTime::UNIX_EPOCH
+                + Duration::from_millis(1_700_000_000_000 + start_ms),
             elapsed: Duration::from_millis(elapsed_ms),
             counters,
             latency: latency.clone(),
@@ -420,7 +427,11 @@ mod tests {
         assert_eq!(m.summary.requests, 1000);
         assert_eq!(m.summary.rows, 10_000);
         // The union window: 0 .. 1.5 s.
-        assert!((m.summary.elapsed_s - 1.5).abs() < 1e-9, "{}", m.summary.elapsed_s);
+        assert!(
+            (m.summary.elapsed_s - 1.5).abs() < 1e-9,
+            "{}",
+            m.summary.elapsed_s
+        );
         assert!((m.summary.rows_per_s - 10_000.0 / 1.5).abs() < 1e-6);
         assert_eq!(m.shards.len(), 2);
         assert!(m.render_text().contains("merged from 2 shard report(s)"));

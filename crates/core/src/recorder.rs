@@ -83,6 +83,9 @@ pub struct IntervalRecord {
     pub service: Histogram<u64>,
 }
 
+/// Where workers hand their raw latencies (debugging).
+type RawLatencies = Arc<Mutex<Vec<u64>>>;
+
 /// One worker's recorder.
 #[derive(Debug)]
 pub struct WorkerRecorder {
@@ -94,7 +97,7 @@ pub struct WorkerRecorder {
     next_flush: Instant,
     tx: UnboundedSender<IntervalRecord>,
     /// Debugging: every latency recorded (ns), handed to `raw_out` at each flush.
-    raw: Option<(Vec<u64>, Arc<Mutex<Vec<u64>>>)>,
+    raw: Option<(Vec<u64>, RawLatencies)>,
 }
 
 impl WorkerRecorder {

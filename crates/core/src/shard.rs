@@ -30,7 +30,9 @@ pub struct Shard {
 
 /// A shard spelled wrongly or out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("shard '{text}': {reason} (expected INDEX/COUNT with 0 <= INDEX < COUNT <= {MAX_SHARDS}, e.g. 0/4)")]
+#[error(
+    "shard '{text}': {reason} (expected INDEX/COUNT with 0 <= INDEX < COUNT <= {MAX_SHARDS}, e.g. 0/4)"
+)]
 pub struct ShardError {
     pub text: String,
     pub reason: String,
@@ -64,10 +66,7 @@ impl Shard {
             text: text.to_string(),
             reason: reason.to_string(),
         };
-        let (i, n) = text
-            .trim()
-            .split_once('/')
-            .ok_or_else(|| err("no '/'"))?;
+        let (i, n) = text.trim().split_once('/').ok_or_else(|| err("no '/'"))?;
         let number = |s: &str, what: &str| {
             s.trim()
                 .parse::<u32>()
@@ -229,7 +228,11 @@ impl Gate {
 
 impl fmt::Debug for Gate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "Gate(set)" } else { "Gate(none)" })
+        f.write_str(if self.0.is_some() {
+            "Gate(set)"
+        } else {
+            "Gate(none)"
+        })
     }
 }
 
@@ -298,7 +301,11 @@ mod tests {
                     for w in 0..workers {
                         let (g, n) = shard.global_worker(w, workers);
                         assert_eq!(n, workers * count as usize);
-                        assert_eq!(g % count as usize, i as usize, "query q goes to shard q mod N");
+                        assert_eq!(
+                            g % count as usize,
+                            i as usize,
+                            "query q goes to shard q mod N"
+                        );
                         assert!(!seen[g], "global worker {g} twice");
                         seen[g] = true;
                     }

@@ -1,0 +1,541 @@
+//! `run --shard I/N`, `--start-at` and `--barrier`: which part of a run split over several
+//! generator processes this one runs, the budgets and rates it takes, and the start gate
+//! (a wall-clock instant, or a directory the shards share) that lines them up.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use clap::Args;
+use tsload_core::engine::LoadMode;
+use tsload_core::shard::{Gate, GateFuture, Shard, StartGate};
+
+use crate::plan::{Plan, RunMode, TargetPlan, WorkloadPlan};
+
+/// The environment variables that name a shard (the flag wins over them).
+pub const ENV_INDEX: &str = "TSLOAD_SHARD_INDEX";
+pub const ENV_COUNT: &str = "TSLOAD_SHARD_COUNT";
+/// Set by Kubernetes in each pod of an Indexed Job; used with `TSLOAD_SHARD_COUNT`.
+pub const ENV_JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
+
+/// How long the shards wait for each other by default.
+const DEFAULT_BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
+/// How far ahead of the last shard's arrival the barrier's shard 0 sets the start.
+const START_MARGIN: Duration = Duration::from_millis(500);
+/// How often a waiting shard looks at the barrier directory.
+const POLL: Duration = Duration::from_millis(50);
+
+#[derive(Args, Debug, Default)]
+pub struct ShardArgs {
+    /// Run part I of N of the workload (counted from 0), e.g. `--shard 1/4`; also
+    /// TSLOAD_SHARD_INDEX and TSLOAD_SHARD_COUNT, or JOB_COMPLETION_INDEX (Kubernetes
+    /// Indexed Job) with TSLOAD_SHARD_COUNT. Merge the shards' --json reports with
+    /// `tsload merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Start the timed load at this wall-clock instant (RFC 3339, e.g.
+    /// 2026-11-24T18:00:00Z), so that every shard measures the same window.
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
+    /// A directory all shards share (a fresh one per run): shard 0 prepares the target
+    /// first, then every shard prepares and connects, and all start together.
+    #[arg(long, value_name = "DIR")]
+    barrier: Option<PathBuf>,
+    /// How long a shard waits at the barrier for the others, e.g. `10m` (the default).
+    #[arg(long, value_name = "DURATION")]
+    barrier_timeout: Option<String>,
+}
+
+/// This process's part of the run and how it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardRun {
+    pub shard: Shard,
+    pub start_at: Option<SystemTime>,
+    pub barrier: Option<PathBuf>,
+    pub barrier_timeout: Duration,
+}
+
+impl Default for ShardRun {
+    fn default() -> Self {
+        ShardRun {
+            shard: Shard::WHOLE,
+            start_at: None,
+            barrier: None,
+            barrier_timeout: DEFAULT_BARRIER_TIMEOUT,
+        }
+    }
+}
+
+impl ShardArgs {
+    /// The shard and start settings from the flags and the environment.
+    pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<ShardRun, String> {
+        let shard = match &self.shard {
+            Some(text) => Shard::parse(text).map_err(|e| format!("--shard: {e}"))?,
+            None => shard_from_env(env)?,
+        };
+        let start_at = match &self.start_at {
+            None => None,
+            Some(t) => Some(humantime::parse_rfc3339_weak(t).map_err(|e| {
+                format!(
+                    "--start-at {t}: {e}; expected an RFC 3339 time such as 2026-11-24T18:00:00Z"
+                )
+            })?),
+        };
+        let barrier_timeout = match &self.barrier_timeout {
+            None => DEFAULT_BARRIER_TIMEOUT,
+            Some(t) => humantime::parse_duration(t)
+                .ok()
+                .filter(|d| !d.is_zero() && *d <= Duration::from_secs(7 * 86_400))
+                .ok_or_else(|| {
+                    format!(
+                        "--barrier-timeout {t}: expected a duration from 1ms to 7 days, e.g. 10m"
+                    )
+                })?,
+        };
+        if self.barrier_timeout.is_some() && self.barrier.is_none() {
+            return Err("--barrier-timeout needs --barrier DIR".into());
+        }
+        Ok(ShardRun {
+            shard,
+            start_at,
+            barrier: self.barrier.clone(),
+            barrier_timeout,
+        })
+    }
+}
+
+/// The shard the environment names, or the whole run.
+fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    let count = env(ENV_COUNT);
+    let index = env(ENV_INDEX).map(|v| (ENV_INDEX, v)).or_else(|| {
+        // An Indexed Job's index means a shard only where the count is given too.
+        count.as_ref()?;
+        env(ENV_JOB_INDEX).map(|v| (ENV_JOB_INDEX, v))
+    });
+    match (index, count) {
+        (None, None) => Ok(Shard::WHOLE),
+        (Some((name, _)), None) => Err(format!(
+            "{name} is set but {ENV_COUNT} is not: set both (or --shard I/N)"
+        )),
+        (None, Some(_)) => Err(format!(
+            "{ENV_COUNT} is set but neither {ENV_INDEX} nor {ENV_JOB_INDEX} is: set the index too (or --shard I/N)"
+        )),
+        (Some((name, i)), Some(n)) => Shard::parse(&format!("{}/{}", i.trim(), n.trim()))
+            .map_err(|e| format!("{name} and {ENV_COUNT}: {e}")),
+    }
+}
+
+/// Checks that `plan` can be split as `run` says; `Err` says why not.
+pub fn check(plan: &Plan, run: &ShardRun) -> Result<(), String> {
+    if run.shard.is_whole() {
+        return Ok(());
+    }
+    if plan.mode == RunMode::Mixed {
+        return Err(format!(
+            "--shard {}: mode = \"mixed\" cannot be sharded yet (run the write and the query streams as separately sharded runs)",
+            run.shard
+        ));
+    }
+    if let WorkloadPlan::File { .. } = plan.workload
+        && plan.mode == RunMode::Write
+    {
+        return Err(format!(
+            "--shard {}: workload.kind = \"file\" cannot be sharded: every shard would replay the whole file; split the file and give each process its own",
+            run.shard
+        ));
+    }
+    if drops_existing(&plan.target) && run.barrier.is_none() {
+        return Err(format!(
+            "--shard {}: target.drop_existing = true needs --barrier DIR, so that shard 0 drops and creates the tables before the other shards write (or set it to false)",
+            run.shard
+        ));
+    }
+    Ok(())
+}
+
+fn drops_existing(target: &TargetPlan) -> bool {
+    match target {
+        TargetPlan::Postgres(c) => c.drop_existing,
+        TargetPlan::Mysql(c) => c.drop_existing,
+        #[cfg(feature = "tdengine")]
+        TargetPlan::Tdengine(c) => c.drop_existing,
+        TargetPlan::Sqlite { drop_existing, .. } => *drop_existing,
+        TargetPlan::Null | TargetPlan::Influx(_) => false,
+    }
+}
+
+fn clear_drop_existing(target: &mut TargetPlan) {
+    match target {
+        TargetPlan::Postgres(c) => c.drop_existing = false,
+        TargetPlan::Mysql(c) => c.drop_existing = false,
+        #[cfg(feature = "tdengine")]
+        TargetPlan::Tdengine(c) => c.drop_existing = false,
+        TargetPlan::Sqlite { drop_existing, .. } => *drop_existing = false,
+        TargetPlan::Null | TargetPlan::Influx(_) => {}
+    }
+}
+
+/// The plan this process runs: its shares of row and request budgets and of open-loop
+/// rates, `drop_existing` left to shard 0, and the start gates (one per stream: a query
+/// run's preload and its queries each start together).
+pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
+    let mut p = plan.clone();
+    let shard = run.shard;
+    if !shard.is_whole() {
+        p.load.rows = p.load.rows.map(|r| shard.share(r));
+        if let LoadMode::Open { rate } = p.load.mode {
+            p.load.mode = LoadMode::Open {
+                rate: shard.share_of_rate(rate),
+            };
+        }
+        if shard.index != 0 {
+            clear_drop_existing(&mut p.target);
+        }
+        if let Some(q) = &mut p.query {
+            q.config.requests = q.config.requests.map(|r| shard.share(r));
+            if let LoadMode::Open { rate } = q.config.mode {
+                q.config.mode = LoadMode::Open {
+                    rate: shard.share_of_rate(rate),
+                };
+            }
+        }
+    }
+    let gate = |phase: &str| -> Gate {
+        match (&run.barrier, run.start_at) {
+            (Some(dir), start_at) => Gate::new(Arc::new(FileBarrier {
+                dir: dir.clone(),
+                shard,
+                phase: phase.to_string(),
+                start_at,
+                timeout: run.barrier_timeout,
+            })),
+            (None, Some(at)) => Gate::new(Arc::new(StartAt(at))),
+            (None, None) => Gate::default(),
+        }
+    };
+    p.load.keep_raw_latencies = plan.output.raw_latencies.is_some();
+    p.load.gate = gate("write");
+    if let Some(q) = &mut p.query {
+        q.config.gate = gate("query");
+    }
+    p
+}
+
+/// Sleeps until `at`; an instant already past is an error (the shards would not start
+/// together).
+async fn sleep_until(at: SystemTime, what: &str) -> Result<(), String> {
+    match at.duration_since(SystemTime::now()) {
+        Ok(wait) => {
+            tokio::time::sleep(wait).await;
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "{what} {} was {:.3} s ago when this shard was ready to start: give a later time",
+            humantime::format_rfc3339_millis(at),
+            e.duration().as_secs_f64()
+        )),
+    }
+}
+
+/// `--start-at` alone: every shard starts its clock at the same wall-clock instant.
+struct StartAt(SystemTime);
+
+impl StartGate for StartAt {
+    fn before_prepare(&self) -> GateFuture<'_> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn after_prepare(&self) -> GateFuture<'_> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn before_start(&self) -> GateFuture<'_> {
+        Box::pin(sleep_until(self.0, "--start-at"))
+    }
+}
+
+/// The barrier through a shared directory, per stream (`phase`):
+/// - shard 0 checks that the directory holds nothing of this phase (a stale run would
+///   otherwise let the others through), prepares, and writes `PHASE.prepared`;
+/// - the other shards wait for it before they prepare (without dropping anything);
+/// - each shard, connected (and done with its part of a query run's load), writes
+///   `PHASE.ready-I`; shard 0 waits for all of them and writes `PHASE.start` (the
+///   `--start-at` time, or half a second ahead); every shard starts its clock then.
+///
+/// Files are written to a temporary name and renamed, so a reader never sees half of one.
+struct FileBarrier {
+    dir: PathBuf,
+    shard: Shard,
+    phase: String,
+    start_at: Option<SystemTime>,
+    timeout: Duration,
+}
+
+impl FileBarrier {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{}.{name}", self.phase))
+    }
+
+    fn write(&self, name: &str, text: &str) -> Result<(), String> {
+        let path = self.path(name);
+        let tmp = self
+            .dir
+            .join(format!(".{}.{name}.{}.tmp", self.phase, std::process::id()));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("writing {}: {e}", path.display()))
+    }
+
+    /// Waits until `ready` returns `Some`, or the timeout; `waiting` says for what.
+    async fn wait_for<T>(
+        &self,
+        mut ready: impl FnMut() -> Result<Option<T>, String>,
+        waiting: impl Fn() -> String,
+    ) -> Result<T, String> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            if let Some(v) = ready()? {
+                return Ok(v);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "--barrier {}: shard {} gave up after {} waiting for {}",
+                    self.dir.display(),
+                    self.shard,
+                    humantime::format_duration(self.timeout),
+                    waiting()
+                ));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    fn missing_ready(&self) -> Vec<u32> {
+        (0..self.shard.count)
+            .filter(|i| !self.path(&format!("ready-{i}")).exists())
+            .collect()
+    }
+}
+
+/// Reads a whole small file; `None` while it does not exist.
+fn read_if_there(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("reading {}: {e}", path.display())),
+    }
+}
+
+impl StartGate for FileBarrier {
+    fn before_prepare(&self) -> GateFuture<'_> {
+        Box::pin(async move {
+            if self.shard.index == 0 {
+                std::fs::create_dir_all(&self.dir)
+                    .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
+                let prefix = format!("{}.", self.phase);
+                let stale: Vec<String> = std::fs::read_dir(&self.dir)
+                    .map_err(|e| format!("reading {}: {e}", self.dir.display()))?
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect();
+                if !stale.is_empty() {
+                    return Err(format!(
+                        "--barrier {}: holds {} from an earlier run: give each run a fresh directory",
+                        self.dir.display(),
+                        stale.join(", ")
+                    ));
+                }
+                return Ok(());
+            }
+            let prepared = self.path("prepared");
+            self.wait_for(
+                || Ok(prepared.exists().then_some(())),
+                || format!("shard 0 to prepare the target ({})", prepared.display()),
+            )
+            .await
+        })
+    }
+
+    fn after_prepare(&self) -> GateFuture<'_> {
+        Box::pin(async move {
+            if self.shard.index == 0 {
+                self.write("prepared", "")?;
+            }
+            Ok(())
+        })
+    }
+
+    fn before_start(&self) -> GateFuture<'_> {
+        Box::pin(async move {
+            self.write(&format!("ready-{}", self.shard.index), "")?;
+            if self.shard.index == 0 {
+                self.wait_for(
+                    || Ok(self.missing_ready().is_empty().then_some(())),
+                    || {
+                        let missing: Vec<String> =
+                            self.missing_ready().iter().map(u32::to_string).collect();
+                        format!("shards {} to be ready", missing.join(", "))
+                    },
+                )
+                .await?;
+                let at = self
+                    .start_at
+                    .unwrap_or_else(|| SystemTime::now() + START_MARGIN);
+                self.write("start", &humantime::format_rfc3339_nanos(at).to_string())?;
+                return sleep_until(at, "the start time").await;
+            }
+            let path = self.path("start");
+            let text = self
+                .wait_for(
+                    || read_if_there(&path),
+                    || format!("shard 0 to set the start ({})", path.display()),
+                )
+                .await?;
+            let at = humantime::parse_rfc3339_weak(text.trim())
+                .map_err(|e| format!("{}: '{}': {e}", path.display(), text.trim()))?;
+            sleep_until(at, "the start time").await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    fn resolve(
+        flag: Option<&str>,
+        vars: &'static [(&'static str, &'static str)],
+    ) -> Result<Shard, String> {
+        let args = ShardArgs {
+            shard: flag.map(str::to_string),
+            ..ShardArgs::default()
+        };
+        args.resolve(&env(vars)).map(|r| r.shard)
+    }
+
+    #[test]
+    fn the_flag_wins_then_the_environment_then_the_whole_run() {
+        let s = |i, n| Shard::new(i, n).unwrap();
+        assert_eq!(resolve(None, &[]), Ok(Shard::WHOLE));
+        assert_eq!(
+            resolve(Some("1/3"), &[(ENV_INDEX, "0"), (ENV_COUNT, "2")]),
+            Ok(s(1, 3))
+        );
+        assert_eq!(
+            resolve(None, &[(ENV_INDEX, "1"), (ENV_COUNT, "2")]),
+            Ok(s(1, 2))
+        );
+        assert_eq!(
+            resolve(None, &[(ENV_JOB_INDEX, "3"), (ENV_COUNT, "4")]),
+            Ok(s(3, 4))
+        );
+        // An Indexed Job's index alone is not a shard.
+        assert_eq!(resolve(None, &[(ENV_JOB_INDEX, "3")]), Ok(Shard::WHOLE));
+    }
+
+    #[test]
+    fn half_a_shard_in_the_environment_is_an_error() {
+        let e = resolve(None, &[(ENV_INDEX, "1")]).unwrap_err();
+        assert!(e.contains("TSLOAD_SHARD_COUNT is not"), "{e}");
+        let e = resolve(None, &[(ENV_COUNT, "4")]).unwrap_err();
+        assert!(e.contains("JOB_COMPLETION_INDEX"), "{e}");
+        let e = resolve(None, &[(ENV_INDEX, "4"), (ENV_COUNT, "4")]).unwrap_err();
+        assert!(e.contains("4/4") && e.contains("below the count"), "{e}");
+        let e = resolve(Some("x"), &[]).unwrap_err();
+        assert!(e.starts_with("--shard: shard 'x'"), "{e}");
+    }
+
+    #[test]
+    fn start_and_barrier_flags_are_checked() {
+        let args = ShardArgs {
+            start_at: Some("tomorrow".into()),
+            ..ShardArgs::default()
+        };
+        assert!(args.resolve(&env(&[])).unwrap_err().contains("RFC 3339"));
+        let args = ShardArgs {
+            barrier_timeout: Some("5m".into()),
+            ..ShardArgs::default()
+        };
+        assert!(
+            args.resolve(&env(&[]))
+                .unwrap_err()
+                .contains("needs --barrier")
+        );
+        let args = ShardArgs {
+            barrier: Some("/tmp/b".into()),
+            barrier_timeout: Some("0s".into()),
+            ..ShardArgs::default()
+        };
+        assert!(
+            args.resolve(&env(&[]))
+                .unwrap_err()
+                .contains("1ms to 7 days")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_barrier_lines_three_shards_up_and_refuses_a_stale_directory() {
+        let dir = std::env::temp_dir().join(format!("tsload-barrier-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let barrier = |i: u32| FileBarrier {
+            dir: dir.clone(),
+            shard: Shard::new(i, 3).unwrap(),
+            phase: "write".into(),
+            start_at: None,
+            timeout: Duration::from_secs(20),
+        };
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        // Shards 2 and 1 arrive before shard 0: they must wait for its prepare.
+        for i in [2u32, 1, 0] {
+            let b = barrier(i);
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                b.before_prepare().await?;
+                order.lock().unwrap().push(format!("prepare {i}"));
+                b.after_prepare().await?;
+                b.before_start().await?;
+                Ok::<_, String>(SystemTime::now())
+            }));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut starts = Vec::new();
+        for t in tasks {
+            starts.push(t.await.unwrap().unwrap());
+        }
+        assert_eq!(order.lock().unwrap()[0], "prepare 0");
+        // Nobody starts before the instant shard 0 set.
+        let text = std::fs::read_to_string(dir.join("write.start")).unwrap();
+        let at = humantime::parse_rfc3339_weak(text.trim()).unwrap();
+        assert!(starts.iter().all(|s| *s >= at), "{starts:?} vs {at:?}");
+        // The same directory again: shard 0 refuses it.
+        let e = barrier(0).before_prepare().await.unwrap_err();
+        assert!(
+            e.contains("from an earlier run") && e.contains("write.prepared"),
+            "{e}"
+        );
+        // A shard whose peers never come gives up, naming what it waited for.
+        let lonely = FileBarrier {
+            dir: dir.join("lonely"),
+            shard: Shard::new(1, 2).unwrap(),
+            phase: "write".into(),
+            start_at: None,
+            timeout: Duration::from_millis(200),
+        };
+        let e = lonely.before_prepare().await.unwrap_err();
+        assert!(
+            e.contains("shard 1/2 gave up after 200ms waiting for shard 0"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,348 @@
+//! Sharded runs (`run --shard I/N --barrier DIR`) as separate processes, merged with
+//! `tsload merge`: the shards together write exactly the rows one unsharded run writes
+//! (SQLite and a real VictoriaMetrics), the merged report counts what the server holds,
+//! and the merged histogram is the histogram of all the shards' raw latencies.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use tsload_testbed::{Server, ServerKind};
+
+fn tsload(args: &[String], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tsload"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("start tsload")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&s).expect("valid JSON")
+}
+
+/// cpu-only, 10 hosts x 1 hour (3,600 rows), 2 workers per process, into `target`.
+fn base_args(target: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["run", "--progress", "none"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for set in [
+        "workload.scale=10",
+        "workload.end=\"2016-01-01T01:00:00Z\"",
+        "load.workers=2",
+        "load.batch=100",
+    ]
+    .iter()
+    .chain(target)
+    {
+        args.push("--set".into());
+        args.push(set.to_string());
+    }
+    args
+}
+
+/// Runs `n` shard processes at once in `dir` (reports `r{i}.json`, logs `r{i}.hlog`,
+/// the barrier in `bar/`), then `tsload merge` over them; returns the merged report.
+fn run_shards(n: u32, args: &[String], extra: &[&str], dir: &Path) -> serde_json::Value {
+    let shards: Vec<_> = (0..n)
+        .map(|i| {
+            let mut a = args.to_vec();
+            for s in [
+                "--shard".to_string(),
+                format!("{i}/{n}"),
+                "--barrier".into(),
+                "bar".into(),
+                "--json".into(),
+                format!("reports/r{i}.json"),
+                "--hlog".into(),
+                format!("reports/r{i}.hlog"),
+            ] {
+                a.push(s);
+            }
+            a.extend(extra.iter().map(|s| s.replace("{i}", &i.to_string())));
+            Command::new(env!("CARGO_BIN_EXE_tsload"))
+                .args(&a)
+                .current_dir(dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start tsload")
+        })
+        .collect();
+    for (i, child) in shards.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "shard {i}/{n}: {}\n{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    let merged = tsload(
+        &[
+            "merge".into(),
+            "reports".into(),
+            "--hlog-out".into(),
+            "merged.hlog".into(),
+            "--json".into(),
+            "merged.json".into(),
+        ],
+        dir,
+    );
+    assert!(
+        merged.status.success(),
+        "{}\n{}",
+        text(&merged.stdout),
+        text(&merged.stderr)
+    );
+    assert!(
+        text(&merged.stdout).contains(&format!("merged from {n} shard report(s)")),
+        "{}",
+        text(&merged.stdout)
+    );
+    json(&dir.join("merged.json"))
+}
+
+type CpuRow = (
+    i64,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+);
+
+/// Every row of the `cpu` table, ordered.
+fn sqlite_rows(db: &Path) -> Vec<CpuRow> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use sqlx::Connection as _;
+        let url = format!("sqlite:{}", db.display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query_as::<_, CpuRow>(
+            "SELECT ts, hostname, usage_user, usage_system, usage_idle, usage_nice, usage_iowait, \
+             usage_irq, usage_softirq, usage_steal, usage_guest, usage_guest_nice \
+             FROM cpu ORDER BY hostname, ts",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .unwrap()
+    })
+}
+
+#[test]
+fn sqlite_shards_of_1_2_and_4_store_exactly_the_rows_of_one_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = tsload(
+        &[
+            base_args(&["target.url=\"sqlite:./whole.db\""]),
+            vec!["--json".into(), "whole.json".into()],
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let expected = sqlite_rows(&dir.path().join("whole.db"));
+    assert_eq!(expected.len(), 3_600);
+    assert_eq!(json(&dir.path().join("whole.json"))["rows"], 3_600);
+
+    for n in [1u32, 2, 4] {
+        let sub = dir.path().join(format!("n{n}"));
+        std::fs::create_dir_all(sub.join("reports")).unwrap();
+        let merged = run_shards(n, &base_args(&["target.url=\"sqlite:./s.db\""]), &[], &sub);
+        let stored = sqlite_rows(&sub.join("s.db"));
+        assert_eq!(merged["rows"], stored.len() as u64, "{n} shards");
+        assert_eq!(merged["merged_from"], n);
+        assert_eq!(merged["errors"], serde_json::json!({}));
+        assert!(
+            stored == expected,
+            "{n} shards stored other rows than one run"
+        );
+        // Each shard wrote its own part: none wrote everything (n > 1).
+        let parts: Vec<u64> = (0..n)
+            .map(|i| {
+                json(&sub.join(format!("reports/r{i}.json")))["rows"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(parts.iter().sum::<u64>(), 3_600, "{parts:?}");
+        if n > 1 {
+            assert!(parts.iter().all(|&p| p > 0 && p < 3_600), "{parts:?}");
+        }
+    }
+}
+
+fn start_vm() -> Server {
+    Server::start(ServerKind::VictoriaMetrics)
+        .unwrap_or_else(|e| panic!("VictoriaMetrics did not start: {e}"))
+}
+
+/// Every cpu series VictoriaMetrics holds, as sorted export lines.
+fn vm_dump(vm: &Server) -> Vec<String> {
+    vm.vm_flush();
+    let mut lines: Vec<String> = vm
+        .vm_export("{__name__=~\"cpu_.*\"}")
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn victoria_metrics_shards_of_1_2_and_4_store_exactly_the_samples_of_one_unsharded_run() {
+    let vm = start_vm();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("target.url=\"{}\"", vm.base_url());
+    let target = ["target.kind=\"influx\"", url.as_str()];
+    let whole = tsload(&base_args(&target), dir.path());
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let expected = vm_dump(&vm);
+    assert_eq!(vm.vm_sample_count("{__name__=~\"cpu_.*\"}"), 36_000);
+    drop(vm);
+
+    for n in [1u32, 2, 4] {
+        let vm = start_vm();
+        let url = format!("target.url=\"{}\"", vm.base_url());
+        let target = ["target.kind=\"influx\"", url.as_str()];
+        let sub = dir.path().join(format!("n{n}"));
+        std::fs::create_dir_all(sub.join("reports")).unwrap();
+        let merged = run_shards(n, &base_args(&target), &[], &sub);
+        assert_eq!(merged["metrics"], 36_000, "{n} shards");
+        assert_eq!(
+            vm.vm_sample_count("{__name__=~\"cpu_.*\"}"),
+            merged["metrics"].as_u64().unwrap(),
+            "{n} shards: the server holds what the merged report counts"
+        );
+        assert!(
+            vm_dump(&vm) == expected,
+            "{n} shards stored other samples than one run"
+        );
+    }
+}
+
+#[test]
+fn merged_percentiles_are_the_percentiles_of_all_shards_raw_latencies() {
+    let vm = start_vm();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+    let url = format!("target.url=\"{}\"", vm.base_url());
+    let target = ["target.kind=\"influx\"", url.as_str(), "load.batch=10"];
+    let merged = run_shards(
+        4,
+        &base_args(&target),
+        &["--debug-raw-latencies", "raw{i}.txt"],
+        dir.path(),
+    );
+    let mut raw: Vec<u64> = Vec::new();
+    for i in 0..4 {
+        let t = std::fs::read_to_string(dir.path().join(format!("raw{i}.txt"))).unwrap();
+        raw.extend(t.lines().map(|l| l.parse::<u64>().unwrap()));
+    }
+    raw.sort_unstable();
+    assert_eq!(raw.len(), 360, "3,600 rows in batches of 10");
+    assert_eq!(merged["latency"]["count"], raw.len() as u64);
+    let hdr = merged["latency"]["hdr"].as_str().expect("merged hdr");
+    let h = tsload_core::report::decode_histogram(hdr).unwrap();
+    assert_eq!(h.len(), raw.len() as u64);
+    for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+        // The raw value at that rank, and the histogram's answer: equal within the
+        // histogram's 3 significant digits (HDR reports its bucket's highest value).
+        let rank = ((q * raw.len() as f64).ceil() as usize).clamp(1, raw.len());
+        let exact = raw[rank - 1];
+        let merged_value = h.value_at_quantile(q);
+        assert!(
+            h.equivalent(merged_value, exact),
+            "q {q}: merged {merged_value} ns, raw {exact} ns"
+        );
+    }
+    let p99_ms = merged["latency"]["p99_ms"].as_f64().unwrap();
+    assert!((p99_ms - h.value_at_quantile(0.99) as f64 / 1e6).abs() < 1e-9);
+}
+
+#[test]
+fn what_cannot_be_sharded_or_merged_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a = base_args(&["target.url=\"sqlite:./x.db\""]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        tsload(&a, dir.path())
+    };
+    let out = run(&["--shard", "0/2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("drop_existing = true needs --barrier"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["--shard", "2/2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("below the count"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::write(dir.path().join("d.lp"), "m v=1 1\n").unwrap();
+    let out = tsload(
+        &[
+            "run",
+            "--shard",
+            "1/2",
+            "--set",
+            "workload.kind=\"file\"",
+            "--set",
+            "workload.path=\"d.lp\"",
+            "--set",
+            "target.url=\"sqlite:./x.db\"",
+            "--set",
+            "target.drop_existing=false",
+        ]
+        .map(String::from),
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot be sharded"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Shard 1 of 2 alone: merged without --allow-partial, it is refused.
+    let out = run(&[
+        "--shard",
+        "1/2",
+        "--set",
+        "target.drop_existing=false",
+        "--json",
+        "r1.json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let merged = tsload(&["merge".into(), "r1.json".into()], dir.path());
+    assert_eq!(merged.status.code(), Some(2));
+    assert!(
+        text(&merged.stderr).contains("shards 0 of 2 are missing"),
+        "{}",
+        text(&merged.stderr)
+    );
+    let merged = tsload(
+        &["merge".into(), "r1.json".into(), "--allow-partial".into()],
+        dir.path(),
+    );
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+}
