@@ -21,6 +21,11 @@ const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|serve|fmt>
   serve <victoria-metrics|influxdb|questdb|postgres|mariadb>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)
+  k8s-simulate [--env NAME=VALUE]... [--dir DIR]
+                 run deploy/k8s's Indexed Job of shards and then its merge Job as local
+                 processes (the pods' environment, args and volumes as Kubernetes gives
+                 them; volumes under DIR), into a testbed VictoriaMetrics started here
+                 unless --env TSLOAD_TARGET=URL names another target
   fmt            format the workspace";
 
 fn main() -> anyhow::Result<()> {
@@ -30,6 +35,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench(&args[1..]),
         Some("bench-targets") => bench_targets(&args[1..]),
         Some("serve") => serve(&args[1..]),
+        Some("k8s-simulate") => k8s_simulate(&args[1..]),
         Some("fmt") => run("cargo", &["fmt", "--all"]),
         _ => {
             eprintln!("{USAGE}");
@@ -100,6 +106,122 @@ fn ensure_maven_artifacts() -> anyhow::Result<()> {
         .with_context(|| format!("fetching {group}:{artifact}:{version} from Maven Central"))?;
     }
     Ok(())
+}
+
+/// The Kubernetes schema validator the manifest test runs (`crates/cli/tests/k8s.rs`),
+/// from PyPI, into `target/tools/kubernetes-validate` (its schemas come with it).
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+
+fn ensure_kubernetes_validate() -> anyhow::Result<()> {
+    let dir = workspace_root().join("target/tools/kubernetes-validate");
+    if dir.join("kubernetes_validate").is_dir() {
+        return Ok(());
+    }
+    let target = dir.display().to_string();
+    run(
+        "python3",
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            &target,
+            KUBERNETES_VALIDATE,
+        ],
+    )
+    .with_context(|| format!("installing {KUBERNETES_VALIDATE} from PyPI into {target}"))
+}
+
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// `cargo xtask k8s-simulate`: see USAGE.
+fn k8s_simulate(args: &[String]) -> anyhow::Result<()> {
+    use std::collections::BTreeMap;
+    use tsload_testbed::k8s::{Cluster, ConfigMap, Job};
+
+    let mut overrides = BTreeMap::new();
+    let mut dir = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--env" => {
+                let v = it.next().context("--env needs NAME=VALUE")?;
+                let (k, val) = v
+                    .split_once('=')
+                    .with_context(|| format!("--env {v}: expected NAME=VALUE"))?;
+                overrides.insert(k.to_string(), val.to_string());
+            }
+            "--dir" => {
+                dir = Some(std::path::PathBuf::from(
+                    it.next().context("--dir needs DIR")?,
+                ))
+            }
+            other => bail!("k8s-simulate: unknown argument {other}\n{USAGE}"),
+        }
+    }
+    let root = workspace_root();
+    run("cargo", &["build", "--release", "-p", "tsload"])?;
+    let k8s = root.join("deploy/k8s");
+    let load = |f: &str| k8s.join(f);
+    let configmap =
+        ConfigMap::load(&load("scenario-configmap.yaml")).map_err(anyhow::Error::msg)?;
+    let shards = Job::load(&load("shards-job.yaml")).map_err(anyhow::Error::msg)?;
+    let merge = Job::load(&load("merge-job.yaml")).map_err(anyhow::Error::msg)?;
+    let _server;
+    if !overrides.contains_key("TSLOAD_TARGET") {
+        let vm = tsload_testbed::Server::start(tsload_testbed::ServerKind::VictoriaMetrics)
+            .context("starting a testbed VictoriaMetrics for TSLOAD_TARGET")?;
+        eprintln!(
+            "VictoriaMetrics at {} stands in for the Service",
+            vm.base_url()
+        );
+        overrides.insert("TSLOAD_TARGET".into(), vm.base_url());
+        _server = vm;
+    }
+    let tmp;
+    let root_dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            d
+        }
+        None => {
+            tmp = tempfile_dir()?;
+            tmp.clone()
+        }
+    };
+    let cluster = Cluster {
+        root: root_dir.clone(),
+        tsload: root.join("target/release/tsload"),
+        env_overrides: overrides,
+        configmaps: vec![configmap],
+    };
+    for job in [&shards, &merge] {
+        eprintln!("job {}: {} pod(s)", job.name, job.completions);
+        let outs = cluster.run(job).map_err(anyhow::Error::msg)?;
+        for (i, o) in outs.iter().enumerate() {
+            print!("{}", String::from_utf8_lossy(&o.stdout));
+            eprint!("{}", String::from_utf8_lossy(&o.stderr));
+            if !o.status.success() {
+                bail!("job {} pod {i} failed: {}", job.name, o.status);
+            }
+        }
+    }
+    eprintln!("volumes under {}", root_dir.display());
+    Ok(())
+}
+
+/// A fresh directory under the system's temp dir for the simulated volumes (kept).
+fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
+    let d = std::env::temp_dir().join(format!("tsload-k8s-{}", std::process::id()));
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
 }
 
 fn ensure_packages() -> anyhow::Result<()> {
@@ -231,6 +353,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     }
     ensure_packages()?;
     ensure_maven_artifacts()?;
+    ensure_kubernetes_validate()?;
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",

@@ -354,6 +354,35 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Creates the missing directories of the files a run writes (a fresh volume in a
+/// Kubernetes pod has none), before anything connects.
+fn create_output_dirs(o: &plan::OutputPlan) -> Result<(), String> {
+    let files = [
+        ("--json", o.json.as_ref()),
+        ("--hlog", o.hlog.as_ref()),
+        ("--debug-raw-latencies", o.raw_latencies.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, p)| p.map(|p| (flag, p)))
+    .chain(o.out.iter().filter_map(|spec| match spec {
+        outputs::OutSpec::Csv(p) | outputs::OutSpec::Ndjson(p) => Some(("--out", p)),
+        outputs::OutSpec::Influx(_) => None,
+    }));
+    for (flag, path) in files {
+        create_parent_dir(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Creates the directory `path` is in, when it does not exist yet.
+pub fn create_parent_dir(path: &std::path::Path) -> Result<(), String> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the directory {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
 /// The quick flags of `run` as the `--set`s they stand for (after the user's own).
 fn quick_sets(args: &RunArgs) -> Result<Vec<String>, String> {
     let mut sets = Vec::new();
@@ -430,6 +459,10 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     plan.output.out = args.out;
     plan.output.metrics_addr = args.metrics_addr;
     plan.output.raw_latencies = args.debug_raw_latencies;
+    if let Err(e) = create_output_dirs(&plan.output) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     let shard = args
         .shard
         .resolve(&|name| std::env::var(name).ok())

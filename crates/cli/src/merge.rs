@@ -43,7 +43,17 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .collect();
             files.sort();
+            // A merge run again over the same directory skips what it wrote before.
+            let written = |f: &Path| {
+                [&args.json, &args.hlog_out]
+                    .into_iter()
+                    .flatten()
+                    .any(|o| same_file(o, f))
+            };
             for f in files {
+                if written(&f) {
+                    continue;
+                }
                 match f.extension().and_then(|e| e.to_str()) {
                     Some("json") => reports.push(f),
                     Some("hlog") if args.hlog_out.is_some() => hlogs.push(f),
@@ -61,6 +71,14 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     if !hlogs.is_empty() && args.hlog_out.is_none() {
         eprintln!("error: --hlog needs --hlog-out FILE (where the merged log goes)");
         return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    for (flag, out) in [("--json", &args.json), ("--hlog-out", &args.hlog_out)] {
+        if let Some(out) = out
+            && let Err(e) = crate::create_parent_dir(out)
+        {
+            eprintln!("error: {flag} {}: {e}", out.display());
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
     }
     let mut shards = Vec::with_capacity(reports.len());
     for path in &reports {
@@ -123,6 +141,15 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether two paths name one file (the same path, or both resolving to one).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 fn show(paths: &[PathBuf]) -> String {

@@ -61,6 +61,7 @@ pub use tls::TestCa;
 
 pub mod fixtures;
 pub mod http_front;
+pub mod k8s;
 pub mod query_checks;
 pub mod sql_server_checks;
 
