@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tsload_core::merge::{ShardReport, merge};
+use tsload_core::merge::{ShardLine, ShardReport, merge, merge_queries};
+use tsload_core::query_report::QuerySummary;
 use tsload_core::report::Summary;
 use tsload_core::shard::Shard;
 
@@ -80,24 +81,45 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     }
-    let mut shards = Vec::with_capacity(reports.len());
+    let mut writes = Vec::new();
+    let mut queries = Vec::new();
     for path in &reports {
         match read_report(path) {
-            Ok(r) => shards.push(r),
+            Ok(Read::Write(r)) => writes.push(r),
+            Ok(Read::Query(r)) => queries.push(r),
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         }
     }
-    let merged = match merge(&shards, args.allow_partial) {
-        Ok(m) => m,
+    if !writes.is_empty() && !queries.is_empty() {
+        eprintln!(
+            "error: {} write report(s) and {} query report(s): merge the shards of one run",
+            writes.len(),
+            queries.len()
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let merged = if queries.is_empty() {
+        merge(&writes, args.allow_partial).map(|m| {
+            let text = m.render_text();
+            (text, to_json(&m.summary, &m.shards, &m.scenario_sha256))
+        })
+    } else {
+        merge_queries(&queries, args.allow_partial).map(|m| {
+            let text = m.render_text();
+            (text, to_json(&m.summary, &m.shards, &m.scenario_sha256))
+        })
+    };
+    let (text, json) = match merged {
+        Ok((text, json)) => (text, json?),
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    print!("{}", merged.render_text());
+    print!("{text}");
 
     if let Some(out) = &args.hlog_out {
         if hlogs.is_empty() {
@@ -127,17 +149,7 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(path) = &args.json {
-        let mut json = match serde_json::to_value(&merged.summary)? {
-            serde_json::Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
-        json.insert("merged_from".into(), merged.shards.len().into());
-        json.insert("shards".into(), serde_json::to_value(&merged.shards)?);
-        json.insert(
-            "scenario_sha256".into(),
-            serde_json::to_value(&merged.scenario_sha256)?,
-        );
-        let text = serde_json::to_string_pretty(&serde_json::Value::Object(json))?;
+        let text = serde_json::to_string_pretty(&json)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -152,6 +164,25 @@ fn same_file(a: &Path, b: &Path) -> bool {
         )
 }
 
+/// The merged report as JSON: the whole run's summary, `merged_from`, each shard's line.
+fn to_json<S: serde::Serialize>(
+    summary: &S,
+    shards: &[ShardLine],
+    scenario_sha256: &Option<String>,
+) -> anyhow::Result<serde_json::Value> {
+    let mut json = match serde_json::to_value(summary)? {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    json.insert("merged_from".into(), shards.len().into());
+    json.insert("shards".into(), serde_json::to_value(shards)?);
+    json.insert(
+        "scenario_sha256".into(),
+        serde_json::to_value(scenario_sha256)?,
+    );
+    Ok(serde_json::Value::Object(json))
+}
+
 fn show(paths: &[PathBuf]) -> String {
     paths
         .iter()
@@ -160,22 +191,26 @@ fn show(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// One shard's write report from its JSON file.
-fn read_report(path: &Path) -> Result<ShardReport, String> {
+/// A shard's report of either kind.
+enum Read {
+    Write(ShardReport<Summary>),
+    Query(ShardReport<QuerySummary>),
+}
+
+/// One shard's report from its JSON file.
+fn read_report(path: &Path) -> Result<Read, String> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("reading {name}: {e}"))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
-    if value.get("kinds").is_some() || value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
+    if value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
         return Err(format!(
-            "{name}: a query or mixed report; `tsload merge` merges write reports so far"
+            "{name}: a mixed report; mixed runs are not sharded, so there is nothing to merge"
         ));
     }
     if value.get("merged_from").is_some() {
         return Err(format!("{name}: already a merged report"));
     }
-    let summary: Summary = serde_json::from_value(value.clone())
-        .map_err(|e| format!("{name}: not a tsload write report (`run --json`): {e}"))?;
     let shard = match value.get("shard") {
         None | Some(serde_json::Value::Null) => None,
         Some(s) => {
@@ -185,11 +220,25 @@ fn read_report(path: &Path) -> Result<ShardReport, String> {
         }
     };
     let text_field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    Ok(ShardReport {
+    let (host, scenario_sha256) = (text_field("host"), text_field("scenario_sha256"));
+    if value.get("kinds").is_some() {
+        let summary: QuerySummary = serde_json::from_value(value.clone())
+            .map_err(|e| format!("{name}: not a tsload query report (`run --json`): {e}"))?;
+        return Ok(Read::Query(ShardReport {
+            source: name,
+            shard,
+            host,
+            scenario_sha256,
+            summary,
+        }));
+    }
+    let summary: Summary = serde_json::from_value(value)
+        .map_err(|e| format!("{name}: not a tsload write report (`run --json`): {e}"))?;
+    Ok(Read::Write(ShardReport {
         source: name,
         shard,
-        host: text_field("host"),
-        scenario_sha256: text_field("scenario_sha256"),
+        host,
+        scenario_sha256,
         summary,
-    })
+    }))
 }

@@ -10,7 +10,7 @@ use clap::Args;
 use tsload_core::engine::LoadMode;
 use tsload_core::shard::{Gate, GateFuture, Shard, StartGate};
 
-use crate::plan::{Plan, RunMode, TargetPlan, WorkloadPlan};
+use crate::plan::{Plan, QueryWorkloadPlan, RunMode, TargetPlan, WorkloadPlan};
 
 /// The environment variables that name a shard (the flag wins over them).
 pub const ENV_INDEX: &str = "TSLOAD_SHARD_INDEX";
@@ -192,6 +192,13 @@ pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
             clear_drop_existing(&mut p.target);
         }
         if let Some(q) = &mut p.query {
+            // Built "after the load" the index would wait for loaders of other processes
+            // that this one never sees; built in setup, shard 0 makes it for all.
+            if let QueryWorkloadPlan::Oltp { config, .. } = &mut q.workload
+                && config.secondary_index == tsload_oltp::SecondaryIndex::AfterLoad
+            {
+                config.secondary_index = tsload_oltp::SecondaryIndex::BeforeLoad;
+            }
             q.config.requests = q.config.requests.map(|r| shard.share(r));
             if let LoadMode::Open { rate } = q.config.mode {
                 q.config.mode = LoadMode::Open {

@@ -346,3 +346,68 @@ fn what_cannot_be_sharded_or_merged_is_refused_with_the_reason() {
     );
     assert!(merged.status.success(), "{}", text(&merged.stderr));
 }
+
+#[test]
+fn sharded_query_runs_load_their_parts_and_merge_per_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+    let args: Vec<String> = [
+        "run",
+        "--progress",
+        "none",
+        "--set",
+        "mode=\"query\"",
+        "--set",
+        "target.kind=\"sqlite\"",
+        "--set",
+        "target.url=\"sqlite:./q.db\"",
+        "--set",
+        "query.kind=\"oltp_point_select\"",
+        "--set",
+        "query.table_size=3000",
+        "--set",
+        "query.workers=2",
+        "--set",
+        "query.queries=2000",
+    ]
+    .map(String::from)
+    .to_vec();
+    let merged = run_shards(2, &args, &[], dir.path());
+    // 2,000 requests over 2 shards: 1,000 each.
+    assert_eq!(merged["requests"], 2_000, "{merged}");
+    assert_eq!(
+        merged["load_rows"], 3_000,
+        "the shards loaded one table between them"
+    );
+    assert_eq!(merged["kinds"][0]["name"], "oltp_point_select");
+    assert_eq!(merged["kinds"][0]["requests"], 2_000);
+    assert_eq!(merged["kinds"][0]["latency"]["count"], 2_000);
+    assert_eq!(merged["latency"]["count"], 2_000);
+    for i in 0..2 {
+        let r = json(&dir.path().join(format!("reports/r{i}.json")));
+        assert_eq!(r["requests"], 1_000);
+        assert_eq!(r["shard"]["index"], i);
+    }
+    // The secondary index exists once, made by shard 0 before the load.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (rows, indexes): (i64, i64) = rt.block_on(async {
+        use sqlx::Connection as _;
+        let url = format!("sqlite:{}", dir.path().join("q.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM sbtest1")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        let idx: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'k_1'",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        (rows, idx)
+    });
+    assert_eq!((rows, indexes), (3_000, 1));
+}
