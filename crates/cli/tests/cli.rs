@@ -1227,22 +1227,41 @@ fn a_bad_out_or_metrics_addr_stops_the_run_before_it_starts() {
         "{}",
         text(&out.stderr)
     );
+    // A directory that cannot be made (a file is in the way); missing ones are created.
+    std::fs::write(dir.path().join("plain-file"), "").unwrap();
     let out = run(
         &[
             "run",
             "--set",
             "target.kind=\"null\"",
             "--out",
-            "csv=/nonexistent/dir/x.csv",
+            "csv=plain-file/dir/x.csv",
         ],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("/nonexistent/dir/x.csv"),
+        text(&out.stderr).contains("plain-file/dir/x.csv"),
         "{}",
         text(&out.stderr)
     );
+    let out = run(
+        &[
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "workload.scale=1",
+            "--out",
+            "csv=made/by/tsload.csv",
+            "--json",
+            "made/r.json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(dir.path().join("made/by/tsload.csv").is_file());
+    assert!(dir.path().join("made/r.json").is_file());
 }
 
 #[test]
