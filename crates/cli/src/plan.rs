@@ -135,6 +135,13 @@ pub struct OutputPlan {
     pub raw_latencies: Option<PathBuf>,
 }
 
+/// `[monitor]`: which processes are the server, and its data directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorPlan {
+    pub selector: tsload_monitor::Selector,
+    pub data_dir: Option<PathBuf>,
+}
+
 /// Where the impairment is made.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NetworkBackend {
@@ -373,6 +380,8 @@ pub struct Plan {
     pub output: OutputPlan,
     /// The impairment during the run, if any.
     pub network: Option<NetworkPlan>,
+    /// The server's processes to sample during the run, if any.
+    pub monitor: Option<MonitorPlan>,
     /// The `[sweep]` lists, in file order.
     pub sweep: Vec<SweepAxis>,
     pub mode: RunMode,
@@ -538,6 +547,17 @@ impl Plan {
         }
         if let Some(n) = &self.network {
             v["network"] = n.to_json();
+        }
+        if let Some(m) = &self.monitor {
+            let mut j = match &m.selector {
+                tsload_monitor::Selector::Pid(p) => json!({"pid": p}),
+                tsload_monitor::Selector::Name(n) => json!({"process": n}),
+                tsload_monitor::Selector::Unit(u) => json!({"systemd_unit": u}),
+            };
+            if let Some(d) = &m.data_dir {
+                j["data_dir"] = json!(d.display().to_string());
+            }
+            v["monitor"] = j;
         }
         if !self.sweep.is_empty() {
             v["sweep"] = self

@@ -32,6 +32,8 @@ pub struct RunObserver {
     /// `--out` and `--metrics-addr`, and the stream name this observer records under.
     outputs: Option<(Outputs, &'static str)>,
     started_at: SystemTime,
+    /// `[monitor]`: the server's start sample, taken when the clock starts.
+    monitor: Option<tsload_monitor::Starter>,
 }
 
 impl RunObserver {
@@ -61,6 +63,7 @@ impl RunObserver {
             prefix: "",
             outputs: None,
             started_at: SystemTime::now(),
+            monitor: None,
         }
     }
 
@@ -73,6 +76,12 @@ impl RunObserver {
     /// Shows a read stream's figures (requests/s, statements/s) instead of rows.
     pub fn for_reads(mut self) -> Self {
         self.reads = true;
+        self
+    }
+
+    /// Takes the `[monitor]` start sample when this stream's clock starts.
+    pub fn with_monitor(mut self, starter: Option<tsload_monitor::Starter>) -> Self {
+        self.monitor = starter;
         self
     }
 
@@ -149,6 +158,9 @@ pub fn interval_line(r: &IntervalReport) -> String {
 
 impl Observer for RunObserver {
     fn on_start(&mut self, started_at: SystemTime) {
+        if let Some(m) = &self.monitor {
+            m.mark();
+        }
         self.usage_at_start = Usage::now();
         self.started_at = started_at;
         if let Some((name, file)) = self.hlog_file.take() {

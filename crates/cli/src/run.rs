@@ -205,6 +205,26 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
             });
         }
     };
+    let monitor = match &plan.monitor {
+        None => None,
+        Some(m) => match tsload_monitor::Monitor::start(
+            m.selector.clone(),
+            m.data_dir.clone(),
+            plan.load.report_interval,
+        ) {
+            Ok(monitor) => Some(monitor),
+            Err(e) => {
+                eprintln!("error: [monitor]: {e}");
+                return Ok(Executed {
+                    summary: None,
+                    query_summary: None,
+                    probe: None,
+                    code: crate::EXIT_USAGE,
+                });
+            }
+        },
+    };
+    let starter = monitor.as_ref().map(tsload_monitor::Monitor::starter);
     let mut observer = if plan.mode == RunMode::Query {
         // The bar counts requests: full at the query limit, a spinner without one.
         let total = plan.query.as_ref().and_then(|q| q.config.requests);
@@ -214,7 +234,8 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
     } else {
         observer_for(plan, plan.load.rows.or(workload.total_rows()))?
             .with_outputs(outputs.clone(), "write")
-    };
+    }
+    .with_monitor(starter);
     let mut query_observer = RunObserver::new(
         match plan.output.progress {
             ProgressMode::None => ProgressMode::None,
@@ -552,6 +573,30 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
         println!("{}", p.table_row("rtt"));
         json.insert("rtt".into(), serde_json::to_value(p)?);
     }
+    if let Some(m) = monitor {
+        // The stream the monitor's start sample belongs to: writes, or the queries of a
+        // query run.
+        let figures = match (&executed.summary, &executed.query_summary, plan.mode) {
+            (_, Some(q), RunMode::Query) => Some((q.elapsed_s, q.requests + q.failed_requests)),
+            (Some(w), _, _) => Some((w.elapsed_s, w.metrics)),
+            _ => None,
+        };
+        let run = figures.map(|(elapsed_s, metrics)| tsload_monitor::RunFigures {
+            elapsed: std::time::Duration::from_secs_f64(elapsed_s.max(0.0)),
+            metrics,
+            client_cpu: usage.cpu(),
+            client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            server_is_local: true,
+        });
+        match run.map(|r| m.finish(&r)) {
+            Some(Ok(Some(server))) => {
+                print!("{}", server_text(&server, plan.mode == RunMode::Query));
+                json.insert("server".into(), serde_json::to_value(&server)?);
+            }
+            Some(Err(e)) => eprintln!("error: [monitor]: {e}"),
+            Some(Ok(None)) | None => {}
+        }
+    }
     if let Some(e) = &observer.hlog_error {
         eprintln!("error: interval log incomplete: {e}");
     }
@@ -664,6 +709,36 @@ fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
 }
 
 /// This machine's name, for reports compared across machines.
+/// The report's server block.
+fn server_text(s: &tsload_monitor::ServerSummary, queries: bool) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let per = if queries { "M requests" } else { "M metrics" };
+    let mut t = format!(
+        "  server    cpu {:.2} s ({:.2} cores)   {:.3} s per {per}   peak RSS {:.1} MiB   client/server cpu {:.2}\n",
+        s.cpu_s,
+        s.cores_used,
+        s.cpu_s_per_million_metrics,
+        mib(s.peak_rss_bytes),
+        s.client_server_cpu_ratio
+    );
+    t += &format!(
+        "            read {:.1} MiB   written {:.1} MiB",
+        mib(s.read_bytes),
+        mib(s.write_bytes)
+    );
+    if let Some(d) = s.disk_bytes_added {
+        t += &format!("   data_dir +{:.1} MiB", mib(d));
+    }
+    if let Some(b) = s.bytes_per_metric {
+        t += &format!(" ({b:.2} bytes per metric)");
+    }
+    t += &format!(
+        "\n            watched: {}; saturated: {}\n",
+        s.watched, s.saturated
+    );
+    t
+}
+
 /// `--debug-raw-latencies`: one corrected latency per line, in nanoseconds.
 fn write_raw_latencies(path: &std::path::Path, values: &[u64]) -> std::io::Result<()> {
     use std::io::Write as _;

@@ -16,8 +16,8 @@ use tsload_core::threshold::Threshold;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
 use crate::plan::{
-    InfluxPlan, NetworkBackend, NetworkPlan, OutputPlan, Plan, ProbeChoice, ProgressMode,
-    QueryPlan, QueryWorkloadPlan, RunMode, SweepAxis, TargetPlan, WorkloadPlan,
+    InfluxPlan, MonitorPlan, NetworkBackend, NetworkPlan, OutputPlan, Plan, ProbeChoice,
+    ProgressMode, QueryPlan, QueryWorkloadPlan, RunMode, SweepAxis, TargetPlan, WorkloadPlan,
 };
 
 /// Sections whose keys a `[sweep]` list may name in full (`load.rate`).
@@ -67,6 +67,7 @@ struct ScenarioFile {
     mode: Option<Spanned<String>>,
     query: Option<Spanned<QuerySection>>,
     network: Option<Spanned<NetworkSection>>,
+    monitor: Option<Spanned<MonitorSection>>,
     sweep: Option<Spanned<std::collections::BTreeMap<String, Spanned<toml::Value>>>>,
 }
 
@@ -199,6 +200,16 @@ struct NetworkSection {
     probe: Option<Spanned<String>>,
     probe_count: Option<Spanned<i64>>,
     probe_path: Option<Spanned<String>>,
+}
+
+/// `[monitor]`: the server's processes sampled while the run goes on.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct MonitorSection {
+    pid: Option<Spanned<i64>>,
+    process: Option<Spanned<String>>,
+    systemd_unit: Option<Spanned<String>>,
+    data_dir: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -990,6 +1001,7 @@ impl Ctx<'_> {
             .as_ref()
             .map(|n| self.network(n, &target))
             .transpose()?;
+        let monitor = raw.monitor.as_ref().map(|m| self.monitor(m)).transpose()?;
         let sweep = raw
             .sweep
             .as_ref()
@@ -1005,10 +1017,55 @@ impl Ctx<'_> {
             load,
             output,
             network,
+            monitor,
             sweep,
             mode,
             query,
         })
+    }
+
+    fn monitor(&self, section: &Spanned<MonitorSection>) -> Result<MonitorPlan, ScenarioError> {
+        let m = section.get_ref();
+        let mut given = Vec::new();
+        if let Some(pid) = &m.pid {
+            let pid = self.int(pid, "monitor.pid", 1, i64::from(i32::MAX))?;
+            given.push(tsload_monitor::Selector::Pid(pid as u32));
+        }
+        let text = |v: &Spanned<String>, key: &str| {
+            if v.get_ref().trim().is_empty() {
+                Err(self.error(Some(&v.span()), key, "empty".into()))
+            } else {
+                Ok(v.get_ref().clone())
+            }
+        };
+        if let Some(p) = &m.process {
+            given.push(tsload_monitor::Selector::Name(text(p, "monitor.process")?));
+        }
+        if let Some(u) = &m.systemd_unit {
+            given.push(tsload_monitor::Selector::Unit(text(
+                u,
+                "monitor.systemd_unit",
+            )?));
+        }
+        let selector = match given.len() {
+            1 => given.remove(0),
+            n => {
+                return Err(self.error(
+                    Some(&section.span()),
+                    "monitor",
+                    format!(
+                        "{} of pid, process and systemd_unit given; name the server's processes with exactly one",
+                        if n == 0 { "none".to_string() } else { n.to_string() }
+                    ),
+                ));
+            }
+        };
+        let data_dir = m
+            .data_dir
+            .as_ref()
+            .map(|d| text(d, "monitor.data_dir").map(std::path::PathBuf::from))
+            .transpose()?;
+        Ok(MonitorPlan { selector, data_dir })
     }
 
     fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
@@ -2787,7 +2844,7 @@ mod tests {
             }
         }
         for section in [
-            "", "workload", "target", "load", "output", "network", "query",
+            "", "workload", "target", "load", "output", "network", "monitor", "query",
         ] {
             let text = if section.is_empty() {
                 "zz_not_a_key = 1\n".to_string()
@@ -2804,7 +2861,7 @@ mod tests {
             // Sections are tables of their own, not keys.
             read.retain(|k| {
                 ![
-                    "workload", "target", "load", "output", "network", "query", "sweep",
+                    "workload", "target", "load", "output", "network", "monitor", "query", "sweep",
                 ]
                 .contains(k)
             });

@@ -1,0 +1,155 @@
+//! `[monitor]` against a real PostgreSQL started by the testbed: the report's server block
+//! sums the CPU of every backend (the postmaster's whole process tree), and agrees with
+//! what /proc says over the run, read here independently of tsload.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use tsload_testbed::{Server, ServerKind};
+
+/// CPU seconds of `pids` (user + system, with reaped children), read from /proc/PID/stat.
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    let ticks_per_s = 100.0; // USER_HZ on Linux
+    let mut ticks = 0.0;
+    for pid in pids {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name (which may hold spaces): utime stime cutime cstime are
+        // the 12th to 15th fields.
+        let after = stat.rsplit(')').next().unwrap_or("");
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        ticks += (11..=14)
+            .filter_map(|i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
+            .sum::<f64>();
+    }
+    ticks / ticks_per_s
+}
+
+fn run(dir: &Path, sets: &[String]) -> (std::process::Output, serde_json::Value) {
+    let mut args: Vec<String> = ["run", "--json", "r.json", "--progress", "none"]
+        .map(String::from)
+        .to_vec();
+    for s in sets {
+        args.push("--set".into());
+        args.push(s.clone());
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_tsload"))
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .expect("start tsload");
+    let r = std::fs::read_to_string(dir.join("r.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, r)
+}
+
+#[test]
+fn postgres_server_cpu_is_summed_over_every_backend_and_matches_proc() {
+    let pg = Server::start(ServerKind::Postgres)
+        .unwrap_or_else(|e| panic!("PostgreSQL did not start: {e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg.database_url().unwrap();
+    let sets = vec![
+        "target.kind=\"postgres\"".to_string(),
+        format!("target.url=\"{url}\""),
+        "target.drop_existing=true".into(),
+        "target.method=\"insert\"".into(),
+        "workload.scale=100".into(),
+        "workload.end=\"2016-01-02T00:00:00Z\"".into(),
+        "load.workers=2".into(),
+        "load.batch=200".into(),
+        "load.duration=\"4s\"".into(),
+        format!("monitor.pid={}", pg.pid()),
+        format!("monitor.data_dir=\"{}\"", pg.data_dir().display()),
+    ];
+    let before = cpu_seconds(&pg.processes());
+    let (out, r) = run(dir.path(), &sets);
+    // The backends of the run have exited by now and were reaped into the postmaster's
+    // children's times; give it a moment to reap the last one.
+    std::thread::sleep(Duration::from_millis(300));
+    let after = cpu_seconds(&pg.processes());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let server = &r["server"];
+    let reported = server["cpu_s"].as_f64().expect("a server block");
+    let measured = after - before;
+    eprintln!("server cpu: reported {reported:.2} s, /proc over the run {measured:.2} s");
+    assert!(
+        measured > 0.5,
+        "the load kept PostgreSQL busy: {measured} s"
+    );
+    assert!(
+        (reported - measured).abs() <= 0.2 * measured,
+        "reported {reported:.2} s vs /proc {measured:.2} s"
+    );
+    assert!(
+        server["watched"]
+            .as_str()
+            .unwrap()
+            .contains(&pg.pid().to_string())
+    );
+    assert!(
+        server["peak_rss_bytes"].as_u64().unwrap() > 10 << 20,
+        "{server}"
+    );
+    assert!(server["cpu_s_per_million_metrics"].as_f64().unwrap() > 0.0);
+    // The table grew on disk: bytes per metric from the data directory.
+    assert!(server["disk_bytes_added"].as_u64().unwrap() > 0, "{server}");
+    let bpm = server["bytes_per_metric"].as_f64().unwrap();
+    assert!(bpm > 0.5 && bpm < 1_000.0, "{bpm}");
+    assert!(stdout.contains("  server    cpu "), "{stdout}");
+    assert!(stdout.contains("saturated: "), "{stdout}");
+}
+
+#[test]
+fn a_monitor_that_names_no_process_or_a_missing_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = vec![
+        "target.kind=\"null\"".to_string(),
+        "workload.scale=1".into(),
+    ];
+    let (out, _) = run(
+        dir.path(),
+        &[base.clone(), vec!["monitor.data_dir=\"/tmp\"".into()]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("none of pid, process and systemd_unit given"),
+        "{e}"
+    );
+    let (out, _) = run(
+        dir.path(),
+        &[
+            base.clone(),
+            vec![
+                "monitor.pid=1".into(),
+                "monitor.process=\"postgres\"".into(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let (out, _) = run(
+        dir.path(),
+        &[
+            base,
+            vec!["monitor.process=\"no-such-server-tsload\"".into()],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("[monitor]: processes named no-such-server-tsload and their descendants: no such process"),
+        "{e}"
+    );
+}
