@@ -588,6 +588,9 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
             client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             server_is_local: true,
         });
+        if m.watches_disk() {
+            flush_target(&runtime, &plan.target);
+        }
         match run.map(|r| m.finish(&r)) {
             Some(Ok(Some(server))) => {
                 print!("{}", server_text(&server, plan.mode == RunMode::Query));
@@ -709,6 +712,29 @@ fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
 }
 
 /// This machine's name, for reports compared across machines.
+/// VictoriaMetrics keeps the last seconds of samples in memory: it is asked to write them
+/// out (`/internal/force_flush`) before its data directory is measured. Other
+/// line-protocol servers answer 404, which is ignored, as is any failure: the figure is
+/// then what the disk held.
+fn flush_target(runtime: &tokio::runtime::Runtime, target: &crate::plan::TargetPlan) {
+    let crate::plan::TargetPlan::Influx(p) = target else {
+        return;
+    };
+    let Ok(tls) = tsload_tls::client_config(&p.tls) else {
+        return;
+    };
+    let url = format!("{}/internal/force_flush", p.url.trim_end_matches('/'));
+    runtime.block_on(async {
+        if let Ok(client) = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .tls_backend_preconfigured(tls)
+            .build()
+        {
+            let _ = client.get(url).send().await;
+        }
+    });
+}
+
 /// The report's server block.
 fn server_text(s: &tsload_monitor::ServerSummary, queries: bool) -> String {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);

@@ -153,3 +153,39 @@ fn a_monitor_that_names_no_process_or_a_missing_one_is_refused() {
         "{e}"
     );
 }
+
+/// A 1-hour, 100-host cpu-only load into `server` (line protocol) with its process and
+/// data directory watched; returns the report's server block.
+fn line_protocol_server_block(server: &Server) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = vec![
+        "target.kind=\"influx\"".to_string(),
+        format!("target.url=\"{}\"", server.base_url()),
+        "workload.scale=100".into(),
+        "workload.end=\"2016-01-01T01:00:00Z\"".into(),
+        "load.workers=2".into(),
+        "load.batch=5000".into(),
+        format!("monitor.pid={}", server.pid()),
+        format!("monitor.data_dir=\"{}\"", server.data_dir().display()),
+    ];
+    let (out, r) = run(dir.path(), &sets);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["metrics"], 360_000);
+    r["server"].clone()
+}
+
+#[test]
+fn victoria_metrics_and_influxdb_report_bytes_per_metric() {
+    for kind in [ServerKind::VictoriaMetrics, ServerKind::InfluxDb1] {
+        let server = Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"));
+        let block = line_protocol_server_block(&server);
+        let bpm = block["bytes_per_metric"].as_f64().unwrap_or(0.0);
+        eprintln!("{kind:?}: {bpm:.3} bytes per metric, {block}");
+        assert!(bpm > 0.0 && bpm < 1_000.0, "{kind:?}: {block}");
+        assert!(block["cpu_s"].as_f64().unwrap() > 0.0, "{kind:?}: {block}");
+    }
+}

@@ -387,6 +387,11 @@ impl Monitor {
         let _ = self.tx.send(Signal::Start);
     }
 
+    /// Whether the data directory's size is watched.
+    pub fn watches_disk(&self) -> bool {
+        self.data_dir.is_some()
+    }
+
     /// A handle that calls [`Monitor::mark_start`] from elsewhere (an observer).
     pub fn starter(&self) -> Starter {
         Starter(self.tx.clone())
