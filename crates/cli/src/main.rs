@@ -1,6 +1,7 @@
 //! The `tsload` binary: reads a scenario, builds the workload and the target, drives the
 //! engine, shows progress and prints (and writes) the final report.
 
+mod baseline;
 mod confirm;
 mod generate;
 mod import;
@@ -149,6 +150,20 @@ struct RunArgs {
     metrics_addr: Option<String>,
     #[command(flatten)]
     shard: shard::ShardArgs,
+    /// Run the scenario N times in a row (each a fresh run); baselines keep the spread.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: u32,
+    /// Keep this run's reports (all --repeat runs) as baseline NAME in .tsload/baselines/.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// Compare this run's figures with baseline NAME: medians, and the baseline's spread
+    /// as the noise band.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// With --baseline: exit 3 when a change outside the noise band passes a limit, e.g.
+    /// `rate<-5%` or `p99>+10%` (repeatable).
+    #[arg(long = "regress-if", value_name = "EXPR")]
+    regress_if: Vec<String>,
     /// Debugging: write every write request's corrected latency (ns) to FILE, one per
     /// line, to check the report's histograms against.
     #[arg(long, value_name = "FILE", hide = true)]
@@ -439,6 +454,13 @@ fn target_kind_of_url(url: &str) -> Result<&'static str, String> {
 }
 
 fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
+    let baselines = match baseline_args(&args) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
     match quick_sets(&args) {
         Ok(sets) => args.scenario.set.extend(sets),
         Err(e) => {
@@ -501,20 +523,107 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         };
     }
-    let workload = match workloads::build(&plan) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
-    };
     if !plan.sweep.is_empty() {
         eprintln!(
             "note: the scenario's [sweep] is not used by `tsload run`, which runs its base point; `tsload sweep` runs the grid"
         );
     }
-    let executed = run::execute(&plan, workload)?;
-    Ok(ExitCode::from(executed.code))
+    let mut reports = Vec::new();
+    for round in 1..=args.repeat {
+        if args.repeat > 1 {
+            eprintln!("run {round} of {}", args.repeat);
+        }
+        // Built afresh for each run: a file replay's shared reader is used up by one.
+        let workload = match workloads::build(&plan) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        let executed = run::execute(&plan, workload)?;
+        if executed.code != 0 {
+            if args.repeat > 1 || baselines.is_some() {
+                eprintln!("run {round} did not succeed: no baseline saved or compared");
+            }
+            return Ok(ExitCode::from(executed.code));
+        }
+        reports.push(executed.report);
+    }
+    let Some(b) = baselines else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut code = ExitCode::SUCCESS;
+    if let Some(base) = &b.compare_with {
+        let c = baseline::compare(
+            b.compare_name.as_deref().unwrap_or(""),
+            base,
+            &reports,
+            &b.limits,
+        );
+        print!("{}", c.render_text());
+        for r in &c.regressions {
+            eprintln!("REGRESSION: {r}");
+        }
+        if !c.regressions.is_empty() {
+            code = ExitCode::from(EXIT_THRESHOLD);
+        }
+        if let Some(path) = &plan.output.json
+            && let Some(last) = reports.last()
+        {
+            let mut last = last.clone();
+            last["baseline"] = serde_json::to_value(&c)?;
+            std::fs::write(path, serde_json::to_string_pretty(&last)? + "\n")?;
+        }
+    }
+    if let Some(name) = &args.save_baseline {
+        match baseline::save(name, &reports) {
+            Ok(path) => eprintln!(
+                "baseline '{name}' saved: {} run(s) in {}",
+                reports.len(),
+                path.display()
+            ),
+            Err(e) => {
+                eprintln!("error: --save-baseline: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// What `--baseline`, `--save-baseline` and `--regress-if` ask for, checked (and the
+/// baseline read) before anything runs.
+struct Baselines {
+    compare_name: Option<String>,
+    compare_with: Option<Vec<serde_json::Value>>,
+    limits: Vec<baseline::RegressIf>,
+}
+
+fn baseline_args(args: &RunArgs) -> Result<Option<Baselines>, String> {
+    if args.repeat == 0 || args.repeat > 1000 {
+        return Err(format!("--repeat {}: expected 1 to 1000 runs", args.repeat));
+    }
+    if !args.regress_if.is_empty() && args.baseline.is_none() {
+        return Err("--regress-if needs --baseline NAME (what to compare with)".into());
+    }
+    if args.baseline.is_none() && args.save_baseline.is_none() {
+        return Ok(None);
+    }
+    if let Some(name) = &args.save_baseline {
+        baseline::path_of(name)?;
+    }
+    let limits = args
+        .regress_if
+        .iter()
+        .map(|t| baseline::RegressIf::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let compare_with = args.baseline.as_deref().map(baseline::load).transpose()?;
+    Ok(Some(Baselines {
+        compare_name: args.baseline.clone(),
+        compare_with,
+        limits,
+    }))
 }
 
 #[cfg(test)]

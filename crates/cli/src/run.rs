@@ -52,6 +52,8 @@ pub struct Executed {
     /// The exit code this run earns on its own; [`EXIT_INTERRUPTED`] when a signal stopped
     /// it, whichever signal that was (see [`interrupted_exit_code`]).
     pub code: u8,
+    /// The JSON report (what `--json` writes), `Null` when there is none.
+    pub report: serde_json::Value,
 }
 
 /// Write latency of a mixed run, split by whether the queries were running.
@@ -189,6 +191,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
                     query_summary: None,
                     probe: None,
                     code: crate::EXIT_USAGE,
+                    report: serde_json::Value::Null,
                 });
             }
         },
@@ -202,6 +205,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
                 query_summary: None,
                 probe: None,
                 code: crate::EXIT_USAGE,
+                report: serde_json::Value::Null,
             });
         }
     };
@@ -220,6 +224,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
                     query_summary: None,
                     probe: None,
                     code: crate::EXIT_USAGE,
+                    report: serde_json::Value::Null,
                 });
             }
         },
@@ -427,6 +432,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
         query_summary: None,
         probe,
         code: 0,
+        report: serde_json::Value::Null,
     };
     let mut json = serde_json::Map::new();
     let fatal = std::cell::Cell::new(false);
@@ -635,6 +641,9 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
         json.insert("commit".into(), env!("TSLOAD_COMMIT").into());
         json.insert("scenario_sha256".into(), scenario_hash(whole).into());
         json.insert("shard".into(), serde_json::to_value(shard)?);
+    }
+    if !json.is_empty() {
+        executed.report = serde_json::Value::Object(json.clone());
     }
     if let Some(path) = &plan.output.json
         && !json.is_empty()

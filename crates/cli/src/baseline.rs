@@ -1,0 +1,429 @@
+//! Baselines, criterion's habit for a whole run: `run --save-baseline NAME` keeps the
+//! reports of this run (of each of `--repeat N` runs) under `.tsload/baselines/`, and
+//! `--baseline NAME` compares a new run's figures with them: medians, the spread of the
+//! repeats as the noise band (a change inside it is noise), and `--regress-if` limits that
+//! fail the run (exit 3).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Where baselines are kept, relative to the working directory.
+pub const BASELINE_DIR: &str = ".tsload/baselines";
+
+/// The figures a baseline compares, with how to read them from a report and which way is
+/// better.
+const FIGURES: &[(&str, &str, bool)] = &[
+    // (name, unit, higher is better)
+    ("rate", "/s", true),
+    ("mean", "ms", false),
+    ("p50", "ms", false),
+    ("p90", "ms", false),
+    ("p95", "ms", false),
+    ("p99", "ms", false),
+    ("p99.9", "ms", false),
+    ("max", "ms", false),
+    ("cpu", "us", false),
+    ("server_cpu", "s/M", false),
+];
+
+/// One figure of one report: `rate` is rows/s (requests/s for a query run), latencies are
+/// the corrected latency in ms, `cpu` the client's CPU per 1,000 metrics (per request for
+/// queries), `server_cpu` the server's CPU per million metrics (with `[monitor]`).
+pub fn figure(report: &Value, name: &str) -> Option<f64> {
+    let queries = report.get("kinds").is_some();
+    let latency = |key: &str| report["latency"][key].as_f64();
+    match name {
+        "rate" if queries => report["requests_per_s"].as_f64(),
+        "rate" => report["rows_per_s"].as_f64(),
+        "mean" => latency("mean_ms"),
+        "p50" => latency("p50_ms"),
+        "p90" => latency("p90_ms"),
+        "p95" => latency("p95_ms"),
+        "p99" => latency("p99_ms"),
+        "p99.9" => latency("p99_9_ms"),
+        "max" => latency("max_ms"),
+        "cpu" if queries => report["cpu_us_per_request"].as_f64(),
+        "cpu" => report["client"]["cpu_us_per_1000_metrics"].as_f64(),
+        "server_cpu" => report["server"]["cpu_s_per_million_metrics"].as_f64(),
+        _ => None,
+    }
+}
+
+/// Median and spread of one figure over repeated runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub runs: usize,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            runs: n,
+        })
+    }
+}
+
+/// A `--regress-if` limit: `rate<-5%` (a regression when the rate falls more than 5%),
+/// `p99>+10%` (when p99 grows more than 10%).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegressIf {
+    pub text: String,
+    pub figure: String,
+    /// `true`: regressed when the change is below `percent`; `false`: above it.
+    pub below: bool,
+    pub percent: f64,
+}
+
+impl RegressIf {
+    pub fn parse(text: &str) -> Result<RegressIf, String> {
+        let names: Vec<&str> = FIGURES.iter().map(|f| f.0).collect();
+        let err = |why: &str| {
+            format!(
+                "--regress-if '{text}': {why}; expected FIGURE<-N% or FIGURE>+N% with FIGURE one of {}, e.g. 'rate<-5%' or 'p99>+10%'",
+                names.join(", ")
+            )
+        };
+        let t = text.trim();
+        let (i, below) = match (t.find('<'), t.find('>')) {
+            (Some(i), None) => (i, true),
+            (None, Some(i)) => (i, false),
+            _ => return Err(err("one comparison, < or >")),
+        };
+        let figure = t[..i].trim();
+        if !names.contains(&figure) {
+            return Err(err(&format!("unknown figure '{figure}'")));
+        }
+        let value = t[i + 1..].trim();
+        let number = value
+            .strip_suffix('%')
+            .ok_or_else(|| err("the limit is a percentage"))?;
+        let percent: f64 = number
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p: &f64| p.is_finite())
+            .ok_or_else(|| err(&format!("'{value}' is not a number")))?;
+        Ok(RegressIf {
+            text: t.to_string(),
+            figure: figure.to_string(),
+            below,
+            percent,
+        })
+    }
+
+    fn broken_by(&self, change_percent: f64) -> bool {
+        if self.below {
+            change_percent < self.percent
+        } else {
+            change_percent > self.percent
+        }
+    }
+}
+
+/// One figure compared.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Change {
+    pub figure: String,
+    pub baseline_median: f64,
+    pub baseline_min: f64,
+    pub baseline_max: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// (this median - baseline median) / baseline median, in percent.
+    pub change_percent: f64,
+    /// Whether this median lies outside the baseline's spread (else the change is noise).
+    pub outside_noise: bool,
+    /// Whether the change is for the worse.
+    pub worse: bool,
+}
+
+/// The comparison of this run's reports with a baseline's.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub baseline_runs: usize,
+    pub runs: usize,
+    pub changes: Vec<Change>,
+    /// The `--regress-if` limits broken (by a change outside the noise band).
+    pub regressions: Vec<String>,
+}
+
+/// Compares `current` reports with `baseline` reports, figure by figure.
+pub fn compare(
+    name: &str,
+    baseline: &[Value],
+    current: &[Value],
+    limits: &[RegressIf],
+) -> Comparison {
+    let mut changes = Vec::new();
+    for (figure_name, _, higher_better) in FIGURES {
+        let of = |rs: &[Value]| -> Option<Spread> {
+            let v: Vec<f64> = rs.iter().filter_map(|r| figure(r, figure_name)).collect();
+            Spread::of(&v)
+        };
+        let (Some(b), Some(c)) = (of(baseline), of(current)) else {
+            continue;
+        };
+        let change_percent = if b.median != 0.0 {
+            (c.median - b.median) / b.median * 100.0
+        } else {
+            0.0
+        };
+        changes.push(Change {
+            figure: figure_name.to_string(),
+            baseline_median: b.median,
+            baseline_min: b.min,
+            baseline_max: b.max,
+            median: c.median,
+            min: c.min,
+            max: c.max,
+            change_percent,
+            outside_noise: c.median < b.min || c.median > b.max,
+            worse: if *higher_better {
+                c.median < b.median
+            } else {
+                c.median > b.median
+            },
+        });
+    }
+    let mut regressions = Vec::new();
+    for l in limits {
+        match changes.iter().find(|c| c.figure == l.figure) {
+            Some(c) if c.outside_noise && l.broken_by(c.change_percent) => {
+                regressions.push(format!(
+                    "{}: {} changed {:+.1}% ({} -> {}), outside the baseline's spread",
+                    l.text,
+                    c.figure,
+                    c.change_percent,
+                    num(c.baseline_median),
+                    num(c.median)
+                ))
+            }
+            Some(_) => {}
+            None => regressions.push(format!(
+                "{}: {} is not in both this run's and the baseline's reports",
+                l.text, l.figure
+            )),
+        }
+    }
+    Comparison {
+        baseline: name.to_string(),
+        baseline_runs: baseline.len(),
+        runs: current.len(),
+        changes,
+        regressions,
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+impl Comparison {
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "baseline '{}' ({} run(s)) vs this ({} run(s)): medians, [min .. max] of the runs; a change inside the baseline's spread is noise",
+            self.baseline, self.baseline_runs, self.runs
+        );
+        for c in &self.changes {
+            let unit = FIGURES.iter().find(|f| f.0 == c.figure).map_or("", |f| f.1);
+            let verdict = match (c.outside_noise, c.worse) {
+                (false, _) => "noise",
+                (true, true) => "worse",
+                (true, false) => "better",
+            };
+            let _ = writeln!(
+                s,
+                "  {:<10} {:>12} [{} .. {}] -> {:>12} [{} .. {}] {unit}  {:+7.1}%  {verdict}",
+                c.figure,
+                num(c.baseline_median),
+                num(c.baseline_min),
+                num(c.baseline_max),
+                num(c.median),
+                num(c.min),
+                num(c.max),
+                c.change_percent
+            );
+        }
+        s
+    }
+}
+
+/// The file of baseline `name`; names are plain words (no paths).
+pub fn path_of(name: &str) -> Result<PathBuf, String> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if !ok {
+        return Err(format!(
+            "baseline name '{name}': use letters, digits, '-', '_' and '.' (it names a file in {BASELINE_DIR})"
+        ));
+    }
+    Ok(Path::new(BASELINE_DIR).join(format!("{name}.json")))
+}
+
+/// Stores `reports` as baseline `name`.
+pub fn save(name: &str, reports: &[Value]) -> Result<PathBuf, String> {
+    let path = path_of(name)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    let doc = serde_json::json!({
+        "name": name,
+        "saved_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        "runs": reports,
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The reports of baseline `name`.
+pub fn load(name: &str) -> Result<Vec<Value>, String> {
+    let path = path_of(name)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "baseline '{name}' ({}): {e}; save one first with `tsload run ... --save-baseline {name}`",
+            path.display()
+        )
+    })?;
+    let doc: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    match doc["runs"].as_array() {
+        Some(runs) if !runs.is_empty() => Ok(runs.clone()),
+        _ => Err(format!("{}: holds no runs", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn report(rate: f64, p99: f64) -> Value {
+        json!({
+            "rows_per_s": rate,
+            "latency": {"mean_ms": 1.0, "p50_ms": 1.0, "p90_ms": 2.0, "p95_ms": 2.0,
+                         "p99_ms": p99, "p99_9_ms": 5.0, "max_ms": 9.0},
+            "client": {"cpu_us_per_1000_metrics": 20.0},
+        })
+    }
+
+    #[test]
+    fn spread_is_median_min_max() {
+        let s = Spread::of(&[3.0, 1.0, 2.0, f64::NAN]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.runs), (2.0, 1.0, 3.0, 3));
+        assert_eq!(Spread::of(&[4.0, 1.0]).unwrap().median, 2.5);
+        assert_eq!(Spread::of(&[]), None);
+    }
+
+    #[test]
+    fn regress_if_parses_and_says_what_is_wrong() {
+        let r = RegressIf::parse("rate<-5%").unwrap();
+        assert_eq!(
+            (r.figure.as_str(), r.below, r.percent),
+            ("rate", true, -5.0)
+        );
+        let r = RegressIf::parse(" p99.9 > +10 % ").unwrap();
+        assert_eq!(
+            (r.figure.as_str(), r.below, r.percent),
+            ("p99.9", false, 10.0)
+        );
+        for (bad, why) in [
+            ("speed<-5%", "unknown figure 'speed'"),
+            ("rate<-5", "a percentage"),
+            ("rate<x%", "'x%' is not a number"),
+            ("rate-5%", "one comparison"),
+            ("rate<>5%", "one comparison"),
+        ] {
+            let e = RegressIf::parse(bad).unwrap_err();
+            assert!(
+                e.contains(why) && e.contains("e.g. 'rate<-5%'"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slowdown_outside_the_noise_is_a_regression_and_noise_is_not() {
+        let base = [report(1000.0, 4.0), report(1040.0, 4.2), report(980.0, 3.9)];
+        let limits = [
+            RegressIf::parse("rate<-5%").unwrap(),
+            RegressIf::parse("p99>+10%").unwrap(),
+        ];
+        // 30% slower: outside the spread, past the limit.
+        let slow = [report(700.0, 6.0)];
+        let c = compare("main", &base, &slow, &limits);
+        assert_eq!(c.regressions.len(), 2, "{c:?}");
+        assert!(
+            c.regressions[0].starts_with("rate<-5%: rate changed -30.0%"),
+            "{:?}",
+            c.regressions
+        );
+        let rate = c.changes.iter().find(|c| c.figure == "rate").unwrap();
+        assert!(rate.outside_noise && rate.worse);
+        assert!(c.render_text().contains("worse"));
+        // Within the spread: noise, whatever the percentage.
+        let same = [report(1010.0, 4.1)];
+        let c = compare("main", &base, &same, &limits);
+        assert!(c.regressions.is_empty(), "{c:?}");
+        assert!(c.changes.iter().all(|c| !c.outside_noise));
+        // Faster is not a regression of rate<-5%.
+        let fast = [report(1500.0, 3.0)];
+        assert!(
+            compare("main", &base, &fast, &limits[..1])
+                .regressions
+                .is_empty()
+        );
+        // A figure neither has breaks the limit, saying so.
+        let c = compare(
+            "main",
+            &base,
+            &same,
+            &[RegressIf::parse("server_cpu>+5%").unwrap()],
+        );
+        assert!(
+            c.regressions[0].contains("not in both"),
+            "{:?}",
+            c.regressions
+        );
+    }
+
+    #[test]
+    fn baseline_names_are_plain_words() {
+        assert!(path_of("main-1.2_x").is_ok());
+        for bad in ["", "../x", "a/b", ".hidden", "a b"] {
+            assert!(path_of(bad).is_err(), "{bad}");
+        }
+    }
+}
