@@ -161,6 +161,9 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                     latency_p99_ms: q.latency.p99_ms,
                     service_mean_ms: q.service.mean_ms,
                     errors: q.failed_requests,
+                    client_cpu_s: q.client.cpu_s,
+                    server_cpu_s: server_figure(&executed.report, "cpu_s"),
+                    bytes_per_metric: None,
                     workers: qp.map_or(1, |q| q.config.workers as u64),
                     batch: 1,
                     in_flight: 1,
@@ -192,6 +195,9 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                     latency_p99_ms: s.latency.p99_ms,
                     service_mean_ms: s.service.mean_ms,
                     errors: s.failed_requests,
+                    client_cpu_s: s.client.cpu_s,
+                    server_cpu_s: server_figure(&executed.report, "cpu_s"),
+                    bytes_per_metric: server_figure(&executed.report, "bytes_per_metric"),
                     workers: plan.load.workers as u64,
                     batch: plan.load.batch as u64,
                     in_flight: plan.load.in_flight as u64,
@@ -322,4 +328,9 @@ fn write_outputs(
         Err(_) => {}
     }
     Ok(())
+}
+
+/// A figure of the report's `[monitor]` server block, if it has one.
+fn server_figure(report: &serde_json::Value, key: &str) -> Option<f64> {
+    report.get("server")?.get(key)?.as_f64()
 }

@@ -41,6 +41,15 @@ pub struct SweepRow {
     /// Time from the actual send to the acknowledgement, ms.
     pub service_mean_ms: f64,
     pub errors: u64,
+    /// The client's CPU seconds over the run.
+    #[serde(default)]
+    pub client_cpu_s: f64,
+    /// With `[monitor]`: the server's CPU seconds, and its data directory's growth per
+    /// metric.
+    #[serde(default)]
+    pub server_cpu_s: Option<f64>,
+    #[serde(default)]
+    pub bytes_per_metric: Option<f64>,
     pub workers: u64,
     pub batch: u64,
     pub in_flight: u64,
@@ -66,7 +75,7 @@ pub struct SweepTable {
 }
 
 /// Columns after the key columns, in the CSV (the text table shows a subset).
-const MEASURE_COLUMNS: [&str; 13] = [
+const MEASURE_COLUMNS: [&str; 16] = [
     "rtt_method",
     "rtt_median_ms",
     "rtt_min_ms",
@@ -80,6 +89,9 @@ const MEASURE_COLUMNS: [&str; 13] = [
     "latency_p99_ms",
     "service_mean_ms",
     "errors",
+    "client_cpu_s",
+    "server_cpu_s",
+    "bytes_per_metric",
 ];
 
 /// Run settings columns; each is left out when a sweep key of the same name already
@@ -186,6 +198,9 @@ impl SweepTable {
                 rec.push(v.to_string());
             }
             rec.push(row.errors.to_string());
+            rec.push(row.client_cpu_s.to_string());
+            rec.push(opt(row.server_cpu_s));
+            rec.push(opt(row.bytes_per_metric));
             for c in &settings {
                 rec.push(
                     match *c {
@@ -357,6 +372,9 @@ mod tests {
             latency_p99_ms: 4.5,
             service_mean_ms: 1.2,
             errors: 0,
+            client_cpu_s: 0.5,
+            server_cpu_s: None,
+            bytes_per_metric: None,
             workers: 16,
             batch: 10,
             in_flight: 1,
@@ -423,11 +441,11 @@ mod tests {
             lines[0],
             "delay,batch,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,rows_per_s,\
              metrics_per_s,requests_per_s,latency_mean_ms,latency_p50_ms,latency_p99_ms,\
-             service_mean_ms,errors,workers,in_flight,stop_reason"
+             service_mean_ms,errors,client_cpu_s,server_cpu_s,bytes_per_metric,workers,in_flight,stop_reason"
         );
         assert_eq!(
             lines[1],
-            "0ms,1,icmp,0.05,0.045000000000000005,,0.07500000000000001,1000,10000,100,1.25,1,4.5,1.2,0,16,1,duration"
+            "0ms,1,icmp,0.05,0.045000000000000005,,0.07500000000000001,1000,10000,100,1.25,1,4.5,1.2,0,0.5,,,16,1,duration"
         );
         assert!(
             lines[2].ends_with(",16,1,\"error: \"\"boom\"\", then\nstop\""),
