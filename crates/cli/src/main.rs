@@ -2,6 +2,7 @@
 //! engine, shows progress and prints (and writes) the final report.
 
 mod baseline;
+mod compare;
 mod confirm;
 mod generate;
 mod import;
@@ -79,6 +80,9 @@ enum Command {
     },
     /// Print the man page (roff): `tsload man > tsload.1; man ./tsload.1`.
     Man,
+    /// The same write load into several targets, one after the other: a side-by-side
+    /// table (text, CSV, JSON) and SVG bar charts.
+    Compare(compare::CompareArgs),
     /// Merge the --json reports (and .hlog logs) of the shards of one run (`run --shard`)
     /// into one report: counts summed, histograms merged exactly.
     Merge(merge::MergeArgs),
@@ -196,6 +200,7 @@ fn main() -> ExitCode {
         Command::Probe(command) => tools::cmd_probe(command),
         Command::Completions { shell } => cmd_completions(shell),
         Command::Merge(args) => merge::cmd_merge(args),
+        Command::Compare(args) => compare::cmd_compare(args),
         Command::Man => cmd_man(),
         Command::ImportTaosbenchmark { file, output } => {
             cmd_import_taosbenchmark(&file, output.as_deref())

@@ -24,6 +24,7 @@
 //! assert_eq!(labels[1], "delay=0ms workers=16");
 //! ```
 
+pub mod compare;
 pub mod fit;
 pub mod grid;
 pub mod plot;

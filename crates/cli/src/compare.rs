@@ -1,0 +1,309 @@
+//! `tsload compare SCENARIO --targets a.toml,b.toml,...`: the same write load into several
+//! targets one after the other, each from a fresh state, then a side-by-side table (text,
+//! CSV, JSON) and one SVG bar chart per figure (R3's comparison in one command).
+//!
+//! A target profile is a small TOML file: `name` (the table's label; the file's stem
+//! otherwise), a `[target]` section that replaces the scenario's, and optionally a
+//! `[monitor]` section (the server's processes and data directory, for server CPU and
+//! bytes per metric).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tsload_sweep::compare::{CHARTS, CompareRow, bar_svg, render_text, write_csv};
+
+use crate::plan::{Plan, ProgressMode, RunMode};
+use crate::{EXIT_USAGE, confirm, run, scenario, workloads};
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The scenario every target runs; its [target] and [monitor] are each profile's.
+    scenario: PathBuf,
+    /// Target profiles (TOML with `name`, `[target]`, optionally `[monitor]`), comma
+    /// separated or repeated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        value_name = "PROFILE.toml"
+    )]
+    targets: Vec<PathBuf>,
+    /// Override a scenario key for every target, e.g. `--set load.workers=8`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Where the table, the charts and each target's report go.
+    #[arg(long, value_name = "DIR", default_value = "compare")]
+    out: PathBuf,
+    /// Confirm dropping tables on servers that are not this machine.
+    #[arg(long)]
+    yes: bool,
+}
+
+/// A profile read and resolved into the plan it runs.
+struct Entry {
+    name: String,
+    plan: Plan,
+}
+
+pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let text = match std::fs::read_to_string(&args.scenario) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", args.scenario.display());
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    // Every profile is resolved and checked before anything runs.
+    let mut entries = Vec::new();
+    for profile in &args.targets {
+        match resolve(&args.scenario, &text, profile, &args.set) {
+            Ok(e) => entries.push(e),
+            Err(e) => {
+                eprintln!("error: {}: {e}", profile.display());
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        eprintln!(
+            "error: two target profiles are named '{}': give each its own `name`",
+            w[0]
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    for e in &entries {
+        if let Err(msg) = confirm::confirm_drop(&e.plan, args.yes) {
+            eprintln!("error: {}: {msg}", e.name);
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for (i, e) in entries.iter_mut().enumerate() {
+        eprintln!(
+            "target {} of {}: {} ({})",
+            i + 1,
+            args.targets.len(),
+            e.name,
+            e.plan.target.kind()
+        );
+        e.plan.output.json = Some(args.out.join(format!("{}.json", e.name)));
+        let workload = match workloads::build(&e.plan) {
+            Ok(w) => w,
+            Err(err) => {
+                eprintln!("error: {}: {err}", e.name);
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        let executed = run::execute(&e.plan, workload)?;
+        if executed.code != 0 {
+            failed.push(format!("{} (exit {})", e.name, executed.code));
+        }
+        if let Some(row) = row_of(&e.name, &executed.report) {
+            rows.push(row);
+        }
+    }
+
+    let table = render_text(&rows);
+    println!("\n{table}");
+    std::fs::write(args.out.join("compare.txt"), &table)?;
+    let mut csv = Vec::new();
+    write_csv(&rows, &mut csv)?;
+    std::fs::write(args.out.join("compare.csv"), csv)?;
+    std::fs::write(
+        args.out.join("compare.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "scenario": args.scenario.display().to_string(),
+            "targets": rows,
+        }))? + "\n",
+    )?;
+    if !rows.is_empty() {
+        for (chart, _, _) in CHARTS {
+            let svg = bar_svg(&rows, chart).map_err(anyhow::Error::msg)?;
+            std::fs::write(args.out.join(format!("{chart}.svg")), svg)?;
+        }
+    }
+    let distinct: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.rows).collect();
+    if distinct.len() > 1 {
+        eprintln!(
+            "warning: the targets stored different row counts ({distinct:?}): compare their reports in {}",
+            args.out.display()
+        );
+    }
+    eprintln!(
+        "wrote {}/compare.{{txt,csv,json}}, {} charts and each target's report",
+        args.out.display(),
+        CHARTS.len()
+    );
+    if !failed.is_empty() {
+        eprintln!("error: runs that did not succeed: {}", failed.join(", "));
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The plan of `scenario` with `profile`'s target (and monitor).
+fn resolve(
+    scenario_path: &Path,
+    scenario_text: &str,
+    profile: &Path,
+    sets: &[String],
+) -> Result<Entry, String> {
+    let text = std::fs::read_to_string(profile).map_err(|e| e.to_string())?;
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("not TOML: {e}"))?;
+    let mut profile_sets = Vec::new();
+    let mut name = None;
+    for (key, item) in doc.iter() {
+        match (key, item) {
+            ("name", item) => {
+                name = Some(item.as_str().ok_or("`name` is not a string")?.to_string())
+            }
+            ("target" | "monitor", toml_edit::Item::Table(t)) => {
+                for (k, v) in t.iter() {
+                    let v = v
+                        .as_value()
+                        .ok_or_else(|| format!("[{key}] {k}: not a plain value"))?;
+                    // Without its comments and spacing: just the value.
+                    let v = v.clone().decorated("", "");
+                    profile_sets.push(format!("{key}.{k}={v}"));
+                }
+            }
+            (other, _) => {
+                return Err(format!(
+                    "`{other}` is not allowed in a target profile; allowed: name, [target], [monitor]"
+                ));
+            }
+        }
+    }
+    if !doc.contains_table("target") {
+        return Err("no [target] section".into());
+    }
+    // The scenario without its own target and monitor.
+    let mut base: toml_edit::DocumentMut = scenario_text
+        .parse()
+        .map_err(|e| format!("{}: not TOML: {e}", scenario_path.display()))?;
+    base.remove("target");
+    base.remove("monitor");
+    let mut all = profile_sets;
+    all.extend(sets.iter().cloned());
+    let label = format!("{} with {}", scenario_path.display(), profile.display());
+    let mut plan = scenario::parse(&label, &base.to_string(), &all).map_err(|e| e.to_string())?;
+    if plan.mode != RunMode::Write {
+        return Err("compare runs write loads: the scenario's mode must be \"write\"".into());
+    }
+    // A fresh state for each target.
+    set_drop_existing(&mut plan);
+    plan.output.progress = match plan.output.progress {
+        ProgressMode::None => ProgressMode::None,
+        _ => ProgressMode::Plain,
+    };
+    let name = name.unwrap_or_else(|| {
+        profile
+            .file_stem()
+            .map_or_else(|| "target".into(), |s| s.to_string_lossy().into_owned())
+    });
+    if name.is_empty() || name.contains(['/', '\\']) {
+        return Err(format!(
+            "name '{name}': it names the target's report file; no slashes"
+        ));
+    }
+    Ok(Entry { name, plan })
+}
+
+fn set_drop_existing(plan: &mut Plan) {
+    use crate::plan::TargetPlan;
+    match &mut plan.target {
+        TargetPlan::Postgres(c) => c.drop_existing = true,
+        TargetPlan::Mysql(c) => c.drop_existing = true,
+        #[cfg(feature = "tdengine")]
+        TargetPlan::Tdengine(c) => c.drop_existing = true,
+        TargetPlan::Sqlite { drop_existing, .. } => *drop_existing = true,
+        TargetPlan::Null | TargetPlan::Influx(_) => {}
+    }
+}
+
+/// A table row from a target's JSON report.
+fn row_of(name: &str, r: &serde_json::Value) -> Option<CompareRow> {
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    r.get("rows")?;
+    Some(CompareRow {
+        target: name.to_string(),
+        kind: r["target"].as_str().unwrap_or("").to_string(),
+        rows: r["rows"].as_u64().unwrap_or(0),
+        metrics: r["metrics"].as_u64().unwrap_or(0),
+        elapsed_s: f(&r["elapsed_s"]),
+        rows_per_s: f(&r["rows_per_s"]),
+        metrics_per_s: f(&r["metrics_per_s"]),
+        latency_p50_ms: f(&r["latency"]["p50_ms"]),
+        latency_p99_ms: f(&r["latency"]["p99_ms"]),
+        client_cpu_us_per_1000_metrics: f(&r["client"]["cpu_us_per_1000_metrics"]),
+        server_cpu_s_per_million_metrics: r["server"]["cpu_s_per_million_metrics"].as_f64(),
+        bytes_per_metric: r["server"]["bytes_per_metric"].as_f64(),
+        stop_reason: r["stop_reason"].as_str().unwrap_or("").to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configs() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
+    }
+
+    #[test]
+    fn the_shipped_profiles_resolve_against_r3_compare() {
+        let scenario = configs().join("r3-compare.toml");
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        let mut seen = 0;
+        for entry in std::fs::read_dir(configs().join("compare")).unwrap() {
+            let path = entry.unwrap().path();
+            if !cfg!(feature = "tdengine") && path.ends_with("tdengine.toml") {
+                continue;
+            }
+            // TDengine's profile reads its password from the environment.
+            let sets = ["target.password=\"x\"".to_string()];
+            let sets: &[String] = if path.ends_with("tdengine.toml") {
+                &sets
+            } else {
+                &[]
+            };
+            let e = resolve(&scenario, &text, &path, sets)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(
+                Some(e.name.as_str()),
+                path.file_stem().and_then(|s| s.to_str())
+            );
+            assert!(e.plan.monitor.is_some(), "{}", path.display());
+            assert_ne!(e.plan.target.kind(), "null");
+            seen += 1;
+        }
+        assert!(seen >= 4, "{seen}");
+    }
+
+    #[test]
+    fn a_profile_with_other_sections_or_no_target_is_refused() {
+        let dir = std::env::temp_dir().join(format!("tsload-compare-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scenario = configs().join("r3-compare.toml");
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        for (body, msg) in [
+            ("[load]\nworkers = 2\n", "`load` is not allowed"),
+            ("name = \"x\"\n", "no [target] section"),
+            ("[target]\nkind = \"nope\"\n", "nope"),
+        ] {
+            let p = dir.join("p.toml");
+            std::fs::write(&p, body).unwrap();
+            let e = resolve(&scenario, &text, &p, &[]).err().expect(body);
+            assert!(e.contains(msg), "{body}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
