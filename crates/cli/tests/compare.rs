@@ -32,12 +32,12 @@ fn compare_writes_the_table_and_the_charts_for_four_servers() {
     .unwrap();
     let mut profiles = Vec::new();
     for (name, s) in &servers {
-        let target = match name {
-            &"postgres" => format!(
+        let target = match *name {
+            "postgres" => format!(
                 "kind = \"postgres\"\nurl = \"{}\"\nmethod = \"copy\"",
                 s.database_url().unwrap()
             ),
-            &"questdb" => format!(
+            "questdb" => format!(
                 "kind = \"influx\"\nurl = \"{}\"\ncreate_database = false",
                 s.base_url()
             ),
