@@ -82,6 +82,9 @@ fn postgres_server_cpu_is_summed_over_every_backend_and_matches_proc() {
     let reported = server["cpu_s"].as_f64().expect("a server block");
     let measured = after - before;
     eprintln!("server cpu: reported {reported:.2} s, /proc over the run {measured:.2} s");
+    for line in stdout.lines().skip_while(|l| !l.starts_with("  server")) {
+        eprintln!("{line}");
+    }
     assert!(
         measured > 0.5,
         "the load kept PostgreSQL busy: {measured} s"
