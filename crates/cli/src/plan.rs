@@ -138,8 +138,11 @@ pub struct OutputPlan {
 /// `[monitor]`: which processes are the server, and its data directory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorPlan {
-    pub selector: tsload_monitor::Selector,
+    /// The server's processes on this machine (`None`: the database's own figures only).
+    pub selector: Option<tsload_monitor::Selector>,
     pub data_dir: Option<PathBuf>,
+    /// Ask the target what its tables hold, before and after (`Sink::storage_bytes`).
+    pub storage: bool,
 }
 
 /// Where the impairment is made.
@@ -550,10 +553,12 @@ impl Plan {
         }
         if let Some(m) = &self.monitor {
             let mut j = match &m.selector {
-                tsload_monitor::Selector::Pid(p) => json!({"pid": p}),
-                tsload_monitor::Selector::Name(n) => json!({"process": n}),
-                tsload_monitor::Selector::Unit(u) => json!({"systemd_unit": u}),
+                Some(tsload_monitor::Selector::Pid(p)) => json!({"pid": p}),
+                Some(tsload_monitor::Selector::Name(n)) => json!({"process": n}),
+                Some(tsload_monitor::Selector::Unit(u)) => json!({"systemd_unit": u}),
+                None => json!({}),
             };
+            j["storage"] = json!(m.storage);
             if let Some(d) = &m.data_dir {
                 j["data_dir"] = json!(d.display().to_string());
             }

@@ -209,10 +209,14 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
             });
         }
     };
-    let monitor = match &plan.monitor {
+    let selected = plan
+        .monitor
+        .as_ref()
+        .and_then(|m| m.selector.clone().map(|s| (m, s)));
+    let monitor = match selected {
         None => None,
-        Some(m) => match tsload_monitor::Monitor::start(
-            m.selector.clone(),
+        Some((m, selector)) => match tsload_monitor::Monitor::start(
+            selector,
             m.data_dir.clone(),
             plan.load.report_interval,
         ) {

@@ -210,6 +210,7 @@ struct MonitorSection {
     process: Option<Spanned<String>>,
     systemd_unit: Option<Spanned<String>>,
     data_dir: Option<Spanned<String>>,
+    storage: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -1002,6 +1003,8 @@ impl Ctx<'_> {
             .map(|n| self.network(n, &target))
             .transpose()?;
         let monitor = raw.monitor.as_ref().map(|m| self.monitor(m)).transpose()?;
+        let mut load = load;
+        load.measure_storage = monitor.as_ref().is_some_and(|m| m.storage);
         let sweep = raw
             .sweep
             .as_ref()
@@ -1047,14 +1050,16 @@ impl Ctx<'_> {
                 "monitor.systemd_unit",
             )?));
         }
+        let storage = m.storage.as_ref().is_some_and(|s| *s.get_ref());
         let selector = match given.len() {
-            1 => given.remove(0),
+            0 if storage && m.data_dir.is_none() => None,
+            1 => Some(given.remove(0)),
             n => {
                 return Err(self.error(
                     Some(&section.span()),
                     "monitor",
                     format!(
-                        "{} of pid, process and systemd_unit given; name the server's processes with exactly one",
+                        "{} of pid, process and systemd_unit given; name the server's processes with exactly one (or set only storage = true for the database's own figures)",
                         if n == 0 { "none".to_string() } else { n.to_string() }
                     ),
                 ));
@@ -1065,7 +1070,11 @@ impl Ctx<'_> {
             .as_ref()
             .map(|d| text(d, "monitor.data_dir").map(std::path::PathBuf::from))
             .transpose()?;
-        Ok(MonitorPlan { selector, data_dir })
+        Ok(MonitorPlan {
+            selector,
+            data_dir,
+            storage,
+        })
     }
 
     fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {

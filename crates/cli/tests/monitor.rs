@@ -192,3 +192,89 @@ fn victoria_metrics_and_influxdb_report_bytes_per_metric() {
         assert!(block["cpu_s"].as_f64().unwrap() > 0.0, "{kind:?}: {block}");
     }
 }
+
+/// `[monitor] storage = true` alone: the database's own figure for its tables, asked at
+/// the start and the end (as it would be of a server on another machine).
+fn storage_block(target: &[String]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = target.to_vec();
+    sets.extend([
+        "workload.scale=100".to_string(),
+        "workload.end=\"2016-01-01T02:00:00Z\"".into(),
+        "load.workers=2".into(),
+        "load.batch=2000".into(),
+        "monitor.storage=true".into(),
+    ]);
+    let (out, r) = run(dir.path(), &sets);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["metrics"], 720_000);
+    assert!(stdout.contains("  storage   +"), "{stdout}");
+    assert!(r.get("server").is_none(), "no process was named: {r}");
+    r["storage"].clone()
+}
+
+#[test]
+fn the_databases_own_storage_figures_give_bytes_per_metric() {
+    let pg = Server::start(ServerKind::Postgres).unwrap();
+    let maria = Server::start(ServerKind::MariaDb).unwrap();
+    let vm = Server::start(ServerKind::VictoriaMetrics).unwrap();
+    let influx = Server::start(ServerKind::InfluxDb1).unwrap();
+    let sqlite_dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "postgres",
+            vec![
+                "target.kind=\"postgres\"".into(),
+                format!("target.url=\"{}\"", pg.database_url().unwrap()),
+                "target.drop_existing=true".into(),
+            ],
+        ),
+        (
+            "mariadb",
+            vec![
+                "target.kind=\"mysql\"".into(),
+                format!("target.url=\"{}\"", maria.database_url().unwrap()),
+                "target.drop_existing=true".into(),
+            ],
+        ),
+        (
+            "victoriametrics",
+            vec![
+                "target.kind=\"influx\"".into(),
+                format!("target.url=\"{}\"", vm.base_url()),
+            ],
+        ),
+        (
+            "influxdb",
+            vec![
+                "target.kind=\"influx\"".into(),
+                format!("target.url=\"{}\"", influx.base_url()),
+            ],
+        ),
+        (
+            "sqlite",
+            vec![
+                "target.kind=\"sqlite\"".into(),
+                format!("target.url=\"sqlite:{}/s.db\"", sqlite_dir.path().display()),
+            ],
+        ),
+    ];
+    for (name, target) in cases {
+        let s = storage_block(&target);
+        let added = s["bytes_added"].as_u64().unwrap_or(0);
+        let bpm = s["bytes_per_metric"].as_f64().unwrap_or(0.0);
+        eprintln!("{name}: +{added} bytes, {bpm:.3} bytes per metric");
+        assert!(added > 0, "{name}: {s}");
+        assert!(bpm > 0.0 && bpm < 1_000.0, "{name}: {s}");
+        assert_eq!(
+            s["bytes_after"].as_u64().unwrap() - s["bytes_before"].as_u64().unwrap(),
+            added,
+            "{name}"
+        );
+    }
+}

@@ -51,6 +51,9 @@ pub struct LoadConfig {
     /// Debugging: keep every request's corrected latency (nanoseconds) in
     /// [`RunOutcome::raw_latencies`], to check the histograms against.
     pub keep_raw_latencies: bool,
+    /// Ask the target what its tables hold ([`Sink::storage_bytes`]) before the clock
+    /// starts and after the last write: [`RunOutcome::storage_bytes`].
+    pub measure_storage: bool,
 }
 
 impl Default for LoadConfig {
@@ -67,6 +70,7 @@ impl Default for LoadConfig {
             retry_backoff: Duration::from_millis(100),
             gate: Gate::default(),
             keep_raw_latencies: false,
+            measure_storage: false,
         }
     }
 }
@@ -176,6 +180,9 @@ pub struct RunOutcome {
     pub offered_rows_per_s: Option<f64>,
     /// Every request's corrected latency in ns, with [`LoadConfig::keep_raw_latencies`].
     pub raw_latencies: Vec<u64>,
+    /// With [`LoadConfig::measure_storage`]: the target's storage for the tables before
+    /// and after the load, or why it could not be read.
+    pub storage_bytes: Option<Result<(u64, u64), String>>,
 }
 
 /// Failures before any load was sent.
@@ -298,6 +305,11 @@ pub async fn run<S: Sink>(
         });
     }
     let conns = futures_util::future::try_join_all(connects).await?;
+    let storage_before = if cfg.measure_storage {
+        Some(sink.storage_bytes(&schema).await)
+    } else {
+        None
+    };
     cfg.gate.before_start().await.map_err(EngineError::Gate)?;
 
     let t0 = Instant::now();
@@ -353,6 +365,14 @@ pub async fn run<S: Sink>(
         }
     }
 
+    let storage_bytes = match storage_before {
+        None => None,
+        Some(before) => Some(match (before, sink.storage_bytes(&schema).await) {
+            (Ok(Some(a)), Ok(Some(b))) => Ok((a, b)),
+            (Ok(None), _) | (_, Ok(None)) => Err("the target cannot tell".to_string()),
+            (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+        }),
+    };
     let fatal = shared.fatal.lock().ok().and_then(|mut f| f.take());
     Ok(RunOutcome {
         started_at,
@@ -370,6 +390,7 @@ pub async fn run<S: Sink>(
         raw_latencies: raw
             .and_then(|r| r.lock().ok().map(|mut v| std::mem::take(&mut *v)))
             .unwrap_or_default(),
+        storage_bytes,
     })
 }
 

@@ -261,6 +261,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         latency: LatencySummary::from_histogram(&latency),
         service: LatencySummary::from_histogram(&service),
         client,
+        storage: None,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports
@@ -611,6 +612,7 @@ mod tests {
             intervals: 1,
             offered_rows_per_s: None,
             raw_latencies: Vec::new(),
+            storage_bytes: None,
         };
         let summary = Summary::new(
             &outcome,

@@ -208,8 +208,21 @@ pub struct Summary {
     /// Time from the actual send to the acknowledgement.
     pub service: LatencySummary,
     pub client: ClientSummary,
+    /// What the target's tables grew by, asked of the database (`[monitor] storage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageSummary>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
+}
+
+/// The target's storage for the run's tables, as the database reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StorageSummary {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub bytes_added: u64,
+    /// `bytes_added` over the metrics written.
+    pub bytes_per_metric: f64,
 }
 
 impl Summary {
@@ -265,6 +278,22 @@ impl Summary {
                     0.0
                 },
                 peak_rss_bytes: usage.peak_rss_bytes,
+            },
+            storage: match &outcome.storage_bytes {
+                Some(Ok((before, after))) => {
+                    let added = after.saturating_sub(*before);
+                    Some(StorageSummary {
+                        bytes_before: *before,
+                        bytes_after: *after,
+                        bytes_added: added,
+                        bytes_per_metric: if c.metrics > 0 {
+                            added as f64 / c.metrics as f64
+                        } else {
+                            0.0
+                        },
+                    })
+                }
+                _ => None,
             },
             scenario,
         }
@@ -373,6 +402,14 @@ impl Summary {
             self.client.cpu_us_per_1000_metrics,
             self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
         );
+        if let Some(st) = &self.storage {
+            let _ = writeln!(
+                s,
+                "  storage   +{:.1} MiB in the target's tables, as the database reports ({:.2} bytes per metric)",
+                st.bytes_added as f64 / (1024.0 * 1024.0),
+                st.bytes_per_metric
+            );
+        }
         s
     }
 }
@@ -486,6 +523,7 @@ mod tests {
             intervals: 1,
             offered_rows_per_s: offered,
             raw_latencies: Vec::new(),
+            storage_bytes: None,
         }
     }
 

@@ -183,6 +183,16 @@ pub trait Sink: Send + Sync + 'static {
         schema: &Arc<Schema>,
         worker: usize,
     ) -> impl Future<Output = Result<Self::Conn, SinkError>> + Send;
+
+    /// What the target's storage holds for the schema's tables, in bytes, asked of the
+    /// database itself (so it works for a server on another machine): data and indexes.
+    /// `None` where the target cannot tell (the default).
+    fn storage_bytes(
+        &self,
+        _schema: &Arc<Schema>,
+    ) -> impl Future<Output = Result<Option<u64>, SinkError>> + Send {
+        std::future::ready(Ok(None))
+    }
 }
 
 /// One worker's connection. It owns its encode buffers, so the hot path shares nothing.

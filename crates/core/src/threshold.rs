@@ -332,6 +332,7 @@ mod tests {
                 ..Default::default()
             },
             client: ClientSummary::default(),
+            storage: None,
             scenario: serde_json::Value::Null,
         }
     }

@@ -260,6 +260,51 @@ impl Sink for InfluxSink {
         ))
     }
 
+    /// VictoriaMetrics: asked to flush its in-memory part, then the sum of
+    /// `vm_data_size_bytes` in `/metrics` (the whole server's data and index). InfluxDB
+    /// 1.x: the `diskBytes` of the database's shards in `/debug/vars`. Others: `None`.
+    async fn storage_bytes(&self, _schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
+        let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
+        let client = self.client()?;
+        let get = |path: &str| {
+            let mut request = client.get(join(&base, path));
+            if let Some(auth) = &self.auth {
+                request = request.header(reqwest::header::AUTHORIZATION, auth);
+            }
+            request.send()
+        };
+        let failed = |e: reqwest::Error| classify_request_error(&e, &self.cfg.url);
+        let metrics = match get("metrics").await {
+            Ok(r) if r.status().is_success() => r.text().await.unwrap_or_default(),
+            _ => String::new(),
+        };
+        if vm_data_size(&metrics).is_some() {
+            // VictoriaMetrics: its in-memory part written out, then its own figures, which
+            // it recomputes about once a second (an earlier scrape's are served until
+            // then).
+            let _ = get("internal/force_flush").await;
+            tokio::time::sleep(VM_METRICS_REFRESH).await;
+            let text = get("metrics")
+                .await
+                .map_err(failed)?
+                .text()
+                .await
+                .map_err(failed)?;
+            return Ok(vm_data_size(&text));
+        }
+        if let Api::V1 { db, .. } = &self.cfg.api
+            && let Ok(r) = get("debug/vars").await
+            && r.status().is_success()
+        {
+            let text = r.text().await.map_err(failed)?;
+            let vars: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                SinkError::new(ErrorKind::Other, format!("/debug/vars: not JSON: {e}"))
+            })?;
+            return Ok(influxdb_disk_bytes(&vars, db));
+        }
+        Ok(None)
+    }
+
     async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<InfluxConn, SinkError> {
         Ok(InfluxConn {
             client: self.client()?,
@@ -270,6 +315,45 @@ impl Sink for InfluxSink {
             last_len: 0,
         })
     }
+}
+
+/// How long VictoriaMetrics serves an earlier scrape's storage figures.
+const VM_METRICS_REFRESH: Duration = Duration::from_millis(1_200);
+
+/// The sum of VictoriaMetrics' `vm_data_size_bytes` samples in Prometheus text; `None`
+/// when there are none (not VictoriaMetrics).
+fn vm_data_size(text: &str) -> Option<u64> {
+    let mut sum = None;
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("vm_data_size_bytes") else {
+            continue;
+        };
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            continue;
+        }
+        let value = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+        if let Some(v) = value.filter(|v| v.is_finite() && *v >= 0.0) {
+            *sum.get_or_insert(0u64) += v as u64;
+        }
+    }
+    sum
+}
+
+/// The `diskBytes` of the shards of database `db` in InfluxDB 1.x's `/debug/vars` (0
+/// before its first shard); `None` when the document is not InfluxDB's (no `httpd`
+/// statistics).
+fn influxdb_disk_bytes(vars: &serde_json::Value, db: &str) -> Option<u64> {
+    let entries = vars.as_object()?;
+    if !entries.values().any(|v| v["name"] == "httpd") {
+        return None;
+    }
+    Some(
+        entries
+            .values()
+            .filter(|v| v["name"] == "shard" && v["tags"]["database"] == db)
+            .filter_map(|v| v["values"]["diskBytes"].as_u64())
+            .sum(),
+    )
 }
 
 /// One worker's HTTP connection and encoder.
@@ -355,6 +439,28 @@ impl SinkConn for InfluxConn {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn storage_figures_parse_from_the_servers_own_formats() {
+        let metrics = "# HELP x\nvm_data_size_bytes{type=\"indexdb/file\"} 1000\n\
+                       vm_data_size_bytes{type=\"storage/small\"} 2.5e3\n\
+                       vm_data_size_bytes_total 7\nvm_rows{type=\"x\"} 9\n";
+        assert_eq!(vm_data_size(metrics), Some(3_500));
+        assert_eq!(vm_data_size("go_goroutines 5\n"), None);
+        let vars = serde_json::json!({
+            "shard:/a:1": {"name": "shard", "tags": {"database": "tsload"}, "values": {"diskBytes": 100}},
+            "shard:/a:2": {"name": "shard", "tags": {"database": "tsload"}, "values": {"diskBytes": 23}},
+            "shard:/b:3": {"name": "shard", "tags": {"database": "_internal"}, "values": {"diskBytes": 999}},
+            "memstats": {"Alloc": 5},
+            "httpd::8086": {"name": "httpd", "tags": {"bind": ":8086"}, "values": {"req": 3}},
+        });
+        assert_eq!(influxdb_disk_bytes(&vars, "tsload"), Some(123));
+        // A database without shards yet holds nothing.
+        assert_eq!(influxdb_disk_bytes(&vars, "other"), Some(0));
+        // Not InfluxDB's statistics.
+        let other = serde_json::json!({"memstats": {"Alloc": 5}});
+        assert_eq!(influxdb_disk_bytes(&other, "tsload"), None);
+    }
+
     use super::*;
 
     #[test]

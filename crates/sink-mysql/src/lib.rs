@@ -419,6 +419,41 @@ impl Sink for MysqlSink {
         Ok(())
     }
 
+    /// `data_length + index_length` of the schema's tables from `information_schema`, after
+    /// `ANALYZE TABLE` (InnoDB's figures are estimates refreshed lazily otherwise).
+    async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
+        let mut conn = self.inner.open().await?;
+        let names: Vec<String> = schema
+            .tables
+            .iter()
+            .map(|t| sql::quote_ident(&t.name))
+            .collect();
+        ddl(
+            &mut conn,
+            &format!("ANALYZE TABLE {}", names.join(", ")),
+            "analysing the tables",
+        )
+        .await?;
+        let placeholders = vec!["?"; schema.tables.len()].join(", ");
+        let text = format!(
+            "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS SIGNED) \
+             FROM information_schema.TABLES WHERE table_schema = DATABASE() \
+             AND table_name IN ({placeholders})"
+        );
+        let mut q = sqlx::query_scalar::<_, i64>(&text);
+        for t in &schema.tables {
+            q = q.bind(t.name.clone());
+        }
+        let bytes = q.fetch_one(&mut conn).await.map_err(|e| {
+            SinkError::new(
+                error::kind_of(&e),
+                format!("reading the tables' size: {}", error::describe(&e)),
+            )
+        })?;
+        let _ = sqlx::Connection::close(conn).await;
+        Ok(Some(bytes.max(0) as u64))
+    }
+
     async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<MysqlConn, SinkError> {
         for table in &schema.tables {
             sql::check_table(table, self.inner.cfg.primary_key)?;

@@ -463,6 +463,33 @@ impl Sink for PostgresSink {
         Ok(())
     }
 
+    /// `pg_total_relation_size` (heap, TOAST and indexes) of the schema's tables and the
+    /// tags table, or `hypertable_size` for hypertables (their parent holds nothing).
+    async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
+        let mut names: Vec<String> = schema.tables.iter().map(|t| t.name.clone()).collect();
+        if self.cfg.layout == Layout::TagsTable {
+            names.push(sql::TAGS_TABLE.to_string());
+        }
+        let size = if self.cfg.hypertable {
+            "hypertable_size(format('%I', c.relname)::regclass)"
+        } else {
+            "pg_total_relation_size(c.oid)"
+        };
+        let text = format!(
+            "SELECT COALESCE(sum({size}), 0)::bigint FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname = ANY($1)"
+        );
+        let mut conn = self.connector.open().await?;
+        let bytes: i64 = sqlx::query_scalar(&text)
+            .bind(&names)
+            .fetch_one(&mut conn)
+            .await
+            .map_err(|e| schema_error("reading the tables' size", &e))?;
+        let _ = conn.close().await;
+        Ok(Some(bytes.max(0) as u64))
+    }
+
     async fn connect(
         &self,
         schema: &Arc<Schema>,

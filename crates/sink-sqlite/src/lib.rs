@@ -146,6 +146,30 @@ fn connect_options(cfg: &SqliteConfig) -> Result<SqliteConnectOptions, SinkError
 impl Sink for SqliteSink {
     type Conn = SqliteConn;
 
+    /// The database's logical size (`page_count` x `page_size`, the write-ahead log's
+    /// pages included): SQLite keeps every table in one file.
+    async fn storage_bytes(&self, _schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
+        let mut conn = self.open().await?;
+        let read = |e: sqlx::Error| {
+            SinkError::new(
+                ErrorKind::Other,
+                format!("reading the database's size: {e}"),
+            )
+        };
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+            .fetch_one(&mut conn)
+            .await
+            .map_err(read)?;
+        let size: i64 = sqlx::query_scalar("PRAGMA page_size")
+            .fetch_one(&mut conn)
+            .await
+            .map_err(read)?;
+        let _ = sqlx::Connection::close(conn).await;
+        Ok(Some(
+            (pages.max(0) as u64).saturating_mul(size.max(0) as u64),
+        ))
+    }
+
     async fn prepare(&self, schema: &Arc<Schema>) -> Result<(), SinkError> {
         for table in &schema.tables {
             sql::check_table(table)?;
