@@ -19,14 +19,33 @@ pub fn remote_drop_host(plan: &Plan) -> Option<String> {
     (!is_loopback(&host)).then_some(host)
 }
 
-/// The host part of a URL (`None` when it has none, such as a Unix socket URL).
+/// The host a URL connects to: its host part, else a `host=` query parameter (as libpq
+/// and sqlx read it), else `PGHOST` for a PostgreSQL URL; `None` for a Unix socket (a path)
+/// or no host at all (the local socket).
 fn url_host(url: &str) -> Option<String> {
-    let parsed = url::Url::parse(url).ok()?;
-    match parsed.host()? {
-        url::Host::Domain(d) => Some(d.to_string()),
-        url::Host::Ipv4(a) => Some(a.to_string()),
-        url::Host::Ipv6(a) => Some(a.to_string()),
-    }
+    // `scheme://user@/db?host=...` has no host part, which the url crate refuses to parse.
+    let parsed = url::Url::parse(url).ok();
+    let host = match parsed.as_ref().and_then(url::Url::host) {
+        Some(url::Host::Domain(d)) if !d.is_empty() => Some(d.to_string()),
+        Some(url::Host::Ipv4(a)) => Some(a.to_string()),
+        Some(url::Host::Ipv6(a)) => Some(a.to_string()),
+        _ => None,
+    };
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    let host = host
+        .or_else(|| {
+            url::form_urlencoded::parse(query.as_bytes())
+                .find(|(k, _)| k == "host")
+                .map(|(_, v)| v.into_owned())
+        })
+        .or_else(|| {
+            matches!(scheme, "postgres" | "postgresql")
+                .then(|| std::env::var("PGHOST").ok())
+                .flatten()
+        })?;
+    // A Unix socket directory is this machine.
+    (!host.starts_with('/') && !host.is_empty()).then_some(host)
 }
 
 /// Loopback by its spelling alone (no name lookup): `localhost`, 127.0.0.0/8, ::1.
@@ -40,12 +59,22 @@ fn is_loopback(host: &str) -> bool {
 /// Asks before dropping tables on another machine, unless `yes`. `Err` says why the run
 /// must not start.
 pub fn confirm_drop(plan: &Plan, yes: bool) -> Result<(), String> {
-    let Some(host) = remote_drop_host(plan) else {
-        return Ok(());
-    };
-    if yes {
+    confirm_drops([plan], yes)
+}
+
+/// [`confirm_drop`] for several plans (a sweep's points): every host they would drop
+/// tables on, asked about once.
+pub fn confirm_drops<'a>(
+    plans: impl IntoIterator<Item = &'a Plan>,
+    yes: bool,
+) -> Result<(), String> {
+    let mut hosts: Vec<String> = plans.into_iter().filter_map(remote_drop_host).collect();
+    hosts.sort();
+    hosts.dedup();
+    if hosts.is_empty() || yes {
         return Ok(());
     }
+    let host = hosts.join(", ");
     let what = format!(
         "target.drop_existing = true drops the tables this scenario writes on {host}, which \
          is not this machine"
@@ -99,5 +128,35 @@ mod tests {
         }
         let p = plan(&["target.kind=sqlite", "target.drop_existing=true"]);
         assert_eq!(remote_drop_host(&p), None);
+        // A host given as a parameter counts; a socket directory is this machine.
+        for (url, remote) in [
+            ("postgres://u@/d?host=db.example", Some("db.example")),
+            ("postgres://u@/d?host=/var/run/postgresql", None),
+        ] {
+            let p = plan(&[
+                pg,
+                &format!("target.url=\"{url}\""),
+                "target.drop_existing=true",
+            ]);
+            assert_eq!(remote_drop_host(&p).as_deref(), remote, "{url}");
+        }
+        // A sweep's points: every remote host counts, and --yes confirms them all.
+        let a = plan(&[
+            pg,
+            "target.url=\"postgres://u@10.0.0.1/d\"",
+            "target.drop_existing=true",
+        ]);
+        let b = plan(&[
+            pg,
+            "target.url=\"postgres://u@10.0.0.2/d\"",
+            "target.drop_existing=true",
+        ]);
+        let local = plan(&[
+            pg,
+            "target.url=\"postgres://u@127.0.0.1/d\"",
+            "target.drop_existing=true",
+        ]);
+        assert_eq!(confirm_drops([&local, &a, &b], true), Ok(()));
+        assert_eq!(confirm_drops([&local], false), Ok(()));
     }
 }

@@ -582,6 +582,53 @@ impl Plan {
 
 const SECRET_KEYS: &[&str] = &["password", "pass", "token", "secret", "api_key", "apikey"];
 
+/// Whether a (dotted) key names a secret: its last part is a secret's name.
+pub fn is_secret_key(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    SECRET_KEYS.contains(
+        &last
+            .trim()
+            .trim_matches(['"', '\''])
+            .to_ascii_lowercase()
+            .as_str(),
+    )
+}
+
+/// A `--set KEY=VALUE` as it may be shown: a secret key's value hidden, and the password
+/// of a URL in the value.
+pub fn shown_set(given: &str) -> String {
+    match given.split_once('=') {
+        Some((k, _)) if is_secret_key(k) => format!("{k}=***"),
+        Some((k, v)) => format!("{k}={}", redact_in_text(v)),
+        None => redact_in_text(given),
+    }
+}
+
+/// `text` with the password of every `scheme://user:password@` in it as `***`.
+pub fn redact_in_text(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
+            .unwrap_or(tail.len());
+        let word = &tail[..end];
+        match (word.find('@'), word.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&word[..colon]);
+                out.push_str(":***");
+                out.push_str(&word[at..]);
+            }
+            _ => out.push_str(word),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Replaces secrets in place: values of secret-named keys, and the password part of
 /// `scheme://user:password@host` URLs.
 pub fn redact(v: &mut Value) {
@@ -622,6 +669,21 @@ fn redact_url(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_sets_hide_secrets() {
+        assert_eq!(shown_set("target.password=123"), "target.password=***");
+        assert_eq!(shown_set("target.\"token\"=\"x\""), "target.\"token\"=***");
+        assert_eq!(
+            shown_set("target.url=\"mysql://root:pw@db/x\""),
+            "target.url=\"mysql://root:***@db/x\""
+        );
+        assert_eq!(shown_set("load.workers=x"), "load.workers=x");
+        assert_eq!(
+            redact_in_text("a `postgres://u:p@h/d` and http://h:80/x"),
+            "a `postgres://u:***@h/d` and http://h:80/x"
+        );
+    }
 
     #[test]
     fn secrets_are_redacted() {

@@ -733,6 +733,29 @@ const CUSTOM_KEYS: &[&str] = &[
     "tags",
 ];
 
+/// `message` with the value of `--set KEY=VALUE` hidden wherever it appears.
+fn hide_value(message: &str, given: &str) -> String {
+    let value = given.split_once('=').map_or("", |(_, v)| v.trim());
+    let bare = value.trim_matches(['"', '\'']);
+    let mut m = message.to_string();
+    for v in [value, bare] {
+        if !v.is_empty() {
+            m = m.replace(v, "***");
+        }
+    }
+    m
+}
+
+/// The name of the `[table]` whose body holds byte `at` of `text` (`None` at top level).
+fn table_header_before(text: &str, at: usize) -> Option<String> {
+    let head = &text[..at.min(text.len())];
+    head.lines().rev().find_map(|l| {
+        let l = l.trim();
+        (l.starts_with('[') && !l.starts_with("[["))
+            .then(|| l.trim_matches(['[', ']']).trim().to_string())
+    })
+}
+
 impl Ctx<'_> {
     fn line_of(&self, span: &Range<usize>) -> usize {
         let end = span.start.min(self.text.len());
@@ -741,14 +764,25 @@ impl Ctx<'_> {
 
     fn error(&self, span: Option<&Range<usize>>, key: &str, message: String) -> ScenarioError {
         if let Some(given) = self.set_text(key) {
-            // The value came from the command line: quote it, not a line of the file.
+            // The value came from the command line: quote it, not a line of the file
+            // (a secret's value never).
+            let message = if crate::plan::is_secret_key(key) {
+                hide_value(&message, given)
+            } else {
+                crate::plan::redact_in_text(&message)
+            };
             return ScenarioError {
                 file: "--set".into(),
                 line: None,
                 key: Some(key.to_string()),
-                message: format!("{message} (in `--set {given}`)"),
+                message: format!("{message} (in `--set {}`)", crate::plan::shown_set(given)),
             };
         }
+        let message = if crate::plan::is_secret_key(key) {
+            "the value is not allowed (not shown: a secret)".to_string()
+        } else {
+            message
+        };
         ScenarioError {
             file: self.file.clone(),
             line: span.map(|s| self.line_of(s)),
@@ -792,28 +826,42 @@ impl Ctx<'_> {
                 .and_then(|l| l.split_once('='))
                 .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
         });
+        // The full dotted key of the offending line: its table header, then the key.
+        let section = e
+            .span()
+            .and_then(|s| table_header_before(self.text, s.start));
         if let Some(name) = name
             && let Some(given) = self.overrides.iter().rev().find(|o| {
                 o.split_once('=').is_some_and(|(k, _)| {
-                    k.trim()
-                        .rsplit('.')
-                        .next()
-                        .map(|p| p.trim_matches(['"', '\'']))
-                        == Some(name)
+                    let k = k.trim();
+                    let (head, last) = k.rsplit_once('.').unwrap_or(("", k));
+                    last.trim_matches(['"', '\'']) == name
+                        && section.as_deref().is_none_or(|s| s == head.trim())
                 })
             })
         {
             let key = given.split_once('=').map(|(k, _)| k.trim().to_string());
+            let message = match &key {
+                Some(k) if crate::plan::is_secret_key(k) => hide_value(&message, given),
+                _ => crate::plan::redact_in_text(&message),
+            };
             return ScenarioError {
                 file: "--set".into(),
                 line: None,
                 key,
-                message: format!("{message} (in `--set {given}`)"),
+                message: format!("{message} (in `--set {}`)", crate::plan::shown_set(given)),
             };
         }
+        let secret_line = name.is_some_and(crate::plan::is_secret_key);
         let snippet = line_text
-            .map(|l| format!(" (in `{l}`)"))
+            .filter(|_| !secret_line)
+            .map(|l| format!(" (in `{}`)", crate::plan::redact_in_text(l)))
             .unwrap_or_default();
+        let message = if secret_line {
+            "the value is not allowed (not shown: a secret)".to_string()
+        } else {
+            crate::plan::redact_in_text(&message)
+        };
         ScenarioError {
             file: self.file.clone(),
             line: e.span().map(|s| self.line_of(&s)),
@@ -2653,6 +2701,50 @@ mod tests {
 
     fn err(text: &str) -> ScenarioError {
         parse("s.toml", text, &[]).unwrap_err()
+    }
+
+    #[test]
+    fn set_errors_never_show_a_secret() {
+        let base = "[target]\nkind = \"mysql\"\nurl = \"mysql://root@db/x\"\n";
+        // A password of the wrong type: the value is not repeated.
+        let e = parse("s.toml", base, &["target.password=123456".into()]).unwrap_err();
+        let shown = e.to_string();
+        assert!(!shown.contains("123456"), "{shown}");
+        assert!(shown.contains("target.password=***"), "{shown}");
+        // A URL's password in a --set quoted by another key's error.
+        let e = parse(
+            "s.toml",
+            base,
+            &[
+                "target.url=\"mysql://root:hunter2@db/x\"".into(),
+                "target.nope=1".into(),
+            ],
+        )
+        .unwrap_err();
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        let e = parse(
+            "s.toml",
+            base,
+            &[
+                "target.url=mysql://root:hunter2@db/x".into(),
+                "target.timeout=-5".into(),
+            ],
+        );
+        if let Err(e) = e {
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+        }
+        // In the file: the line of a secret key is not quoted.
+        let e = err("[target]\nkind = \"mysql\"\npassword = 123456\n");
+        assert!(!e.to_string().contains("123456"), "{e}");
+    }
+
+    #[test]
+    fn a_file_error_is_not_blamed_on_a_set_of_another_section() {
+        // `[query] duration` is wrong in the file; `--set load.duration` is fine.
+        let text = "mode = \"query\"\n[target]\nkind = \"sqlite\"\n[query]\nkind = \"oltp_point_select\"\nduration = 30\n";
+        let e = parse("s.toml", text, &["load.duration=\"10s\"".into()]).unwrap_err();
+        assert_eq!(e.file, "s.toml", "{e}");
+        assert!(!e.to_string().contains("--set"), "{e}");
     }
 
     #[test]

@@ -103,10 +103,9 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return usage(e),
     };
-    // Asked once for the whole sweep (every point drops the same target's tables).
-    if let Some(plan) = plans.first()
-        && let Err(e) = crate::confirm::confirm_drop(plan, args.yes)
-    {
+    // Asked once for the whole sweep, naming every host a point would drop tables on
+    // (`target` keys can be swept).
+    if let Err(e) = crate::confirm::confirm_drops(&plans, args.yes) {
         return usage(e);
     }
     let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
