@@ -145,9 +145,9 @@ struct RunArgs {
     /// Progress display: auto, bar, plain or none.
     #[arg(long, value_name = "MODE")]
     progress: Option<String>,
-    /// Write every report interval of every stream: `csv=FILE` or `ndjson=FILE`
-    /// (repeatable).
-    #[arg(long = "out", value_name = "KIND=FILE")]
+    /// Write every report interval of every stream: `csv=FILE`, `ndjson=FILE`, or
+    /// `influx=URL` (line protocol to a write endpoint) (repeatable).
+    #[arg(long = "out", value_name = "KIND=TARGET")]
     out: Vec<outputs::OutSpec>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run goes on.
     #[arg(long, value_name = "HOST:PORT")]

@@ -34,7 +34,7 @@ impl std::str::FromStr for OutSpec {
         let (kind, path) = s.split_once('=').unwrap_or((s, ""));
         if path.is_empty() {
             return Err(format!(
-                "\"{s}\": expected KIND=FILE, with KIND csv or ndjson (e.g. csv=intervals.csv)"
+                "\"{s}\": expected csv=FILE, ndjson=FILE or influx=URL (e.g. csv=intervals.csv)"
             ));
         }
         match kind {
@@ -62,6 +62,9 @@ impl std::str::FromStr for OutSpec {
         }
     }
 }
+
+/// How long the `--out influx=` sender may go on after the run.
+const CLOSE_WAIT: Duration = Duration::from_secs(15);
 
 /// `url` with its password and any `p`, `password` or `token` query value as `***`, for
 /// reports and messages.
@@ -333,8 +336,24 @@ impl Outputs {
             .lock()
             .ok()
             .and_then(|mut inner| inner.influx.as_mut().and_then(InfluxPush::close));
-        if let Some(task) = task {
-            let _ = runtime.block_on(task);
+        if let Some(mut task) = task {
+            // Each post has a 10 s timeout; the queue left at the end gets that much more
+            // in all, then the rest is dropped (and said so).
+            let done = runtime
+                .block_on(async { tokio::time::timeout(CLOSE_WAIT, &mut task).await.is_ok() });
+            if !done {
+                task.abort();
+                if let Ok(inner) = self.0.lock()
+                    && let Some(push) = &inner.influx
+                    && let Ok(mut slot) = push.error.lock()
+                {
+                    slot.get_or_insert(format!(
+                        "--out influx={}: still sending {} s after the run; the rest was dropped",
+                        redact_url(&push.url),
+                        CLOSE_WAIT.as_secs()
+                    ));
+                }
+            }
         }
     }
 
@@ -563,11 +582,21 @@ impl InfluxPush {
             while let Some(body) = rx.recv().await {
                 let failed = match client.post(&url).body(body).send().await {
                     Ok(r) if r.status().is_success() => None,
-                    Ok(r) => Some(format!("HTTP {}", r.status())),
-                    Err(e) => Some(e.to_string()),
+                    Ok(r) => Some((format!("HTTP {}", r.status()), false)),
+                    // Unreachable or timed out: the next posts would wait as long each.
+                    Err(e) => Some((e.to_string(), true)),
                 };
-                if let (Some(e), Ok(mut slot)) = (failed, error.lock()) {
-                    slot.get_or_insert(format!("--out influx={}: {e}", redact_url(&url)));
+                let Some((e, give_up)) = failed else { continue };
+                if let Ok(mut slot) = error.lock() {
+                    let rest = if give_up {
+                        "; the later intervals were not sent"
+                    } else {
+                        ""
+                    };
+                    slot.get_or_insert(format!("--out influx={}: {e}{rest}", redact_url(&url)));
+                }
+                if give_up {
+                    break;
                 }
             }
         }));
@@ -639,6 +668,8 @@ pub fn serve_metrics(listener: std::net::TcpListener, outputs: Outputs) -> anyho
     tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else {
+                // Out of file descriptors, say: wait rather than spin on the error.
+                tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
             let outputs = outputs.clone();

@@ -1585,7 +1585,13 @@ impl Ctx<'_> {
                 })
             }
             _ => {
-                let url = url("http://127.0.0.1:8086")?;
+                let mut url = url("http://127.0.0.1:8086")?;
+                // Schemes are case-insensitive: `HTTPS://h` is https.
+                if let Some((scheme, rest)) = url.split_once("://")
+                    && scheme.eq_ignore_ascii_case("http") | scheme.eq_ignore_ascii_case("https")
+                {
+                    url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+                }
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(self.error(
                         t.url.as_ref().map(|u| u.span()).as_ref(),

@@ -383,6 +383,13 @@ pub fn merge_queries(
         } else {
             0.0
         },
+        offered_requests_per_s: {
+            let offered: Vec<f64> = reports
+                .iter()
+                .filter_map(|r| r.summary.offered_requests_per_s)
+                .collect();
+            (!offered.is_empty()).then(|| offered.iter().sum())
+        },
         client,
         scenario: first.summary.scenario.clone(),
     };

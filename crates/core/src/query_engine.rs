@@ -142,6 +142,8 @@ pub struct QueryOutcome {
     /// request with a kind the workload does not name, or a worker that panicked.
     pub stop_error: Option<SinkError>,
     pub intervals: u64,
+    /// Open loop: the requests per second offered (`None` in closed loop).
+    pub offered_requests_per_s: Option<f64>,
 }
 
 /// State every worker shares; touched once per request at most (the request limit), and
@@ -598,6 +600,7 @@ pub async fn run_queries<T: QueryTarget>(
             stop_reason: stop.reason().unwrap_or(StopReason::Interrupted),
             stop_error: None,
             intervals: 0,
+            offered_requests_per_s: None,
         });
     }
 
@@ -685,6 +688,10 @@ pub async fn run_queries<T: QueryTarget>(
             }),
         stop_error,
         intervals: reported.intervals,
+        offered_requests_per_s: match cfg.mode {
+            LoadMode::Closed => None,
+            LoadMode::Open { rate } => Some(rate),
+        },
     })
 }
 

@@ -89,6 +89,10 @@ pub struct QuerySummary {
     pub client: QueryClientSummary,
     /// Client CPU microseconds per request sent (successful and failed).
     pub cpu_us_per_request: f64,
+    /// Open loop: the requests per second asked for; `requests_per_s` is what was
+    /// achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_requests_per_s: Option<f64>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -172,6 +176,7 @@ impl QuerySummary {
             } else {
                 0.0
             },
+            offered_requests_per_s: outcome.offered_requests_per_s,
             scenario,
         }
     }
@@ -387,6 +392,7 @@ mod tests {
             stop_reason: StopReason::Fatal,
             stop_error: Some(SinkError::new(ErrorKind::Rejected, "too many")),
             intervals: 2,
+            offered_requests_per_s: None,
         }
     }
 

@@ -78,8 +78,12 @@ impl LatencySummary {
         }
     }
 
-    /// The figure a threshold names: min, mean, p50, p90, p95, p99, p99.9, p99.99, max.
+    /// The figure a threshold names: min, mean, p50, p90, p95, p99, p99.9, p99.99, max;
+    /// `None` (not measured) for every name when nothing was recorded.
     pub fn get(&self, name: &str) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
         Some(match name {
             "min" => self.min_ms,
             "mean" | "avg" => self.mean_ms,

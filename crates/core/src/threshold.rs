@@ -222,6 +222,8 @@ impl Threshold {
                 "statements_per_s" => s.statements_per_s,
                 "rows_per_s" => s.rows_per_s,
                 "error_rate" => ratio(s.error_count(), s.requests + s.error_count()),
+                // Closed loop offers no rate: not measured.
+                "achieved_ratio" => s.requests_per_s / s.offered_requests_per_s?,
                 _ => return None,
             })
         })
@@ -325,10 +327,12 @@ mod tests {
             mb_per_s: 0.0,
             latency: LatencySummary {
                 p99_ms: 25.0,
+                count: 10,
                 ..Default::default()
             },
             service: LatencySummary {
                 p99_ms: 5.0,
+                count: 10,
                 ..Default::default()
             },
             client: ClientSummary::default(),
@@ -367,6 +371,16 @@ mod tests {
         assert!(t("metrics_per_s>0").measured_by_writes());
         assert!(!t("statements_per_s>0").measured_by_writes());
         assert!(t("p99<1s").measured_by_writes() && t("p99<1s").measured_by_queries());
+    }
+
+    #[test]
+    fn with_nothing_recorded_every_latency_threshold_breaks_alike() {
+        let mut s = summary();
+        s.latency = LatencySummary::default();
+        for t in ["p99<20ms", "p97.5<20ms", "max<1s", "mean<1s"] {
+            let e = Threshold::parse(t).unwrap().check(&s).unwrap_err();
+            assert!(e.contains("not measured") || e.contains("NaN"), "{t}: {e}");
+        }
     }
 
     #[test]
