@@ -43,6 +43,43 @@ fn set_target_url(target: &mut TargetPlan, url: String) {
     }
 }
 
+/// Sends the target's connections to the proxy at `local`. An address in the URL is
+/// replaced by the proxy's; but TLS checks the server's certificate against the URL's
+/// host, so an https line-protocol server named by host name keeps its URL and is
+/// connected to at `local` instead, and a verified TLS connection to a named SQL server
+/// (which cannot be told where else to connect) is refused. Returns the host name kept,
+/// if one was.
+fn point_at_proxy(
+    target: &mut TargetPlan,
+    url: &str,
+    local: SocketAddr,
+) -> anyhow::Result<Option<String>> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
+    // `localhost` counts: a certificate may name it and not 127.0.0.1.
+    if let Some(url::Host::Domain(name)) = parsed.host() {
+        if let TargetPlan::Influx(i) = target
+            && parsed.scheme() == "https"
+        {
+            i.connect_to = Some(local);
+            return Ok(Some(name.to_string()));
+        }
+        let verified = {
+            let q = url.to_ascii_lowercase();
+            q.contains("sslmode=verify-full") || q.contains("ssl-mode=verify_identity")
+        };
+        if verified {
+            anyhow::bail!(
+                "network.backend = \"proxy\" would connect to {} instead of {}, which the server's certificate names (sslmode=verify-full / ssl-mode=VERIFY_IDENTITY): use backend = \"netem\", or connect by address",
+                local,
+                parsed.host_str().unwrap_or("")
+            );
+        }
+    }
+    set_target_url(target, url_with_addr(url, local)?);
+    Ok(None)
+}
+
 /// The socket address a target URL names (default ports by scheme).
 pub fn url_addr(raw: &str) -> anyhow::Result<SocketAddr> {
     let url =
@@ -129,9 +166,9 @@ impl ActiveNetwork {
                     .await
                     .context("cannot start the delay proxy")?;
                 let local = proxy.local_addr();
-                set_target_url(target, url_with_addr(&url, local)?);
+                let kept = point_at_proxy(target, &url, local)?;
                 let description = format!(
-                    "proxy {local} -> {upstream}: delay {}{}{} ({})",
+                    "proxy {local} -> {upstream}: delay {}{}{} ({}){}",
                     humantime::format_duration(net.delay),
                     if net.jitter.is_zero() {
                         String::new()
@@ -145,7 +182,9 @@ impl ActiveNetwork {
                         tsload_proxy::Direction::Up => "client to server",
                         tsload_proxy::Direction::Down => "server to client",
                         tsload_proxy::Direction::Both => "both directions",
-                    }
+                    },
+                    kept.map(|name| format!(", TLS to the name {name}"))
+                        .unwrap_or_default()
                 );
                 Ok(ActiveNetwork {
                     proxy: Some(proxy),

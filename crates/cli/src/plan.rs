@@ -66,8 +66,13 @@ pub struct InfluxPlan {
     pub timeout: Duration,
     /// https only: which certificates are trusted.
     pub tls: tsload_tls::TlsOptions,
+    /// Set by a delay proxy in front of an https server named by host name: where to
+    /// connect, the URL keeping the name the certificate is checked against.
+    pub connect_to: Option<std::net::SocketAddr>,
 }
 
+// One plan per run (per sweep point): the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetPlan {
     Null,

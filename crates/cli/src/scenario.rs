@@ -1614,6 +1614,7 @@ impl Ctx<'_> {
                 let tls = self.tls_options(t, url.starts_with("https://"))?;
                 Ok(TargetPlan::Influx(InfluxPlan {
                     tls,
+                    connect_to: None,
                     url,
                     api: api.to_string(),
                     db: text(&t.db).unwrap_or_else(|| "benchmark".into()),

@@ -91,6 +91,7 @@ pub fn influx_config(i: &InfluxPlan) -> InfluxConfig {
         create_database: i.create_database,
         timeout: i.timeout,
         tls: i.tls.clone(),
+        connect_to: i.connect_to,
     }
 }
 

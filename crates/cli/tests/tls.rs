@@ -239,3 +239,47 @@ fn tls_settings_that_cannot_apply_are_refused_before_the_run() {
     let e = validate(&["target.kind=\"influx\"", "target.url=\"ftp://127.0.0.1:1\""]);
     assert!(e.contains("not an HTTP URL"), "{e}");
 }
+
+/// Through the delay proxy, an https server named by host name keeps its name for the
+/// certificate check (the connection goes to the proxy): every row lands. A verified SQL
+/// connection to a named host, which cannot be pointed elsewhere, is refused with the
+/// reason.
+#[test]
+fn a_delay_proxy_in_front_of_tls_keeps_the_certificate_name() {
+    let right = ca("right");
+    let vm = start_tls(ServerKind::VictoriaMetrics, &right);
+    let dir = tempfile::tempdir().unwrap();
+    let named = vm.base_url().replace("127.0.0.1", "localhost");
+    let sets = vec![
+        "target.kind=\"influx\"".to_string(),
+        format!("target.url=\"{named}\""),
+        format!("target.ca_file=\"{}\"", path(&right.ca_file())),
+        "network.backend=\"proxy\"".into(),
+        "network.delay=\"1ms\"".into(),
+        "network.probe=\"none\"".into(),
+    ];
+    let (out, report) = run(&sets, dir.path());
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("network: proxy"), "{stderr}");
+    assert!(stderr.contains("TLS to the name localhost"), "{stderr}");
+    let r = report.expect("report written");
+    assert_eq!(r["rows"], ROWS, "{r}");
+    vm.vm_flush();
+    assert_eq!(vm.vm_sample_count("{__name__=~\"cpu_.*\"}"), ROWS * 10);
+
+    let pg = start_tls(ServerKind::Postgres, &right);
+    let url = pg.database_url().unwrap().replace("127.0.0.1", "localhost");
+    let sets = vec![
+        "target.kind=\"postgres\"".to_string(),
+        format!("target.url=\"{url}\""),
+        format!("target.ca_file=\"{}\"", path(&right.ca_file())),
+        "network.backend=\"proxy\"".into(),
+        "network.delay=\"1ms\"".into(),
+        "network.probe=\"none\"".into(),
+    ];
+    let (out, _) = run(&sets, dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("use backend = \"netem\""), "{stderr}");
+}

@@ -84,6 +84,9 @@ pub struct InfluxConfig {
     pub timeout: Duration,
     /// For `https://` URLs: which certificates are trusted.
     pub tls: tsload_tls::TlsOptions,
+    /// Connect to this address instead of resolving the URL's host name, which TLS still
+    /// checks the certificate against (a delay proxy in front of an https server).
+    pub connect_to: Option<std::net::SocketAddr>,
 }
 
 impl InfluxConfig {
@@ -102,6 +105,7 @@ impl InfluxConfig {
             create_database: true,
             timeout: Duration::from_secs(60),
             tls: tsload_tls::TlsOptions::default(),
+            connect_to: None,
         }
     }
 }
@@ -193,11 +197,17 @@ impl InfluxSink {
     }
 
     fn client(&self) -> Result<reqwest::Client, SinkError> {
-        reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(self.cfg.timeout)
             .tcp_nodelay(true)
             .pool_max_idle_per_host(1)
-            .tls_backend_preconfigured(self.tls.clone())
+            .tls_backend_preconfigured(self.tls.clone());
+        if let Some(addr) = self.cfg.connect_to
+            && let Some(host) = self.write_url.host_str()
+        {
+            builder = builder.resolve(host, addr);
+        }
+        builder
             .build()
             .map_err(|e| SinkError::new(ErrorKind::Other, format!("HTTP client: {e}")))
     }

@@ -119,7 +119,24 @@ pub fn certificate_hint_of(e: &(dyn std::error::Error + 'static)) -> Option<&'st
 /// What to do about a certificate the client refused, or `None` when `e` is another
 /// TLS failure. Such a failure is not transient: retrying cannot help.
 pub fn certificate_hint(e: &rustls::Error) -> Option<&'static str> {
+    use rustls::CertificateError as C;
     match e {
+        rustls::Error::InvalidCertificate(
+            C::NotValidForName | C::NotValidForNameContext { .. },
+        ) => Some(
+            "the server's certificate does not name the host in target.url: connect by a \
+                 name or address the certificate lists (a delay proxy in between changes the \
+                 address: use the netem backend for TLS to a named host)",
+        ),
+        rustls::Error::InvalidCertificate(
+            C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. },
+        ) => Some(
+            "the server's certificate is outside its validity period (expired, or not yet \
+             valid: check both clocks)",
+        ),
+        rustls::Error::InvalidCertificate(C::Revoked) => {
+            Some("the server's certificate has been revoked")
+        }
         rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => Some(
             "the server's certificate is not trusted: set target.ca_file to the PEM file of \
              the CA that signed it (or, to encrypt without checking, \
