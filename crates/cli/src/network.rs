@@ -64,10 +64,8 @@ fn point_at_proxy(
             i.connect_to = Some(local);
             return Ok(Some(name.to_string()));
         }
-        let verified = {
-            let q = url.to_ascii_lowercase();
-            q.contains("sslmode=verify-full") || q.contains("ssl-mode=verify_identity")
-        };
+        let verified = crate::sql_tls::SqlFamily::of_url(url)
+            .is_some_and(|family| crate::sql_tls::checks_host_name(url, family));
         if verified {
             anyhow::bail!(
                 "network.backend = \"proxy\" would connect to {} instead of {}, which the server's certificate names (sslmode=verify-full / ssl-mode=VERIFY_IDENTITY): use backend = \"netem\", or connect by address",

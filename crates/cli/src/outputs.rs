@@ -779,7 +779,7 @@ mod tests {
         let e = "xml=a".parse::<OutSpec>().unwrap_err();
         assert!(e.contains("allowed: csv, ndjson, influx"), "{e}");
         let e = "csv".parse::<OutSpec>().unwrap_err();
-        assert!(e.contains("KIND=FILE"), "{e}");
+        assert!(e.contains("csv=FILE") && e.contains("influx=URL"), "{e}");
     }
 
     #[test]

@@ -696,7 +696,7 @@ fn flag(v: &Option<Spanned<bool>>, default: bool) -> bool {
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
-fn percent_encode(s: &str) -> String {
+pub(crate) fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -1636,8 +1636,7 @@ impl Ctx<'_> {
     fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_postgres::{CopyFormat, InsertMethod, Layout, PostgresConfig};
         let url = self.url_with_password(t, url, &["postgres://", "postgresql://"])?;
-        let url =
-            self.sql_url_with_tls(t, url, ["sslmode", "sslrootcert", "verify-full", "require"])?;
+        let url = self.sql_url_with_tls(t, url, crate::sql_tls::SqlFamily::Postgres)?;
         let mut cfg = PostgresConfig::new(url);
         if let Some(v) = &t.layout {
             cfg.layout = match self.choice(v, "target.layout", &["wide", "tags"])? {
@@ -1704,11 +1703,7 @@ impl Ctx<'_> {
     fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_mysql::{MysqlConfig, PrimaryKey, TransactionMode, TsType};
         let url = self.url_with_password(t, url, &["mysql://", "mariadb://"])?;
-        let url = self.sql_url_with_tls(
-            t,
-            url,
-            ["ssl-mode", "ssl-ca", "VERIFY_IDENTITY", "REQUIRED"],
-        )?;
+        let url = self.sql_url_with_tls(t, url, crate::sql_tls::SqlFamily::Mysql)?;
         let mut cfg = MysqlConfig::new(url);
         if let Some(v) = &t.engine {
             cfg.engine = v.get_ref().clone();
@@ -1897,52 +1892,30 @@ impl Ctx<'_> {
     }
 
     /// A SQL URL with the TLS keys folded into its query: `ca_file` verifies the server
-    /// against that CA and its name (`verify_mode`), `insecure_skip_verify` encrypts
-    /// without checking (`require_mode`). A URL that sets the mode itself keeps it, and
-    /// then the keys are refused (one place for one setting).
+    /// against that CA and its name, `insecure_skip_verify = true` encrypts without
+    /// checking. A URL that sets TLS keys itself keeps them, and then the keys are
+    /// refused (one place for one setting).
     fn sql_url_with_tls(
         &self,
         t: &TargetSection,
         url: String,
-        [mode_key, ca_key, verify_mode, require_mode]: [&str; 4],
+        family: crate::sql_tls::SqlFamily,
     ) -> Result<String, ScenarioError> {
-        let query = url.split_once('?').map_or("", |(_, q)| q);
-        let url_mode = query
-            .split('&')
-            .filter_map(|p| p.split_once('='))
-            .find(|(k, _)| k.eq_ignore_ascii_case(mode_key))
-            .map(|(_, v)| v.to_string());
-        let keys_given = t.ca_file.is_some() || t.insecure_skip_verify.is_some();
-        if keys_given && url_mode.is_some() {
-            let span = t
-                .ca_file
-                .as_ref()
-                .map(|v| v.span())
-                .or(t.insecure_skip_verify.as_ref().map(|v| v.span()));
-            return Err(self.error(
-                span.as_ref(),
-                if t.ca_file.is_some() {
-                    "target.ca_file"
-                } else {
-                    "target.insecure_skip_verify"
-                },
-                format!(
-                    "target.url sets {mode_key} already; give TLS settings in one place \
-                     (the URL, or these keys)"
-                ),
-            ));
-        }
         let tls = self.tls_options(t, true)?;
-        if tls == tsload_tls::TlsOptions::default() {
-            return Ok(url);
-        }
-        let sep = if url.contains('?') { '&' } else { '?' };
-        Ok(match &tls.ca_file {
-            Some(ca) => format!(
-                "{url}{sep}{mode_key}={verify_mode}&{ca_key}={}",
-                percent_encode(&ca.display().to_string())
-            ),
-            None => format!("{url}{sep}{mode_key}={require_mode}"),
+        crate::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
+            let (span, key) = match (&t.ca_file, &t.insecure_skip_verify) {
+                (Some(v), _) => (Some(v.span()), "target.ca_file"),
+                (None, v) => (v.as_ref().map(|v| v.span()), "target.insecure_skip_verify"),
+            };
+            self.error(
+                span.as_ref(),
+                key,
+                format!(
+                    "target.url sets {} already; give TLS settings in one place (the URL, \
+                     or these keys)",
+                    e.key
+                ),
+            )
         })
     }
 

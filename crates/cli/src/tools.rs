@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
-use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeReport, TcpOptions};
+use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeError, ProbeReport, TcpOptions};
+
+use crate::sql_tls::SqlFamily;
 use tsload_proxy::{Direction, Fault, Proxy, ProxyConfig};
 
 #[derive(Args)]
@@ -211,10 +213,12 @@ pub struct AppArgs {
     /// http(s)://HOST:PORT/PATH, postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB
     /// (TLS for SQL: sslmode=verify-full&sslrootcert=CA.pem, ssl-mode=VERIFY_IDENTITY&ssl-ca=CA.pem).
     url: String,
-    /// https: trust the CA certificates of this PEM file besides Mozilla's roots.
+    /// Verify the server against the CA certificates of this PEM file (https: besides
+    /// Mozilla's roots; SQL: sslmode=verify-full / ssl-mode=VERIFY_IDENTITY with it).
     #[arg(long, value_name = "FILE")]
     ca_file: Option<std::path::PathBuf>,
-    /// https: accept any certificate (encrypted, not authenticated).
+    /// Encrypt without checking the certificate (https, or SQL with sslmode=require /
+    /// ssl-mode=REQUIRED).
     #[arg(long, conflicts_with = "ca_file")]
     insecure_skip_verify: bool,
     #[command(flatten)]
@@ -260,10 +264,28 @@ pub fn cmd_probe(command: ProbeCommand) -> anyhow::Result<ExitCode> {
                     ca_file: a.ca_file.clone(),
                     insecure_skip_verify: a.insecure_skip_verify,
                 };
-                let r = if a.url.starts_with("http://") || a.url.starts_with("https://") {
-                    tsload_probe::http_rtt(&a.url, &o).await
-                } else {
-                    tsload_probe::sql_rtt(&a.url, &o).await
+                let scheme = a.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+                let tls_given = o.tls != tsload_tls::TlsOptions::default();
+                let r = match scheme.as_deref() {
+                    Some("http") if tls_given => Err(ProbeError::InvalidOptions(
+                        "--ca-file and --insecure-skip-verify are for https:// and SQL URLs; \
+                         an http:// URL is not encrypted"
+                            .into(),
+                    )),
+                    Some("http" | "https") => tsload_probe::http_rtt(&a.url, &o).await,
+                    _ => match SqlFamily::of_url(&a.url) {
+                        // sqlx reads TLS from the URL: the flags become its keys there.
+                        Some(family) => match crate::sql_tls::url_with_tls(a.url, family, &o.tls) {
+                            Ok(url) => {
+                                o.tls = tsload_tls::TlsOptions::default();
+                                tsload_probe::sql_rtt(&url, &o).await
+                            }
+                            Err(e) => Err(ProbeError::InvalidOptions(format!(
+                                "--ca-file/--insecure-skip-verify: {e}"
+                            ))),
+                        },
+                        None => tsload_probe::sql_rtt(&a.url, &o).await,
+                    },
                 };
                 r.map(|r| (r, a.common.json))
             }

@@ -236,6 +236,34 @@ fn tls_settings_that_cannot_apply_are_refused_before_the_run() {
         &ca_set,
     ]);
     assert!(e.contains("sets sslmode already"), "{e}");
+    // Every spelling sqlx reads counts: a CA in the URL, MySQL's sslca.
+    let e = validate(&[
+        "target.kind=\"postgres\"",
+        "target.url=\"postgres://u@127.0.0.1:1/d?sslrootcert=/x.pem\"",
+        "target.insecure_skip_verify=true",
+    ]);
+    assert!(
+        e.contains("key `target.insecure_skip_verify`") && e.contains("sets sslrootcert already"),
+        "{e}"
+    );
+    let e = validate(&[
+        "target.kind=\"mysql\"",
+        "target.url=\"mysql://u@127.0.0.1:1/d?sslca=/x.pem\"",
+        &ca_set,
+    ]);
+    assert!(e.contains("sets sslca already"), "{e}");
+    // insecure_skip_verify = false asks for nothing: the URL's own mode stands.
+    let mut args = vec!["validate".to_string()];
+    for s in [
+        "target.kind=\"postgres\"",
+        "target.url=\"postgres://u@127.0.0.1:1/d?sslmode=require\"",
+        "target.insecure_skip_verify=false",
+    ] {
+        args.push("--set".into());
+        args.push(s.into());
+    }
+    let out = tsload(&args, dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let e = validate(&["target.kind=\"influx\"", "target.url=\"ftp://127.0.0.1:1\""]);
     assert!(e.contains("not an HTTP URL"), "{e}");
 }
@@ -282,4 +310,74 @@ fn a_delay_proxy_in_front_of_tls_keeps_the_certificate_name() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("use backend = \"netem\""), "{stderr}");
+}
+
+/// `tsload probe app` applies `--ca-file` / `--insecure-skip-verify` to SQL URLs too: the
+/// right CA answers every `SELECT 1`, another CA fails on the certificate, insecure
+/// encrypts without checking; the flags with an http:// URL, or with TLS keys already in
+/// the URL, are refused.
+#[test]
+fn probe_app_takes_the_tls_flags_for_sql_urls() {
+    let right = ca("right");
+    let wrong = ca("wrong");
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [ServerKind::Postgres, ServerKind::MariaDb] {
+        let server = start_tls(kind, &right);
+        let url = server.database_url().unwrap();
+        let probe = |extra: &[&str]| {
+            let mut args: Vec<String> = ["probe", "app", &url, "--count", "3", "--interval"]
+                .map(String::from)
+                .to_vec();
+            args.push("10ms".into());
+            args.extend(extra.iter().map(|s| s.to_string()));
+            tsload(&args, dir.path())
+        };
+        let ok = probe(&["--ca-file", &path(&right.ca_file())]);
+        assert!(ok.status.success(), "{kind:?}: {}", text(&ok.stderr));
+        assert!(
+            text(&ok.stdout).contains("3 received"),
+            "{}",
+            text(&ok.stdout)
+        );
+        let bad = probe(&["--ca-file", &path(&wrong.ca_file())]);
+        assert!(!bad.status.success(), "{kind:?}: {}", text(&bad.stdout));
+        let e = text(&bad.stderr).to_lowercase();
+        assert!(e.contains("certificate"), "{kind:?}: {e}");
+        let insecure = probe(&["--insecure-skip-verify"]);
+        assert!(
+            insecure.status.success(),
+            "{kind:?}: {}",
+            text(&insecure.stderr)
+        );
+    }
+    let twice = tsload(
+        &[
+            "probe".into(),
+            "app".into(),
+            "postgres://u@127.0.0.1:1/db?sslmode=require".into(),
+            "--insecure-skip-verify".into(),
+        ],
+        dir.path(),
+    );
+    assert!(!twice.status.success());
+    assert!(
+        text(&twice.stderr).contains("sets sslmode already"),
+        "{}",
+        text(&twice.stderr)
+    );
+    let plain = tsload(
+        &[
+            "probe".into(),
+            "app".into(),
+            "http://127.0.0.1:1/health".into(),
+            "--insecure-skip-verify".into(),
+        ],
+        dir.path(),
+    );
+    assert!(!plain.status.success());
+    assert!(
+        text(&plain.stderr).contains("not encrypted"),
+        "{}",
+        text(&plain.stderr)
+    );
 }

@@ -1,0 +1,258 @@
+//! TLS settings in PostgreSQL and MySQL connection URLs, where sqlx reads them: which
+//! keys a URL already sets (every spelling sqlx accepts), and the keys that `ca_file` or
+//! `insecure_skip_verify` become.
+
+/// The SQL server family whose URL spellings apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlFamily {
+    Postgres,
+    Mysql,
+}
+
+impl SqlFamily {
+    /// The family of a `postgres://`, `postgresql://`, `mysql://` or `mariadb://` URL.
+    pub fn of_url(url: &str) -> Option<SqlFamily> {
+        let scheme = url.split_once("://")?.0.to_ascii_lowercase();
+        match scheme.as_str() {
+            "postgres" | "postgresql" => Some(SqlFamily::Postgres),
+            "mysql" | "mariadb" => Some(SqlFamily::Mysql),
+            _ => None,
+        }
+    }
+
+    /// Every query key through which sqlx 0.8 sets this family's TLS (mode, CA, client
+    /// certificate), as its URL parser spells them.
+    fn tls_keys(self) -> &'static [&'static str] {
+        match self {
+            SqlFamily::Postgres => &[
+                "sslmode",
+                "ssl-mode",
+                "sslrootcert",
+                "ssl-root-cert",
+                "ssl-ca",
+                "sslcert",
+                "ssl-cert",
+                "sslkey",
+                "ssl-key",
+            ],
+            SqlFamily::Mysql => &[
+                "sslmode", "ssl-mode", "sslca", "ssl-ca", "sslcert", "ssl-cert", "sslkey",
+                "ssl-key",
+            ],
+        }
+    }
+
+    /// The mode and CA keys written for `ca_file`, and the modes for verified and
+    /// encrypted-only connections.
+    fn written(self) -> [&'static str; 4] {
+        match self {
+            SqlFamily::Postgres => ["sslmode", "sslrootcert", "verify-full", "require"],
+            SqlFamily::Mysql => ["ssl-mode", "ssl-ca", "VERIFY_IDENTITY", "REQUIRED"],
+        }
+    }
+}
+
+/// The query pairs of a URL, undecoded (`key`, `value`).
+fn query_pairs(url: &str) -> impl Iterator<Item = (&str, &str)> {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split_once('#').map_or(query, |(q, _)| q);
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+}
+
+/// The first TLS key the URL sets, as written there.
+pub fn tls_key_in_url(url: &str, family: SqlFamily) -> Option<&str> {
+    query_pairs(url)
+        .map(|(k, _)| k)
+        .find(|k| family.tls_keys().iter().any(|t| k.eq_ignore_ascii_case(t)))
+}
+
+/// Whether the URL's mode checks that the certificate names the host (PostgreSQL
+/// `verify-full`, MySQL `VERIFY_IDENTITY`), under any spelling of the mode key.
+pub fn checks_host_name(url: &str, family: SqlFamily) -> bool {
+    query_pairs(url).any(|(k, v)| {
+        (k.eq_ignore_ascii_case("sslmode") || k.eq_ignore_ascii_case("ssl-mode"))
+            && match family {
+                SqlFamily::Postgres => v.eq_ignore_ascii_case("verify-full"),
+                SqlFamily::Mysql => v.eq_ignore_ascii_case("verify_identity"),
+            }
+    })
+}
+
+/// Why TLS options cannot be written into a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlreadyInUrl {
+    /// The key as the URL spells it.
+    pub key: String,
+}
+
+impl std::fmt::Display for AlreadyInUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the URL sets {} already; give TLS settings in one place (the URL, or the CA/insecure settings)",
+            self.key
+        )
+    }
+}
+
+impl std::error::Error for AlreadyInUrl {}
+
+/// `url` with `options` as query keys: a CA file verifies the server against that CA and
+/// its name, `insecure_skip_verify` encrypts without checking. With no options the URL is
+/// returned as it is; with options, a URL that sets any TLS key itself is refused.
+pub fn url_with_tls(
+    url: String,
+    family: SqlFamily,
+    options: &tsload_tls::TlsOptions,
+) -> Result<String, AlreadyInUrl> {
+    if *options == tsload_tls::TlsOptions::default() {
+        return Ok(url);
+    }
+    if let Some(key) = tls_key_in_url(&url, family) {
+        return Err(AlreadyInUrl {
+            key: key.to_string(),
+        });
+    }
+    let [mode_key, ca_key, verify_mode, require_mode] = family.written();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Ok(match &options.ca_file {
+        Some(ca) => format!(
+            "{url}{sep}{mode_key}={verify_mode}&{ca_key}={}",
+            crate::scenario::percent_encode(&ca.display().to_string())
+        ),
+        None => format!("{url}{sep}{mode_key}={require_mode}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tsload_tls::TlsOptions;
+
+    fn ca(path: &str) -> TlsOptions {
+        TlsOptions {
+            ca_file: Some(path.into()),
+            insecure_skip_verify: false,
+        }
+    }
+
+    fn insecure() -> TlsOptions {
+        TlsOptions {
+            ca_file: None,
+            insecure_skip_verify: true,
+        }
+    }
+
+    #[test]
+    fn families_come_from_the_scheme() {
+        assert_eq!(
+            SqlFamily::of_url("postgres://a@h/db"),
+            Some(SqlFamily::Postgres)
+        );
+        assert_eq!(
+            SqlFamily::of_url("PostgreSQL://a@h/db"),
+            Some(SqlFamily::Postgres)
+        );
+        assert_eq!(
+            SqlFamily::of_url("mariadb://a@h/db"),
+            Some(SqlFamily::Mysql)
+        );
+        assert_eq!(SqlFamily::of_url("mysql://a@h/db"), Some(SqlFamily::Mysql));
+        assert_eq!(SqlFamily::of_url("http://h/"), None);
+        assert_eq!(SqlFamily::of_url("h:5432"), None);
+    }
+
+    #[test]
+    fn the_options_become_query_keys() {
+        let pg = SqlFamily::Postgres;
+        let my = SqlFamily::Mysql;
+        assert_eq!(
+            url_with_tls("postgres://u@h/db".into(), pg, &ca("/c/ca 1.pem")).unwrap(),
+            "postgres://u@h/db?sslmode=verify-full&sslrootcert=%2Fc%2Fca%201.pem"
+        );
+        assert_eq!(
+            url_with_tls("mysql://u@h/db?x=1".into(), my, &ca("/ca.pem")).unwrap(),
+            "mysql://u@h/db?x=1&ssl-mode=VERIFY_IDENTITY&ssl-ca=%2Fca.pem"
+        );
+        assert_eq!(
+            url_with_tls("postgres://u@h/db".into(), pg, &insecure()).unwrap(),
+            "postgres://u@h/db?sslmode=require"
+        );
+        assert_eq!(
+            url_with_tls("mysql://u@h/db".into(), my, &insecure()).unwrap(),
+            "mysql://u@h/db?ssl-mode=REQUIRED"
+        );
+        // Nothing to add: the URL is left alone, TLS keys and all.
+        let own = "postgres://u@h/db?sslmode=disable".to_string();
+        assert_eq!(
+            url_with_tls(own.clone(), pg, &TlsOptions::default()).unwrap(),
+            own
+        );
+    }
+
+    #[test]
+    fn every_spelling_sqlx_reads_counts_as_set() {
+        for (url, family, key) in [
+            (
+                "postgres://u@h/db?sslrootcert=/x.pem",
+                SqlFamily::Postgres,
+                "sslrootcert",
+            ),
+            (
+                "postgres://u@h/db?a=1&SSL-MODE=require",
+                SqlFamily::Postgres,
+                "SSL-MODE",
+            ),
+            ("postgres://u@h/db?ssl-ca=/x", SqlFamily::Postgres, "ssl-ca"),
+            (
+                "mysql://u@h/db?sslmode=required",
+                SqlFamily::Mysql,
+                "sslmode",
+            ),
+            ("mysql://u@h/db?sslca=/x.pem", SqlFamily::Mysql, "sslca"),
+            ("mariadb://u@h/db?ssl-cert=/c", SqlFamily::Mysql, "ssl-cert"),
+        ] {
+            let e = url_with_tls(url.into(), family, &ca("/ca.pem")).unwrap_err();
+            assert_eq!(e.key, key, "{url}");
+            assert!(e.to_string().contains(key), "{e}");
+        }
+        assert_eq!(
+            tls_key_in_url(
+                "postgres://u@h/db?application_name=sslmode",
+                SqlFamily::Postgres
+            ),
+            None
+        );
+        assert_eq!(
+            tls_key_in_url("mysql://u@h/db#sslca", SqlFamily::Mysql),
+            None
+        );
+    }
+
+    #[test]
+    fn name_checking_modes_are_found_in_any_case_and_spelling() {
+        assert!(checks_host_name(
+            "postgres://u@h/db?sslmode=verify-full",
+            SqlFamily::Postgres
+        ));
+        assert!(checks_host_name(
+            "postgres://u@h/db?ssl-mode=VERIFY-FULL",
+            SqlFamily::Postgres
+        ));
+        assert!(!checks_host_name(
+            "postgres://u@h/db?sslmode=verify-ca",
+            SqlFamily::Postgres
+        ));
+        assert!(checks_host_name(
+            "mysql://u@h/db?sslmode=verify_identity",
+            SqlFamily::Mysql
+        ));
+        assert!(!checks_host_name(
+            "mysql://u@h/db?ssl-mode=VERIFY_CA",
+            SqlFamily::Mysql
+        ));
+    }
+}
