@@ -147,7 +147,8 @@ struct RunArgs {
     #[arg(long, value_name = "MODE")]
     progress: Option<String>,
     /// Write every report interval of every stream: `csv=FILE`, `ndjson=FILE`, or
-    /// `influx=URL` (line protocol to a write endpoint) (repeatable).
+    /// `influx=URL` (line protocol to a write endpoint; token from INFLUX_TOKEN)
+    /// (repeatable).
     #[arg(long = "out", value_name = "KIND=TARGET")]
     out: Vec<outputs::OutSpec>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run goes on.

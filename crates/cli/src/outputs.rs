@@ -490,6 +490,9 @@ struct InfluxPush {
     rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
     task: Option<tokio::task::JoinHandle<()>>,
     client: reqwest::Client,
+    /// `INFLUX_TOKEN` from the environment, sent as `Authorization: Token ...` (InfluxDB
+    /// 2.x/3.x; 1.8+ takes `user:password` there too). Never shown.
+    token: Option<String>,
     /// The first failed post; later intervals are still sent.
     error: Arc<Mutex<Option<String>>>,
 }
@@ -501,6 +504,9 @@ impl std::fmt::Debug for InfluxPush {
             .finish_non_exhaustive()
     }
 }
+
+/// The environment variable whose token `--out influx=URL` sends (the influx CLI's name).
+const INFLUX_TOKEN_ENV: &str = "INFLUX_TOKEN";
 
 /// The streams as devices of the `tsload` measurement: tag `stream`.
 const STREAMS: [&str; 2] = ["write", "query"];
@@ -569,8 +575,25 @@ impl InfluxPush {
             rx: Some(rx),
             task: None,
             client,
+            token: std::env::var(INFLUX_TOKEN_ENV)
+                .ok()
+                .filter(|t| !t.is_empty()),
             error: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// One post of `body`, with the token when there is one.
+    fn post(
+        client: &reqwest::Client,
+        url: &str,
+        token: Option<&str>,
+        body: Vec<u8>,
+    ) -> reqwest::RequestBuilder {
+        let request = client.post(url).body(body);
+        match token {
+            Some(t) => request.header(reqwest::header::AUTHORIZATION, format!("Token {t}")),
+            None => request,
+        }
     }
 
     fn start(&mut self, runtime: &tokio::runtime::Runtime) {
@@ -578,9 +601,11 @@ impl InfluxPush {
             return;
         };
         let (client, url, error) = (self.client.clone(), self.url.clone(), self.error.clone());
+        let token = self.token.clone();
         self.task = Some(runtime.spawn(async move {
             while let Some(body) = rx.recv().await {
-                let failed = match client.post(&url).body(body).send().await {
+                let request = InfluxPush::post(&client, &url, token.as_deref(), body);
+                let failed = match request.send().await {
                     Ok(r) if r.status().is_success() => None,
                     Ok(r) => Some((format!("HTTP {}", r.status()), false)),
                     // Unreachable or timed out: the next posts would wait as long each.
@@ -770,6 +795,25 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("db=x") && shown.contains("u=me"), "{shown}");
+    }
+
+    #[test]
+    fn the_influx_token_goes_in_the_authorization_header_only() {
+        let tls = tsload_tls::client_config(&tsload_tls::TlsOptions::default()).unwrap();
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .build()
+            .unwrap();
+        let url = "https://h/api/v2/write?org=o&bucket=b";
+        let r = InfluxPush::post(&client, url, Some("s3cret"), b"x".to_vec())
+            .build()
+            .unwrap();
+        assert_eq!(r.headers()["authorization"], "Token s3cret");
+        assert_eq!(r.url().as_str(), url);
+        let r = InfluxPush::post(&client, url, None, Vec::new())
+            .build()
+            .unwrap();
+        assert!(r.headers().get("authorization").is_none());
     }
 
     #[test]
