@@ -16,24 +16,29 @@ fn main() {
     println!("cargo:rustc-env=TSLOAD_COMMIT={}", commit.trim());
 }
 
-fn git_commit() -> Option<String> {
-    let out = Command::new("git")
-        .args(["rev-parse", "--git-dir"])
-        .output()
-        .ok()?;
+/// `git rev-parse ARG`, trimmed.
+fn rev_parse(arg: &str) -> Option<String> {
+    let out = Command::new("git").args(["rev-parse", arg]).output().ok()?;
     if !out.status.success() {
         return None;
     }
-    let git_dir = String::from_utf8(out.stdout).ok()?;
-    let git_dir = Path::new(git_dir.trim());
+    Some(String::from_utf8(out.stdout).ok()?.trim().to_string())
+}
+
+fn git_commit() -> Option<String> {
+    let git_dir = rev_parse("--git-dir")?;
+    let git_dir = Path::new(&git_dir);
+    // A worktree has its own HEAD but shares the refs of the main checkout.
+    let common = rev_parse("--git-common-dir").unwrap_or_else(|| git_dir.display().to_string());
+    let common = Path::new(&common);
     // A new commit moves the branch's ref (or packed-refs); a checkout moves HEAD. Only
     // files that exist are watched: cargo reruns a script whose watched file is missing
     // on every build (a fresh clone keeps its refs in packed-refs alone).
-    let mut watched = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
+    let mut watched = vec![git_dir.join("HEAD"), common.join("packed-refs")];
     if let Ok(head) = std::fs::read_to_string(git_dir.join("HEAD"))
         && let Some(reference) = head.trim().strip_prefix("ref: ")
     {
-        watched.push(git_dir.join(reference));
+        watched.push(common.join(reference));
     }
     for file in watched.iter().filter(|f| f.exists()) {
         println!("cargo:rerun-if-changed={}", file.display());

@@ -132,7 +132,15 @@ pub fn taosbenchmark(json: &str) -> Result<Imported, String> {
              same data; kept its default (set workload.start_timestamp)"
                 .into(),
         ),
-        Some(s) => w["start_timestamp"] = value(rfc3339(s)?),
+        Some(s) => {
+            w["start_timestamp"] = value(rfc3339(s)?);
+            if !has_zone(s) {
+                notes.push(format!(
+                    "start_timestamp \"{s}\": taken as UTC (taosBenchmark reads it in the \
+                     client's time zone; add +HH:MM to say which)"
+                ));
+            }
+        }
     }
     // The super table's interlace_rows wins over the file's, as in taosBenchmark.
     let interlace = stable
@@ -223,6 +231,18 @@ pub fn taosbenchmark(json: &str) -> Result<Imported, String> {
         .and_then(Value::as_str)
         .is_some_and(|s| s == "yes");
     t["child_tables"] = value(if auto_create { "auto" } else { "prepare" });
+    if !auto_create
+        && stable
+            .get("child_table_exists")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.eq_ignore_ascii_case("yes"))
+    {
+        notes.push(
+            "child_table_exists \"yes\": tsload creates the child tables that are missing \
+             (IF NOT EXISTS) and writes into the existing ones"
+                .into(),
+        );
+    }
     if let Some(v) = stable.get("batch_create_tbl_num") {
         let n = int(v, "batch_create_tbl_num")?.clamp(1, 3000);
         t["batch_create_tbl_num"] = value(n);
@@ -389,20 +409,80 @@ fn column_list(v: &Value, list: &str) -> Result<(Array, bool), String> {
     Ok((out, named))
 }
 
-/// taosBenchmark's `"2020-10-01 00:00:00.000"` (UTC) as RFC 3339.
+/// The UTC offset in seconds a timestamp text ends in (`+HH:MM`, `-HHMM`), with the text
+/// before it; `None` without one.
+fn split_offset(t: &str) -> Option<(&str, i64)> {
+    let digits = |d: &str| d.len() == 2 && d.bytes().all(|b| b.is_ascii_digit());
+    for len in [6, 5] {
+        let Some(at) = t.len().checked_sub(len) else {
+            continue;
+        };
+        // Past the date's own dashes: YYYY-MM-DD is 10 characters.
+        if at < 10 || !t.is_char_boundary(at) {
+            continue;
+        }
+        let (head, zone) = t.split_at(at);
+        let sign = match zone.as_bytes()[0] {
+            b'+' => 1,
+            b'-' => -1,
+            _ => continue,
+        };
+        let (h, m) = if len == 6 {
+            match zone[1..].split_once(':') {
+                Some((h, m)) => (h, m),
+                None => continue,
+            }
+        } else {
+            (&zone[1..3], &zone[3..])
+        };
+        if digits(h) && digits(m) {
+            let (h, m) = (h.parse::<i64>().ok()?, m.parse::<i64>().ok()?);
+            return (h < 24 && m < 60).then_some((head, sign * (h * 3600 + m * 60)));
+        }
+    }
+    None
+}
+
+/// Whether a timestamp text names its zone (`Z` or an offset).
+fn has_zone(s: &str) -> bool {
+    let t = s.trim();
+    t.ends_with(['Z', 'z']) || split_offset(t).is_some()
+}
+
+/// taosBenchmark's `"2020-10-01 00:00:00.000"`, `"2020-10-01"` or
+/// `"2020-10-01 08:00:00+08:00"` as RFC 3339 in UTC (a text without a zone is taken as
+/// UTC).
 fn rfc3339(s: &str) -> Result<String, String> {
-    let t = s.trim().replacen(' ', "T", 1);
-    let tail: String = t.chars().rev().take(6).collect();
-    let t = if t.ends_with('Z') || tail.contains(['+', '-']) {
-        t
-    } else {
-        format!("{t}Z")
+    let bad = || {
+        format!(
+            "start_timestamp \"{s}\": expected \"YYYY-MM-DD[ HH:MM:SS[.fff]][+HH:MM]\" or \
+             \"now\""
+        )
     };
-    humantime::parse_rfc3339_weak(&t)
-        .map(|_| t.clone())
-        .map_err(|_| {
-            format!("start_timestamp \"{s}\": expected \"YYYY-MM-DD HH:MM:SS[.fff]\" or \"now\"")
-        })
+    let trimmed = s.trim();
+    let t = if trimmed.len() == 10 {
+        format!("{trimmed}T00:00:00")
+    } else {
+        trimmed.replacen(' ', "T", 1)
+    };
+    let Some((local, offset)) = split_offset(&t) else {
+        let t = if t.ends_with(['Z', 'z']) {
+            t
+        } else {
+            format!("{t}Z")
+        };
+        humantime::parse_rfc3339_weak(&t).map_err(|_| bad())?;
+        return Ok(t);
+    };
+    let at = humantime::parse_rfc3339_weak(local).map_err(|_| bad())?;
+    let shift = std::time::Duration::from_secs(offset.unsigned_abs());
+    let utc = if offset >= 0 {
+        at.checked_sub(shift)
+    } else {
+        at.checked_add(shift)
+    }
+    .ok_or_else(bad)?;
+    Ok(humantime::format_rfc3339_millis(utc).to_string())
 }
 
 #[cfg(test)]
@@ -419,7 +499,22 @@ mod tests {
             rfc3339("2017-07-14 10:40:00").unwrap(),
             "2017-07-14T10:40:00Z"
         );
+        assert_eq!(rfc3339("2020-10-01").unwrap(), "2020-10-01T00:00:00Z");
         assert!(rfc3339("yesterday").is_err());
+        assert!(rfc3339("2020-13-01").is_err());
+        assert_eq!(
+            rfc3339("2020-10-01 08:00:00+08:00").unwrap(),
+            "2020-10-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339("2020-09-30 19:30:00.5-0430").unwrap(),
+            "2020-10-01T00:00:00.500Z"
+        );
+        assert!(rfc3339("2020-10-01 00:00:00+25:00").is_err());
+        assert!(has_zone("2020-10-01 08:00:00+08:00"));
+        assert!(has_zone("2020-10-01T00:00:00Z"));
+        assert!(!has_zone("2020-10-01"));
+        assert!(!has_zone("2020-10-01 00:00:00.000"));
     }
 
     #[test]
