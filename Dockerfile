@@ -6,6 +6,16 @@
 #
 # Netem needs CAP_NET_ADMIN (`--cap-add NET_ADMIN`); ICMP probes need CAP_NET_RAW or the
 # group in net.ipv4.ping_group_range. Everything else runs unprivileged.
+#
+# Where no image registry can be reached, the runtime stage alone is built from a local
+# Debian base and an already built binary (the build stage is then skipped):
+#
+#   podman build --build-arg RUNTIME_IMAGE=localhost/tsload-base:bookworm \
+#       --build-context build=DIR_WITH_out/tsload -t tsload .
+#
+# crates/cli/tests/container.rs does exactly that (see README, "In a container").
+
+ARG RUNTIME_IMAGE=debian:bookworm-slim
 
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
@@ -16,7 +26,7 @@ COPY . .
 RUN cargo build --release --locked -p tsload \
  && install -D -m 0755 target/release/tsload /out/tsload
 
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \

@@ -5,7 +5,8 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|serve|fmt>
+const USAGE: &str =
+    "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|container-base|fmt>
   test [--repeat N] [--timeout MINUTES]
                  install what the tests need, then fmt check, clippy, and every test
                  (N rounds, each killed and failed past MINUTES, default 60)
@@ -26,6 +27,8 @@ const USAGE: &str = "usage: cargo xtask <test|bench|bench-targets|serve|fmt>
                  processes (the pods' environment, args and volumes as Kubernetes gives
                  them; volumes under DIR), into a testbed VictoriaMetrics started here
                  unless --env TSLOAD_TARGET=URL names another target
+  container-base make the local Debian image the container test builds the Dockerfile's
+                 runtime stage on (debootstrap from apt's mirror; `test` does this too)
   fmt            format the workspace";
 
 fn main() -> anyhow::Result<()> {
@@ -36,6 +39,10 @@ fn main() -> anyhow::Result<()> {
         Some("bench-targets") => bench_targets(&args[1..]),
         Some("serve") => serve(&args[1..]),
         Some("k8s-simulate") => k8s_simulate(&args[1..]),
+        Some("container-base") => {
+            ensure_packages()?;
+            ensure_container_base()
+        }
         Some("fmt") => run("cargo", &["fmt", "--all"]),
         _ => {
             eprintln!("{USAGE}");
@@ -72,7 +79,91 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("sysbench", "sysbench"),
     // Makes the test CAs and certificates of the TLS tests (tsload_testbed::TestCa).
     ("openssl", "openssl"),
+    // Build and run the Dockerfile's image (crates/cli/tests/container.rs): no image
+    // registry is reachable, so its Debian base is made with debootstrap.
+    ("podman", "podman"),
+    ("runc", "runc"),
+    ("debootstrap", "debootstrap"),
 ];
+
+/// The local image the container test builds the Dockerfile's runtime stage on (a
+/// minimal Debian bookworm, as debian:bookworm-slim); crates/cli/tests/container.rs names
+/// it too.
+const CONTAINER_BASE: &str = "localhost/tsload-base:bookworm";
+
+/// The Debian mirror apt is set up with here: the first `URIs:` of a deb822 source for
+/// bookworm, or the URL of a `deb URL bookworm ...` line.
+fn apt_mirror() -> anyhow::Result<String> {
+    let mut texts = Vec::new();
+    for dir in ["/etc/apt/sources.list.d"] {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+            paths.sort();
+            for p in paths {
+                let name = p.to_string_lossy();
+                if name.ends_with(".sources") || name.ends_with(".list") {
+                    texts.push(std::fs::read_to_string(&p).unwrap_or_default());
+                }
+            }
+        }
+    }
+    texts.push(std::fs::read_to_string("/etc/apt/sources.list").unwrap_or_default());
+    for text in &texts {
+        for stanza in text.split("\n\n") {
+            let field = |name: &str| {
+                stanza
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name).map(str::trim))
+                    .unwrap_or("")
+            };
+            let suites = field("Suites:");
+            if suites.split_whitespace().any(|s| s == "bookworm")
+                && let Some(uri) = field("URIs:").split_whitespace().next()
+            {
+                return Ok(uri.to_string());
+            }
+        }
+        for line in text.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let ["deb", rest @ ..] = words.as_slice()
+                && let Some(at) = rest.iter().position(|w| *w == "bookworm")
+                && at > 0
+            {
+                return Ok(rest[at - 1].to_string());
+            }
+        }
+    }
+    bail!("no Debian bookworm source in /etc/apt: debootstrap needs the mirror apt uses")
+}
+
+/// Makes [`CONTAINER_BASE`] with debootstrap from Debian's mirror, unless podman has it.
+fn ensure_container_base() -> anyhow::Result<()> {
+    let exists = Command::new("podman")
+        .args(["image", "exists", CONTAINER_BASE])
+        .status()
+        .context("cannot start podman")?;
+    if exists.success() {
+        return Ok(());
+    }
+    let rootfs = workspace_root().join("target/tools/bookworm-rootfs");
+    if rootfs.exists() {
+        std::fs::remove_dir_all(&rootfs)
+            .with_context(|| format!("removing a partial {}", rootfs.display()))?;
+    }
+    let dir = rootfs.display().to_string();
+    let mirror = apt_mirror()?;
+    run(
+        "debootstrap",
+        &["--variant=minbase", "bookworm", &dir, &mirror],
+    )
+    .context("making the container test's Debian base with debootstrap")?;
+    let script = format!(
+        "tar -C '{dir}' -c . | podman import --change 'CMD [\"/bin/bash\"]' - {CONTAINER_BASE}"
+    );
+    run("sh", &["-c", &script]).context("importing the Debian base into podman")?;
+    std::fs::remove_dir_all(&rootfs).ok();
+    Ok(())
+}
 
 /// Maven artifacts the tests need, as (group, artifact, version); fetched into ~/.m2.
 /// QuestDB's version must match `QUESTDB_VERSION` in crates/testbed/src/locate.rs (a
@@ -354,6 +445,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     ensure_packages()?;
     ensure_maven_artifacts()?;
     ensure_kubernetes_validate()?;
+    ensure_container_base()?;
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",
