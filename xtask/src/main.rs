@@ -160,7 +160,9 @@ fn ensure_container_base() -> anyhow::Result<()> {
     let script = format!(
         "tar -C '{dir}' -c . | podman import --change 'CMD [\"/bin/bash\"]' - {CONTAINER_BASE}"
     );
-    run("sh", &["-c", &script]).context("importing the Debian base into podman")?;
+    // pipefail: a tar that fails must not import half a base.
+    let script = format!("set -o pipefail; {script}");
+    run("bash", &["-c", &script]).context("importing the Debian base into podman")?;
     std::fs::remove_dir_all(&rootfs).ok();
     Ok(())
 }

@@ -209,10 +209,17 @@ fn resolve(
             .file_stem()
             .map_or_else(|| "target".into(), |s| s.to_string_lossy().into_owned())
     });
-    if name.is_empty() || name.contains(['/', '\\']) {
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
         return Err(format!(
             "name '{name}': it names the target's report file; no slashes"
         ));
+    }
+    if name == "compare" {
+        return Err(
+            "name 'compare': compare.json is the comparison's own file; name the target \
+             another way"
+                .into(),
+        );
     }
     Ok(Entry { name, plan })
 }
@@ -298,6 +305,11 @@ mod tests {
             ("[load]\nworkers = 2\n", "`load` is not allowed"),
             ("name = \"x\"\n", "no [target] section"),
             ("[target]\nkind = \"nope\"\n", "nope"),
+            (
+                "name = \"compare\"\n[target]\nkind = \"null\"\n",
+                "compare.json is the comparison's own file",
+            ),
+            ("name = \"..\"\n[target]\nkind = \"null\"\n", "no slashes"),
         ] {
             let p = dir.join("p.toml");
             std::fs::write(&p, body).unwrap();

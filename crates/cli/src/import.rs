@@ -422,6 +422,9 @@ fn split_offset(t: &str) -> Option<(&str, i64)> {
             continue;
         }
         let (head, zone) = t.split_at(at);
+        if !zone.is_ascii() {
+            continue;
+        }
         let sign = match zone.as_bytes()[0] {
             b'+' => 1,
             b'-' => -1,
@@ -474,7 +477,12 @@ fn rfc3339(s: &str) -> Result<String, String> {
         humantime::parse_rfc3339_weak(&t).map_err(|_| bad())?;
         return Ok(t);
     };
-    let at = humantime::parse_rfc3339_weak(local).map_err(|_| bad())?;
+    let local = if local.len() == 10 {
+        format!("{local}T00:00:00")
+    } else {
+        local.to_string()
+    };
+    let at = humantime::parse_rfc3339_weak(&local).map_err(|_| bad())?;
     let shift = std::time::Duration::from_secs(offset.unsigned_abs());
     let utc = if offset >= 0 {
         at.checked_sub(shift)
@@ -511,6 +519,13 @@ mod tests {
             "2020-10-01T00:00:00.500Z"
         );
         assert!(rfc3339("2020-10-01 00:00:00+25:00").is_err());
+        assert_eq!(
+            rfc3339("2020-10-01+08:00").unwrap(),
+            "2020-09-30T16:00:00.000Z"
+        );
+        // Not a panic on a character boundary.
+        assert!(rfc3339("2020-10-01 00:00:00+1é2").is_err());
+        assert!(rfc3339("2020-10-01 00:00:0é").is_err());
         assert!(has_zone("2020-10-01 08:00:00+08:00"));
         assert!(has_zone("2020-10-01T00:00:00Z"));
         assert!(!has_zone("2020-10-01"));

@@ -56,11 +56,27 @@ fn point_at_proxy(
 ) -> anyhow::Result<Option<String>> {
     let parsed =
         url::Url::parse(url).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
-    // `localhost` counts: a certificate may name it and not 127.0.0.1.
-    if let Some(url::Host::Domain(name)) = parsed.host() {
+    // `localhost` counts: a certificate may name it and not 127.0.0.1. The url crate
+    // leaves an address in a postgres:// or mysql:// URL as a "domain": not a name.
+    if let Some(url::Host::Domain(name)) = parsed.host()
+        && name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_err()
+    {
         if let TargetPlan::Influx(i) = target
             && parsed.scheme() == "https"
         {
+            // reqwest's resolve override keeps the URL's port: the URL names the proxy's.
+            let mut via = parsed.clone();
+            via.set_port(Some(local.port()))
+                .map_err(|()| anyhow::anyhow!("cannot set the port of the target URL"))?;
+            let mut text = via.to_string();
+            if !url.ends_with('/') && text.ends_with('/') && via.path() == "/" {
+                text.pop();
+            }
+            i.url = text;
             i.connect_to = Some(local);
             return Ok(Some(name.to_string()));
         }
@@ -275,6 +291,7 @@ pub async fn app_probe(
             let url = format!("{}{path}", i.url.trim_end_matches('/'));
             let mut opts = opts.clone();
             opts.tls = i.tls.clone();
+            opts.connect_to = i.connect_to;
             tsload_probe::http_rtt(&url, &opts).await?
         }
         TargetPlan::Postgres(c) => tsload_probe::sql_rtt(&c.url, opts).await?,

@@ -493,7 +493,8 @@ struct InfluxPush {
     /// `INFLUX_TOKEN` from the environment, sent as `Authorization: Token ...` (InfluxDB
     /// 2.x/3.x; 1.8+ takes `user:password` there too). Never shown.
     token: Option<String>,
-    /// The first failed post; later intervals are still sent.
+    /// The first failed post. After an HTTP error status the later intervals are still
+    /// sent; after an unreachable or timed-out post they are not.
     error: Arc<Mutex<Option<String>>>,
 }
 
@@ -503,6 +504,21 @@ impl std::fmt::Debug for InfluxPush {
             .field("url", &redact_url(&self.url))
             .finish_non_exhaustive()
     }
+}
+
+/// An error and its sources, `: `-joined (reqwest's own text hides the cause).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// The environment variable whose token `--out influx=URL` sends (the influx CLI's name).
@@ -609,7 +625,8 @@ impl InfluxPush {
                     Ok(r) if r.status().is_success() => None,
                     Ok(r) => Some((format!("HTTP {}", r.status()), false)),
                     // Unreachable or timed out: the next posts would wait as long each.
-                    Err(e) => Some((e.to_string(), true)),
+                    // Without the URL: reqwest's text has its query, secrets and all.
+                    Err(e) => Some((error_chain(&e.without_url()), true)),
                 };
                 let Some((e, give_up)) = failed else { continue };
                 if let Ok(mut slot) = error.lock() {

@@ -389,3 +389,47 @@ fn out_influx_pushes_every_interval_of_the_run_into_victoria_metrics() {
         intervals
     );
 }
+
+/// An unreachable `--out influx` server is said once, and the URL's secrets stay out of
+/// what is said and of the report.
+#[test]
+fn out_influx_to_a_closed_port_never_shows_its_secrets() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = tsload(
+        &[
+            "run",
+            "--target",
+            "null",
+            "-r",
+            "2000",
+            "-d",
+            "1s",
+            "--set",
+            "load.report_interval=\"250ms\"",
+            "--out",
+            &format!("influx=http://me:pw1@{closed}/write?db=x&u=me&p=s3cret&token=t0ken"),
+            "--json",
+            "r.json",
+            "--progress",
+            "none",
+        ],
+        dir.path(),
+    );
+    let stderr = text(&out.stderr);
+    let stdout = text(&out.stdout);
+    let json = std::fs::read_to_string(dir.path().join("r.json")).unwrap_or_default();
+    assert!(stderr.contains("--out influx="), "{stderr}");
+    assert!(
+        stderr.to_lowercase().contains("connect"),
+        "the reason is said: {stderr}"
+    );
+    for secret in ["pw1", "s3cret", "t0ken"] {
+        for (what, said) in [("stderr", &stderr), ("stdout", &stdout), ("report", &json)] {
+            assert!(!said.contains(secret), "{secret} in {what}: {said}");
+        }
+    }
+}

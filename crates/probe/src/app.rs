@@ -55,6 +55,10 @@ pub struct AppOptions {
     pub netns: Option<String>,
     /// For `https://` URLs in [`http_rtt`]: which certificates are trusted.
     pub tls: tsload_tls::TlsOptions,
+    /// For [`http_rtt`]: connect to this address's IP instead of the URL host's (a delay
+    /// proxy in between), keeping the host name for TLS and the `Host` header. reqwest
+    /// keeps the URL's port: the URL must name this address's port.
+    pub connect_to: Option<std::net::SocketAddr>,
 }
 
 impl AppOptions {
@@ -66,6 +70,7 @@ impl AppOptions {
             timeout: Duration::from_secs(10),
             netns: None,
             tls: tsload_tls::TlsOptions::default(),
+            connect_to: None,
         }
     }
 }
@@ -92,7 +97,7 @@ pub async fn http_rtt(url: &str, opts: &AppOptions) -> Result<ProbeReport, Probe
     validate(opts.count, opts.timeout)?;
     let (url, o) = (url.to_string(), opts.clone());
     maybe_in_netns(opts.netns.as_deref(), move || async move {
-        let mut ping = HttpPing::connect(&url, o.timeout, &o.tls).await?;
+        let mut ping = HttpPing::connect_via(&url, o.timeout, &o.tls, o.connect_to).await?;
         let target = ping.target().to_string();
         run_app(&mut ping, ProbeKind::Http, &target, &o).await
     })
@@ -142,6 +147,17 @@ impl HttpPing {
         timeout: Duration,
         tls: &tsload_tls::TlsOptions,
     ) -> Result<Self, ProbeError> {
+        HttpPing::connect_via(url, timeout, tls, None).await
+    }
+
+    /// As [`HttpPing::connect`], but connecting to `connect_to` when given (the URL's
+    /// host name still names the server for TLS and `Host`).
+    pub async fn connect_via(
+        url: &str,
+        timeout: Duration,
+        tls: &tsload_tls::TlsOptions,
+        connect_to: Option<std::net::SocketAddr>,
+    ) -> Result<Self, ProbeError> {
         let parsed = Url::parse(url)
             .map_err(|e| ProbeError::InvalidOptions(format!("bad URL {}: {e}", redact(url))))?;
         match parsed.scheme() {
@@ -158,7 +174,11 @@ impl HttpPing {
         let config = tsload_tls::client_config(tls)
             .map_err(|e| ProbeError::InvalidOptions(e.to_string()))?;
         let shown = redact(url);
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let (Some(addr), Some(host)) = (connect_to, parsed.host_str()) {
+            builder = builder.resolve(host, addr);
+        }
+        let client = builder
             .tls_backend_preconfigured(config)
             .no_proxy()
             .http1_only()

@@ -84,8 +84,9 @@ pub struct InfluxConfig {
     pub timeout: Duration,
     /// For `https://` URLs: which certificates are trusted.
     pub tls: tsload_tls::TlsOptions,
-    /// Connect to this address instead of resolving the URL's host name, which TLS still
-    /// checks the certificate against (a delay proxy in front of an https server).
+    /// Connect to this address's IP instead of resolving the URL's host name, which TLS
+    /// still checks the certificate against (a delay proxy in front of an https server).
+    /// reqwest keeps the URL's port: the URL must name this address's port.
     pub connect_to: Option<std::net::SocketAddr>,
 }
 
