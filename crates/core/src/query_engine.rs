@@ -196,7 +196,10 @@ impl Shared {
             return;
         };
         let failed = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
-        if failed == max.saturating_add(1) {
+        // Every failure past the budget stops the run, not only the one that crossed it:
+        // the thread that crossed it may be descheduled before it says so, while the
+        // others go on failing (the first error kept is reported).
+        if failed > max {
             self.fatal(SinkError::new(
                 error.kind,
                 format!(
