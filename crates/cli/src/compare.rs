@@ -199,7 +199,9 @@ fn resolve(
         return Err("compare runs write loads: the scenario's mode must be \"write\"".into());
     }
     // A fresh state for each target.
-    set_drop_existing(&mut plan);
+    if let Some(d) = plan.target.drop_existing_mut() {
+        *d = true;
+    }
     plan.output.progress = match plan.output.progress {
         ProgressMode::None => ProgressMode::None,
         _ => ProgressMode::Plain,
@@ -222,18 +224,6 @@ fn resolve(
         );
     }
     Ok(Entry { name, plan })
-}
-
-fn set_drop_existing(plan: &mut Plan) {
-    use crate::plan::TargetPlan;
-    match &mut plan.target {
-        TargetPlan::Postgres(c) => c.drop_existing = true,
-        TargetPlan::Mysql(c) => c.drop_existing = true,
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => c.drop_existing = true,
-        TargetPlan::Sqlite { drop_existing, .. } => *drop_existing = true,
-        TargetPlan::Null | TargetPlan::Influx(_) => {}
-    }
 }
 
 /// A table row from a target's JSON report.

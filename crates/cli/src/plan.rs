@@ -92,6 +92,31 @@ pub enum TargetPlan {
 }
 
 impl TargetPlan {
+    /// Whether the target drops and recreates the run's tables in prepare.
+    pub fn drops_existing(&self) -> bool {
+        match self {
+            TargetPlan::Postgres(c) => c.drop_existing,
+            TargetPlan::Mysql(c) => c.drop_existing,
+            #[cfg(feature = "tdengine")]
+            TargetPlan::Tdengine(c) => c.drop_existing,
+            TargetPlan::Sqlite { drop_existing, .. } => *drop_existing,
+            TargetPlan::Null | TargetPlan::Influx(_) => false,
+        }
+    }
+
+    /// The target's `drop_existing` setting; `None` for targets that have none (the
+    /// line-protocol servers, `null`).
+    pub fn drop_existing_mut(&mut self) -> Option<&mut bool> {
+        match self {
+            TargetPlan::Postgres(c) => Some(&mut c.drop_existing),
+            TargetPlan::Mysql(c) => Some(&mut c.drop_existing),
+            #[cfg(feature = "tdengine")]
+            TargetPlan::Tdengine(c) => Some(&mut c.drop_existing),
+            TargetPlan::Sqlite { drop_existing, .. } => Some(drop_existing),
+            TargetPlan::Null | TargetPlan::Influx(_) => None,
+        }
+    }
+
     /// Whether the target records each batch in a ledger (exactly-once delivery).
     pub fn has_ledger(&self) -> bool {
         match self {

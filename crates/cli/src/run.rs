@@ -56,6 +56,19 @@ pub struct Executed {
     pub report: serde_json::Value,
 }
 
+impl Executed {
+    /// A run refused before it started (exit 2, no report).
+    fn refused() -> Executed {
+        Executed {
+            summary: None,
+            query_summary: None,
+            probe: None,
+            code: crate::EXIT_USAGE,
+            report: serde_json::Value::Null,
+        }
+    }
+}
+
 /// Write latency of a mixed run, split by whether the queries were running.
 #[derive(Default)]
 struct WriteSplit {
@@ -186,13 +199,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
             Ok(w) => Some(Arc::new(ShardedQueries::new(w, shard)) as Arc<dyn QueryWorkload>),
             Err(e) => {
                 eprintln!("error: {e}");
-                return Ok(Executed {
-                    summary: None,
-                    query_summary: None,
-                    probe: None,
-                    code: crate::EXIT_USAGE,
-                    report: serde_json::Value::Null,
-                });
+                return Ok(Executed::refused());
             }
         },
     };
@@ -200,13 +207,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {e:#}");
-            return Ok(Executed {
-                summary: None,
-                query_summary: None,
-                probe: None,
-                code: crate::EXIT_USAGE,
-                report: serde_json::Value::Null,
-            });
+            return Ok(Executed::refused());
         }
     };
     let selected = plan
@@ -223,13 +224,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
             Ok(monitor) => Some(monitor),
             Err(e) => {
                 eprintln!("error: [monitor]: {e}");
-                return Ok(Executed {
-                    summary: None,
-                    query_summary: None,
-                    probe: None,
-                    code: crate::EXIT_USAGE,
-                    report: serde_json::Value::Null,
-                });
+                return Ok(Executed::refused());
             }
         },
     };

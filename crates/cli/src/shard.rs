@@ -10,7 +10,7 @@ use clap::Args;
 use tsload_core::engine::LoadMode;
 use tsload_core::shard::{Gate, GateFuture, Shard, StartGate};
 
-use crate::plan::{Plan, QueryWorkloadPlan, RunMode, TargetPlan, WorkloadPlan};
+use crate::plan::{Plan, QueryWorkloadPlan, RunMode, WorkloadPlan};
 
 /// The environment variables that name a shard (the flag wins over them).
 pub const ENV_INDEX: &str = "TSLOAD_SHARD_INDEX";
@@ -144,35 +144,13 @@ pub fn check(plan: &Plan, run: &ShardRun) -> Result<(), String> {
             run.shard
         ));
     }
-    if drops_existing(&plan.target) && run.barrier.is_none() {
+    if plan.target.drops_existing() && run.barrier.is_none() {
         return Err(format!(
             "--shard {}: target.drop_existing = true needs --barrier DIR, so that shard 0 drops and creates the tables before the other shards write (or set it to false)",
             run.shard
         ));
     }
     Ok(())
-}
-
-fn drops_existing(target: &TargetPlan) -> bool {
-    match target {
-        TargetPlan::Postgres(c) => c.drop_existing,
-        TargetPlan::Mysql(c) => c.drop_existing,
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => c.drop_existing,
-        TargetPlan::Sqlite { drop_existing, .. } => *drop_existing,
-        TargetPlan::Null | TargetPlan::Influx(_) => false,
-    }
-}
-
-fn clear_drop_existing(target: &mut TargetPlan) {
-    match target {
-        TargetPlan::Postgres(c) => c.drop_existing = false,
-        TargetPlan::Mysql(c) => c.drop_existing = false,
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => c.drop_existing = false,
-        TargetPlan::Sqlite { drop_existing, .. } => *drop_existing = false,
-        TargetPlan::Null | TargetPlan::Influx(_) => {}
-    }
 }
 
 /// The plan this process runs: its shares of row and request budgets and of open-loop
@@ -188,8 +166,10 @@ pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
                 rate: shard.share_of_rate(rate),
             };
         }
-        if shard.index != 0 {
-            clear_drop_existing(&mut p.target);
+        if shard.index != 0
+            && let Some(d) = p.target.drop_existing_mut()
+        {
+            *d = false;
         }
         if let Some(q) = &mut p.query {
             // Built "after the load" the index would wait for loaders of other processes
