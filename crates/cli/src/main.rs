@@ -81,6 +81,12 @@ enum Command {
     },
     /// Print the man page (roff): `tsload man > tsload.1; man ./tsload.1`.
     Man,
+    /// Print every scenario key with its type, default and meaning (docs/keys.md).
+    Keys {
+        /// Only this section: top, workload, target, load, output, network, monitor,
+        /// query or sweep.
+        section: Option<String>,
+    },
     /// The same write load into several targets, one after the other: a side-by-side
     /// table (text, CSV, JSON) and SVG bar charts.
     Compare(compare::CompareArgs),
@@ -204,6 +210,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::cmd_merge(args),
         Command::Compare(args) => compare::cmd_compare(args),
         Command::Man => cmd_man(),
+        Command::Keys { section } => cmd_keys(section.as_deref()),
         Command::ImportTaosbenchmark { file, output } => {
             cmd_import_taosbenchmark(&file, output.as_deref())
         }
@@ -281,6 +288,23 @@ fn cmd_man() -> anyhow::Result<ExitCode> {
     let mut text = Vec::new();
     clap_mangen::Man::new(Cli::command()).render(&mut text)?;
     print_bytes(&text)
+}
+
+fn cmd_keys(section: Option<&str>) -> anyhow::Result<ExitCode> {
+    let text = match section {
+        None => scenario::keys_markdown(),
+        Some(name) => match scenario::section_reference(name) {
+            Some(text) => text,
+            None => {
+                eprintln!(
+                    "error: no section `{name}`; allowed: {}",
+                    scenario::SECTION_NAMES.join(", ")
+                );
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+    };
+    print_bytes(text.as_bytes())
 }
 
 /// Writes to standard output; a reader that went away (`| head`) is not an error.

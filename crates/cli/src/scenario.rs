@@ -7,7 +7,6 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
 use toml::Spanned;
 use tsload_core::Delivery;
 use tsload_core::engine::{LoadConfig, LoadMode};
@@ -15,10 +14,19 @@ use tsload_core::schema::DataType;
 use tsload_core::threshold::Threshold;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
+use self::sections::{
+    ColumnEntry, LoadSection, MonitorSection, NETWORK, NETWORK_BACKENDS, NetworkSection,
+    OutputSection, QUERY, QUERY_KINDS, QuerySection, SWEEP_SHORT_KEYS, ScenarioFile, SectionDoc,
+    TARGET, TARGET_KINDS, TargetSection, WORKLOAD, WORKLOAD_KINDS, WorkloadSection,
+};
 use crate::plan::{
     InfluxPlan, MonitorPlan, NetworkBackend, NetworkPlan, OutputPlan, Plan, ProbeChoice,
     ProgressMode, QueryPlan, QueryWorkloadPlan, RunMode, SweepAxis, TargetPlan, WorkloadPlan,
 };
+
+mod sections;
+
+pub(crate) use self::sections::{SECTION_NAMES, keys_markdown, section_reference};
 
 /// Sections whose keys a `[sweep]` list may name in full (`load.rate`).
 const SWEEP_SECTIONS: &[&str] = &["load", "network", "workload", "target", "query"];
@@ -50,428 +58,6 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct ScenarioFile {
-    name: Option<String>,
-    description: Option<String>,
-    #[serde(default)]
-    workload: WorkloadSection,
-    #[serde(default)]
-    target: TargetSection,
-    #[serde(default)]
-    load: LoadSection,
-    #[serde(default)]
-    output: OutputSection,
-    mode: Option<Spanned<String>>,
-    query: Option<Spanned<QuerySection>>,
-    network: Option<Spanned<NetworkSection>>,
-    monitor: Option<Spanned<MonitorSection>>,
-    sweep: Option<Spanned<std::collections::BTreeMap<String, Spanned<toml::Value>>>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct QuerySection {
-    kind: Option<Spanned<String>>,
-    // the read stream
-    workers: Option<Spanned<i64>>,
-    rate: Option<Spanned<f64>>,
-    duration: Option<Spanned<String>>,
-    queries: Option<Spanned<i64>>,
-    max_errors: Option<Spanned<i64>>,
-    require_rows: Option<Spanned<bool>>,
-    report_interval: Option<Spanned<String>>,
-    start_after: Option<Spanned<String>>,
-    seed: Option<Spanned<i64>>,
-    timeout: Option<Spanned<String>>,
-    // tsbs
-    types: Option<Spanned<Vec<Spanned<String>>>>,
-    dialect: Option<Spanned<String>>,
-    time_bucket: Option<Spanned<bool>>,
-    preload: Option<Spanned<bool>>,
-    // oltp (sysbench's option names)
-    prepare: Option<Spanned<bool>>,
-    loaders: Option<Spanned<i64>>,
-    tables: Option<Spanned<i64>>,
-    table_size: Option<Spanned<i64>>,
-    range_size: Option<Spanned<i64>>,
-    point_selects: Option<Spanned<i64>>,
-    simple_ranges: Option<Spanned<i64>>,
-    sum_ranges: Option<Spanned<i64>>,
-    order_ranges: Option<Spanned<i64>>,
-    distinct_ranges: Option<Spanned<i64>>,
-    index_updates: Option<Spanned<i64>>,
-    non_index_updates: Option<Spanned<i64>>,
-    delete_inserts: Option<Spanned<i64>>,
-    range_selects: Option<Spanned<bool>>,
-    skip_trx: Option<Spanned<bool>>,
-    rand_type: Option<Spanned<String>>,
-    secondary_index: Option<Spanned<String>>,
-    mysql_storage_engine: Option<Spanned<String>>,
-    load_batch_rows: Option<Spanned<i64>>,
-}
-
-impl QuerySection {
-    fn present(&self) -> Vec<(&'static str, Range<usize>)> {
-        macro_rules! keys {
-            ($($f:ident),*) => {{
-                let mut v = Vec::new();
-                $(if let Some(x) = &self.$f { v.push((stringify!($f), x.span())); })*
-                v
-            }};
-        }
-        keys!(
-            workers,
-            rate,
-            duration,
-            queries,
-            max_errors,
-            require_rows,
-            report_interval,
-            start_after,
-            seed,
-            timeout,
-            types,
-            dialect,
-            time_bucket,
-            preload,
-            prepare,
-            loaders,
-            tables,
-            table_size,
-            range_size,
-            point_selects,
-            simple_ranges,
-            sum_ranges,
-            order_ranges,
-            distinct_ranges,
-            index_updates,
-            non_index_updates,
-            delete_inserts,
-            range_selects,
-            skip_trx,
-            rand_type,
-            secondary_index,
-            mysql_storage_engine,
-            load_batch_rows
-        )
-    }
-}
-
-/// Keys of `[query]` every kind reads.
-const QUERY_COMMON_KEYS: &[&str] = &[
-    "workers",
-    "rate",
-    "duration",
-    "queries",
-    "max_errors",
-    "require_rows",
-    "report_interval",
-    "start_after",
-    "seed",
-    "timeout",
-];
-const QUERY_TSBS_KEYS: &[&str] = &["types", "dialect", "time_bucket", "preload"];
-const QUERY_KINDS: &[&str] = &[
-    "tsbs",
-    "oltp_read_write",
-    "oltp_read_only",
-    "oltp_point_select",
-    "oltp_insert",
-];
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct NetworkSection {
-    backend: Option<Spanned<String>>,
-    delay: Option<Spanned<String>>,
-    jitter: Option<Spanned<String>>,
-    loss: Option<Spanned<String>>,
-    rate: Option<Spanned<String>>,
-    // proxy
-    direction: Option<Spanned<String>>,
-    // netem
-    dev: Option<Spanned<String>>,
-    netns: Option<Spanned<String>>,
-    allow_default_route: Option<Spanned<bool>>,
-    // RTT probe before the load
-    probe: Option<Spanned<String>>,
-    probe_count: Option<Spanned<i64>>,
-    probe_path: Option<Spanned<String>>,
-}
-
-/// `[monitor]`: the server's processes sampled while the run goes on.
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct MonitorSection {
-    pid: Option<Spanned<i64>>,
-    process: Option<Spanned<String>>,
-    systemd_unit: Option<Spanned<String>>,
-    data_dir: Option<Spanned<String>>,
-    storage: Option<Spanned<bool>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct WorkloadSection {
-    kind: Option<Spanned<String>>,
-    seed: Option<Spanned<i64>>,
-    // file replay
-    path: Option<Spanned<String>>,
-    precision: Option<Spanned<String>>,
-    // TSBS workloads
-    scale: Option<Spanned<i64>>,
-    start: Option<Spanned<String>>,
-    end: Option<Spanned<String>>,
-    interval: Option<Spanned<String>>,
-    // iot
-    missing_field_ratio: Option<Spanned<f64>>,
-    missing_row_ratio: Option<Spanned<f64>>,
-    out_of_order_ratio: Option<Spanned<f64>>,
-    out_of_order_max_steps: Option<Spanned<i64>>,
-    // custom (taosBenchmark super table)
-    stable: Option<Spanned<String>>,
-    childtable_count: Option<Spanned<i64>>,
-    childtable_prefix: Option<Spanned<String>>,
-    insert_rows: Option<Spanned<i64>>,
-    timestamp_step: Option<Spanned<String>>,
-    start_timestamp: Option<Spanned<String>>,
-    interlace_rows: Option<Spanned<i64>>,
-    disorder_ratio: Option<Spanned<f64>>,
-    disorder_range: Option<Spanned<String>>,
-    columns: Option<Spanned<Vec<Spanned<ColumnEntry>>>>,
-    tags: Option<Spanned<Vec<Spanned<ColumnEntry>>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ColumnEntry {
-    #[serde(rename = "type")]
-    data_type: String,
-    len: Option<i64>,
-    count: Option<i64>,
-    min: Option<f64>,
-    max: Option<f64>,
-    values: Option<Vec<String>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct TargetSection {
-    kind: Option<Spanned<String>>,
-    url: Option<Spanned<String>>,
-    // sqlite, postgres, mysql
-    delivery: Option<Spanned<String>>,
-    // sqlite
-    drop_existing: Option<Spanned<bool>>,
-    synchronous: Option<Spanned<String>>,
-    journal_mode: Option<Spanned<String>>,
-    busy_timeout: Option<Spanned<String>>,
-    // influx (line protocol over HTTP)
-    api: Option<Spanned<String>>,
-    db: Option<Spanned<String>>,
-    rp: Option<Spanned<String>>,
-    user: Option<Spanned<String>>,
-    password: Option<Spanned<String>>,
-    org: Option<Spanned<String>>,
-    bucket: Option<Spanned<String>>,
-    token: Option<Spanned<String>>,
-    precision: Option<Spanned<String>>,
-    gzip: Option<Spanned<bool>>,
-    create_database: Option<Spanned<bool>>,
-    timeout: Option<Spanned<String>>,
-    // postgres
-    layout: Option<Spanned<String>>,
-    method: Option<Spanned<String>>,
-    copy_format: Option<Spanned<String>>,
-    hypertable: Option<Spanned<bool>>,
-    chunk_time_interval: Option<Spanned<String>>,
-    synchronous_commit: Option<Spanned<String>>,
-    create_index: Option<Spanned<bool>>,
-    connect_timeout: Option<Spanned<String>>,
-    // TLS (influx, postgres, mysql)
-    ca_file: Option<Spanned<String>>,
-    insecure_skip_verify: Option<Spanned<bool>>,
-    // mysql
-    engine: Option<Spanned<String>>,
-    primary_key: Option<Spanned<String>>,
-    transaction: Option<Spanned<String>>,
-    ts_type: Option<Spanned<String>>,
-    // tdengine
-    database: Option<Spanned<String>>,
-    vgroups: Option<Spanned<i64>>,
-    cachemodel: Option<Spanned<String>>,
-    buffer: Option<Spanned<i64>>,
-    wal_level: Option<Spanned<i64>>,
-    child_tables: Option<Spanned<String>>,
-    batch_create_tbl_num: Option<Spanned<i64>>,
-    mode: Option<Spanned<String>>,
-    max_sql_length: Option<Spanned<i64>>,
-}
-
-impl TargetSection {
-    /// Every key the section sets, with its place in the file.
-    fn present(&self) -> Vec<(&'static str, Range<usize>)> {
-        macro_rules! keys {
-            ($($f:ident),*) => {{
-                let mut v = Vec::new();
-                $(if let Some(x) = &self.$f { v.push((stringify!($f), x.span())); })*
-                v
-            }};
-        }
-        keys!(
-            url,
-            delivery,
-            drop_existing,
-            synchronous,
-            journal_mode,
-            busy_timeout,
-            api,
-            db,
-            rp,
-            user,
-            password,
-            org,
-            bucket,
-            token,
-            precision,
-            gzip,
-            create_database,
-            timeout,
-            layout,
-            method,
-            copy_format,
-            hypertable,
-            chunk_time_interval,
-            synchronous_commit,
-            create_index,
-            connect_timeout,
-            ca_file,
-            insecure_skip_verify,
-            engine,
-            primary_key,
-            transaction,
-            ts_type,
-            database,
-            vgroups,
-            cachemodel,
-            buffer,
-            wal_level,
-            child_tables,
-            batch_create_tbl_num,
-            mode,
-            max_sql_length
-        )
-    }
-}
-
-const TARGET_KINDS: &[&str] = &["sqlite", "influx", "postgres", "mysql", "tdengine", "null"];
-const POSTGRES_KEYS: &[&str] = &[
-    "url",
-    "password",
-    "layout",
-    "method",
-    "copy_format",
-    "hypertable",
-    "chunk_time_interval",
-    "synchronous_commit",
-    "drop_existing",
-    "create_index",
-    "connect_timeout",
-    "delivery",
-    "ca_file",
-    "insecure_skip_verify",
-];
-const MYSQL_KEYS: &[&str] = &[
-    "url",
-    "password",
-    "engine",
-    "primary_key",
-    "transaction",
-    "ts_type",
-    "drop_existing",
-    "create_database",
-    "connect_timeout",
-    "delivery",
-    "ca_file",
-    "insecure_skip_verify",
-];
-const TDENGINE_KEYS: &[&str] = &[
-    "url",
-    "password",
-    "database",
-    "vgroups",
-    "cachemodel",
-    "buffer",
-    "wal_level",
-    "precision",
-    "child_tables",
-    "batch_create_tbl_num",
-    "mode",
-    "max_sql_length",
-    "drop_existing",
-    "timeout",
-];
-const SQLITE_KEYS: &[&str] = &[
-    "url",
-    "drop_existing",
-    "synchronous",
-    "journal_mode",
-    "busy_timeout",
-    "delivery",
-];
-const INFLUX_V1_KEYS: &[&str] = &[
-    "url",
-    "api",
-    "db",
-    "rp",
-    "user",
-    "password",
-    "precision",
-    "gzip",
-    "create_database",
-    "timeout",
-    "ca_file",
-    "insecure_skip_verify",
-];
-const INFLUX_V2_KEYS: &[&str] = &[
-    "url",
-    "api",
-    "org",
-    "bucket",
-    "token",
-    "precision",
-    "gzip",
-    "timeout",
-    "ca_file",
-    "insecure_skip_verify",
-];
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct LoadSection {
-    workers: Option<Spanned<i64>>,
-    batch: Option<Spanned<i64>>,
-    in_flight: Option<Spanned<i64>>,
-    rate: Option<Spanned<f64>>,
-    duration: Option<Spanned<String>>,
-    rows: Option<Spanned<i64>>,
-    report_interval: Option<Spanned<String>>,
-    max_retries: Option<Spanned<i64>>,
-    retry_backoff: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct OutputSection {
-    json: Option<String>,
-    hlog: Option<String>,
-    #[serde(default)]
-    fail_if: Vec<Spanned<String>>,
-    progress: Option<Spanned<String>>,
-}
 
 /// Reads and validates a scenario file (or the quickstart when `path` is `None`).
 pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Plan, ScenarioError> {
@@ -708,30 +294,13 @@ pub(crate) fn percent_encode(s: &str) -> String {
     out
 }
 
+/// A section's keys, or none when the file leaves the section out.
+fn section<T: Default>(s: Option<Spanned<T>>) -> T {
+    s.map(Spanned::into_inner).unwrap_or_default()
+}
+
 /// Length of varchar, binary and nchar columns that give no `len`.
 const DEFAULT_STRING_LEN: u32 = 16;
-
-const TSBS_KEYS: &[&str] = &["scale", "start", "end", "interval"];
-const FILE_KEYS: &[&str] = &["path", "precision"];
-const IOT_KEYS: &[&str] = &[
-    "missing_field_ratio",
-    "missing_row_ratio",
-    "out_of_order_ratio",
-    "out_of_order_max_steps",
-];
-const CUSTOM_KEYS: &[&str] = &[
-    "stable",
-    "childtable_count",
-    "childtable_prefix",
-    "insert_rows",
-    "timestamp_step",
-    "start_timestamp",
-    "interlace_rows",
-    "disorder_ratio",
-    "disorder_range",
-    "columns",
-    "tags",
-];
 
 /// `message` with the value of `--set KEY=VALUE` hidden wherever it appears.
 fn hide_value(message: &str, given: &str) -> String {
@@ -973,6 +542,38 @@ impl Ctx<'_> {
             .map_err(|_| self.error(Some(&v.span()), key, "time is past year 2262".into()))
     }
 
+    /// Refuses a key that the section's `kind` does not read: another kind's keys are
+    /// mistakes, not settings silently ignored. `what` names the kind in the message.
+    fn check_kind_keys(
+        &self,
+        section: &SectionDoc,
+        kind: &str,
+        what: &str,
+        present: Vec<(&'static str, Range<usize>)>,
+    ) -> Result<(), ScenarioError> {
+        let allowed = section.keys_of(kind);
+        for (key, span) in present {
+            if key == "kind"
+                || allowed.contains(&key)
+                || self.dropped_by_kind_override(section.name, key)
+            {
+                continue;
+            }
+            let owners = section.kinds_of(key).join(", ");
+            let list = if allowed.is_empty() {
+                ", which has none".to_string()
+            } else {
+                format!("; its settings are: {}", allowed.join(", "))
+            };
+            return Err(self.error(
+                Some(&span),
+                &format!("{}.{key}", section.name),
+                format!("not a setting of {what} (only of {owners}){list}"),
+            ));
+        }
+        Ok(())
+    }
+
     fn choice<'v>(
         &self,
         v: &'v Spanned<String>,
@@ -992,10 +593,10 @@ impl Ctx<'_> {
     }
 
     fn plan(&self, raw: ScenarioFile) -> Result<Plan, ScenarioError> {
-        let workload = self.workload(&raw.workload)?;
-        let target = self.target(&raw.target)?;
-        let load = self.load(&raw.load)?;
-        let output = self.output(&raw.output)?;
+        let workload = self.workload(&section(raw.workload))?;
+        let target = self.target(&section(raw.target))?;
+        let load = self.load(&section(raw.load))?;
+        let output = self.output(&section(raw.output))?;
         let query = raw
             .query
             .as_ref()
@@ -1060,8 +661,10 @@ impl Ctx<'_> {
             .transpose()?
             .unwrap_or_default();
         Ok(Plan {
-            name: raw.name.unwrap_or_else(|| self.file.clone()),
-            description: raw.description,
+            name: raw
+                .name
+                .map_or_else(|| self.file.clone(), Spanned::into_inner),
+            description: raw.description.map(Spanned::into_inner),
             source: self.file.clone(),
             workload,
             target,
@@ -1128,72 +731,14 @@ impl Ctx<'_> {
     fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
         let kind = match &w.kind {
             None => "cpu-only",
-            Some(k) => self.choice(
-                k,
-                "workload.kind",
-                &["cpu-only", "devops", "iot", "custom", "file"],
-            )?,
+            Some(k) => self.choice(k, "workload.kind", WORKLOAD_KINDS)?,
         };
-        // Keys that belong to other kinds are mistakes, not silently ignored settings.
-        let present = |key: &str| -> Option<Range<usize>> {
-            macro_rules! span {
-                ($f:ident) => {
-                    w.$f.as_ref().map(|v| v.span())
-                };
-            }
-            match key {
-                "seed" => span!(seed),
-                "path" => span!(path),
-                "precision" => span!(precision),
-                "scale" => span!(scale),
-                "start" => span!(start),
-                "end" => span!(end),
-                "interval" => span!(interval),
-                "missing_field_ratio" => span!(missing_field_ratio),
-                "missing_row_ratio" => span!(missing_row_ratio),
-                "out_of_order_ratio" => span!(out_of_order_ratio),
-                "out_of_order_max_steps" => span!(out_of_order_max_steps),
-                "stable" => span!(stable),
-                "childtable_count" => span!(childtable_count),
-                "childtable_prefix" => span!(childtable_prefix),
-                "insert_rows" => span!(insert_rows),
-                "timestamp_step" => span!(timestamp_step),
-                "start_timestamp" => span!(start_timestamp),
-                "interlace_rows" => span!(interlace_rows),
-                "disorder_ratio" => span!(disorder_ratio),
-                "disorder_range" => span!(disorder_range),
-                "columns" => span!(columns),
-                "tags" => span!(tags),
-                _ => None,
-            }
-        };
-        let allowed: Vec<&str> = match kind {
-            "cpu-only" | "devops" => ["seed"].iter().chain(TSBS_KEYS).copied().collect(),
-            "iot" => ["seed"]
-                .iter()
-                .chain(TSBS_KEYS)
-                .chain(IOT_KEYS)
-                .copied()
-                .collect(),
-            "file" => FILE_KEYS.to_vec(),
-            _ => ["seed"].iter().chain(CUSTOM_KEYS).copied().collect(),
-        };
-        let every = ["seed"].iter().chain(FILE_KEYS).chain(TSBS_KEYS);
-        for key in every.chain(IOT_KEYS).chain(CUSTOM_KEYS) {
-            if !allowed.contains(key)
-                && !self.dropped_by_kind_override("workload", key)
-                && let Some(span) = present(key)
-            {
-                return Err(self.error(
-                    Some(&span),
-                    &format!("workload.{key}"),
-                    format!(
-                        "not a setting of workload kind \"{kind}\"; its settings are: {}",
-                        allowed.join(", ")
-                    ),
-                ));
-            }
-        }
+        self.check_kind_keys(
+            &WORKLOAD,
+            kind,
+            &format!("workload kind \"{kind}\""),
+            w.present(),
+        )?;
         let seed = match &w.seed {
             None => 123,
             Some(s) => self.int(s, "workload.seed", 0, i64::MAX)? as u64,
@@ -1487,35 +1032,14 @@ impl Ctx<'_> {
             (Some(a), "influx") => self.choice(a, "target.api", &["v1", "v2"])?,
             _ => "v1",
         };
-        let (allowed, what): (&[&str], String) = match kind {
-            "null" => (&[], "target kind \"null\", which has none".into()),
-            "sqlite" => (SQLITE_KEYS, "target kind \"sqlite\"".into()),
-            "postgres" => (POSTGRES_KEYS, "target kind \"postgres\"".into()),
-            "mysql" => (MYSQL_KEYS, "target kind \"mysql\"".into()),
-            "tdengine" => (TDENGINE_KEYS, "target kind \"tdengine\"".into()),
-            _ if api == "v2" => (
-                INFLUX_V2_KEYS,
-                "target kind \"influx\" with api \"v2\"".into(),
+        let (selector, what) = match kind {
+            "influx" => (
+                format!("influx {api}"),
+                format!("target kind \"influx\" with api \"{api}\""),
             ),
-            _ => (
-                INFLUX_V1_KEYS,
-                "target kind \"influx\" with api \"v1\"".into(),
-            ),
+            _ => (kind.to_string(), format!("target kind \"{kind}\"")),
         };
-        for (key, span) in t.present() {
-            if !allowed.contains(&key) && !self.dropped_by_kind_override("target", key) {
-                let list = if allowed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its settings are: {}", allowed.join(", "))
-                };
-                return Err(self.error(
-                    Some(&span),
-                    &format!("target.{key}"),
-                    format!("not a setting of {what}{list}"),
-                ));
-            }
-        }
+        self.check_kind_keys(&TARGET, &selector, &what, t.present())?;
         let url = |default: &str| -> Result<String, ScenarioError> {
             match &t.url {
                 None => Ok(default.to_string()),
@@ -2077,30 +1601,7 @@ impl Ctx<'_> {
             Some(k) => self.choice(k, "query.kind", QUERY_KINDS)?,
         };
         let oltp_kind: Option<tsload_oltp::OltpKind> = kind.parse().ok();
-        let allowed: Vec<&str> = QUERY_COMMON_KEYS
-            .iter()
-            .copied()
-            .chain(match oltp_kind {
-                None => QUERY_TSBS_KEYS.to_vec(),
-                Some(k) => {
-                    let mut v = vec!["prepare", "loaders"];
-                    v.extend(k.options().iter().filter(|o| **o != "seed"));
-                    v
-                }
-            })
-            .collect();
-        for (key, span) in q.present() {
-            if !allowed.contains(&key) && !self.dropped_by_kind_override("query", key) {
-                return Err(self.error(
-                    Some(&span),
-                    &format!("query.{key}"),
-                    format!(
-                        "not a setting of query kind \"{kind}\"; its settings are: {}",
-                        allowed.join(", ")
-                    ),
-                ));
-            }
-        }
+        self.check_kind_keys(&QUERY, kind, &format!("query kind \"{kind}\""), q.present())?;
         let int = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
             v.as_ref()
                 .map(|v| self.int(v, &format!("query.{key}"), lo, hi))
@@ -2171,6 +1672,8 @@ impl Ctx<'_> {
                 let set_aside = self.overridden.iter().any(|o| o == "target.kind")
                     && !self.overridden.iter().any(|o| o == "query.dialect");
                 let dialect = match &q.dialect {
+                    // The plan names the language a line-protocol target is asked in.
+                    None if influx => Some("influxql".to_string()),
                     None => None,
                     Some(_) if set_aside && !influx => None,
                     Some(d) if influx => Some(
@@ -2397,18 +1900,14 @@ impl Ctx<'_> {
                     "missing; allowed: \"proxy\" (user space, works everywhere) or \"netem\" (tc qdisc on an interface)".into(),
                 ));
             }
-            Some(b) => self.choice(b, "network.backend", &["proxy", "netem"])?,
+            Some(b) => self.choice(b, "network.backend", NETWORK_BACKENDS)?,
         };
-        let only = |v: Option<Range<usize>>, key: &str, backend_needed: &str| match v {
-            Some(span) => Err(self.error(
-                Some(&span),
-                &format!("network.{key}"),
-                format!(
-                    "a setting of backend \"{backend_needed}\" only (this is backend \"{backend}\")"
-                ),
-            )),
-            None => Ok(()),
-        };
+        self.check_kind_keys(
+            &NETWORK,
+            backend,
+            &format!("backend \"{backend}\""),
+            n.present(),
+        )?;
         let delay = n
             .delay
             .as_ref()
@@ -2459,14 +1958,6 @@ impl Ctx<'_> {
             ));
         }
         let (backend, spec, default_probe) = if backend == "proxy" {
-            only(n.dev.as_ref().map(|v| v.span()), "dev", "netem")?;
-            only(n.netns.as_ref().map(|v| v.span()), "netns", "netem")?;
-            only(
-                n.allow_default_route.as_ref().map(|v| v.span()),
-                "allow_default_route",
-                "netem",
-            )?;
-            only(n.loss.as_ref().map(|v| v.span()), "loss", "netem")?;
             let direction = match &n.direction {
                 None => tsload_proxy::Direction::Up,
                 Some(d) => match self.choice(d, "network.direction", &["up", "down", "both"])? {
@@ -2477,7 +1968,6 @@ impl Ctx<'_> {
             };
             (NetworkBackend::Proxy { direction }, None, ProbeChoice::App)
         } else {
-            only(n.direction.as_ref().map(|v| v.span()), "direction", "proxy")?;
             let dev = n.dev.as_ref().ok_or_else(|| {
                 self.error(
                     Some(&section.span()),
@@ -2582,9 +2072,9 @@ impl Ctx<'_> {
         for (key, value) in entries {
             let span = value.span();
             let err = |message: String| self.error(Some(&span), &format!("sweep.{key}"), message);
+            let short = SWEEP_SHORT_KEYS.iter().find(|(short, _)| short == key);
             let full_key = match key.as_str() {
-                "delay" | "jitter" | "loss" => format!("network.{key}"),
-                "workers" | "batch" | "in_flight" | "duration" | "rows" => format!("load.{key}"),
+                _ if let Some((_, full)) = short => full.to_string(),
                 k if SWEEP_SECTIONS
                     .iter()
                     .any(|p| k.starts_with(&format!("{p}.")))
@@ -2594,7 +2084,12 @@ impl Ctx<'_> {
                 }
                 _ => {
                     return Err(err(format!(
-                        "not a sweepable key; allowed: delay, jitter, loss, workers, batch, in_flight, duration, rows, or SECTION.KEY such as \"load.rate\", \"network.rate\", \"query.workers\" (sections: {})",
+                        "not a sweepable key; allowed: {}, or SECTION.KEY such as \"load.rate\", \"network.rate\", \"query.workers\" (sections: {})",
+                        SWEEP_SHORT_KEYS
+                            .iter()
+                            .map(|(short, _)| *short)
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         SWEEP_SECTIONS.join(", ")
                     )));
                 }
@@ -2637,7 +2132,7 @@ impl Ctx<'_> {
 
     fn output(&self, o: &OutputSection) -> Result<OutputPlan, ScenarioError> {
         let mut fail_if = Vec::new();
-        for (i, t) in o.fail_if.iter().enumerate() {
+        for (i, t) in o.fail_if.iter().flat_map(|l| l.get_ref()).enumerate() {
             let th = Threshold::parse(t.get_ref()).map_err(|e| {
                 self.error(
                     Some(&t.span()),
@@ -2659,8 +2154,8 @@ impl Ctx<'_> {
             }
         };
         Ok(OutputPlan {
-            json: o.json.clone().map(Into::into),
-            hlog: o.hlog.clone().map(Into::into),
+            json: o.json.as_ref().map(|p| p.get_ref().into()),
+            hlog: o.hlog.as_ref().map(|p| p.get_ref().into()),
             fail_if,
             progress,
             out: Vec::new(),
@@ -2672,7 +2167,6 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
-#[path = "scenario_prop.rs"]
 mod prop;
 
 #[cfg(test)]
@@ -2908,29 +2402,28 @@ mod tests {
         assert!(parse("s.toml", text, &[]).unwrap().query.is_some());
     }
 
-    /// docs/keys.md lists exactly the keys each section's struct reads: serde names them
-    /// all when it refuses an unknown one.
+    /// docs/keys.md is the sections' own definitions rendered; when it is not, the test
+    /// writes the new rendering (commit it) and fails.
     #[test]
-    fn keys_table_matches_the_scenario_structs() {
-        let doc = include_str!("../../../docs/keys.md");
-        let mut documented: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-        let mut section = "";
-        for line in doc.lines() {
-            if let Some(h) = line.strip_prefix("## ") {
-                section = h.trim_matches(['[', ']']);
-                section = if section == "top level" { "" } else { section };
-            } else if let Some(row) = line.strip_prefix("| `") {
-                let key = row.split('`').next().unwrap();
-                documented.entry(section).or_default().push(key);
-            }
+    fn keys_reference_is_rendered_from_the_sections() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/keys.md");
+        let rendered = keys_markdown();
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        if on_disk != rendered {
+            std::fs::write(path, &rendered).expect("write docs/keys.md");
+            panic!("docs/keys.md was not the sections' rendering; rewrote it: review and commit");
         }
-        for section in [
-            "", "workload", "target", "load", "output", "network", "monitor", "query",
-        ] {
-            let text = if section.is_empty() {
+    }
+
+    /// serde names every key a section reads when it refuses an unknown one: they are
+    /// the keys the definitions list.
+    #[test]
+    fn the_sections_list_every_key_serde_reads() {
+        for section in sections::SECTIONS {
+            let text = if section.name.is_empty() {
                 "zz_not_a_key = 1\n".to_string()
             } else {
-                format!("[{section}]\nzz_not_a_key = 1\n")
+                format!("[{}]\nzz_not_a_key = 1\n", section.name)
             };
             let e = err(&text);
             let mut read: Vec<&str> = e
@@ -2939,35 +2432,132 @@ mod tests {
                 .map(|(_, rest)| rest.split(['(', ';']).next().unwrap())
                 .map(|list| list.split('`').skip(1).step_by(2).collect())
                 .unwrap_or_default();
-            // Sections are tables of their own, not keys.
-            read.retain(|k| {
-                ![
-                    "workload", "target", "load", "output", "network", "monitor", "query", "sweep",
-                ]
-                .contains(k)
-            });
-            let mut listed = documented.get(section).cloned().unwrap_or_default();
+            let mut listed: Vec<&str> = section.keys.iter().map(|k| k.name).collect();
             read.sort_unstable();
             listed.sort_unstable();
+            assert_eq!(listed, read, "section [{}]", section.name);
+        }
+    }
+
+    /// The `--set`s that make a scenario of `kind` of `section` (`None`: the section
+    /// has no kinds), complete enough to parse.
+    fn scenario_of(section: &str, kind: Option<&str>, key: &str) -> Vec<String> {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match (section, kind) {
+            ("workload", Some("file")) => {
+                set(&["workload.kind=\"file\"", "workload.path=\"x.lp\""])
+            }
+            ("workload", Some(k)) => vec![format!("workload.kind=\"{k}\"")],
+            ("target", Some("influx v1")) => set(&["target.kind=\"influx\""]),
+            ("target", Some("influx v2")) => set(&["target.kind=\"influx\"", "target.api=\"v2\""]),
+            ("target", Some(k)) => vec![format!("target.kind=\"{k}\"")],
+            ("network", Some("proxy")) => {
+                set(&["network.backend=\"proxy\"", "target.kind=\"postgres\""])
+            }
+            ("network", Some(_)) => set(&[
+                "network.backend=\"netem\"",
+                "network.dev=\"veth0\"",
+                "target.kind=\"postgres\"",
+            ]),
+            ("query", Some(k)) => {
+                let target = match key {
+                    "dialect" => "influx",
+                    "mysql_storage_engine" => "mysql",
+                    _ => "postgres",
+                };
+                vec![
+                    format!("query.kind=\"{k}\""),
+                    format!("target.kind=\"{target}\""),
+                ]
+            }
+            ("monitor", _) => set(&["monitor.pid=1"]),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every default the reference states as a value is the parser's: setting the key to
+    /// it gives the same plan as leaving it out, for each kind that reads the key.
+    #[test]
+    fn stated_defaults_are_the_parsers_defaults() {
+        let mut checked = 0;
+        for section in sections::SECTIONS {
+            for key in section.keys {
+                let sections::KeyDefault::Toml(value) = key.default else {
+                    continue;
+                };
+                let kinds: Vec<Option<&str>> = if key.name == "kind" || section.kinds.is_empty() {
+                    vec![None]
+                } else if key.name == "api" {
+                    // `api` picks influx's set of keys: its default is the v1 set.
+                    vec![Some("influx v1")]
+                } else {
+                    section
+                        .kinds_of(key.name)
+                        .iter()
+                        .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
+                        .map(|k| Some(*k))
+                        .collect()
+                };
+                let dotted = if section.name.is_empty() {
+                    key.name.to_string()
+                } else {
+                    format!("{}.{}", section.name, key.name)
+                };
+                for kind in kinds {
+                    let base = scenario_of(section.name, kind, key.name);
+                    let without = parse("s.toml", "", &base).unwrap_or_else(|e| {
+                        panic!("{dotted} for {kind:?}: the base scenario: {e}")
+                    });
+                    let mut with = base.clone();
+                    with.push(format!("{dotted}={value}"));
+                    let with = parse("s.toml", "", &with)
+                        .unwrap_or_else(|e| panic!("{dotted} = {value} for {kind:?}: {e}"));
+                    assert_eq!(
+                        with, without,
+                        "{dotted} = {value} for {kind:?} is not the same as leaving it out"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 80, "only {checked} defaults checked");
+    }
+
+    /// The OLTP kinds read sysbench's options as tsload-oltp lists them, plus `prepare`
+    /// and `loaders`.
+    #[test]
+    fn oltp_keys_are_the_oltp_crates_options() {
+        for kind in tsload_oltp::OltpKind::ALL {
+            let name = kind.to_string();
+            let mut from_sections: Vec<&str> = sections::QUERY
+                .keys_of(&name)
+                .into_iter()
+                .filter(|k| !sections::QUERY.keys_of("tsbs").contains(k))
+                .filter(|k| !["prepare", "loaders"].contains(k))
+                .collect();
+            let mut options: Vec<&str> = kind
+                .options()
+                .iter()
+                .copied()
+                .filter(|o| *o != "seed")
+                .collect();
+            from_sections.sort_unstable();
+            options.sort_unstable();
+            assert_eq!(from_sections, options, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_sweep_short_names_set_their_full_keys() {
+        for (short, full) in SWEEP_SHORT_KEYS {
+            let text = format!("[sweep]\n{short} = [1, 2]\n");
+            let p = parse("s.toml", &text, &[]).unwrap();
+            assert_eq!(p.sweep.len(), 1);
             assert_eq!(
-                listed, read,
-                "docs/keys.md section [{section}] vs the parser"
+                (p.sweep[0].key.as_str(), p.sweep[0].full_key.as_str()),
+                (*short, *full)
             );
         }
-        let sweep = documented.get("sweep").cloned().unwrap_or_default();
-        assert_eq!(
-            sweep,
-            [
-                "delay",
-                "jitter",
-                "loss",
-                "workers",
-                "batch",
-                "in_flight",
-                "duration",
-                "rows"
-            ]
-        );
     }
 
     #[test]

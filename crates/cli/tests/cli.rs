@@ -1477,3 +1477,25 @@ fn taosbenchmark_files_import_to_scenarios_that_validate_and_run() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn keys_prints_the_key_reference_and_refuses_an_unknown_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["keys"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = include_str!("../../../docs/keys.md");
+    assert_eq!(text(&out.stdout), doc, "`tsload keys` is docs/keys.md");
+    let out = run(&["keys", "load"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let load = text(&out.stdout);
+    assert!(load.starts_with("## [load]\n"), "{load}");
+    assert!(load.contains("| `workers` | integer | `1` |"), "{load}");
+    assert!(!load.contains("`url`"), "another section's key: {load}");
+    let out = run(&["keys", "bogus"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no section `bogus`") && err.contains("workload, target, load"),
+        "{err}"
+    );
+}

@@ -106,7 +106,7 @@ fn network_settings_are_checked_before_anything_runs() {
                 "network.dev=\"eth0\"",
                 "target.kind=\"postgres\"",
             ],
-            "a setting of backend \"netem\" only",
+            "not a setting of backend \"proxy\" (only of netem)",
         ),
         (
             &[

@@ -23,22 +23,22 @@ fn config(cases: u32) -> Config {
 
 /// The shipped scenarios: real documents to override.
 const CONFIGS: &[&str] = &[
-    include_str!("../../../configs/quickstart.toml"),
-    include_str!("../../../configs/cpu-only.toml"),
-    include_str!("../../../configs/custom.toml"),
-    include_str!("../../../configs/devops.toml"),
-    include_str!("../../../configs/influxdb.toml"),
-    include_str!("../../../configs/iot.toml"),
-    include_str!("../../../configs/mixed-influx.toml"),
-    include_str!("../../../configs/mysql.toml"),
-    include_str!("../../../configs/postgres.toml"),
-    include_str!("../../../configs/r1-rtt-sweep.toml"),
-    include_str!("../../../configs/r2-oltp-delay.toml"),
-    include_str!("../../../configs/r2-oltp.toml"),
-    include_str!("../../../configs/r4-grid.toml"),
-    include_str!("../../../configs/r5-queries.toml"),
-    include_str!("../../../configs/tdengine-r1.toml"),
-    include_str!("../../../configs/timescaledb.toml"),
+    include_str!("../../../../configs/quickstart.toml"),
+    include_str!("../../../../configs/cpu-only.toml"),
+    include_str!("../../../../configs/custom.toml"),
+    include_str!("../../../../configs/devops.toml"),
+    include_str!("../../../../configs/influxdb.toml"),
+    include_str!("../../../../configs/iot.toml"),
+    include_str!("../../../../configs/mixed-influx.toml"),
+    include_str!("../../../../configs/mysql.toml"),
+    include_str!("../../../../configs/postgres.toml"),
+    include_str!("../../../../configs/r1-rtt-sweep.toml"),
+    include_str!("../../../../configs/r2-oltp-delay.toml"),
+    include_str!("../../../../configs/r2-oltp.toml"),
+    include_str!("../../../../configs/r4-grid.toml"),
+    include_str!("../../../../configs/r5-queries.toml"),
+    include_str!("../../../../configs/tdengine-r1.toml"),
+    include_str!("../../../../configs/timescaledb.toml"),
 ];
 
 /// Every section with its keys (the names the scenario structs read).

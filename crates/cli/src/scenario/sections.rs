@@ -1,0 +1,697 @@
+//! The scenario's sections, each defined once: the keys it reads with their types,
+//! defaults, meanings and the kinds that take them. serde reads files through the structs
+//! made here, the parser checks keys against kinds with them, and `docs/keys.md` is
+//! rendered from them (a test keeps the file equal to the rendering).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// One key of a section: everything said about it, in one place.
+#[derive(Debug)]
+pub(crate) struct KeyDoc {
+    pub name: &'static str,
+    /// The type as the reference shows it (`integer`, `` `a` | `b` ``); `table` for a
+    /// section of its own.
+    pub ty: &'static str,
+    pub default: KeyDefault,
+    /// The kinds of the section that read the key; empty: every kind.
+    pub kinds: &'static [&'static str],
+    pub meaning: &'static str,
+}
+
+/// What a key is when a scenario leaves it out.
+#[derive(Debug)]
+pub(crate) enum KeyDefault {
+    /// Nothing: the feature is off or the figure is not used.
+    Unset,
+    /// The TOML value that means the same as leaving the key out (a test sets each one
+    /// and compares the plans).
+    Toml(&'static str),
+    /// Depends on other keys or on the server: said in words.
+    Said(&'static str),
+}
+
+use KeyDefault::{Said, Toml, Unset};
+
+/// Every kind of a section.
+const ALL: &[&str] = &[];
+
+/// Declares a section's struct (each key an optional, spanned value, unknown keys refused)
+/// together with its [`KeyDoc`]s and `present()`, from one list of keys.
+macro_rules! section {
+    (
+        $(#[$meta:meta])*
+        struct $name:ident {
+            $(
+                $(#[doc = $meaning:literal])+
+                $field:ident: $ty:ty = $tyname:literal, $default:expr, $kinds:expr;
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct $name {
+            $(
+                $(#[doc = $meaning])+
+                pub $field: Option<Spanned<$ty>>,
+            )*
+        }
+
+        impl $name {
+            pub(crate) const KEYS: &'static [KeyDoc] = &[$(KeyDoc {
+                name: stringify!($field),
+                ty: $tyname,
+                default: $default,
+                kinds: $kinds,
+                meaning: concat!($($meaning),+),
+            }),*];
+
+            /// Every key the section sets, with its place in the file.
+            #[allow(dead_code, reason = "not every section has kinds to check keys against")]
+            pub(crate) fn present(&self) -> Vec<(&'static str, Range<usize>)> {
+                let mut keys = Vec::new();
+                $(if let Some(v) = &self.$field {
+                    keys.push((stringify!($field), v.span()));
+                })*
+                keys
+            }
+        }
+    };
+}
+
+section! {
+    /// The top level of a scenario file: its name and mode, and the sections.
+    struct ScenarioFile {
+        /// shown in reports
+        name: String = "string", Said("the file's name"), ALL;
+        /// free text
+        description: String = "string", Unset, ALL;
+        /// which streams run
+        mode: String = "`write` | `query` | `mixed`",
+            Said("`query` with a `[query]` section, else `write`"), ALL;
+        /// the data set
+        workload: WorkloadSection = "table", Unset, ALL;
+        /// where rows go
+        target: TargetSection = "table", Unset, ALL;
+        /// the write stream
+        load: LoadSection = "table", Unset, ALL;
+        /// reports
+        output: OutputSection = "table", Unset, ALL;
+        /// the read stream
+        query: QuerySection = "table", Unset, ALL;
+        /// the impairment
+        network: NetworkSection = "table", Unset, ALL;
+        /// the server's side
+        monitor: MonitorSection = "table", Unset, ALL;
+        /// the grid of runs
+        sweep: BTreeMap<String, Spanned<toml::Value>> = "table", Unset, ALL;
+    }
+}
+
+pub(crate) const WORKLOAD_KINDS: &[&str] = &["cpu-only", "devops", "iot", "custom", "file"];
+const TSBS: &[&str] = &["cpu-only", "devops", "iot"];
+const GENERATED: &[&str] = &["cpu-only", "devops", "iot", "custom"];
+
+section! {
+    /// `[workload]`: the data written (and the data set queries ask about).
+    struct WorkloadSection {
+        /// the data set
+        kind: String = "`cpu-only` | `devops` | `iot` | `custom` | `file`",
+            Toml("\"cpu-only\""), ALL;
+        /// same seed, same data
+        seed: i64 = "integer", Toml("123"), GENERATED;
+        /// line-protocol file to replay; `-` is standard input
+        path: String = "string", Said("(required)"), &["file"];
+        /// unit of the file's timestamps
+        precision: String = "`ns` | `us` | `ms` | `s`", Toml("\"ns\""), &["file"];
+        /// hosts or trucks
+        scale: i64 = "integer", Toml("100"), TSBS;
+        /// first timestamp
+        start: String = "time", Toml("\"2016-01-01T00:00:00Z\""), TSBS;
+        /// end of the data
+        end: String = "time", Said("start + 1 day"), TSBS;
+        /// time between a host's rows
+        interval: String = "duration", Toml("\"10s\""), TSBS;
+        /// fields left out
+        missing_field_ratio: f64 = "number 0..1", Toml("0.01"), &["iot"];
+        /// rows left out
+        missing_row_ratio: f64 = "number 0..1", Toml("0.09"), &["iot"];
+        /// rows sent late
+        out_of_order_ratio: f64 = "number 0..1", Toml("0.14"), &["iot"];
+        /// how late, in intervals
+        out_of_order_max_steps: i64 = "integer", Toml("6"), &["iot"];
+        /// super table name
+        stable: String = "string", Toml("\"meters\""), &["custom"];
+        /// child tables (devices)
+        childtable_count: i64 = "integer", Toml("10000"), &["custom"];
+        /// child table name prefix
+        childtable_prefix: String = "string", Toml("\"d\""), &["custom"];
+        /// rows per child table
+        insert_rows: i64 = "integer", Toml("10000"), &["custom"];
+        /// time between a table's rows
+        timestamp_step: String = "duration", Toml("\"10s\""), &["custom"];
+        /// first timestamp
+        start_timestamp: String = "time", Toml("\"2017-07-14T02:40:00Z\""), &["custom"];
+        /// rows of one table before the next (0: all)
+        interlace_rows: i64 = "integer", Toml("0"), &["custom"];
+        /// percent of rows out of order
+        disorder_ratio: f64 = "number 0..100", Toml("0"), &["custom"];
+        /// how far out of order
+        disorder_range: String = "duration", Toml("\"1s\""), &["custom"];
+        /// field columns
+        columns: Vec<Spanned<ColumnEntry>> = "array of `{ type, len, count, min, max, values }`",
+            Said("R1's: 1 varchar(10) + 10 float"), &["custom"];
+        /// tag columns
+        tags: Vec<Spanned<ColumnEntry>> = "array, as `columns`", Said("R1's: 1 varchar(10)"),
+            &["custom"];
+    }
+}
+
+/// One entry of `workload.columns` or `workload.tags`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ColumnEntry {
+    #[serde(rename = "type")]
+    pub data_type: String,
+    pub len: Option<i64>,
+    pub count: Option<i64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub values: Option<Vec<String>>,
+}
+
+/// `target.kind` values; `influx` is split by `api` because each API has keys of its own.
+pub(crate) const TARGET_KINDS: &[&str] =
+    &["sqlite", "influx", "postgres", "mysql", "tdengine", "null"];
+const INFLUX: &[&str] = &["influx v1", "influx v2"];
+const SQL: &[&str] = &["sqlite", "postgres", "mysql"];
+const TLS: &[&str] = &["influx v1", "influx v2", "postgres", "mysql"];
+
+section! {
+    /// `[target]`: where the rows go, and how.
+    struct TargetSection {
+        /// where rows go
+        kind: String = "`sqlite` | `influx` | `postgres` | `mysql` | `tdengine` | `null`",
+            Toml("\"sqlite\""), ALL;
+        /// the server
+        url: String = "string", Said("per kind (`sqlite:./tsload.db`, `http://127.0.0.1:8086`, \
+            `postgres://postgres@127.0.0.1:5432/postgres`, `mysql://root@127.0.0.1:3306/tsload`, \
+            `ws://root:taosdata@127.0.0.1:6041`)"),
+            &["sqlite", "influx v1", "influx v2", "postgres", "mysql", "tdengine"];
+        /// kept out of reports
+        password: String = "string (`$NAME` reads the environment)", Unset,
+            &["influx v1", "postgres", "mysql", "tdengine"];
+        /// the ledger on or off
+        delivery: String = "`exactly_once` | `at_least_once`",
+            Said("`exactly_once` (`at_least_once` for MySQL without transactions)"), SQL;
+        /// drop tsload's tables first (asks on another host)
+        drop_existing: bool = "bool", Toml("false"),
+            &["sqlite", "postgres", "mysql", "tdengine"];
+        /// connecting
+        connect_timeout: String = "duration", Toml("\"10s\""), &["postgres", "mysql"];
+        /// PEM CA certificates trusted besides Mozilla's
+        ca_file: String = "string", Unset, TLS;
+        /// TLS without checking the certificate
+        insecure_skip_verify: bool = "bool", Toml("false"), TLS;
+        /// PRAGMA synchronous
+        synchronous: String = "`off` | `normal` | `full`", Toml("\"normal\""), &["sqlite"];
+        /// PRAGMA journal_mode
+        journal_mode: String = "`wal` | `delete` | `memory`", Toml("\"wal\""), &["sqlite"];
+        /// wait for a locked database
+        busy_timeout: String = "duration", Toml("\"30s\""), &["sqlite"];
+        /// `/write?db=` or `/api/v2/write`
+        api: String = "`v1` | `v2`", Toml("\"v1\""), INFLUX;
+        /// database
+        db: String = "string", Toml("\"benchmark\""), &["influx v1"];
+        /// retention policy
+        rp: String = "string", Unset, &["influx v1"];
+        /// basic auth user
+        user: String = "string", Unset, &["influx v1"];
+        /// organisation
+        org: String = "string", Toml("\"tsload\""), &["influx v2"];
+        /// bucket
+        bucket: String = "string", Toml("\"benchmark\""), &["influx v2"];
+        /// API token
+        token: String = "string (`$NAME`)", Unset, &["influx v2"];
+        /// timestamp unit
+        precision: String = "`ns` | `us` | `ms` | `s`", Said("`ns` (tdengine: `ms`)"),
+            &["influx v1", "influx v2", "tdengine"];
+        /// gzip request bodies
+        gzip: bool = "bool", Toml("false"), INFLUX;
+        /// create the database first
+        create_database: bool = "bool", Said("true (influx), false (mysql)"),
+            &["influx v1", "mysql"];
+        /// one request
+        timeout: String = "duration", Toml("\"1m\""), &["influx v1", "influx v2", "tdengine"];
+        /// one table per measurement, or TSBS's tags table
+        layout: String = "`wide` | `tags`", Toml("\"wide\""), &["postgres"];
+        /// how rows are sent
+        method: String = "`copy` | `insert` | `unnest`", Toml("\"copy\""), &["postgres"];
+        /// COPY format
+        copy_format: String = "`binary` | `text`", Toml("\"binary\""), &["postgres"];
+        /// TimescaleDB hypertables
+        hypertable: bool = "bool", Toml("false"), &["postgres"];
+        /// hypertable chunks
+        chunk_time_interval: String = "duration", Said("TimescaleDB's"), &["postgres"];
+        /// per connection
+        synchronous_commit: String = "`on` | `off` | `local` | `remote_write` | `remote_apply`",
+            Said("the server's"), &["postgres"];
+        /// TSBS's indexes
+        create_index: bool = "bool", Toml("false"), &["postgres"];
+        /// table engine
+        engine: String = "string", Toml("\"InnoDB\""), &["mysql"];
+        /// key of each table
+        primary_key: String = "`none` | `auto_increment` | `tags_ts`", Toml("\"none\""),
+            &["mysql"];
+        /// how writes commit
+        transaction: String = "`per_batch` | `autocommit`", Toml("\"per_batch\""), &["mysql"];
+        /// type of `ts`
+        ts_type: String = "`datetime` | `bigint_ns`", Toml("\"datetime\""), &["mysql"];
+        /// database
+        database: String = "string", Toml("\"tsload\""), &["tdengine"];
+        /// CREATE DATABASE option
+        vgroups: i64 = "integer", Said("the server's"), &["tdengine"];
+        /// CREATE DATABASE option
+        cachemodel: String = "`none` | `last_row` | `last_value` | `both`", Said("the server's"),
+            &["tdengine"];
+        /// CREATE DATABASE option, MB
+        buffer: i64 = "integer", Said("the server's"), &["tdengine"];
+        /// CREATE DATABASE option
+        wal_level: i64 = "1 | 2", Said("the server's"), &["tdengine"];
+        /// create tables before or while inserting
+        child_tables: String = "`prepare` | `auto`", Toml("\"prepare\""), &["tdengine"];
+        /// tables per CREATE
+        batch_create_tbl_num: i64 = "integer", Toml("1000"), &["tdengine"];
+        /// insert API
+        mode: String = "`stmt` | `sql` | `schemaless`", Toml("\"stmt\""), &["tdengine"];
+        /// split SQL inserts under it
+        max_sql_length: i64 = "integer", Toml("1048576"), &["tdengine"];
+    }
+}
+
+section! {
+    /// `[load]`: how hard the write stream pushes.
+    struct LoadSection {
+        /// concurrent writers (`-w`)
+        workers: i64 = "integer", Toml("1"), ALL;
+        /// rows per request (`-b`)
+        batch: i64 = "integer", Toml("1000"), ALL;
+        /// requests per worker at once
+        in_flight: i64 = "integer", Toml("1"), ALL;
+        /// rows/s offered: open loop (`-r`)
+        rate: f64 = "number", Said("none: closed loop"), ALL;
+        /// stop after (`-d`)
+        duration: String = "duration", Unset, ALL;
+        /// stop after (`-n`)
+        rows: i64 = "integer", Unset, ALL;
+        /// progress line and interval records
+        report_interval: String = "duration", Toml("\"1s\""), ALL;
+        /// retries of a failed request
+        max_retries: i64 = "integer", Toml("3"), ALL;
+        /// first retry's wait (doubled each time, at most 5 s)
+        retry_backoff: String = "duration", Toml("\"100ms\""), ALL;
+    }
+}
+
+section! {
+    /// `[output]`: where the report goes and what fails the run.
+    struct OutputSection {
+        /// the JSON report (`--json`)
+        json: String = "string", Unset, ALL;
+        /// the HdrHistogram interval log (`--hlog`)
+        hlog: String = "string", Unset, ALL;
+        /// thresholds (`--fail-if`)
+        fail_if: Vec<Spanned<String>> = "array of strings", Unset, ALL;
+        /// the progress display
+        progress: String = "`auto` | `bar` | `plain` | `none`", Toml("\"auto\""), ALL;
+    }
+}
+
+/// `network.backend` values.
+pub(crate) const NETWORK_BACKENDS: &[&str] = &["proxy", "netem"];
+
+section! {
+    /// `[network]`: an impairment in place during the run, and the RTT measured before it.
+    struct NetworkSection {
+        /// how the impairment is made
+        backend: String = "`proxy` | `netem`", Said("(required)"), ALL;
+        /// added delay
+        delay: String = "duration", Toml("\"0s\""), ALL;
+        /// delay variation
+        jitter: String = "duration", Toml("\"0s\""), ALL;
+        /// packet loss
+        loss: String = "string (`0.5%`)", Unset, &["netem"];
+        /// bandwidth limit
+        rate: String = "string (`100mbit`)", Unset, ALL;
+        /// where the delay is added
+        direction: String = "`up` | `down` | `both`", Toml("\"up\""), &["proxy"];
+        /// interface
+        dev: String = "string", Said("(required)"), &["netem"];
+        /// network namespace of `dev`
+        netns: String = "string", Unset, &["netem"];
+        /// allow the interface holding the default route
+        allow_default_route: bool = "bool", Toml("false"), &["netem"];
+        /// how RTT is measured first
+        probe: String = "`app` | `tcp` | `icmp` | `none`", Said("`app` (proxy), `tcp` (netem)"),
+            ALL;
+        /// probes
+        probe_count: i64 = "integer", Toml("100"), ALL;
+        /// (app probe over HTTP) path
+        probe_path: String = "string", Toml("\"/ping\""), ALL;
+    }
+}
+
+section! {
+    /// `[monitor]`: the server's processes sampled while the run goes on.
+    struct MonitorSection {
+        /// this process and its descendants (e.g. the postmaster)
+        pid: i64 = "integer", Unset, ALL;
+        /// every process of this name (`comm`) and their descendants
+        process: String = "string", Unset, ALL;
+        /// the processes of this unit's cgroup
+        systemd_unit: String = "string", Unset, ALL;
+        /// the server's data directory: its growth gives bytes per metric
+        data_dir: String = "string", Unset, ALL;
+        /// ask the database what its tables hold before and after (works remotely; alone,
+        /// without a process)
+        storage: bool = "bool", Toml("false"), ALL;
+    }
+}
+
+/// `query.kind` values.
+pub(crate) const QUERY_KINDS: &[&str] = &[
+    "tsbs",
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_point_select",
+    "oltp_insert",
+];
+const OLTP: &[&str] = &[
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_point_select",
+    "oltp_insert",
+];
+const OLTP_READS: &[&str] = &["oltp_read_write", "oltp_read_only"];
+
+section! {
+    /// `[query]`: the read stream.
+    struct QuerySection {
+        /// the read workload
+        kind: String =
+            "`tsbs` | `oltp_read_write` | `oltp_read_only` | `oltp_point_select` | `oltp_insert`",
+            Said("(required)"), ALL;
+        /// concurrent readers
+        workers: i64 = "integer", Toml("1"), ALL;
+        /// requests/s: open loop
+        rate: f64 = "number", Said("none: closed loop"), ALL;
+        /// stop after
+        duration: String = "duration", Unset, ALL;
+        /// stop after this many requests
+        queries: i64 = "integer", Unset, ALL;
+        /// error budget: stop when exceeded
+        max_errors: i64 = "integer", Unset, ALL;
+        /// an empty answer is an error
+        require_rows: bool = "bool", Toml("false"), ALL;
+        /// progress line
+        report_interval: String = "duration", Toml("\"1s\""), ALL;
+        /// (mixed) queries start this long after the writes
+        start_after: String = "duration", Unset, ALL;
+        /// which queries
+        seed: i64 = "integer", Said("123 (tsbs), 0 (oltp)"), ALL;
+        /// a request not answered in time fails
+        timeout: String = "duration", Unset, ALL;
+        /// TSBS query types
+        types: Vec<Spanned<String>> = "array of strings", Said("all the target's language has"),
+            &["tsbs"];
+        /// (influx targets) query language
+        dialect: String = "`influxql` | `promql` | `questdb`", Toml("\"influxql\""), &["tsbs"];
+        /// (postgres) TimescaleDB's time_bucket
+        time_bucket: bool = "bool", Toml("false"), &["tsbs"];
+        /// write the data set first
+        preload: bool = "bool", Toml("false"), &["tsbs"];
+        /// create and load the tables first
+        prepare: bool = "bool", Toml("true"), OLTP;
+        /// parallel loaders
+        loaders: i64 = "integer", Toml("1"), OLTP;
+        /// rows per load INSERT
+        load_batch_rows: i64 = "integer", Toml("1000"), OLTP;
+        /// sysbench's `--tables`
+        tables: i64 = "integer", Toml("1"), OLTP;
+        /// sysbench's `--table-size`
+        table_size: i64 = "integer", Toml("10000"), OLTP;
+        /// sysbench's `--range-size`
+        range_size: i64 = "integer", Toml("100"), OLTP_READS;
+        /// sysbench's `--point-selects`
+        point_selects: i64 = "integer", Toml("10"), OLTP_READS;
+        /// sysbench's `--simple-ranges`
+        simple_ranges: i64 = "integer", Toml("1"), OLTP_READS;
+        /// sysbench's `--sum-ranges`
+        sum_ranges: i64 = "integer", Toml("1"), OLTP_READS;
+        /// sysbench's `--order-ranges`
+        order_ranges: i64 = "integer", Toml("1"), OLTP_READS;
+        /// sysbench's `--distinct-ranges`
+        distinct_ranges: i64 = "integer", Toml("1"), OLTP_READS;
+        /// sysbench's `--range-selects`
+        range_selects: bool = "bool", Toml("true"), OLTP_READS;
+        /// sysbench's `--skip-trx`
+        skip_trx: bool = "bool", Toml("false"), OLTP_READS;
+        /// sysbench's `--index-updates`
+        index_updates: i64 = "integer", Toml("1"), &["oltp_read_write"];
+        /// sysbench's `--non-index-updates`
+        non_index_updates: i64 = "integer", Toml("1"), &["oltp_read_write"];
+        /// sysbench's `--delete-inserts`
+        delete_inserts: i64 = "integer", Toml("1"), &["oltp_read_write"];
+        /// sysbench's `--rand-type`
+        rand_type: String = "`uniform` | `special`", Toml("\"uniform\""), OLTP;
+        /// sysbench's `--create-secondary`, and when
+        secondary_index: String = "`after_load` | `before_load` | `off`", Toml("\"after_load\""),
+            OLTP;
+        /// (mysql) sysbench's `--mysql-storage-engine`
+        mysql_storage_engine: String = "string", Toml("\"innodb\""), OLTP;
+    }
+}
+
+/// `[sweep]`'s short names and the keys they set; any other key is written in full.
+pub(crate) const SWEEP_SHORT_KEYS: &[(&str, &str)] = &[
+    ("delay", "network.delay"),
+    ("jitter", "network.jitter"),
+    ("loss", "network.loss"),
+    ("workers", "load.workers"),
+    ("batch", "load.batch"),
+    ("in_flight", "load.in_flight"),
+    ("duration", "load.duration"),
+    ("rows", "load.rows"),
+];
+
+/// A section as the reference shows it.
+pub(crate) struct SectionDoc {
+    /// `""` for the top level.
+    pub name: &'static str,
+    pub note: &'static str,
+    pub keys: &'static [KeyDoc],
+    /// Names for sets of kinds, used instead of listing them.
+    pub groups: &'static [(&'static str, &'static [&'static str])],
+    /// Every kind of the section.
+    pub kinds: &'static [&'static str],
+}
+
+impl SectionDoc {
+    /// The keys `kind` reads, in definition order (never `kind` itself).
+    pub(crate) fn keys_of(&self, kind: &str) -> Vec<&'static str> {
+        self.keys
+            .iter()
+            .filter(|k| k.name != "kind" && (k.kinds.is_empty() || k.kinds.contains(&kind)))
+            .map(|k| k.name)
+            .collect()
+    }
+
+    /// The kinds that read `key` (every kind when the key says none).
+    pub(crate) fn kinds_of(&self, key: &str) -> &'static [&'static str] {
+        match self.keys.iter().find(|k| k.name == key) {
+            Some(k) if !k.kinds.is_empty() => k.kinds,
+            _ => self.kinds,
+        }
+    }
+}
+
+pub(crate) const TOP_LEVEL: SectionDoc = SectionDoc {
+    name: "",
+    note: "",
+    keys: ScenarioFile::KEYS,
+    groups: &[],
+    kinds: ALL,
+};
+pub(crate) const WORKLOAD: SectionDoc = SectionDoc {
+    name: "workload",
+    note: "",
+    keys: WorkloadSection::KEYS,
+    groups: &[("TSBS kinds", TSBS)],
+    kinds: WORKLOAD_KINDS,
+};
+pub(crate) const TARGET: SectionDoc = SectionDoc {
+    name: "target",
+    note: "`influx` has two sets of keys, chosen by `api`: `influx v1` and `influx v2` below.",
+    keys: TargetSection::KEYS,
+    groups: &[("influx", INFLUX)],
+    kinds: &[
+        "sqlite",
+        "influx v1",
+        "influx v2",
+        "postgres",
+        "mysql",
+        "tdengine",
+        "null",
+    ],
+};
+pub(crate) const LOAD: SectionDoc = SectionDoc {
+    name: "load",
+    note: "",
+    keys: LoadSection::KEYS,
+    groups: &[],
+    kinds: ALL,
+};
+pub(crate) const OUTPUT: SectionDoc = SectionDoc {
+    name: "output",
+    note: "",
+    keys: OutputSection::KEYS,
+    groups: &[],
+    kinds: ALL,
+};
+pub(crate) const NETWORK: SectionDoc = SectionDoc {
+    name: "network",
+    note: "Kinds here are `backend`s.",
+    keys: NetworkSection::KEYS,
+    groups: &[],
+    kinds: NETWORK_BACKENDS,
+};
+pub(crate) const MONITOR: SectionDoc = SectionDoc {
+    name: "monitor",
+    note: "The database server's processes, sampled from /proc while the run goes on (the \
+           server on this machine). Exactly one of `pid`, `process`, `systemd_unit`, unless \
+           only `storage` is set.",
+    keys: MonitorSection::KEYS,
+    groups: &[],
+    kinds: ALL,
+};
+pub(crate) const QUERY: SectionDoc = SectionDoc {
+    name: "query",
+    note: "",
+    keys: QuerySection::KEYS,
+    groups: &[("oltp", OLTP)],
+    kinds: QUERY_KINDS,
+};
+
+/// Every section, in the reference's order.
+pub(crate) const SECTIONS: &[SectionDoc] = &[
+    TOP_LEVEL, WORKLOAD, TARGET, LOAD, OUTPUT, NETWORK, MONITOR, QUERY,
+];
+
+/// The key reference, `docs/keys.md`, rendered from the definitions above.
+pub(crate) fn keys_markdown() -> String {
+    let mut out = String::from(
+        "# Scenario keys\n\n\
+         Every key a scenario file (or `--set section.key=value`) takes, with its type and \
+         default\n\
+         (`tsload keys [SECTION]` prints the same). Durations are strings (`\"10s\"`, \
+         `\"500ms\"`, `\"1h 30m\"`,\n\
+         `\"0.5ms\"`), times RFC 3339 strings. A key whose meaning starts with kinds in \
+         parentheses is read\n\
+         by those kinds of its section only; the others refuse it. Rendered from\n\
+         `crates/cli/src/scenario/sections.rs`, the parser's own definitions, by the test\n\
+         `keys_reference_is_rendered_from_the_sections` (it rewrites this file when it \
+         differs).\n",
+    );
+    for section in SECTIONS {
+        out.push('\n');
+        out.push_str(&section_markdown(section));
+    }
+    out.push('\n');
+    out.push_str(&sweep_markdown());
+    out
+}
+
+/// The names `tsload keys SECTION` takes.
+pub(crate) const SECTION_NAMES: &[&str] = &[
+    "top", "workload", "target", "load", "output", "network", "monitor", "query", "sweep",
+];
+
+/// One section of the reference (`top` for the top level), or `None` for no such section.
+pub(crate) fn section_reference(name: &str) -> Option<String> {
+    match name {
+        "sweep" => Some(sweep_markdown()),
+        "top" => Some(section_markdown(&TOP_LEVEL)),
+        _ => SECTIONS
+            .iter()
+            .find(|s| !s.name.is_empty() && s.name == name)
+            .map(section_markdown),
+    }
+}
+
+fn section_markdown(section: &SectionDoc) -> String {
+    let title = if section.name.is_empty() {
+        "top level".to_string()
+    } else {
+        format!("[{}]", section.name)
+    };
+    let mut out = format!("## {title}\n\n");
+    if !section.note.is_empty() {
+        out.push_str(section.note);
+        out.push_str("\n\n");
+    }
+    out.push_str("| key | type | default | meaning |\n|---|---|---|---|\n");
+    for key in section.keys.iter().filter(|k| k.ty != "table") {
+        let default = match key.default {
+            Unset => "none".to_string(),
+            Toml(v) => format!("`{}`", v.trim_matches('"')),
+            Said(s) => s.to_string(),
+        };
+        let scope = if key.kinds.is_empty() {
+            String::new()
+        } else {
+            format!("({}) ", scope_label(section, key.kinds))
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {scope}{} |\n",
+            key.name,
+            key.ty.replace('|', "\\|"),
+            default.replace('|', "\\|"),
+            key.meaning.trim(),
+        ));
+    }
+    out
+}
+
+fn sweep_markdown() -> String {
+    let mut out = String::from(
+        "## [sweep]\n\nLists of values, one run per point of the grid (first key \
+         outermost). The short names:\n\n\
+         | key | type | default | meaning |\n|---|---|---|---|\n",
+    );
+    for (short, full) in SWEEP_SHORT_KEYS {
+        out.push_str(&format!("| `{short}` | array | none | `{full}` |\n"));
+    }
+    out.push_str(
+        "\nAny other key is written in full, quoted: `\"load.rate\" = [1000, 2000]`, \
+         `\"query.workers\" = [80, 160]`.\n",
+    );
+    out
+}
+
+/// `kinds` as the reference names them: a whole group by its name.
+fn scope_label(section: &SectionDoc, kinds: &[&str]) -> String {
+    let mut left: Vec<&str> = kinds.to_vec();
+    let mut names = Vec::new();
+    for (name, group) in section.groups {
+        if group.iter().all(|k| left.contains(k)) {
+            left.retain(|k| !group.contains(k));
+            names.push(*name);
+        }
+    }
+    names.extend(left);
+    names.join(", ")
+}
