@@ -1,0 +1,200 @@
+//! Mixed mode: the write stream and the read stream at once (the queries optionally
+//! `start_after` the writes), with the write latency split by whether the queries were
+//! running; its report.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use tsload_core::engine::{EngineError, IntervalReport, Observer, RunOutcome, StopReason};
+use tsload_core::query::QueryWorkload;
+use tsload_core::query_engine::QueryOutcome;
+use tsload_core::recorder::new_histogram;
+use tsload_core::report::LatencySummary;
+use tsload_core::rusage::Usage;
+
+use super::report::Reporter;
+use super::{Executed, Outcomes, Streams};
+use crate::plan::QueryPlan;
+use crate::progress::RunObserver;
+use crate::queries;
+
+/// Write latency of a mixed run, split by whether the queries were running.
+#[derive(Default)]
+pub(super) struct WriteSplit {
+    alone: Option<Histogram<u64>>,
+    with_queries: Option<Histogram<u64>>,
+}
+
+/// When the read stream's timed run started and ended (shared by the two streams).
+type QueryWindow = Arc<Mutex<(Option<Instant>, Option<Instant>)>>;
+
+/// Forwards to the CLI's observer and files each write interval's latency under "alone"
+/// (wholly before the queries' timed run or after it) or "with queries" (wholly inside);
+/// an interval that straddles either edge counts in neither.
+struct SplitObserver<'a> {
+    inner: &'a mut RunObserver,
+    window: QueryWindow,
+    write_t0: Option<Instant>,
+    split: WriteSplit,
+}
+
+impl Observer for SplitObserver<'_> {
+    fn on_start(&mut self, started_at: std::time::SystemTime) {
+        self.write_t0 = Some(Instant::now());
+        self.inner.on_start(started_at);
+    }
+
+    fn on_interval(&mut self, r: &IntervalReport) {
+        let t0 = self.write_t0.unwrap_or_else(Instant::now);
+        let (from, to) = (t0 + r.start, t0 + r.end);
+        let (qs, qe) = *self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = match (qs, qe) {
+            (None, _) => Some(&mut self.split.alone),
+            (Some(qs), _) if to <= qs => Some(&mut self.split.alone),
+            (_, Some(qe)) if from >= qe => Some(&mut self.split.alone),
+            (Some(qs), qe) if from >= qs && qe.is_none_or(|qe| to <= qe) => {
+                Some(&mut self.split.with_queries)
+            }
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            let _ = slot.get_or_insert_with(new_histogram).add(&r.latency);
+        }
+        self.inner.on_interval(r);
+    }
+}
+
+/// The read stream's observer in a mixed run: notes when its timed run starts.
+struct WindowObserver<'a> {
+    inner: &'a mut RunObserver,
+    window: QueryWindow,
+}
+
+impl Observer for WindowObserver<'_> {
+    fn on_start(&mut self, started_at: std::time::SystemTime) {
+        if let Ok(mut w) = self.window.lock() {
+            w.0 = Some(Instant::now());
+        }
+        self.inner.on_start(started_at);
+    }
+
+    fn on_interval(&mut self, r: &IntervalReport) {
+        self.inner.on_interval(r);
+    }
+}
+
+pub(super) async fn run(
+    s: &Streams<'_>,
+    q: &QueryPlan,
+    workload: Arc<dyn QueryWorkload>,
+    observer: &mut RunObserver,
+    query_observer: &mut RunObserver,
+) -> Outcomes {
+    let delay = q.start_after.unwrap_or_default();
+    let window = QueryWindow::default();
+    let mut split_observer = SplitObserver {
+        inner: observer,
+        window: window.clone(),
+        write_t0: None,
+        split: WriteSplit::default(),
+    };
+    let mut window_observer = WindowObserver {
+        inner: query_observer,
+        window: window.clone(),
+    };
+    let own_limit = q.config.duration.is_some() || q.config.requests.is_some();
+    let write = async {
+        let r = crate::targets::run(
+            s.plan,
+            s.workload.clone(),
+            s.write_stop.clone(),
+            &mut split_observer,
+            s.run_id,
+        )
+        .await;
+        if !own_limit {
+            // Without a limit of its own, the read stream ends with the writes.
+            s.query_stop.stop(StopReason::DataEnd);
+        }
+        r
+    };
+    let read = async {
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = s.query_stop.stopped() => {}
+        }
+        if s.query_stop.is_stopped() {
+            return Err(EngineError::Config(
+                "the writes ended before the queries were to start".into(),
+            ));
+        }
+        let r = queries::run(
+            &s.plan.target,
+            q,
+            workload,
+            q.config.clone(),
+            s.query_stop.clone(),
+            &mut window_observer,
+        )
+        .await;
+        if let Ok(mut w) = window.lock() {
+            w.1 = Some(Instant::now());
+        }
+        r
+    };
+    let (write, query) = tokio::join!(write, read);
+    let split = split_observer.split;
+    Outcomes::Mixed {
+        write,
+        query,
+        split,
+    }
+}
+
+pub(super) fn report(
+    write: Result<RunOutcome, EngineError>,
+    query: Result<QueryOutcome, EngineError>,
+    split: WriteSplit,
+    usage: &Usage,
+    r: &mut Reporter<'_>,
+    executed: &mut Executed,
+) -> anyhow::Result<()> {
+    executed.summary = r.write_summary(write, usage, "writes: ");
+    executed.query_summary = r.query_summary(query, usage);
+    if let Some(s) = &executed.summary {
+        println!("=== writes ===");
+        print!("{}", s.render_text());
+        r.json.insert("write".into(), serde_json::to_value(s)?);
+    }
+    let alone = split.alone.as_ref().map(LatencySummary::from_histogram);
+    let with = split
+        .with_queries
+        .as_ref()
+        .map(LatencySummary::from_histogram);
+    if let (Some(a), Some(w)) = (&alone, &with) {
+        println!(
+            "  write latency     min      mean       p50       p90       p99     p99.9       max   (ms)"
+        );
+        for (label, l) in [("alone", a), ("with queries", w)] {
+            println!(
+                "  {label:<14}{:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}   (n={})",
+                l.min_ms, l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.p99_9_ms, l.max_ms, l.count
+            );
+        }
+    }
+    r.json
+        .insert("write_latency_alone".into(), serde_json::to_value(&alone)?);
+    r.json.insert(
+        "write_latency_with_queries".into(),
+        serde_json::to_value(&with)?,
+    );
+    if let Some(s) = &executed.query_summary {
+        println!("=== queries ===");
+        print!("{}", s.render_text());
+        r.json.insert("query".into(), serde_json::to_value(s)?);
+    }
+    println!("  (client cpu in both reports: the whole process, writes and queries together)");
+    r.json.insert("mode".into(), "mixed".into());
+    Ok(())
+}

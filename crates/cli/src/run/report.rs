@@ -1,0 +1,416 @@
+//! The end of a run: each stream's summary printed and put in the JSON report, the RTT
+//! and the server's side, the thresholds judged, and the exit code the run earns.
+
+use anyhow::Context as _;
+use tsload_core::Workload;
+use tsload_core::engine::{EngineError, RunOutcome, StopReason};
+use tsload_core::query_engine::QueryOutcome;
+use tsload_core::query_report::QuerySummary;
+use tsload_core::report::Summary;
+use tsload_core::rusage::Usage;
+use tsload_probe::ProbeReport;
+
+use super::{Executed, Outcomes, mixed, query, write};
+use crate::outputs::Outputs;
+use crate::plan::{Plan, RunMode};
+use crate::progress::RunObserver;
+use crate::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
+
+/// Everything a finished run left for its reports.
+pub(super) struct Finished<'a> {
+    /// The whole run's plan (what reports show) and this process's part of it.
+    pub whole: &'a Plan,
+    pub plan: &'a Plan,
+    pub run_id: i64,
+    pub outcomes: Outcomes,
+    pub probe: Option<ProbeReport>,
+    /// A failed network restore, reported after the results.
+    pub finish_error: Option<anyhow::Error>,
+    /// The whole process's client cost over the run.
+    pub usage: Usage,
+    pub monitor: Option<tsload_monitor::Monitor>,
+    pub observer: &'a RunObserver,
+    pub outputs: &'a Outputs,
+    pub runtime: &'a tokio::runtime::Runtime,
+    pub workload: &'a dyn Workload,
+}
+
+/// Turns the streams' outcomes into summaries, noting what failed.
+pub(super) struct Reporter<'a> {
+    whole: &'a Plan,
+    plan: &'a Plan,
+    run_id: i64,
+    /// The JSON report as it grows.
+    pub json: serde_json::Map<String, serde_json::Value>,
+    fatal: bool,
+    interrupted: bool,
+}
+
+impl Reporter<'_> {
+    /// The write stream's summary (`label` prefixes its errors), or `None` when it
+    /// failed to run.
+    pub fn write_summary(
+        &mut self,
+        o: Result<RunOutcome, EngineError>,
+        usage: &Usage,
+        label: &str,
+    ) -> Option<Summary> {
+        let o = match o {
+            Err(e) => {
+                eprintln!("error: {label}{e}");
+                self.fatal = true;
+                return None;
+            }
+            Ok(o) => o,
+        };
+        let mut s = Summary::new(
+            &o,
+            usage,
+            self.plan.target.kind(),
+            self.plan.workload.kind(),
+            self.whole.to_json(),
+        );
+        s.ledger_run_id = self.plan.target.has_ledger().then_some(self.run_id);
+        if let Some(path) = &self.whole.output.raw_latencies
+            && label.is_empty()
+            && let Err(e) = write_raw_latencies(path, &o.raw_latencies)
+        {
+            eprintln!("error: writing {}: {e}", path.display());
+            self.fatal = true;
+        }
+        if let Some(f) = &o.fatal {
+            eprintln!("error: {label}the run stopped on a fatal error: {f}");
+            self.fatal = true;
+        }
+        if o.stop_reason == StopReason::Interrupted {
+            self.interrupted = true;
+        }
+        Some(s)
+    }
+
+    /// The read stream's summary, or `None` when it failed to run.
+    pub fn query_summary(
+        &mut self,
+        o: Result<QueryOutcome, EngineError>,
+        usage: &Usage,
+    ) -> Option<QuerySummary> {
+        let o = match o {
+            Err(e) => {
+                eprintln!("error: queries: {e}");
+                self.fatal = true;
+                return None;
+            }
+            Ok(o) => o,
+        };
+        let kind = self
+            .plan
+            .query
+            .as_ref()
+            .map(|q| q.workload.kind())
+            .unwrap_or_default();
+        let s = QuerySummary::new(
+            &o,
+            usage,
+            self.plan.target.kind(),
+            &kind,
+            self.whole.to_json(),
+        );
+        if let Some(f) = &o.stop_error {
+            eprintln!("error: queries: the run stopped: {f}");
+            self.fatal = true;
+        }
+        if o.stop_reason == StopReason::Interrupted {
+            self.interrupted = true;
+        }
+        Some(s)
+    }
+}
+
+/// Prints the reports, writes the JSON report, and decides the exit code.
+pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
+    let (whole, plan) = (f.whole, f.plan);
+    let mut r = Reporter {
+        whole,
+        plan,
+        run_id: f.run_id,
+        json: serde_json::Map::new(),
+        fatal: false,
+        interrupted: false,
+    };
+    let mut executed = Executed {
+        summary: None,
+        query_summary: None,
+        probe: f.probe,
+        code: 0,
+        report: serde_json::Value::Null,
+    };
+    match f.outcomes {
+        Outcomes::Write(o) => write::report(o, &f.usage, &mut r, &mut executed)?,
+        Outcomes::Query { preload, query } => {
+            query::report(preload, query, &f.usage, &mut r, &mut executed)?;
+        }
+        Outcomes::Mixed {
+            write,
+            query,
+            split,
+        } => mixed::report(write, query, split, &f.usage, &mut r, &mut executed)?,
+    }
+    if let Some(p) = &executed.probe {
+        println!("{}", p.table_row("rtt"));
+        r.json.insert("rtt".into(), serde_json::to_value(p)?);
+    }
+    if let Some(m) = f.monitor {
+        server_report(m, plan, &executed, &f.usage, f.runtime, &mut r.json)?;
+    }
+    if let Some(e) = &f.observer.hlog_error {
+        eprintln!("error: interval log incomplete: {e}");
+    }
+    let outputs_error = f.outputs.error();
+    if let Some(e) = &outputs_error {
+        eprintln!("error: --out incomplete: {e}");
+    }
+    // Every threshold, judged before the JSON is written so that it carries the verdicts.
+    let broken = judge_thresholds(plan, &executed);
+    let mut json = r.json;
+    if !json.is_empty() {
+        json.insert("thresholds".into(), thresholds_json(plan, &broken));
+        json.insert("host".into(), host_name().into());
+        json.insert("commit".into(), env!("TSLOAD_COMMIT").into());
+        json.insert("scenario_sha256".into(), scenario_hash(whole).into());
+        json.insert(
+            "shard".into(),
+            serde_json::to_value(whole.output.shard.shard)?,
+        );
+        executed.report = serde_json::Value::Object(json.clone());
+        if let Some(path) = &plan.output.json {
+            let text = serde_json::to_string_pretty(&serde_json::Value::Object(json))?;
+            std::fs::write(path, text + "\n")
+                .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
+        }
+    }
+    let mut fatal = r.fatal;
+    if let Some(e) = &f.finish_error {
+        eprintln!("error: {e:#}");
+        fatal = true;
+    }
+    executed.code = if let Some(e) = f.workload.source_error() {
+        eprintln!("error: the data source failed during the run, which ended early: {e}");
+        1
+    } else if r.interrupted {
+        EXIT_INTERRUPTED
+    } else if fatal {
+        1
+    } else {
+        for (_, b) in &broken {
+            eprintln!("FAIL: {b}");
+        }
+        if !broken.is_empty() {
+            EXIT_THRESHOLD
+        } else if f.observer.hlog_error.is_some() || outputs_error.is_some() {
+            1
+        } else {
+            0
+        }
+    };
+    Ok(executed)
+}
+
+/// The server's side over the run (`[monitor]`): printed and put in the JSON report.
+fn server_report(
+    monitor: tsload_monitor::Monitor,
+    plan: &Plan,
+    executed: &Executed,
+    usage: &Usage,
+    runtime: &tokio::runtime::Runtime,
+    json: &mut serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<()> {
+    // The stream the monitor's start sample belongs to: writes, or the queries of a
+    // query run.
+    let figures = match (&executed.summary, &executed.query_summary, plan.mode) {
+        (_, Some(q), RunMode::Query) => Some((q.elapsed_s, q.requests + q.failed_requests)),
+        (Some(w), _, _) => Some((w.elapsed_s, w.metrics)),
+        _ => None,
+    };
+    let run = figures.map(|(elapsed_s, metrics)| tsload_monitor::RunFigures {
+        elapsed: std::time::Duration::from_secs_f64(elapsed_s.max(0.0)),
+        metrics,
+        client_cpu: usage.cpu(),
+        client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        server_is_local: true,
+    });
+    if monitor.watches_disk() {
+        flush_target(runtime, &plan.target);
+    }
+    match run.map(|r| monitor.finish(&r)) {
+        Some(Ok(Some(server))) => {
+            print!("{}", server_text(&server, plan.mode == RunMode::Query));
+            json.insert("server".into(), serde_json::to_value(&server)?);
+        }
+        Some(Err(e)) => eprintln!("error: [monitor]: {e}"),
+        Some(Ok(None)) | None => {}
+    }
+    Ok(())
+}
+
+/// The report's `thresholds`: each `--fail-if` with its verdict and what broke.
+fn thresholds_json(plan: &Plan, broken: &[(String, String)]) -> serde_json::Value {
+    serde_json::Value::Array(
+        plan.output
+            .fail_if
+            .iter()
+            .map(|t| {
+                let failures: Vec<&String> = broken
+                    .iter()
+                    .filter(|(i, _)| *i == t.to_string())
+                    .map(|(_, b)| b)
+                    .collect();
+                serde_json::json!({
+                    "threshold": t.to_string(),
+                    "passed": failures.is_empty(),
+                    "failures": failures,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The `--fail-if` thresholds that broke, as (threshold as written, what broke). Each
+/// stream is judged on the figures it measures (a mixed run: both on latency, the writes
+/// alone on metrics/s, the queries alone on statements/s); a figure neither measures
+/// breaks the threshold.
+fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
+    let mut broken = Vec::new();
+    for t in &plan.output.fail_if {
+        let (w, q) = (&executed.summary, &executed.query_summary);
+        let mut judged = false;
+        if let Some(s) = w
+            && (t.measured_by_writes() || q.is_none())
+        {
+            judged = true;
+            if let Err(b) = t.check(s) {
+                broken.push((
+                    t.to_string(),
+                    if q.is_some() {
+                        format!("writes: {b}")
+                    } else {
+                        b
+                    },
+                ));
+            }
+        }
+        if let Some(s) = q
+            && (t.measured_by_queries() || !judged)
+            && let Err(b) = t.check_query(s)
+        {
+            broken.push((
+                t.to_string(),
+                if w.is_some() {
+                    format!("queries: {b}")
+                } else {
+                    b
+                },
+            ));
+        }
+    }
+    broken
+}
+
+/// VictoriaMetrics keeps the last seconds of samples in memory: it is asked to write them
+/// out (`/internal/force_flush`) before its data directory is measured. Other
+/// line-protocol servers answer 404, which is ignored, as is any failure: the figure is
+/// then what the disk held.
+fn flush_target(runtime: &tokio::runtime::Runtime, target: &crate::plan::TargetPlan) {
+    let crate::plan::TargetPlan::Influx(p) = target else {
+        return;
+    };
+    let Ok(tls) = tsload_tls::client_config(&p.tls) else {
+        return;
+    };
+    let url = format!("{}/internal/force_flush", p.url.trim_end_matches('/'));
+    runtime.block_on(async {
+        if let Ok(client) = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .tls_backend_preconfigured(tls)
+            .build()
+        {
+            let _ = client.get(url).send().await;
+        }
+    });
+}
+
+/// The report's server block.
+fn server_text(s: &tsload_monitor::ServerSummary, queries: bool) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let per = if queries { "M requests" } else { "M metrics" };
+    let mut t = format!(
+        "  server    cpu {:.2} s ({:.2} cores)   {:.3} s per {per}   peak RSS {:.1} MiB   client/server cpu {:.2}\n",
+        s.cpu_s,
+        s.cores_used,
+        s.cpu_s_per_million_metrics,
+        mib(s.peak_rss_bytes),
+        s.client_server_cpu_ratio
+    );
+    t += &format!(
+        "            read {:.1} MiB   written {:.1} MiB",
+        mib(s.read_bytes),
+        mib(s.write_bytes)
+    );
+    if let Some(d) = s.disk_bytes_added {
+        t += &format!("   data_dir +{:.1} MiB", mib(d));
+    }
+    if let Some(b) = s.bytes_per_metric {
+        t += &format!(" ({b:.2} bytes per metric)");
+    }
+    t += &format!(
+        "\n            watched: {}; saturated: {}\n",
+        s.watched, s.saturated
+    );
+    t
+}
+
+/// `--debug-raw-latencies`: one corrected latency per line, in nanoseconds.
+fn write_raw_latencies(path: &std::path::Path, values: &[u64]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for v in values {
+        writeln!(out, "{v}")?;
+    }
+    out.flush()
+}
+
+/// This machine's name, for reports compared across machines.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// SHA-256 of the resolved scenario (every default filled in, secrets redacted, keys in
+/// order; without its name, description, file and outputs): two runs with the same hash
+/// ran the same workload, target, load, network and queries, however it was written.
+fn scenario_hash(plan: &Plan) -> String {
+    use sha2::Digest as _;
+    let mut resolved = plan.to_json();
+    // Labels, where the file lay and where the results go are not part of what ran.
+    if let Some(m) = resolved.as_object_mut() {
+        for key in ["name", "description", "source", "output"] {
+            m.remove(key);
+        }
+    }
+    let text = serde_json::to_string(&resolved).unwrap_or_default();
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A JSON object's fields (none for anything else).
+pub(super) fn to_map(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
