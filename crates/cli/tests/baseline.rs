@@ -4,13 +4,12 @@
 //! `--regress-if 'rate<-10%'` (exit 3).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use tsload_testbed::{Server, ServerKind};
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::text;
 
 /// 10 hosts x 1 hour of cpu-only (3,600 rows, about 0.7 MB of line protocol) through the
 /// proxy at `rate`, plus `extra` arguments.
@@ -31,7 +30,7 @@ fn run(vm: &Server, rate: &str, extra: &[&str], dir: &Path) -> Output {
         args.push(set);
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
+    common::tsload()
         .args(&args)
         .current_dir(dir)
         .output()
@@ -106,7 +105,7 @@ fn a_thirty_percent_slower_link_is_flagged_and_an_unchanged_rerun_passes() {
 fn baseline_flags_are_checked_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let t = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_tsload"))
+        common::tsload()
             .args(["run", "--set", "target.kind=\"null\""])
             .args(args)
             .current_dir(dir.path())

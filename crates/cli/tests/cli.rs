@@ -10,9 +10,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
+mod common;
+use common::{json, text, tsload};
 
 fn run(args: &[&str], dir: &Path) -> Output {
     tsload()
@@ -20,15 +19,6 @@ fn run(args: &[&str], dir: &Path) -> Output {
         .current_dir(dir)
         .output()
         .expect("start tsload")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("report written"))
-        .expect("valid JSON")
 }
 
 /// `SELECT count(*)` of every table of a SQLite file, by table name.

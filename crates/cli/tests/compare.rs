@@ -3,9 +3,9 @@
 //! table (text, CSV, JSON), the five bar charts and each target's report, and the figures
 //! are plausible: the same rows everywhere, server CPU and bytes per metric above zero.
 
-use std::process::Command;
-
 use tsload_testbed::{Server, ServerKind};
+
+mod common;
 
 #[test]
 fn compare_writes_the_table_and_the_charts_for_four_servers() {
@@ -55,7 +55,7 @@ fn compare_writes_the_table_and_the_charts_for_four_servers() {
         .unwrap();
         profiles.push(path.display().to_string());
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_tsload"))
+    let out = common::tsload()
         .arg("compare")
         .arg(&scenario)
         .args(["--targets", &profiles.join(","), "--out", "r3"])

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use tsload_testbed::{Server, ServerKind};
 
+mod common;
+use common::text;
+
 /// Made by `cargo xtask container-base` or `cargo xtask test` (xtask's `CONTAINER_BASE`).
 const BASE_IMAGE: &str = "localhost/tsload-base:bookworm";
 
@@ -68,10 +71,6 @@ fn output(mut command: Command, limit: Duration) -> Output {
             panic!("{shown} did not finish in {limit:?}");
         }
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Removes the test's image however the test ends.

@@ -13,17 +13,8 @@ use tsload_proxy::{Fault, FaultAction, FaultTrigger, Proxy, ProxyConfig, ProxyHa
 use tsload_testbed::http_front::{HttpFront, Storm};
 use tsload_testbed::{Server, ServerKind};
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn start(kind: ServerKind) -> Server {
-    Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"))
-}
+mod common;
+use common::{start, text, tsload};
 
 /// Where a proxy cuts a connection so that a statement that committed loses its answer.
 #[derive(Clone, Copy)]

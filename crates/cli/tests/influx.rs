@@ -4,30 +4,25 @@
 //! counted and reported as they happened.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use tsload_testbed::ServerKind;
 use tsload_testbed::http_front::{HttpFront, Storm};
-use tsload_testbed::{Server, ServerKind};
+
+mod common;
+use common::{start, text};
 
 fn tsload(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
+    common::tsload()
         .args(args)
         .current_dir(dir)
         .output()
         .expect("start tsload")
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn report(dir: &Path) -> serde_json::Value {
     let s = std::fs::read_to_string(dir.join("r.json")).expect("report written");
     serde_json::from_str(&s).expect("valid JSON")
-}
-
-fn start(kind: ServerKind) -> Server {
-    Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"))
 }
 
 /// `tsload run` of cpu-only (`scale` hosts, `minutes` of data) into `url` with `extra`

@@ -10,6 +10,8 @@ use std::process::Command;
 use tsload_testbed::k8s::{Cluster, ConfigMap, Job, Volume};
 use tsload_testbed::{Server, ServerKind};
 
+mod common;
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -100,7 +102,7 @@ fn manifests_agree_with_each_other() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scenario.toml");
     std::fs::write(&file, &cm.data["scenario.toml"]).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tsload"))
+    let out = common::tsload()
         .arg("validate")
         .arg(&file)
         .output()

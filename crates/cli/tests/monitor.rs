@@ -3,10 +3,11 @@
 //! what /proc says over the run, read here independently of tsload.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use tsload_testbed::{Server, ServerKind};
+
+mod common;
 
 /// CPU seconds of `pids` (user + system, with reaped children), read from /proc/PID/stat.
 fn cpu_seconds(pids: &[u32]) -> f64 {
@@ -35,7 +36,7 @@ fn run(dir: &Path, sets: &[String]) -> (std::process::Output, serde_json::Value)
         args.push("--set".into());
         args.push(s.clone());
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_tsload"))
+    let out = common::tsload()
         .args(&args)
         .current_dir(dir)
         .output()

@@ -7,15 +7,11 @@ use std::process::{Command, Output};
 
 use tsload_netem::netns::VethPair;
 
-fn tsload(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-        .args(args)
-        .output()
-        .expect("start tsload")
-}
+mod common;
+use common::text;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn tsload(args: &[&str]) -> Output {
+    common::tsload().args(args).output().expect("start tsload")
 }
 
 #[test]

@@ -8,17 +8,8 @@ use std::process::{Command, Output, Stdio};
 
 use tsload_testbed::{Server, ServerKind};
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn start(kind: ServerKind) -> Server {
-    Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"))
-}
+mod common;
+use common::{start, text, tsload};
 
 fn run_pg(pg: &Server, dir: &Path, sets: &[&str]) -> (Output, serde_json::Value) {
     let url = pg.database_url().unwrap();

@@ -7,13 +7,8 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{text, tsload};
 
 #[test]
 fn a_fault_fires_at_its_byte_and_is_counted() {

@@ -9,17 +9,8 @@ use std::process::{Command, Output};
 
 use tsload_testbed::{Server, ServerKind};
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn start(kind: ServerKind) -> Server {
-    Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"))
-}
+mod common;
+use common::{start, text, tsload};
 
 /// `tsload run --json r.json` with `sets`; the report when it wrote one.
 fn run(dir: &Path, sets: &[String]) -> (Output, serde_json::Value) {

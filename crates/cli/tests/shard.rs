@@ -4,25 +4,19 @@
 //! and the merged histogram is the histogram of all the shards' raw latencies.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use tsload_testbed::{Server, ServerKind};
 
+mod common;
+use common::{json, text};
+
 fn tsload(args: &[String], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
+    common::tsload()
         .args(args)
         .current_dir(dir)
         .output()
         .expect("start tsload")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&s).expect("valid JSON")
 }
 
 /// cpu-only, 10 hosts x 1 hour (3,600 rows), 2 workers per process, into `target`.
@@ -65,7 +59,7 @@ fn run_shards(n: u32, args: &[String], extra: &[&str], dir: &Path) -> serde_json
                 a.push(s);
             }
             a.extend(extra.iter().map(|s| s.replace("{i}", &i.to_string())));
-            Command::new(env!("CARGO_BIN_EXE_tsload"))
+            common::tsload()
                 .args(&a)
                 .current_dir(dir)
                 .stdout(std::process::Stdio::piped())

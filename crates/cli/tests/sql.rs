@@ -4,22 +4,13 @@
 //! rows.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use tsload_testbed::{Server, ServerKind};
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn start(kind: ServerKind) -> Server {
-    Server::start(kind).unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"))
-}
+mod common;
+use common::{start, text, tsload};
 
 fn report(dir: &Path) -> serde_json::Value {
     let s = std::fs::read_to_string(dir.join("r.json")).expect("report written");

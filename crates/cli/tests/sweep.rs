@@ -3,17 +3,10 @@
 //! RTT grows, and the table, fit and plot written out; a bad point stops the sweep before
 //! anything runs.
 
-use std::process::Command;
-
 use tsload_testbed::{Server, ServerKind};
 
-fn tsload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{text, tsload};
 
 fn config() -> String {
     format!(

@@ -4,20 +4,19 @@
 //! retries; TLS settings that cannot apply are refused before anything runs.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use tsload_testbed::{Server, ServerKind, TestCa};
 
+mod common;
+use common::text;
+
 fn tsload(args: &[String], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tsload"))
+    common::tsload()
         .args(args)
         .current_dir(dir)
         .output()
         .expect("start tsload")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// cpu-only, 3 hosts x 10 minutes = 180 rows, 1,800 metrics.
