@@ -80,18 +80,24 @@ fn point_at_proxy(
             i.connect_to = Some(local);
             return Ok(Some(name.to_string()));
         }
-        let verified = crate::sql_tls::SqlFamily::of_url(url)
-            .is_some_and(|family| crate::sql_tls::checks_host_name(url, family));
-        if verified {
-            anyhow::bail!(
-                "network.backend = \"proxy\" would connect to {} instead of {}, which the server's certificate names (sslmode=verify-full / ssl-mode=VERIFY_IDENTITY): use backend = \"netem\", or connect by address",
-                local,
-                parsed.host_str().unwrap_or("")
-            );
+        if let Some(host) = crate::sql_tls::name_checked_host(url) {
+            // Refused when the scenario was read too; the environment may have changed.
+            anyhow::bail!("{}", proxy_refusal(&host, &local.to_string()));
         }
     }
     set_target_url(target, url_with_addr(url, local)?);
     Ok(None)
+}
+
+/// Why the delay proxy cannot stand in front of a SQL server reached as `host` with its
+/// certificate's name checked; `proxy` is where the connections would go instead.
+pub fn proxy_refusal(host: &str, proxy: &str) -> String {
+    format!(
+        "network.backend = \"proxy\" would connect to {proxy} instead of {host}, which the \
+         server's certificate names (sslmode=verify-full, PGSSLMODE=verify-full or \
+         ssl-mode=VERIFY_IDENTITY), and the SQL driver cannot be told to connect to one and \
+         check the other: use backend = \"netem\", or connect by address"
+    )
 }
 
 /// The socket address a target URL names (default ports by scheme).

@@ -1958,6 +1958,15 @@ impl Ctx<'_> {
             ));
         }
         let (backend, spec, default_probe) = if backend == "proxy" {
+            if let Some(host) =
+                crate::network::target_url(target).and_then(crate::sql_tls::name_checked_host)
+            {
+                return Err(self.error(
+                    n.backend.as_ref().map(|b| b.span()).as_ref(),
+                    "network.backend",
+                    crate::network::proxy_refusal(&host, "the proxy's address"),
+                ));
+            }
             let direction = match &n.direction {
                 None => tsload_proxy::Direction::Up,
                 Some(d) => match self.choice(d, "network.direction", &["up", "down", "both"])? {

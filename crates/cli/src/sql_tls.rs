@@ -69,16 +69,44 @@ pub fn tls_key_in_url(url: &str, family: SqlFamily) -> Option<&str> {
         .find(|k| family.tls_keys().iter().any(|t| k.eq_ignore_ascii_case(t)))
 }
 
-/// Whether the URL's mode checks that the certificate names the host (PostgreSQL
-/// `verify-full`, MySQL `VERIFY_IDENTITY`), under any spelling of the mode key.
+/// Whether the connection checks that the certificate names the host (PostgreSQL
+/// `verify-full`, MySQL `VERIFY_IDENTITY`), under any spelling of the mode key; a
+/// PostgreSQL URL without a mode takes `PGSSLMODE` from the environment, as sqlx does.
 pub fn checks_host_name(url: &str, family: SqlFamily) -> bool {
-    query_pairs(url).any(|(k, v)| {
-        (k.eq_ignore_ascii_case("sslmode") || k.eq_ignore_ascii_case("ssl-mode"))
-            && match family {
-                SqlFamily::Postgres => v.eq_ignore_ascii_case("verify-full"),
-                SqlFamily::Mysql => v.eq_ignore_ascii_case("verify_identity"),
-            }
+    checks_host_name_with(url, family, std::env::var("PGSSLMODE").ok().as_deref())
+}
+
+/// [`checks_host_name`] with `PGSSLMODE` given.
+fn checks_host_name_with(url: &str, family: SqlFamily, pgsslmode: Option<&str>) -> bool {
+    let mode = query_pairs(url)
+        .find(|(k, _)| k.eq_ignore_ascii_case("sslmode") || k.eq_ignore_ascii_case("ssl-mode"))
+        .map(|(_, v)| v)
+        .or(match family {
+            SqlFamily::Postgres => pgsslmode,
+            SqlFamily::Mysql => None,
+        });
+    mode.is_some_and(|v| match family {
+        SqlFamily::Postgres => v.eq_ignore_ascii_case("verify-full"),
+        SqlFamily::Mysql => v.eq_ignore_ascii_case("verify_identity"),
     })
+}
+
+/// The host name of a SQL URL whose connection checks the certificate's name against it
+/// (an address, or a URL that checks no name, gives `None`). tsload's delay proxy cannot
+/// stand in front of such a server: sqlx has no way to connect to one address while
+/// checking another name.
+pub fn name_checked_host(url: &str) -> Option<String> {
+    let family = SqlFamily::of_url(url)?;
+    let parsed = url::Url::parse(url).ok()?;
+    // The url crate leaves an address in a postgres:// or mysql:// URL as a "domain".
+    let Some(url::Host::Domain(name)) = parsed.host() else {
+        return None;
+    };
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    checks_host_name(url, family).then(|| name.to_string())
 }
 
 /// Why TLS options cannot be written into a URL.
@@ -230,6 +258,50 @@ mod tests {
             tls_key_in_url("mysql://u@h/db#sslca", SqlFamily::Mysql),
             None
         );
+    }
+
+    #[test]
+    fn pgsslmode_counts_only_where_the_url_gives_no_mode() {
+        let pg = SqlFamily::Postgres;
+        let env = Some("verify-full");
+        assert!(checks_host_name_with("postgres://u@h/db", pg, env));
+        assert!(!checks_host_name_with(
+            "postgres://u@h/db?sslmode=require",
+            pg,
+            env
+        ));
+        assert!(!checks_host_name_with(
+            "postgres://u@h/db",
+            pg,
+            Some("require")
+        ));
+        assert!(!checks_host_name_with("postgres://u@h/db", pg, None));
+        // sqlx's MySQL options read no environment.
+        assert!(!checks_host_name_with(
+            "mysql://u@h/db",
+            SqlFamily::Mysql,
+            env
+        ));
+    }
+
+    #[test]
+    fn name_checked_hosts_are_names_not_addresses() {
+        assert_eq!(
+            name_checked_host("postgres://u@db.example/x?sslmode=verify-full").as_deref(),
+            Some("db.example")
+        );
+        assert_eq!(
+            name_checked_host("mysql://u@localhost/x?ssl-mode=VERIFY_IDENTITY").as_deref(),
+            Some("localhost")
+        );
+        for url in [
+            "postgres://u@127.0.0.1/x?sslmode=verify-full",
+            "postgres://u@[::1]:5432/x?sslmode=verify-full",
+            "postgres://u@db.example/x?sslmode=verify-ca",
+            "http://db.example/?sslmode=verify-full",
+        ] {
+            assert_eq!(name_checked_host(url), None, "{url}");
+        }
     }
 
     #[test]

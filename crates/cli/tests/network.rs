@@ -87,6 +87,44 @@ fn a_run_through_the_proxy_lands_every_row_and_its_probe_sees_the_delay() {
     assert!(write5 >= 5.0, "delay 5ms: write latency p50 {write5} ms");
 }
 
+/// The delay proxy cannot stand in front of a PostgreSQL server whose certificate's name
+/// is checked; `PGSSLMODE=verify-full` asks for that as the URL's own `sslmode` does.
+#[test]
+fn a_name_checked_sql_target_is_refused_behind_the_proxy_pgsslmode_included() {
+    let validate = |url: &str, pgsslmode: Option<&str>| {
+        let mut cmd = tsload();
+        cmd.env_remove("PGSSLMODE");
+        if let Some(mode) = pgsslmode {
+            cmd.env("PGSSLMODE", mode);
+        }
+        cmd.args(["validate", "--set", "target.kind=\"postgres\""])
+            .args(["--set", &format!("target.url=\"{url}\"")])
+            .args(["--set", "network.backend=\"proxy\""])
+            .args(["--set", "network.delay=\"1ms\""]);
+        let out = cmd.output().unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let named = "postgres://u@db.example:5432/x";
+    let (code, err) = validate(named, Some("verify-full"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("instead of db.example"), "{err}");
+    let (code, err) = validate(&format!("{named}?sslmode=verify-full"), None);
+    assert_eq!(code, Some(2), "{err}");
+    // The URL's own mode wins over the environment, as in sqlx; an address checks no name.
+    for (url, env) in [
+        (format!("{named}?sslmode=require"), Some("verify-full")),
+        (named.to_string(), Some("require")),
+        (named.to_string(), None),
+        (
+            "postgres://u@127.0.0.1:5432/x?sslmode=verify-full".to_string(),
+            None,
+        ),
+    ] {
+        let (code, err) = validate(&url, env);
+        assert_eq!(code, Some(0), "{url} PGSSLMODE={env:?}: {err}");
+    }
+}
+
 #[test]
 fn network_settings_are_checked_before_anything_runs() {
     let cases: &[(&[&str], &str)] = &[

@@ -327,8 +327,12 @@ fn a_delay_proxy_in_front_of_tls_keeps_the_certificate_name() {
     let named = by_address.replace("127.0.0.1", "localhost");
     let (out, _) = run(&proxied("postgres", &named), dir.path());
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("use backend = \"netem\""), "{stderr}");
+    // Refused while the scenario is read, before anything connects.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("instead of localhost") && stderr.contains("use backend = \"netem\""),
+        "{stderr}"
+    );
 }
 
 /// `tsload probe app` applies `--ca-file` / `--insecure-skip-verify` to SQL URLs too: the

@@ -249,11 +249,15 @@ impl SqlPing {
     /// Connects to `postgres://`/`postgresql://` or `mysql://`/`mariadb://` `url` and
     /// runs one untimed `SELECT 1` (preparing the statement).
     pub async fn connect(url: &str) -> Result<Self, ProbeError> {
-        let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or("");
-        let mut ping = match scheme {
-            "postgres" | "postgresql" => SqlPing::Postgres(sqlx::PgConnection::connect(url).await?),
+        // Schemes are case-insensitive (RFC 3986); sqlx is given the one it knows.
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", ""));
+        let mut ping = match scheme.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" => {
+                let url = format!("postgres://{rest}");
+                SqlPing::Postgres(sqlx::PgConnection::connect(&url).await?)
+            }
             "mysql" | "mariadb" => {
-                let url = format!("mysql://{}", &url[scheme.len() + 3..]);
+                let url = format!("mysql://{rest}");
                 SqlPing::MySql(sqlx::MySqlConnection::connect(&url).await?)
             }
             _ => {

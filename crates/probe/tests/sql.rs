@@ -1,5 +1,5 @@
 //! `SELECT 1` RTT against real PostgreSQL and MariaDB servers that the testbed starts on
-//! 127.0.0.1, and a clean failure against a closed port.
+//! 127.0.0.1 (schemes in any case), and a clean failure against a closed port.
 
 use std::time::Duration;
 
@@ -22,16 +22,23 @@ async fn select_1_200_times(url: &str) {
     assert!(r.min_ms > 0.0 && r.avg_ms <= r.max_ms, "{r:?}");
 }
 
+/// `url` with its scheme replaced by `scheme` (schemes are case-insensitive).
+fn with_scheme(url: &str, scheme: &str) -> String {
+    format!("{scheme}://{}", url.split_once("://").unwrap().1)
+}
+
 #[tokio::test]
 async fn postgres_select_1() {
     let (_server, url) = url(ServerKind::Postgres);
     select_1_200_times(&url).await;
+    select_1_200_times(&with_scheme(&url, "PostgreSQL")).await;
 }
 
 #[tokio::test]
 async fn mysql_select_1() {
     let (_server, url) = url(ServerKind::MariaDb);
     select_1_200_times(&url).await;
+    select_1_200_times(&with_scheme(&url, "MariaDB")).await;
 }
 
 #[tokio::test]
