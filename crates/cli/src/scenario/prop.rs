@@ -11,7 +11,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-use super::{QUERY_KINDS, TARGET_KINDS, parse};
+use super::parse;
+use super::sections::{QUERY_KINDS, TARGET_KINDS};
 
 fn config(cases: u32) -> Config {
     Config {

@@ -1,0 +1,195 @@
+//! `[network]`: the impairment during the run (delay proxy or netem) and the RTT probe
+//! before it.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::sections::{NETWORK, NETWORK_BACKENDS, NetworkSection};
+use super::{Ctx, ScenarioError, flag};
+use crate::plan::{NetworkBackend, NetworkPlan, ProbeChoice, TargetPlan};
+
+impl Ctx<'_> {
+    pub(super) fn network(
+        &self,
+        section: &Spanned<NetworkSection>,
+        target: &TargetPlan,
+    ) -> Result<NetworkPlan, ScenarioError> {
+        let n = section.get_ref();
+        let backend = match &n.backend {
+            None => {
+                return Err(self.error(
+                    Some(&section.span()),
+                    "network.backend",
+                    "missing; allowed: \"proxy\" (user space, works everywhere) or \"netem\" (tc qdisc on an interface)".into(),
+                ));
+            }
+            Some(b) => self.choice(b, "network.backend", NETWORK_BACKENDS)?,
+        };
+        self.check_kind_keys(
+            &NETWORK,
+            backend,
+            &format!("backend \"{backend}\""),
+            n.present(),
+        )?;
+        let delay = n
+            .delay
+            .as_ref()
+            .map(|v| self.duration(v, "network.delay", Duration::ZERO))
+            .transpose()?
+            .unwrap_or_default();
+        let jitter = n
+            .jitter
+            .as_ref()
+            .map(|v| self.duration(v, "network.jitter", Duration::ZERO))
+            .transpose()?
+            .unwrap_or_default();
+        let tc_word = |v: &Spanned<String>, key: &str, word: &str| {
+            tsload_netem::Spec::parse(&format!("{word} {}", v.get_ref()))
+                .map_err(|e| self.error(Some(&v.span()), key, e.to_string()))
+        };
+        let rate_bits = match &n.rate {
+            None => None,
+            Some(v) => match tc_word(v, "network.rate", "rate")? {
+                tsload_netem::Spec::Netem(netem) => netem.rate.map(|r| r.bits_per_sec()),
+                _ => None,
+            },
+        };
+        if rate_bits == Some(0) {
+            let v = n.rate.as_ref().expect("rate was given");
+            return Err(self.error(
+                Some(&v.span()),
+                "network.rate",
+                "a rate of 0 would send nothing; leave it out for no limit".into(),
+            ));
+        }
+        let loss = match &n.loss {
+            None => None,
+            Some(v) => match tc_word(v, "network.loss", "loss")? {
+                tsload_netem::Spec::Netem(netem) => netem.loss.map(|c| c.probability.as_percent()),
+                _ => None,
+            },
+        };
+        let addressable = !matches!(target, TargetPlan::Null | TargetPlan::Sqlite { .. });
+        if !addressable {
+            return Err(self.error(
+                Some(&section.span()),
+                "network.backend",
+                format!(
+                    "target kind \"{}\" is not reached over the network, so there is nothing to impair; use a server target (influx, postgres, mysql, tdengine)",
+                    target.kind()
+                ),
+            ));
+        }
+        let (backend, spec, default_probe) = if backend == "proxy" {
+            if let Some(host) =
+                crate::network::target_url(target).and_then(crate::sql_tls::name_checked_host)
+            {
+                return Err(self.error(
+                    n.backend.as_ref().map(|b| b.span()).as_ref(),
+                    "network.backend",
+                    crate::network::proxy_refusal(&host, "the proxy's address"),
+                ));
+            }
+            let direction = match &n.direction {
+                None => tsload_proxy::Direction::Up,
+                Some(d) => match self.choice(d, "network.direction", &["up", "down", "both"])? {
+                    "down" => tsload_proxy::Direction::Down,
+                    "both" => tsload_proxy::Direction::Both,
+                    _ => tsload_proxy::Direction::Up,
+                },
+            };
+            (NetworkBackend::Proxy { direction }, None, ProbeChoice::App)
+        } else {
+            let dev = n.dev.as_ref().ok_or_else(|| {
+                self.error(
+                    Some(&section.span()),
+                    "network.dev",
+                    "missing: the interface to impair, e.g. \"veth0\" (the client's egress toward the target)".into(),
+                )
+            })?;
+            let mut words = format!("delay {}us", delay.as_micros());
+            if !jitter.is_zero() {
+                words.push_str(&format!(" {}us", jitter.as_micros()));
+            }
+            if let Some(l) = &n.loss {
+                words.push_str(&format!(" loss {}", l.get_ref()));
+            }
+            if let Some(r) = &n.rate {
+                words.push_str(&format!(" rate {}", r.get_ref()));
+            }
+            let spec = tsload_netem::Spec::parse(&words).map_err(|e| {
+                self.error(Some(&section.span()), "network", format!("`{words}`: {e}"))
+            })?;
+            (
+                NetworkBackend::Netem {
+                    dev: dev.get_ref().clone(),
+                    netns: n.netns.as_ref().map(|v| v.get_ref().clone()),
+                    allow_default_route: flag(&n.allow_default_route, false),
+                },
+                Some(spec),
+                ProbeChoice::Tcp,
+            )
+        };
+        let probe = match &n.probe {
+            None => default_probe,
+            Some(p) => match self.choice(p, "network.probe", &["none", "tcp", "icmp", "app"])? {
+                "none" => ProbeChoice::None,
+                "tcp" | "icmp" if matches!(backend, NetworkBackend::Proxy { .. }) => {
+                    return Err(self.error(
+                        Some(&p.span()),
+                        "network.probe",
+                        format!(
+                            "\"{}\" measures the kernel's path, which the proxy's delay is not on (the proxy delays the bytes of a connection, not packets); use \"app\"",
+                            p.get_ref()
+                        ),
+                    ));
+                }
+                "tcp" => ProbeChoice::Tcp,
+                "icmp" => ProbeChoice::Icmp,
+                _ => ProbeChoice::App,
+            },
+        };
+        #[cfg(feature = "tdengine")]
+        if probe == ProbeChoice::App && matches!(target, TargetPlan::Tdengine(_)) {
+            let span = n.probe.as_ref().map_or(section.span(), |p| p.span());
+            return Err(self.error(
+                Some(&span),
+                "network.probe",
+                "target kind \"tdengine\" has no application probe here; use \"tcp\" or \"none\""
+                    .into(),
+            ));
+        }
+        let probe_count = n
+            .probe_count
+            .as_ref()
+            .map(|v| self.int(v, "network.probe_count", 1, 1_000_000))
+            .transpose()?
+            .map_or(100, |v| v as u64);
+        let probe_path = match &n.probe_path {
+            None => "/ping".to_string(),
+            Some(p) if p.get_ref().starts_with('/') => p.get_ref().clone(),
+            Some(p) => {
+                return Err(self.error(
+                    Some(&p.span()),
+                    "network.probe_path",
+                    format!(
+                        "\"{}\" must start with /, e.g. \"/ping\" or \"/health\"",
+                        p.get_ref()
+                    ),
+                ));
+            }
+        };
+        Ok(NetworkPlan {
+            backend,
+            delay,
+            jitter,
+            loss,
+            rate_bits,
+            spec,
+            probe,
+            probe_count,
+            probe_path,
+        })
+    }
+}

@@ -1,0 +1,316 @@
+//! `[query]`: the read stream, TSBS queries or sysbench-shaped OLTP, checked against the
+//! target it reads.
+
+use std::time::Duration;
+
+use toml::Spanned;
+use tsload_core::engine::LoadMode;
+
+use super::sections::{QUERY, QUERY_KINDS, QuerySection};
+use super::{Ctx, ScenarioError, flag};
+use crate::plan::{QueryPlan, QueryWorkloadPlan, TargetPlan, WorkloadPlan};
+
+impl Ctx<'_> {
+    pub(super) fn query(
+        &self,
+        section: &Spanned<QuerySection>,
+        workload: &WorkloadPlan,
+        target: &TargetPlan,
+    ) -> Result<QueryPlan, ScenarioError> {
+        let q = section.get_ref();
+        let kind = match &q.kind {
+            None => {
+                return Err(self.error(
+                    Some(&section.span()),
+                    "query.kind",
+                    format!("missing; allowed: {}", QUERY_KINDS.join(", ")),
+                ));
+            }
+            Some(k) => self.choice(k, "query.kind", QUERY_KINDS)?,
+        };
+        let oltp_kind: Option<tsload_oltp::OltpKind> = kind.parse().ok();
+        self.check_kind_keys(&QUERY, kind, &format!("query kind \"{kind}\""), q.present())?;
+        let int = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
+            v.as_ref()
+                .map(|v| self.int(v, &format!("query.{key}"), lo, hi))
+                .transpose()
+        };
+        let mode = match &q.rate {
+            None => LoadMode::Closed,
+            Some(r) => {
+                let rate = *r.get_ref();
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(self.error(
+                        Some(&r.span()),
+                        "query.rate",
+                        format!("value {rate} is out of range; allowed: a positive number of requests per second (omit it for closed loop)"),
+                    ));
+                }
+                LoadMode::Open { rate }
+            }
+        };
+        let workers = int(&q.workers, "workers", 1, 100_000)?.map_or(1, |v| v as usize);
+        let config = tsload_core::QueryConfig {
+            workers,
+            mode,
+            duration: q
+                .duration
+                .as_ref()
+                .map(|v| self.duration(v, "query.duration", Duration::from_millis(1)))
+                .transpose()?,
+            requests: int(&q.queries, "queries", 1, i64::MAX)?.map(|v| v as u64),
+            report_interval: q
+                .report_interval
+                .as_ref()
+                .map(|v| self.duration(v, "query.report_interval", Duration::from_millis(10)))
+                .transpose()?
+                .unwrap_or(Duration::from_secs(1)),
+            max_errors: int(&q.max_errors, "max_errors", 0, i64::MAX)?.map(|v| v as u64),
+            require_rows: flag(&q.require_rows, false),
+            loaders: int(&q.loaders, "loaders", 1, 1024)?.map_or(workers.min(16), |v| v as usize),
+            timeout: q
+                .timeout
+                .as_ref()
+                .map(|v| self.duration(v, "query.timeout", Duration::from_millis(1)))
+                .transpose()?,
+            gate: Default::default(),
+        };
+        let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
+        let start_after = q
+            .start_after
+            .as_ref()
+            .map(|v| self.duration(v, "query.start_after", Duration::ZERO))
+            .transpose()?;
+        let kind_span = q.kind.as_ref().map(|k| k.span());
+        let workload = match oltp_kind {
+            None => {
+                let (WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t)) = workload else {
+                    return Err(self.error(
+                        kind_span.as_ref(),
+                        "query.kind",
+                        format!(
+                            "TSBS queries read the cpu table of the cpu-only or devops data set that [workload] describes; workload kind \"{}\" has none",
+                            workload.kind()
+                        ),
+                    ));
+                };
+                let influx = matches!(target, TargetPlan::Influx(_));
+                // The file's dialect belongs to the file's target: a `--set target.kind`
+                // to another kind sets it aside (a `--set query.dialect` still counts).
+                let set_aside = self.overridden.iter().any(|o| o == "target.kind")
+                    && !self.overridden.iter().any(|o| o == "query.dialect");
+                let dialect = match &q.dialect {
+                    // The plan names the language a line-protocol target is asked in.
+                    None if influx => Some("influxql".to_string()),
+                    None => None,
+                    Some(_) if set_aside && !influx => None,
+                    Some(d) if influx => Some(
+                        self.choice(d, "query.dialect", &["influxql", "promql", "questdb"])?
+                            .to_string(),
+                    ),
+                    Some(d) => {
+                        return Err(self.error(
+                            Some(&d.span()),
+                            "query.dialect",
+                            format!(
+                                "only line-protocol targets (kind \"influx\") choose a query language; target kind \"{}\" has its own",
+                                target.kind()
+                            ),
+                        ));
+                    }
+                };
+                if let Some(tb) = &q.time_bucket
+                    && !matches!(target, TargetPlan::Postgres(_))
+                {
+                    return Err(self.error(
+                        Some(&tb.span()),
+                        "query.time_bucket",
+                        "a setting of PostgreSQL/TimescaleDB targets only".into(),
+                    ));
+                }
+                if matches!(target, TargetPlan::Null) {
+                    return Err(self.error(
+                        kind_span.as_ref(),
+                        "query.kind",
+                        "target kind \"null\" stores nothing to query".into(),
+                    ));
+                }
+                let types = match &q.types {
+                    None => None,
+                    Some(list) => {
+                        let mut out = Vec::new();
+                        for (i, t) in list.get_ref().iter().enumerate() {
+                            let ty: tsload_query::QueryType =
+                                t.get_ref().parse().map_err(|_| {
+                                    self.error(
+                                        Some(&t.span()),
+                                        &format!("query.types[{i}]"),
+                                        format!(
+                                            "\"{}\" is not a TSBS devops query type; allowed: {}",
+                                            t.get_ref(),
+                                            tsload_query::QueryType::ALL
+                                                .iter()
+                                                .map(|t| t.name())
+                                                .collect::<Vec<_>>()
+                                                .join(", ")
+                                        ),
+                                    )
+                                })?;
+                            if out.contains(&ty) {
+                                return Err(self.error(
+                                    Some(&t.span()),
+                                    &format!("query.types[{i}]"),
+                                    format!("\"{}\" is listed twice", t.get_ref()),
+                                ));
+                            }
+                            out.push(ty);
+                        }
+                        if out.is_empty() {
+                            return Err(self.error(
+                                Some(&list.span()),
+                                "query.types",
+                                "the list is empty; leave it out to run every type".into(),
+                            ));
+                        }
+                        Some(out)
+                    }
+                };
+                QueryWorkloadPlan::Tsbs {
+                    data: *t,
+                    seed: seed.unwrap_or(t.seed),
+                    types,
+                    dialect,
+                    time_bucket: flag(&q.time_bucket, false),
+                    preload: flag(&q.preload, false),
+                }
+            }
+            Some(k) => {
+                let dialect = match target {
+                    TargetPlan::Postgres(_) => tsload_oltp::Dialect::Postgres,
+                    TargetPlan::Mysql(_) => tsload_oltp::Dialect::Mysql,
+                    TargetPlan::Sqlite { .. } => tsload_oltp::Dialect::Sqlite,
+                    other => {
+                        return Err(self.error(
+                            kind_span.as_ref(),
+                            "query.kind",
+                            format!(
+                                "the OLTP workloads run on SQL targets (postgres, mysql, sqlite); target kind \"{}\" is not one",
+                                other.kind()
+                            ),
+                        ));
+                    }
+                };
+                let mut c = tsload_oltp::OltpConfig::new(k, dialect);
+                let u32_of = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64, d: u32| {
+                    int(v, key, lo, hi).map(|x| x.map_or(d, |x| x as u32))
+                };
+                c.tables = u32_of(&q.tables, "tables", 1, 100_000, c.tables)?;
+                c.table_size = u32_of(
+                    &q.table_size,
+                    "table_size",
+                    1,
+                    i32::MAX as i64,
+                    c.table_size,
+                )?;
+                c.range_size = u32_of(
+                    &q.range_size,
+                    "range_size",
+                    1,
+                    i32::MAX as i64,
+                    c.range_size,
+                )?;
+                c.point_selects = u32_of(
+                    &q.point_selects,
+                    "point_selects",
+                    0,
+                    100_000,
+                    c.point_selects,
+                )?;
+                c.simple_ranges = u32_of(
+                    &q.simple_ranges,
+                    "simple_ranges",
+                    0,
+                    100_000,
+                    c.simple_ranges,
+                )?;
+                c.sum_ranges = u32_of(&q.sum_ranges, "sum_ranges", 0, 100_000, c.sum_ranges)?;
+                c.order_ranges =
+                    u32_of(&q.order_ranges, "order_ranges", 0, 100_000, c.order_ranges)?;
+                c.distinct_ranges = u32_of(
+                    &q.distinct_ranges,
+                    "distinct_ranges",
+                    0,
+                    100_000,
+                    c.distinct_ranges,
+                )?;
+                c.index_updates = u32_of(
+                    &q.index_updates,
+                    "index_updates",
+                    0,
+                    100_000,
+                    c.index_updates,
+                )?;
+                c.non_index_updates = u32_of(
+                    &q.non_index_updates,
+                    "non_index_updates",
+                    0,
+                    100_000,
+                    c.non_index_updates,
+                )?;
+                c.delete_inserts = u32_of(
+                    &q.delete_inserts,
+                    "delete_inserts",
+                    0,
+                    100_000,
+                    c.delete_inserts,
+                )?;
+                c.load_batch_rows = u32_of(
+                    &q.load_batch_rows,
+                    "load_batch_rows",
+                    1,
+                    dialect.max_load_batch_rows() as i64,
+                    c.load_batch_rows,
+                )?;
+                c.range_selects = flag(&q.range_selects, c.range_selects);
+                c.skip_trx = flag(&q.skip_trx, c.skip_trx);
+                if let Some(r) = &q.rand_type {
+                    c.rand_type = self
+                        .choice(r, "query.rand_type", &["uniform", "special"])?
+                        .parse()
+                        .map_err(|e: tsload_oltp::OltpError| {
+                            self.error(Some(&r.span()), "query.rand_type", e.to_string())
+                        })?;
+                }
+                if let Some(r) = &q.secondary_index {
+                    c.secondary_index = self
+                        .choice(
+                            r,
+                            "query.secondary_index",
+                            &["after_load", "before_load", "off"],
+                        )?
+                        .parse()
+                        .map_err(|e: tsload_oltp::OltpError| {
+                            self.error(Some(&r.span()), "query.secondary_index", e.to_string())
+                        })?;
+                }
+                if let Some(e) = &q.mysql_storage_engine {
+                    c.mysql_storage_engine = e.get_ref().clone();
+                }
+                c.seed = seed.unwrap_or(0);
+                c.validate().map_err(|e| {
+                    let key = format!("query.{}", e.option());
+                    self.error(Some(&section.span()), &key, e.to_string())
+                })?;
+                QueryWorkloadPlan::Oltp {
+                    config: c,
+                    prepare: flag(&q.prepare, true),
+                }
+            }
+        };
+        Ok(QueryPlan {
+            workload,
+            config,
+            start_after,
+        })
+    }
+}

@@ -1,0 +1,501 @@
+//! `[target]`: where the rows go, each kind's keys checked and defaulted, TLS and secrets
+//! included.
+
+use std::time::Duration;
+
+use toml::Spanned;
+use tsload_core::Delivery;
+
+use super::sections::{TARGET, TARGET_KINDS, TargetSection};
+use super::{Ctx, ScenarioError, flag, percent_encode};
+use crate::plan::{InfluxPlan, TargetPlan};
+
+impl Ctx<'_> {
+    pub(super) fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
+        let kind = match &t.kind {
+            None => "sqlite",
+            Some(k) => self.choice(k, "target.kind", TARGET_KINDS)?,
+        };
+        let api = match (&t.api, kind) {
+            (Some(a), "influx") => self.choice(a, "target.api", &["v1", "v2"])?,
+            _ => "v1",
+        };
+        let (selector, what) = match kind {
+            "influx" => (
+                format!("influx {api}"),
+                format!("target kind \"influx\" with api \"{api}\""),
+            ),
+            _ => (kind.to_string(), format!("target kind \"{kind}\"")),
+        };
+        self.check_kind_keys(&TARGET, &selector, &what, t.present())?;
+        let url = |default: &str| -> Result<String, ScenarioError> {
+            match &t.url {
+                None => Ok(default.to_string()),
+                Some(u) if u.get_ref().trim().is_empty() => {
+                    Err(self.error(Some(&u.span()), "target.url", "must not be empty".into()))
+                }
+                Some(u) => Ok(u.get_ref().clone()),
+            }
+        };
+        let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
+        match kind {
+            "null" => Ok(TargetPlan::Null),
+            "postgres" => {
+                self.target_postgres(t, url("postgres://postgres@127.0.0.1:5432/postgres")?)
+            }
+            "mysql" => self.target_mysql(t, url("mysql://root@127.0.0.1:3306/tsload")?),
+            #[cfg(feature = "tdengine")]
+            "tdengine" => self.target_tdengine(t, url("ws://root:taosdata@127.0.0.1:6041")?),
+            #[cfg(not(feature = "tdengine"))]
+            "tdengine" => Err(self.error(
+                t.kind.as_ref().map(|k| k.span()).as_ref(),
+                "target.kind",
+                "\"tdengine\" is not in this build of tsload (it was built without the cargo \
+                 feature `tdengine`); rebuild with default features, e.g. \
+                 `cargo install --path crates/cli`"
+                    .into(),
+            )),
+            "sqlite" => {
+                let synchronous = match &t.synchronous {
+                    None => "normal".to_string(),
+                    Some(s) => self
+                        .choice(s, "target.synchronous", &["off", "normal", "full"])?
+                        .to_string(),
+                };
+                let journal_mode = match &t.journal_mode {
+                    None => "wal".to_string(),
+                    Some(s) => self
+                        .choice(s, "target.journal_mode", &["wal", "delete", "memory"])?
+                        .to_string(),
+                };
+                let busy_timeout = match &t.busy_timeout {
+                    None => Duration::from_secs(30),
+                    Some(s) => {
+                        let d = self.duration(s, "target.busy_timeout", Duration::ZERO)?;
+                        // SQLite takes its busy timeout in milliseconds as a C int.
+                        if d.as_millis() > i32::MAX as u128 {
+                            return Err(self.error(
+                                Some(&s.span()),
+                                "target.busy_timeout",
+                                format!(
+                                    "\"{}\" is too long; allowed: at most 24 days \
+                                     (SQLite counts it in milliseconds in 32 bits)",
+                                    s.get_ref()
+                                ),
+                            ));
+                        }
+                        d
+                    }
+                };
+                Ok(TargetPlan::Sqlite {
+                    url: url("sqlite:./tsload.db")?,
+                    drop_existing: t.drop_existing.as_ref().is_some_and(|v| *v.get_ref()),
+                    synchronous,
+                    journal_mode,
+                    busy_timeout,
+                    delivery: self.delivery(t, Delivery::ExactlyOnce)?,
+                })
+            }
+            _ => {
+                let mut url = url("http://127.0.0.1:8086")?;
+                // Schemes are case-insensitive: `HTTPS://h` is https.
+                if let Some((scheme, rest)) = url.split_once("://")
+                    && scheme.eq_ignore_ascii_case("http") | scheme.eq_ignore_ascii_case("https")
+                {
+                    url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+                }
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(self.error(
+                        t.url.as_ref().map(|u| u.span()).as_ref(),
+                        "target.url",
+                        format!(
+                            "\"{url}\" is not an HTTP URL; write e.g. \"http://127.0.0.1:8086\""
+                        ),
+                    ));
+                }
+                let precision = match &t.precision {
+                    None => "ns".to_string(),
+                    Some(p) => self
+                        .choice(p, "target.precision", &["ns", "us", "ms", "s"])?
+                        .to_string(),
+                };
+                let timeout = match &t.timeout {
+                    None => Duration::from_secs(60),
+                    Some(s) => self.duration(s, "target.timeout", Duration::from_millis(1))?,
+                };
+                let tls = self.tls_options(t, url.starts_with("https://"))?;
+                Ok(TargetPlan::Influx(InfluxPlan {
+                    tls,
+                    connect_to: None,
+                    url,
+                    api: api.to_string(),
+                    db: text(&t.db).unwrap_or_else(|| "benchmark".into()),
+                    rp: text(&t.rp),
+                    user: text(&t.user),
+                    password: self.secret(&t.password, "target.password")?,
+                    org: text(&t.org).unwrap_or_else(|| "tsload".into()),
+                    bucket: text(&t.bucket).unwrap_or_else(|| "benchmark".into()),
+                    token: self.secret(&t.token, "target.token")?,
+                    precision,
+                    gzip: t.gzip.as_ref().is_some_and(|v| *v.get_ref()),
+                    create_database: t.create_database.as_ref().is_none_or(|v| *v.get_ref()),
+                    timeout,
+                }))
+            }
+        }
+    }
+
+    fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
+        use tsload_sink_postgres::{CopyFormat, InsertMethod, Layout, PostgresConfig};
+        let url = self.url_with_password(t, url, &["postgres://", "postgresql://"])?;
+        let url = self.sql_url_with_tls(t, url, crate::sql_tls::SqlFamily::Postgres)?;
+        let mut cfg = PostgresConfig::new(url);
+        if let Some(v) = &t.layout {
+            cfg.layout = match self.choice(v, "target.layout", &["wide", "tags"])? {
+                "tags" => Layout::TagsTable,
+                _ => Layout::Wide,
+            };
+        }
+        if let Some(v) = &t.method {
+            cfg.method = match self.choice(v, "target.method", &["copy", "insert", "unnest"])? {
+                "insert" => InsertMethod::Insert,
+                "unnest" => InsertMethod::Unnest,
+                _ => InsertMethod::Copy,
+            };
+        }
+        if let Some(v) = &t.copy_format {
+            cfg.copy_format = match self.choice(v, "target.copy_format", &["binary", "text"])? {
+                "text" => CopyFormat::Text,
+                _ => CopyFormat::Binary,
+            };
+        }
+        cfg.hypertable = flag(&t.hypertable, false);
+        cfg.chunk_time_interval = t
+            .chunk_time_interval
+            .as_ref()
+            .map(|v| self.duration(v, "target.chunk_time_interval", Duration::from_micros(1)))
+            .transpose()?;
+        cfg.synchronous_commit = t
+            .synchronous_commit
+            .as_ref()
+            .map(|v| {
+                self.choice(
+                    v,
+                    "target.synchronous_commit",
+                    &tsload_sink_postgres::SYNCHRONOUS_COMMIT_VALUES,
+                )
+                .map(str::to_string)
+            })
+            .transpose()?;
+        cfg.drop_existing = flag(&t.drop_existing, false);
+        cfg.create_index = flag(&t.create_index, false);
+        if let Some(v) = &t.connect_timeout {
+            cfg.connect_timeout =
+                self.duration(v, "target.connect_timeout", Duration::from_millis(1))?;
+        }
+        cfg.delivery = self.delivery(t, Delivery::ExactlyOnce)?;
+        // Each run gets a fresh ledger id when its sink is made (targets::run).
+        cfg.run_id = 0;
+        Ok(TargetPlan::Postgres(cfg))
+    }
+
+    /// `target.delivery`, or `default`.
+    fn delivery(&self, t: &TargetSection, default: Delivery) -> Result<Delivery, ScenarioError> {
+        match &t.delivery {
+            None => Ok(default),
+            Some(v) => Ok(
+                match self.choice(v, "target.delivery", &["exactly_once", "at_least_once"])? {
+                    "at_least_once" => Delivery::AtLeastOnce,
+                    _ => Delivery::ExactlyOnce,
+                },
+            ),
+        }
+    }
+
+    fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
+        use tsload_sink_mysql::{MysqlConfig, PrimaryKey, TransactionMode, TsType};
+        let url = self.url_with_password(t, url, &["mysql://", "mariadb://"])?;
+        let url = self.sql_url_with_tls(t, url, crate::sql_tls::SqlFamily::Mysql)?;
+        let mut cfg = MysqlConfig::new(url);
+        if let Some(v) = &t.engine {
+            cfg.engine = v.get_ref().clone();
+        }
+        if let Some(v) = &t.primary_key {
+            cfg.primary_key = match self.choice(
+                v,
+                "target.primary_key",
+                &["none", "auto_increment", "tags_ts"],
+            )? {
+                "auto_increment" => PrimaryKey::AutoIncrement,
+                "tags_ts" => PrimaryKey::TagsTs,
+                _ => PrimaryKey::None,
+            };
+        }
+        if let Some(v) = &t.transaction {
+            cfg.transaction =
+                match self.choice(v, "target.transaction", &["per_batch", "autocommit"])? {
+                    "autocommit" => TransactionMode::Autocommit,
+                    _ => TransactionMode::PerBatch,
+                };
+        }
+        if let Some(v) = &t.ts_type {
+            cfg.ts_type = match self.choice(v, "target.ts_type", &["datetime", "bigint_ns"])? {
+                "bigint_ns" => TsType::BigIntNs,
+                _ => TsType::DateTime6,
+            };
+        }
+        cfg.drop_existing = flag(&t.drop_existing, false);
+        cfg.create_database = flag(&t.create_database, false);
+        if let Some(v) = &t.connect_timeout {
+            cfg.connect_timeout = self.duration(v, "target.connect_timeout", Duration::ZERO)?;
+        }
+        // Autocommit, or an engine without transactions, has no transaction to record a
+        // batch in: at least once, unless asked for exactly once, which is then an error.
+        let autocommit = cfg.transaction == TransactionMode::Autocommit;
+        let no_transactions = tsload_sink_mysql::is_non_transactional_engine(&cfg.engine);
+        cfg.delivery = self.delivery(
+            t,
+            if autocommit || no_transactions {
+                Delivery::AtLeastOnce
+            } else {
+                Delivery::ExactlyOnce
+            },
+        )?;
+        if cfg.delivery == Delivery::ExactlyOnce && (autocommit || no_transactions) {
+            let why = if autocommit {
+                "transaction = \"autocommit\"".to_string()
+            } else {
+                format!("engine {:?}", cfg.engine)
+            };
+            return Err(self.error(
+                t.delivery.as_ref().map(|v| v.span()).as_ref(),
+                "target.delivery",
+                format!(
+                    "exactly_once records each batch in its own transaction, which {why} \
+                     does not have; allowed with it: at_least_once"
+                ),
+            ));
+        }
+        cfg.run_id = 0;
+        Ok(TargetPlan::Mysql(cfg))
+    }
+
+    #[cfg(feature = "tdengine")]
+    fn target_tdengine(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
+        use tsload_sink_tdengine::{
+            CacheModel, ChildTables, InsertMode, Precision, TdengineConfig,
+        };
+        let url =
+            self.url_with_password(t, url, &["ws://", "wss://", "taos+ws://", "taos+wss://"])?;
+        let mut cfg = TdengineConfig::new(url);
+        if let Some(v) = &t.database {
+            cfg.database = v.get_ref().clone();
+        }
+        let count = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
+            v.as_ref().map(|v| self.int(v, key, lo, hi)).transpose()
+        };
+        cfg.db_options.vgroups = count(&t.vgroups, "target.vgroups", 1, 1024)?.map(|v| v as u32);
+        cfg.db_options.buffer = count(&t.buffer, "target.buffer", 3, 16_384)?.map(|v| v as u32);
+        cfg.db_options.wal_level = count(&t.wal_level, "target.wal_level", 0, 2)?.map(|v| v as u8);
+        if let Some(v) = &t.cachemodel {
+            cfg.db_options.cachemodel = Some(
+                match self.choice(
+                    v,
+                    "target.cachemodel",
+                    &["none", "last_row", "last_value", "both"],
+                )? {
+                    "last_row" => CacheModel::LastRow,
+                    "last_value" => CacheModel::LastValue,
+                    "both" => CacheModel::Both,
+                    _ => CacheModel::None,
+                },
+            );
+        }
+        if let Some(v) = &t.precision {
+            cfg.db_options.precision =
+                match self.choice(v, "target.precision", &["ms", "us", "ns"])? {
+                    "us" => Precision::Us,
+                    "ns" => Precision::Ns,
+                    _ => Precision::Ms,
+                };
+        }
+        if let Some(v) = &t.child_tables {
+            cfg.child_tables = match self.choice(v, "target.child_tables", &["prepare", "auto"])? {
+                "auto" => ChildTables::Auto,
+                _ => ChildTables::Prepare,
+            };
+        }
+        if let Some(n) = count(
+            &t.batch_create_tbl_num,
+            "target.batch_create_tbl_num",
+            1,
+            3000,
+        )? {
+            cfg.batch_create_tbl_num = n as usize;
+        }
+        if let Some(v) = &t.mode {
+            cfg.mode =
+                match self.choice(v, "target.mode", &["stmt", "stmt2", "sql", "schemaless"])? {
+                    "stmt2" => InsertMode::Stmt2,
+                    "sql" => InsertMode::Sql,
+                    "schemaless" => InsertMode::Schemaless,
+                    _ => InsertMode::Stmt,
+                };
+        }
+        if let Some(n) = count(&t.max_sql_length, "target.max_sql_length", 1024, 64 << 20)? {
+            cfg.max_sql_length = n as usize;
+        }
+        cfg.drop_existing = flag(&t.drop_existing, false);
+        if let Some(v) = &t.timeout {
+            cfg.request_timeout = self.duration(v, "target.timeout", Duration::from_millis(1))?;
+        }
+        Ok(TargetPlan::Tdengine(cfg))
+    }
+
+    /// `url` with `target.password` (if given) put in as the URL's password, after checking
+    /// that the URL has an allowed scheme.
+    /// `ca_file` and `insecure_skip_verify`, checked: the CA file must hold certificates,
+    /// the two exclude each other, and either needs a TLS URL (`tls_url`).
+    fn tls_options(
+        &self,
+        t: &TargetSection,
+        tls_url: bool,
+    ) -> Result<tsload_tls::TlsOptions, ScenarioError> {
+        let insecure = t.insecure_skip_verify.as_ref().filter(|v| *v.get_ref());
+        if let (Some(ca), Some(_)) = (&t.ca_file, insecure) {
+            return Err(self.error(
+                Some(&ca.span()),
+                "target.ca_file",
+                "is pointless with insecure_skip_verify = true, which trusts any certificate; \
+                 give one of the two"
+                    .into(),
+            ));
+        }
+        let ca_file = match &t.ca_file {
+            None => None,
+            Some(v) => {
+                let path = std::path::PathBuf::from(v.get_ref());
+                tsload_tls::read_ca_file(&path)
+                    .map_err(|e| self.error(Some(&v.span()), "target.ca_file", e.to_string()))?;
+                Some(path)
+            }
+        };
+        let set = ca_file.is_some() || insecure.is_some();
+        if set && !tls_url {
+            let (span, key) = match &t.ca_file {
+                Some(v) => (v.span(), "target.ca_file"),
+                None => (
+                    insecure.map(|v| v.span()).unwrap_or_default(),
+                    "target.insecure_skip_verify",
+                ),
+            };
+            return Err(self.error(
+                Some(&span),
+                key,
+                "is a TLS setting, but target.url does not ask for TLS (use https://, or \
+                 sslmode/ssl-mode in a SQL URL)"
+                    .into(),
+            ));
+        }
+        Ok(tsload_tls::TlsOptions {
+            ca_file,
+            insecure_skip_verify: insecure.is_some(),
+        })
+    }
+
+    /// A SQL URL with the TLS keys folded into its query: `ca_file` verifies the server
+    /// against that CA and its name, `insecure_skip_verify = true` encrypts without
+    /// checking. A URL that sets TLS keys itself keeps them, and then the keys are
+    /// refused (one place for one setting).
+    fn sql_url_with_tls(
+        &self,
+        t: &TargetSection,
+        url: String,
+        family: crate::sql_tls::SqlFamily,
+    ) -> Result<String, ScenarioError> {
+        let tls = self.tls_options(t, true)?;
+        crate::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
+            let (span, key) = match (&t.ca_file, &t.insecure_skip_verify) {
+                (Some(v), _) => (Some(v.span()), "target.ca_file"),
+                (None, v) => (v.as_ref().map(|v| v.span()), "target.insecure_skip_verify"),
+            };
+            self.error(
+                span.as_ref(),
+                key,
+                format!(
+                    "target.url sets {} already; give TLS settings in one place (the URL, \
+                     or these keys)",
+                    e.key
+                ),
+            )
+        })
+    }
+
+    fn url_with_password(
+        &self,
+        t: &TargetSection,
+        url: String,
+        schemes: &[&str],
+    ) -> Result<String, ScenarioError> {
+        let span = t.url.as_ref().map(|u| u.span());
+        let Some(scheme) = schemes.iter().find(|s| url.starts_with(**s)) else {
+            return Err(self.error(
+                span.as_ref(),
+                "target.url",
+                format!("the URL must start with {}", schemes.join(" or ")),
+            ));
+        };
+        let Some(password) = self.secret(&t.password, "target.password")? else {
+            return Ok(url);
+        };
+        let rest = &url[scheme.len()..];
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        let Some((user, host)) = authority.split_once('@') else {
+            return Err(self.error(
+                span.as_ref(),
+                "target.url",
+                "a `password` needs a user name in the URL, e.g. scheme://USER@host".into(),
+            ));
+        };
+        if user.contains(':') {
+            return Err(self.error(
+                span.as_ref(),
+                "target.password",
+                "the URL has a password already; give it in one place".into(),
+            ));
+        }
+        Ok(format!(
+            "{scheme}{user}:{}@{host}{}",
+            percent_encode(&password),
+            &rest[authority_end..]
+        ))
+    }
+
+    /// A secret: the value itself, or `$NAME` / `${NAME}` to read it from the environment
+    /// (so scenario files need not hold passwords).
+    fn secret(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Option<String>, ScenarioError> {
+        let Some(v) = v else { return Ok(None) };
+        let raw = v.get_ref();
+        let name = raw
+            .strip_prefix("${")
+            .and_then(|r| r.strip_suffix('}'))
+            .or_else(|| raw.strip_prefix('$'));
+        match name {
+            None => Ok(Some(raw.clone())),
+            Some(name) => std::env::var(name).map(Some).map_err(|_| {
+                self.error(
+                    Some(&v.span()),
+                    key,
+                    format!(
+                        "environment variable {name} is not set (the value \"{raw}\" reads it)"
+                    ),
+                )
+            }),
+        }
+    }
+}

@@ -1,0 +1,528 @@
+//! The scenario parser's unit tests: errors, overrides, defaults, the key reference.
+
+use tsload_workload::TsbsConfig;
+
+use super::*;
+use crate::plan::{TargetPlan, WorkloadPlan};
+
+fn err(text: &str) -> ScenarioError {
+    parse("s.toml", text, &[]).unwrap_err()
+}
+
+#[test]
+fn set_errors_never_show_a_secret() {
+    let base = "[target]\nkind = \"mysql\"\nurl = \"mysql://root@db/x\"\n";
+    // A password of the wrong type: the value is not repeated.
+    let e = parse("s.toml", base, &["target.password=123456".into()]).unwrap_err();
+    let shown = e.to_string();
+    assert!(!shown.contains("123456"), "{shown}");
+    assert!(shown.contains("target.password=***"), "{shown}");
+    // A URL's password in a --set quoted by another key's error.
+    let e = parse(
+        "s.toml",
+        base,
+        &[
+            "target.url=\"mysql://root:hunter2@db/x\"".into(),
+            "target.nope=1".into(),
+        ],
+    )
+    .unwrap_err();
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    let e = parse(
+        "s.toml",
+        base,
+        &[
+            "target.url=mysql://root:hunter2@db/x".into(),
+            "target.timeout=-5".into(),
+        ],
+    );
+    if let Err(e) = e {
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+    // In the file: the line of a secret key is not quoted.
+    let e = err("[target]\nkind = \"mysql\"\npassword = 123456\n");
+    assert!(!e.to_string().contains("123456"), "{e}");
+}
+
+#[test]
+fn a_file_error_is_not_blamed_on_a_set_of_another_section() {
+    // `[query] duration` is wrong in the file; `--set load.duration` is fine.
+    let text = "mode = \"query\"\n[target]\nkind = \"sqlite\"\n[query]\nkind = \"oltp_point_select\"\nduration = 30\n";
+    let e = parse("s.toml", text, &["load.duration=\"10s\"".into()]).unwrap_err();
+    assert_eq!(e.file, "s.toml", "{e}");
+    assert!(!e.to_string().contains("--set"), "{e}");
+}
+
+#[test]
+fn quickstart_parses() {
+    let plan = load(None, &[]).unwrap();
+    assert!(matches!(
+        plan.workload,
+        WorkloadPlan::CpuOnly(TsbsConfig { scale: 100, .. })
+    ));
+    assert!(matches!(plan.target, TargetPlan::Sqlite { .. }));
+}
+
+#[test]
+fn unknown_key_names_file_line_and_allowed_keys() {
+    let e = err("[load]\nworkers = 2\nwrokers = 3\n");
+    assert_eq!(e.file, "s.toml");
+    assert_eq!(e.line, Some(3));
+    assert!(e.message.contains("unknown field `wrokers`"), "{e}");
+    assert!(e.message.contains("workers"), "{e}");
+}
+
+#[test]
+fn wrong_type_names_the_value_and_expected_type() {
+    let e = err("[load]\n\nworkers = \"four\"\n");
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(
+        e.message.contains("\"four\"") && e.message.contains("expected an integer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn out_of_range_names_key_value_and_range() {
+    let e = err("[load]\nworkers = 0\n");
+    assert_eq!(e.line, Some(2));
+    assert_eq!(e.key.as_deref(), Some("load.workers"));
+    assert!(
+        e.message
+            .contains("value 0 is out of range; allowed: 1 to 100000"),
+        "{e}"
+    );
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with("s.toml:2: key `load.workers`:"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bad_choice_lists_allowed_values() {
+    let e = err("[workload]\nkind = \"cpu\"\n");
+    assert!(
+        e.message.contains("cpu-only, devops, iot, custom, file"),
+        "{e}"
+    );
+    let e = err("[target]\nkind = \"oracle\"\n");
+    assert!(
+        e.message
+            .contains("sqlite, influx, postgres, mysql, tdengine, null"),
+        "{e}"
+    );
+}
+
+#[test]
+fn key_of_another_workload_kind_is_an_error() {
+    let e = err("[workload]\nkind = \"cpu-only\"\nchildtable_count = 5\n");
+    assert_eq!(e.line, Some(3));
+    assert!(
+        e.message
+            .contains("not a setting of workload kind \"cpu-only\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_duration_and_time() {
+    let e = err("[workload]\ninterval = \"10 parsecs\"\n");
+    assert!(e.message.contains("is not a duration"), "{e}");
+    let e = err("[workload]\nstart = \"yesterday\"\n");
+    assert!(e.message.contains("RFC 3339"), "{e}");
+}
+
+#[test]
+fn durations_that_a_clock_cannot_hold_are_refused_naming_the_key() {
+    // Each would overflow an Instant (or SQLite's 32-bit milliseconds) mid-run.
+    for (text, key) in [
+        ("[load]\nduration = \"300000000000y\"\n", "load.duration"),
+        (
+            "[load]\nreport_interval = \"101y\"\n",
+            "load.report_interval",
+        ),
+        (
+            "[target]\nkind = \"sqlite\"\nbusy_timeout = \"30days\"\n",
+            "target.busy_timeout",
+        ),
+    ] {
+        let e = err(text);
+        assert_eq!(e.key.as_deref(), Some(key), "{e}");
+        assert!(
+            e.message.contains("too long") || e.message.contains("100 years"),
+            "{e}"
+        );
+    }
+    assert!(parse_duration("100y").is_ok());
+    assert!(parse_duration("101y").is_err());
+    let e = err("[workload]\nstart = \"2262-04-11T00:00:00Z\"\n");
+    assert_eq!(e.key.as_deref(), Some("workload.start"), "{e}");
+    assert!(e.message.contains("set workload.end"), "{e}");
+}
+
+#[test]
+fn tdengine_is_refused_at_validation_by_a_build_without_it() {
+    let parsed = parse("s.toml", "[target]\nkind = \"tdengine\"\n", &[]);
+    if cfg!(feature = "tdengine") {
+        assert!(parsed.is_ok(), "{parsed:?}");
+    } else {
+        let e = parsed.unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("target.kind")),
+            "{e}"
+        );
+        assert!(e.message.contains("feature `tdengine`"), "{e}");
+    }
+}
+
+#[test]
+fn set_takes_bare_words_and_dates_as_strings() {
+    let p = parse(
+        "s.toml",
+        "",
+        &[
+            "target.kind=null".into(),
+            "workload.start=2016-01-02T00:00:00Z".into(),
+            "workload.end=2016-01-02T01:00:00Z".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(p.target, TargetPlan::Null);
+    let WorkloadPlan::CpuOnly(c) = &p.workload else {
+        panic!("{:?}", p.workload)
+    };
+    assert_eq!(c.end_ns - c.start_ns, 3_600_000_000_000);
+}
+
+#[test]
+fn set_errors_quote_the_set_say_integer_and_suggest_the_key() {
+    let set = |s: &str| parse("s.toml", "[load]\nworkers = 2\n", &[s.into()]).unwrap_err();
+    let e = set("load.workers=abc");
+    assert_eq!((e.file.as_str(), e.line), ("--set", None), "{e}");
+    assert_eq!(e.key.as_deref(), Some("load.workers"));
+    assert!(e.message.contains("expected an integer"), "{e}");
+    assert!(e.message.ends_with("(in `--set load.workers=abc`)"), "{e}");
+    let e = set("load.wrokers=3");
+    assert_eq!(e.file, "--set", "{e}");
+    assert!(e.message.contains("did you mean `workers`?"), "{e}");
+    let e = set("load.workers=0");
+    assert_eq!(
+        e.to_string(),
+        "--set: key `load.workers`: value 0 is out of range; allowed: 1 to 100000 (in `--set load.workers=0`)"
+    );
+    // In a file: the line, and the same help.
+    let e = err("[load]\nwrokers = 3\n");
+    assert_eq!((e.file.as_str(), e.line), ("s.toml", Some(2)));
+    assert!(e.message.contains("did you mean `workers`?"), "{e}");
+    let e = err("[load]\nbogus_thing = 3\n");
+    assert!(!e.message.contains("did you mean"), "no near key: {e}");
+    let e = err("[workload]\nstart = 2016-01-01T00:00:00Z\n");
+    assert!(
+        e.message.contains("must be written as a string, in quotes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn mode_write_sets_the_query_section_aside() {
+    let text = "mode = \"query\"\n[target]\nkind = \"postgres\"\n[query]\nkind = \"tsbs\"\n";
+    let p = parse("s.toml", text, &["mode=write".into()]).unwrap();
+    assert_eq!(p.mode, RunMode::Write);
+    assert!(p.query.is_none());
+    assert!(parse("s.toml", text, &[]).unwrap().query.is_some());
+}
+
+/// docs/keys.md is the sections' own definitions rendered; when it is not, the test
+/// writes the new rendering (commit it) and fails.
+#[test]
+fn keys_reference_is_rendered_from_the_sections() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/keys.md");
+    let rendered = keys_markdown();
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    if on_disk != rendered {
+        std::fs::write(path, &rendered).expect("write docs/keys.md");
+        panic!("docs/keys.md was not the sections' rendering; rewrote it: review and commit");
+    }
+}
+
+/// serde names every key a section reads when it refuses an unknown one: they are
+/// the keys the definitions list.
+#[test]
+fn the_sections_list_every_key_serde_reads() {
+    for section in sections::SECTIONS {
+        let text = if section.name.is_empty() {
+            "zz_not_a_key = 1\n".to_string()
+        } else {
+            format!("[{}]\nzz_not_a_key = 1\n", section.name)
+        };
+        let e = err(&text);
+        let mut read: Vec<&str> = e
+            .message
+            .split_once("expected")
+            .map(|(_, rest)| rest.split(['(', ';']).next().unwrap())
+            .map(|list| list.split('`').skip(1).step_by(2).collect())
+            .unwrap_or_default();
+        let mut listed: Vec<&str> = section.keys.iter().map(|k| k.name).collect();
+        read.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, read, "section [{}]", section.name);
+    }
+}
+
+/// The `--set`s that make a scenario of `kind` of `section` (`None`: the section
+/// has no kinds), complete enough to parse.
+fn scenario_of(section: &str, kind: Option<&str>, key: &str) -> Vec<String> {
+    let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    match (section, kind) {
+        ("workload", Some("file")) => set(&["workload.kind=\"file\"", "workload.path=\"x.lp\""]),
+        ("workload", Some(k)) => vec![format!("workload.kind=\"{k}\"")],
+        ("target", Some("influx v1")) => set(&["target.kind=\"influx\""]),
+        ("target", Some("influx v2")) => set(&["target.kind=\"influx\"", "target.api=\"v2\""]),
+        ("target", Some(k)) => vec![format!("target.kind=\"{k}\"")],
+        ("network", Some("proxy")) => {
+            set(&["network.backend=\"proxy\"", "target.kind=\"postgres\""])
+        }
+        ("network", Some(_)) => set(&[
+            "network.backend=\"netem\"",
+            "network.dev=\"veth0\"",
+            "target.kind=\"postgres\"",
+        ]),
+        ("query", Some(k)) => {
+            let target = match key {
+                "dialect" => "influx",
+                "mysql_storage_engine" => "mysql",
+                _ => "postgres",
+            };
+            vec![
+                format!("query.kind=\"{k}\""),
+                format!("target.kind=\"{target}\""),
+            ]
+        }
+        ("monitor", _) => set(&["monitor.pid=1"]),
+        _ => Vec::new(),
+    }
+}
+
+/// Every default the reference states as a value is the parser's: setting the key to
+/// it gives the same plan as leaving it out, for each kind that reads the key.
+#[test]
+fn stated_defaults_are_the_parsers_defaults() {
+    let mut checked = 0;
+    for section in sections::SECTIONS {
+        for key in section.keys {
+            let sections::KeyDefault::Toml(value) = key.default else {
+                continue;
+            };
+            let kinds: Vec<Option<&str>> = if key.name == "kind" || section.kinds.is_empty() {
+                vec![None]
+            } else if key.name == "api" {
+                // `api` picks influx's set of keys: its default is the v1 set.
+                vec![Some("influx v1")]
+            } else {
+                section
+                    .kinds_of(key.name)
+                    .iter()
+                    .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
+                    .map(|k| Some(*k))
+                    .collect()
+            };
+            let dotted = if section.name.is_empty() {
+                key.name.to_string()
+            } else {
+                format!("{}.{}", section.name, key.name)
+            };
+            for kind in kinds {
+                let base = scenario_of(section.name, kind, key.name);
+                let without = parse("s.toml", "", &base)
+                    .unwrap_or_else(|e| panic!("{dotted} for {kind:?}: the base scenario: {e}"));
+                let mut with = base.clone();
+                with.push(format!("{dotted}={value}"));
+                let with = parse("s.toml", "", &with)
+                    .unwrap_or_else(|e| panic!("{dotted} = {value} for {kind:?}: {e}"));
+                assert_eq!(
+                    with, without,
+                    "{dotted} = {value} for {kind:?} is not the same as leaving it out"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 80, "only {checked} defaults checked");
+}
+
+/// The OLTP kinds read sysbench's options as tsload-oltp lists them, plus `prepare`
+/// and `loaders`.
+#[test]
+fn oltp_keys_are_the_oltp_crates_options() {
+    for kind in tsload_oltp::OltpKind::ALL {
+        let name = kind.to_string();
+        let mut from_sections: Vec<&str> = sections::QUERY
+            .keys_of(&name)
+            .into_iter()
+            .filter(|k| !sections::QUERY.keys_of("tsbs").contains(k))
+            .filter(|k| !["prepare", "loaders"].contains(k))
+            .collect();
+        let mut options: Vec<&str> = kind
+            .options()
+            .iter()
+            .copied()
+            .filter(|o| *o != "seed")
+            .collect();
+        from_sections.sort_unstable();
+        options.sort_unstable();
+        assert_eq!(from_sections, options, "{name}");
+    }
+}
+
+#[test]
+fn the_sweep_short_names_set_their_full_keys() {
+    for (short, full) in SWEEP_SHORT_KEYS {
+        let text = format!("[sweep]\n{short} = [1, 2]\n");
+        let p = parse("s.toml", &text, &[]).unwrap();
+        assert_eq!(p.sweep.len(), 1);
+        assert_eq!(
+            (p.sweep[0].key.as_str(), p.sweep[0].full_key.as_str()),
+            (*short, *full)
+        );
+    }
+}
+
+#[test]
+fn overrides_apply_and_are_validated() {
+    let p = parse(
+        "s.toml",
+        "[load]\nworkers = 2\n",
+        &["load.workers=8".into(), "load.batch=50".into()],
+    )
+    .unwrap();
+    assert_eq!(p.load.workers, 8);
+    assert_eq!(p.load.batch, 50);
+    let e = parse(
+        "s.toml",
+        "[load]\nworkers = 2\n",
+        &["load.workers=0".into()],
+    )
+    .unwrap_err();
+    assert!(e.message.contains("--set"), "{e}");
+    let e = parse("s.toml", "", &["workload.kind=bogus".into()]).unwrap_err();
+    assert!(e.message.contains("allowed"), "{e}");
+}
+
+#[test]
+fn bad_threshold_is_reported_at_its_line() {
+    let e = err("[output]\nfail_if = [\"p99<20\"]\n");
+    assert_eq!(e.line, Some(2));
+    assert!(e.message.contains("not a duration"), "{e}");
+}
+
+#[test]
+fn custom_column_errors() {
+    let e = err(
+        "[workload]\nkind = \"custom\"\ncolumns = [{ type = \"float\", count = 2, min = 5, max = 1 }]\n",
+    );
+    assert!(e.message.contains("greater than max"), "{e}");
+    let e = err("[workload]\nkind = \"custom\"\ncolumns = [{ type = \"blob\" }]\n");
+    assert!(e.message.contains("not a column type"), "{e}");
+}
+
+#[test]
+fn a_kind_override_sets_aside_the_files_settings_of_the_old_kind() {
+    let file = "[target]\nkind = \"sqlite\"\nurl = \"sqlite:x.db\"\ndrop_existing = true\n";
+    let p = parse("s.toml", file, &["target.kind=\"null\"".into()]).unwrap();
+    assert_eq!(p.target, TargetPlan::Null);
+    let e = parse(
+        "s.toml",
+        file,
+        &[
+            "target.kind=\"null\"".into(),
+            "target.url=\"sqlite:y.db\"".into(),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("target.url"));
+    let e = parse(
+        "s.toml",
+        "[target]\nkind = \"null\"\ndrop_existing = true\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("target.drop_existing"));
+}
+
+#[test]
+fn quoted_parts_of_a_set_key_keep_their_dots() {
+    assert_eq!(
+        key_path("sweep.\"query.workers\"").unwrap(),
+        ["sweep", "query.workers"]
+    );
+    assert_eq!(key_path("load.workers").unwrap(), ["load", "workers"]);
+    assert!(key_path("sweep.\"query.workers").is_err());
+    let p = parse(
+        "s.toml",
+        "[sweep]\nworkers = [1]\n",
+        &["sweep.\"query.workers\"=[2, 4]".into()],
+    )
+    .unwrap();
+    assert_eq!(p.sweep[1].full_key, "query.workers");
+    assert_eq!(p.sweep[1].values.len(), 2);
+}
+
+#[test]
+fn a_target_kind_override_sets_aside_the_files_query_dialect() {
+    let file = "[workload]\nkind = \"cpu-only\"\n[target]\nkind = \"influx\"\n\
+                [query]\nkind = \"tsbs\"\ndialect = \"promql\"\n";
+    let p = parse("s.toml", file, &[]).unwrap();
+    let dialect = |p: &Plan| match &p.query.as_ref().unwrap().workload {
+        QueryWorkloadPlan::Tsbs { dialect, .. } => dialect.clone(),
+        QueryWorkloadPlan::Oltp { .. } => panic!("tsbs"),
+    };
+    assert_eq!(dialect(&p).as_deref(), Some("promql"));
+    let to_pg = [
+        "target.kind=\"postgres\"".to_string(),
+        "target.url=\"postgres://u@h/db\"".to_string(),
+    ];
+    let p = parse("s.toml", file, &to_pg).unwrap();
+    assert_eq!(dialect(&p), None);
+    // Given on the command line too, it is still an error for SQL targets.
+    let mut sets = to_pg.to_vec();
+    sets.push("query.dialect=\"promql\"".into());
+    let e = parse("s.toml", file, &sets).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("query.dialect"));
+}
+
+#[test]
+fn a_password_goes_into_the_url_percent_encoded() {
+    let file = "[target]\nkind = \"postgres\"\nurl = \"postgres://bob@h:5432/db\"\npassword = \"p@ss w/rd\"\n";
+    let p = parse("s.toml", file, &[]).unwrap();
+    let TargetPlan::Postgres(cfg) = &p.target else {
+        panic!("{:?}", p.target)
+    };
+    assert_eq!(cfg.url, "postgres://bob:p%40ss%20w%2Frd@h:5432/db");
+    assert!(
+        !p.to_json().to_string().contains("p%40ss"),
+        "redacted in the plan"
+    );
+    let twice = "[target]\nkind = \"mysql\"\nurl = \"mysql://bob:x@h/db\"\npassword = \"y\"\n";
+    let e = parse("s.toml", twice, &[]).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("target.password"));
+    let e = parse(
+        "s.toml",
+        "[target]\nkind = \"postgres\"\nurl = \"mysql://h/db\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.message.contains("postgres://"), "{e}");
+    let e = parse(
+        "s.toml",
+        "[target]\nkind = \"postgres\"\nmode = \"sql\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("not a setting of target kind \"postgres\""),
+        "{e}"
+    );
+}

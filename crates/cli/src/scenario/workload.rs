@@ -1,0 +1,309 @@
+//! `[workload]`: the data set a scenario writes (TSBS kinds, taosBenchmark's custom
+//! super table, or a line-protocol file) and the checks on its keys.
+
+use std::time::Duration;
+
+use toml::Spanned;
+use tsload_core::schema::DataType;
+use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
+
+use super::sections::{ColumnEntry, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
+use super::{Ctx, DEFAULT_STRING_LEN, ScenarioError};
+use crate::plan::WorkloadPlan;
+
+impl Ctx<'_> {
+    pub(super) fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
+        let kind = match &w.kind {
+            None => "cpu-only",
+            Some(k) => self.choice(k, "workload.kind", WORKLOAD_KINDS)?,
+        };
+        self.check_kind_keys(
+            &WORKLOAD,
+            kind,
+            &format!("workload kind \"{kind}\""),
+            w.present(),
+        )?;
+        let seed = match &w.seed {
+            None => 123,
+            Some(s) => self.int(s, "workload.seed", 0, i64::MAX)? as u64,
+        };
+        if kind == "custom" {
+            return self.custom(w, seed);
+        }
+        if kind == "file" {
+            let Some(path) = &w.path else {
+                return Err(self.error(
+                    w.kind.as_ref().map(|k| k.span()).as_ref(),
+                    "workload.path",
+                    "workload kind \"file\" needs `path`: a line-protocol file (.gz ok), or \"-\" for standard input".into(),
+                ));
+            };
+            if path.get_ref().trim().is_empty() {
+                return Err(self.error(
+                    Some(&path.span()),
+                    "workload.path",
+                    "must not be empty".into(),
+                ));
+            }
+            let precision = match &w.precision {
+                None => "ns".to_string(),
+                Some(p) => self
+                    .choice(p, "workload.precision", &["ns", "us", "ms", "s"])?
+                    .to_string(),
+            };
+            return Ok(WorkloadPlan::File {
+                path: path.get_ref().clone(),
+                precision,
+            });
+        }
+        let scale = match &w.scale {
+            None => 100,
+            Some(s) => self.int(s, "workload.scale", 1, u32::MAX as i64)? as u32,
+        };
+        let start_ns = match &w.start {
+            None => 1_451_606_400_000_000_000, // 2016-01-01T00:00:00Z, TSBS's default
+            Some(s) => self.time_ns(s, "workload.start")?,
+        };
+        let end_ns = match &w.end {
+            None => start_ns.checked_add(86_400_000_000_000).ok_or_else(|| {
+                self.error(
+                    w.start.as_ref().map(|e| e.span()).as_ref(),
+                    "workload.start",
+                    "is less than a day before 2262-04-11, the last instant a 64-bit \
+                     nanosecond timestamp holds; set workload.end too"
+                        .into(),
+                )
+            })?,
+            Some(s) => self.time_ns(s, "workload.end")?,
+        };
+        if end_ns <= start_ns {
+            return Err(self.error(
+                w.end.as_ref().map(|e| e.span()).as_ref(),
+                "workload.end",
+                "must be later than workload.start".into(),
+            ));
+        }
+        let interval_ns = match &w.interval {
+            None => 10_000_000_000,
+            Some(s) => self.duration_ns(s, "workload.interval", Duration::from_millis(1))?,
+        };
+        let tsbs = TsbsConfig {
+            seed,
+            scale,
+            start_ns,
+            end_ns,
+            interval_ns,
+        };
+        Ok(match kind {
+            "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
+            "devops" => WorkloadPlan::Devops(tsbs),
+            _ => {
+                let d = IotOptions::default();
+                let ratio = |v: &Option<Spanned<f64>>, key: &str, default: f64| {
+                    v.as_ref().map_or(Ok(default), |v| self.ratio(v, key, 1.0))
+                };
+                WorkloadPlan::Iot(
+                    tsbs,
+                    IotOptions {
+                        missing_field_ratio: ratio(
+                            &w.missing_field_ratio,
+                            "workload.missing_field_ratio",
+                            d.missing_field_ratio,
+                        )?,
+                        missing_row_ratio: ratio(
+                            &w.missing_row_ratio,
+                            "workload.missing_row_ratio",
+                            d.missing_row_ratio,
+                        )?,
+                        out_of_order_ratio: ratio(
+                            &w.out_of_order_ratio,
+                            "workload.out_of_order_ratio",
+                            d.out_of_order_ratio,
+                        )?,
+                        out_of_order_max_steps: w
+                            .out_of_order_max_steps
+                            .as_ref()
+                            .map(|v| self.int(v, "workload.out_of_order_max_steps", 1, 1_000_000))
+                            .transpose()?
+                            .map_or(d.out_of_order_max_steps, |v| v as u32),
+                    },
+                )
+            }
+        })
+    }
+
+    fn custom(&self, w: &WorkloadSection, seed: u64) -> Result<WorkloadPlan, ScenarioError> {
+        let d = CustomConfig::default();
+        let (columns, column_lines) = match &w.columns {
+            None => (d.columns, Vec::new()),
+            Some(c) => self.column_list(c, "workload.columns", 4096)?,
+        };
+        let (tags, tag_lines) = match &w.tags {
+            None => (d.tags, Vec::new()),
+            Some(c) => self.column_list(c, "workload.tags", 128)?,
+        };
+        let text = |v: &Option<Spanned<String>>, default: String| {
+            v.as_ref().map_or(default, |s| s.get_ref().clone())
+        };
+        let cfg = CustomConfig {
+            seed,
+            stable: text(&w.stable, d.stable),
+            childtable_count: w
+                .childtable_count
+                .as_ref()
+                .map(|v| self.int(v, "workload.childtable_count", 1, u32::MAX as i64))
+                .transpose()?
+                .map_or(d.childtable_count, |v| v as u32),
+            childtable_prefix: text(&w.childtable_prefix, d.childtable_prefix),
+            insert_rows: w
+                .insert_rows
+                .as_ref()
+                .map(|v| self.int(v, "workload.insert_rows", 1, i64::MAX))
+                .transpose()?
+                .map_or(d.insert_rows, |v| v as u64),
+            timestamp_step_ns: w
+                .timestamp_step
+                .as_ref()
+                .map(|v| self.duration_ns(v, "workload.timestamp_step", Duration::from_nanos(1)))
+                .transpose()?
+                .unwrap_or(d.timestamp_step_ns),
+            start_timestamp_ns: w
+                .start_timestamp
+                .as_ref()
+                .map(|v| self.time_ns(v, "workload.start_timestamp"))
+                .transpose()?
+                .unwrap_or(d.start_timestamp_ns),
+            interlace_rows: w
+                .interlace_rows
+                .as_ref()
+                .map(|v| self.int(v, "workload.interlace_rows", 0, u32::MAX as i64))
+                .transpose()?
+                .map_or(d.interlace_rows, |v| v as u32),
+            disorder_ratio: w
+                .disorder_ratio
+                .as_ref()
+                .map(|v| self.ratio(v, "workload.disorder_ratio", 100.0))
+                .transpose()?
+                .unwrap_or(d.disorder_ratio),
+            disorder_range_ns: w
+                .disorder_range
+                .as_ref()
+                .map(|v| self.duration_ns(v, "workload.disorder_range", Duration::ZERO))
+                .transpose()?
+                .unwrap_or(d.disorder_range_ns),
+            columns,
+            tags,
+        };
+        Ok(WorkloadPlan::Custom {
+            cfg,
+            column_lines,
+            tag_lines,
+        })
+    }
+
+    fn column_list(
+        &self,
+        list: &Spanned<Vec<Spanned<ColumnEntry>>>,
+        key: &str,
+        max_count: i64,
+    ) -> Result<(Vec<ColumnSpec>, Vec<usize>), ScenarioError> {
+        if list.get_ref().is_empty() {
+            return Err(self.error(
+                Some(&list.span()),
+                key,
+                "must list at least one column".into(),
+            ));
+        }
+        let mut out = Vec::new();
+        let mut lines = Vec::new();
+        for (i, entry) in list.get_ref().iter().enumerate() {
+            let span = entry.span();
+            let e = entry.get_ref();
+            let k = format!("{key}[{i}]");
+            let ty = e.data_type.to_ascii_lowercase();
+            const TYPES: &[&str] = &[
+                "bool",
+                "tinyint",
+                "smallint",
+                "int",
+                "bigint",
+                "float",
+                "double",
+                "varchar",
+                "binary",
+                "nchar",
+                "timestamp",
+            ];
+            if !TYPES.contains(&ty.as_str()) {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.type"),
+                    format!(
+                        "\"{}\" is not a column type; allowed: {}",
+                        e.data_type,
+                        TYPES.join(", ")
+                    ),
+                ));
+            }
+            let is_str = matches!(ty.as_str(), "varchar" | "binary" | "nchar");
+            if let Some(len) = e.len
+                && (!is_str || !(1..=65_517).contains(&len))
+            {
+                let message = if is_str {
+                    format!("len {len} is out of range; allowed: 1 to 65517")
+                } else {
+                    format!("len is only allowed for varchar, binary and nchar, not {ty}")
+                };
+                return Err(self.error(Some(&span), &format!("{k}.len"), message));
+            }
+            let count = e.count.unwrap_or(1);
+            if !(1..=max_count).contains(&count) {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.count"),
+                    format!("value {count} is out of range; allowed: 1 to {max_count}"),
+                ));
+            }
+            if let (Some(lo), Some(hi)) = (e.min, e.max)
+                && lo > hi
+            {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.min"),
+                    format!("min {lo} is greater than max {hi}"),
+                ));
+            }
+            if let Some(values) = &e.values
+                && values.is_empty()
+            {
+                return Err(self.error(
+                    Some(&span),
+                    &format!("{k}.values"),
+                    "must list at least one value".into(),
+                ));
+            }
+            let len = e.len.map_or(DEFAULT_STRING_LEN, |l| l as u32);
+            let data_type = match ty.as_str() {
+                "bool" => DataType::Bool,
+                "tinyint" => DataType::TinyInt,
+                "smallint" => DataType::SmallInt,
+                "int" => DataType::Int,
+                "bigint" => DataType::BigInt,
+                "float" => DataType::Float,
+                "double" => DataType::Double,
+                "nchar" => DataType::NChar(len),
+                "timestamp" => DataType::Timestamp,
+                _ => DataType::Varchar(len),
+            };
+            out.push(ColumnSpec {
+                data_type,
+                count: count as u32,
+                min: e.min,
+                max: e.max,
+                values: e.values.clone(),
+            });
+            lines.push(self.line_of(&span));
+        }
+        Ok((out, lines))
+    }
+}
