@@ -316,6 +316,37 @@ pub async fn app_probe(
 mod tests {
     use super::*;
 
+    /// The run-time guard behind the scenario's own refusal: a SQL target named by host
+    /// with its certificate's name checked is never pointed at the proxy; by address it is.
+    #[test]
+    fn a_name_checked_sql_target_is_not_pointed_at_the_proxy() {
+        let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let plan = |url: &str| {
+            crate::scenario::parse(
+                "s.toml",
+                "",
+                &[
+                    "target.kind=\"postgres\"".into(),
+                    format!("target.url=\"{url}\""),
+                ],
+            )
+            .unwrap()
+            .target
+        };
+        let named = "postgres://u@db.example:5432/x?sslmode=verify-full";
+        let mut target = plan(named);
+        let e = point_at_proxy(&mut target, named, local).unwrap_err();
+        assert!(e.to_string().contains("instead of db.example"), "{e}");
+        assert_eq!(target_url(&target), Some(named), "left as it was");
+        let by_address = "postgres://u@127.0.0.1:5432/x?sslmode=verify-full";
+        let mut target = plan(by_address);
+        assert_eq!(
+            point_at_proxy(&mut target, by_address, local).unwrap(),
+            None
+        );
+        assert!(target_url(&target).unwrap().contains("127.0.0.1:40000"));
+    }
+
     #[test]
     fn urls_resolve_and_are_rewritten() {
         assert_eq!(

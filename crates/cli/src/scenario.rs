@@ -551,7 +551,7 @@ impl Ctx<'_> {
     ) -> Result<(), ScenarioError> {
         let allowed = section.keys_of(kind);
         for (key, span) in present {
-            if key == "kind"
+            if key == section.kind_key
                 || allowed.contains(&key)
                 || self.dropped_by_kind_override(section.name, key)
             {
@@ -559,7 +559,7 @@ impl Ctx<'_> {
             }
             let owners = section.kinds_of(key).join(", ");
             let list = if allowed.is_empty() {
-                ", which has none".to_string()
+                "; it has no settings".to_string()
             } else {
                 format!("; its settings are: {}", allowed.join(", "))
             };
@@ -810,13 +810,17 @@ impl Ctx<'_> {
         for (key, value) in entries {
             let span = value.span();
             let err = |message: String| self.error(Some(&span), &format!("sweep.{key}"), message);
-            let short = SWEEP_SHORT_KEYS.iter().find(|(short, _)| short == key);
-            let full_key = match key.as_str() {
-                _ if let Some((_, full)) = short => full.to_string(),
-                k if SWEEP_SECTIONS
-                    .iter()
-                    .any(|p| k.starts_with(&format!("{p}.")))
-                    && k.split('.').count() == 2 =>
+            let short = SWEEP_SHORT_KEYS
+                .iter()
+                .find(|(short, _)| short == key)
+                .map(|(_, full)| full);
+            let full_key = match (short, key.as_str()) {
+                (Some(full), _) => full.to_string(),
+                (None, k)
+                    if SWEEP_SECTIONS
+                        .iter()
+                        .any(|p| k.starts_with(&format!("{p}.")))
+                        && k.split('.').count() == 2 =>
                 {
                     k.to_string()
                 }

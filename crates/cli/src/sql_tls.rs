@@ -70,17 +70,20 @@ pub fn tls_key_in_url(url: &str, family: SqlFamily) -> Option<&str> {
 }
 
 /// Whether the connection checks that the certificate names the host (PostgreSQL
-/// `verify-full`, MySQL `VERIFY_IDENTITY`), under any spelling of the mode key; a
-/// PostgreSQL URL without a mode takes `PGSSLMODE` from the environment, as sqlx does.
+/// `verify-full`, MySQL `VERIFY_IDENTITY`), as sqlx decides it: the last `sslmode` or
+/// `ssl-mode` in the URL, values in any case; a PostgreSQL URL without one takes
+/// `PGSSLMODE` from the environment.
 pub fn checks_host_name(url: &str, family: SqlFamily) -> bool {
     checks_host_name_with(url, family, std::env::var("PGSSLMODE").ok().as_deref())
 }
 
 /// [`checks_host_name`] with `PGSSLMODE` given.
 fn checks_host_name_with(url: &str, family: SqlFamily, pgsslmode: Option<&str>) -> bool {
+    // As sqlx 0.8 reads it: the keys spelt exactly so, the last one wins.
     let mode = query_pairs(url)
-        .find(|(k, _)| k.eq_ignore_ascii_case("sslmode") || k.eq_ignore_ascii_case("ssl-mode"))
+        .filter(|(k, _)| *k == "sslmode" || *k == "ssl-mode")
         .map(|(_, v)| v)
+        .last()
         .or(match family {
             SqlFamily::Postgres => pgsslmode,
             SqlFamily::Mysql => None,
@@ -282,6 +285,23 @@ mod tests {
             SqlFamily::Mysql,
             env
         ));
+        // sqlx matches the key exactly: `SSLMODE` is no mode, the environment's applies.
+        assert!(checks_host_name_with(
+            "postgres://u@h/db?SSLMODE=disable",
+            pg,
+            env
+        ));
+    }
+
+    #[test]
+    fn the_last_mode_in_the_url_wins_as_in_sqlx() {
+        let pg = SqlFamily::Postgres;
+        let url = "postgres://u@h/db?sslmode=require&sslmode=verify-full";
+        assert!(checks_host_name_with(url, pg, None));
+        let url = "postgres://u@h/db?sslmode=verify-full&ssl-mode=require";
+        assert!(!checks_host_name_with(url, pg, None));
+        let url = "mysql://u@h/db?ssl-mode=REQUIRED&sslmode=verify_identity";
+        assert!(checks_host_name_with(url, SqlFamily::Mysql, None));
     }
 
     #[test]
@@ -305,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn name_checking_modes_are_found_in_any_case_and_spelling() {
+    fn name_checking_modes_are_found_in_either_spelling_and_any_case() {
         assert!(checks_host_name(
             "postgres://u@h/db?sslmode=verify-full",
             SqlFamily::Postgres

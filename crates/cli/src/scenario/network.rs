@@ -26,12 +26,6 @@ impl Ctx<'_> {
             }
             Some(b) => self.choice(b, "network.backend", NETWORK_BACKENDS)?,
         };
-        self.check_kind_keys(
-            &NETWORK,
-            backend,
-            &format!("backend \"{backend}\""),
-            n.present(),
-        )?;
         let delay = n
             .delay
             .as_ref()
@@ -81,6 +75,13 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        // The other backend's keys, after the values and the target are checked.
+        self.check_kind_keys(
+            &NETWORK,
+            backend,
+            &format!("backend \"{backend}\""),
+            n.present(),
+        )?;
         let (backend, spec, default_probe) = if backend == "proxy" {
             if let Some(host) =
                 crate::network::target_url(target).and_then(crate::sql_tls::name_checked_host)

@@ -360,7 +360,7 @@ section! {
             ALL;
         /// probes
         probe_count: i64 = "integer", Toml("100"), ALL;
-        /// (app probe over HTTP) path
+        /// the app probe's path over HTTP
         probe_path: String = "string", Toml("\"/ping\""), ALL;
     }
 }
@@ -419,7 +419,7 @@ section! {
         require_rows: bool = "bool", Toml("false"), ALL;
         /// progress line
         report_interval: String = "duration", Toml("\"1s\""), ALL;
-        /// (mixed) queries start this long after the writes
+        /// mixed mode only: queries start this long after the writes
         start_after: String = "duration", Unset, ALL;
         /// which queries
         seed: i64 = "integer", Said("123 (tsbs), 0 (oltp)"), ALL;
@@ -428,9 +428,9 @@ section! {
         /// TSBS query types
         types: Vec<Spanned<String>> = "array of strings", Said("all the target's language has"),
             &["tsbs"];
-        /// (influx targets) query language
+        /// query language of a line-protocol (influx) target
         dialect: String = "`influxql` | `promql` | `questdb`", Toml("\"influxql\""), &["tsbs"];
-        /// (postgres) TimescaleDB's time_bucket
+        /// TimescaleDB's time_bucket (postgres targets)
         time_bucket: bool = "bool", Toml("false"), &["tsbs"];
         /// write the data set first
         preload: bool = "bool", Toml("false"), &["tsbs"];
@@ -471,7 +471,7 @@ section! {
         /// sysbench's `--create-secondary`, and when
         secondary_index: String = "`after_load` | `before_load` | `off`", Toml("\"after_load\""),
             OLTP;
-        /// (mysql) sysbench's `--mysql-storage-engine`
+        /// sysbench's `--mysql-storage-engine` (mysql targets)
         mysql_storage_engine: String = "string", Toml("\"innodb\""), OLTP;
     }
 }
@@ -498,6 +498,8 @@ pub(crate) struct SectionDoc {
     pub groups: &'static [(&'static str, &'static [&'static str])],
     /// Every kind of the section.
     pub kinds: &'static [&'static str],
+    /// The key that names the kind (`kind`, or `backend` in `[network]`).
+    pub kind_key: &'static str,
 }
 
 impl SectionDoc {
@@ -505,7 +507,7 @@ impl SectionDoc {
     pub(crate) fn keys_of(&self, kind: &str) -> Vec<&'static str> {
         self.keys
             .iter()
-            .filter(|k| k.name != "kind" && (k.kinds.is_empty() || k.kinds.contains(&kind)))
+            .filter(|k| k.name != self.kind_key && (k.kinds.is_empty() || k.kinds.contains(&kind)))
             .map(|k| k.name)
             .collect()
     }
@@ -525,6 +527,7 @@ pub(crate) const TOP_LEVEL: SectionDoc = SectionDoc {
     keys: ScenarioFile::KEYS,
     groups: &[],
     kinds: ALL,
+    kind_key: "",
 };
 pub(crate) const WORKLOAD: SectionDoc = SectionDoc {
     name: "workload",
@@ -532,6 +535,7 @@ pub(crate) const WORKLOAD: SectionDoc = SectionDoc {
     keys: WorkloadSection::KEYS,
     groups: &[("TSBS kinds", TSBS)],
     kinds: WORKLOAD_KINDS,
+    kind_key: "kind",
 };
 pub(crate) const TARGET: SectionDoc = SectionDoc {
     name: "target",
@@ -547,6 +551,7 @@ pub(crate) const TARGET: SectionDoc = SectionDoc {
         "tdengine",
         "null",
     ],
+    kind_key: "kind",
 };
 pub(crate) const LOAD: SectionDoc = SectionDoc {
     name: "load",
@@ -554,6 +559,7 @@ pub(crate) const LOAD: SectionDoc = SectionDoc {
     keys: LoadSection::KEYS,
     groups: &[],
     kinds: ALL,
+    kind_key: "",
 };
 pub(crate) const OUTPUT: SectionDoc = SectionDoc {
     name: "output",
@@ -561,6 +567,7 @@ pub(crate) const OUTPUT: SectionDoc = SectionDoc {
     keys: OutputSection::KEYS,
     groups: &[],
     kinds: ALL,
+    kind_key: "",
 };
 pub(crate) const NETWORK: SectionDoc = SectionDoc {
     name: "network",
@@ -568,6 +575,7 @@ pub(crate) const NETWORK: SectionDoc = SectionDoc {
     keys: NetworkSection::KEYS,
     groups: &[],
     kinds: NETWORK_BACKENDS,
+    kind_key: "backend",
 };
 pub(crate) const MONITOR: SectionDoc = SectionDoc {
     name: "monitor",
@@ -577,6 +585,7 @@ pub(crate) const MONITOR: SectionDoc = SectionDoc {
     keys: MonitorSection::KEYS,
     groups: &[],
     kinds: ALL,
+    kind_key: "",
 };
 pub(crate) const QUERY: SectionDoc = SectionDoc {
     name: "query",
@@ -584,6 +593,7 @@ pub(crate) const QUERY: SectionDoc = SectionDoc {
     keys: QuerySection::KEYS,
     groups: &[("oltp", OLTP)],
     kinds: QUERY_KINDS,
+    kind_key: "kind",
 };
 
 /// Every section, in the reference's order.

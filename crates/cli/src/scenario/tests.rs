@@ -315,19 +315,20 @@ fn stated_defaults_are_the_parsers_defaults() {
             let sections::KeyDefault::Toml(value) = key.default else {
                 continue;
             };
-            let kinds: Vec<Option<&str>> = if key.name == "kind" || section.kinds.is_empty() {
-                vec![None]
-            } else if key.name == "api" {
-                // `api` picks influx's set of keys: its default is the v1 set.
-                vec![Some("influx v1")]
-            } else {
-                section
-                    .kinds_of(key.name)
-                    .iter()
-                    .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
-                    .map(|k| Some(*k))
-                    .collect()
-            };
+            let kinds: Vec<Option<&str>> =
+                if key.name == section.kind_key || section.kinds.is_empty() {
+                    vec![None]
+                } else if key.name == "api" {
+                    // `api` picks influx's set of keys: its default is the v1 set.
+                    vec![Some("influx v1")]
+                } else {
+                    section
+                        .kinds_of(key.name)
+                        .iter()
+                        .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
+                        .map(|k| Some(*k))
+                        .collect()
+                };
             let dotted = if section.name.is_empty() {
                 key.name.to_string()
             } else {
