@@ -56,15 +56,7 @@ fn point_at_proxy(
 ) -> anyhow::Result<Option<String>> {
     let parsed =
         url::Url::parse(url).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
-    // `localhost` counts: a certificate may name it and not 127.0.0.1. The url crate
-    // leaves an address in a postgres:// or mysql:// URL as a "domain": not a name.
-    if let Some(url::Host::Domain(name)) = parsed.host()
-        && name
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_err()
-    {
+    if let Some(name) = crate::sql_tls::host_name(&parsed) {
         if let TargetPlan::Influx(i) = target
             && parsed.scheme() == "https"
         {

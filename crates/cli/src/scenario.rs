@@ -540,6 +540,83 @@ impl Ctx<'_> {
             .map_err(|_| self.error(Some(&v.span()), key, "time is past year 2262".into()))
     }
 
+    /// An optional integer in `lo..=hi`.
+    fn opt_int(
+        &self,
+        v: &Option<Spanned<i64>>,
+        key: &str,
+        lo: i64,
+        hi: i64,
+    ) -> Result<Option<i64>, ScenarioError> {
+        v.as_ref().map(|v| self.int(v, key, lo, hi)).transpose()
+    }
+
+    /// An optional ratio in `0..=hi`.
+    fn opt_ratio(
+        &self,
+        v: &Option<Spanned<f64>>,
+        key: &str,
+        hi: f64,
+    ) -> Result<Option<f64>, ScenarioError> {
+        v.as_ref().map(|v| self.ratio(v, key, hi)).transpose()
+    }
+
+    /// An optional duration of at least `min`.
+    fn opt_duration(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+        min: Duration,
+    ) -> Result<Option<Duration>, ScenarioError> {
+        v.as_ref().map(|v| self.duration(v, key, min)).transpose()
+    }
+
+    /// An optional duration in nanoseconds, as [`Self::duration_ns`].
+    fn opt_duration_ns(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+        min: Duration,
+    ) -> Result<Option<i64>, ScenarioError> {
+        v.as_ref()
+            .map(|v| self.duration_ns(v, key, min))
+            .transpose()
+    }
+
+    /// An optional UTC time in nanoseconds since the epoch.
+    fn opt_time_ns(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Option<i64>, ScenarioError> {
+        v.as_ref().map(|v| self.time_ns(v, key)).transpose()
+    }
+
+    /// Closed loop without a rate, open loop at a positive, finite rate (`unit` per
+    /// second).
+    fn load_mode(
+        &self,
+        rate: &Option<Spanned<f64>>,
+        key: &str,
+        unit: &str,
+    ) -> Result<LoadMode, ScenarioError> {
+        let Some(r) = rate else {
+            return Ok(LoadMode::Closed);
+        };
+        let rate = *r.get_ref();
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(self.error(
+                Some(&r.span()),
+                key,
+                format!(
+                    "value {rate} is out of range; allowed: a positive number of {unit} per \
+                     second (omit it for closed loop)"
+                ),
+            ));
+        }
+        Ok(LoadMode::Open { rate })
+    }
+
     /// Refuses a key that the section's `kind` does not read: another kind's keys are
     /// mistakes, not settings silently ignored. `what` names the kind in the message.
     fn check_kind_keys(
@@ -728,71 +805,37 @@ impl Ctx<'_> {
 
     fn load(&self, l: &LoadSection) -> Result<LoadConfig, ScenarioError> {
         let d = LoadConfig::default();
-        let workers = l
-            .workers
-            .as_ref()
-            .map(|v| self.int(v, "load.workers", 1, 100_000))
-            .transpose()?
+        let workers = self
+            .opt_int(&l.workers, "load.workers", 1, 100_000)?
             .map_or(d.workers, |v| v as usize);
-        let batch = l
-            .batch
-            .as_ref()
-            .map(|v| self.int(v, "load.batch", 1, 10_000_000))
-            .transpose()?
+        let batch = self
+            .opt_int(&l.batch, "load.batch", 1, 10_000_000)?
             .map_or(d.batch, |v| v as usize);
-        let in_flight = l
-            .in_flight
-            .as_ref()
-            .map(|v| self.int(v, "load.in_flight", 1, 1024))
-            .transpose()?
+        let in_flight = self
+            .opt_int(&l.in_flight, "load.in_flight", 1, 1024)?
             .map_or(d.in_flight, |v| v as usize);
-        let mode = match &l.rate {
-            None => LoadMode::Closed,
-            Some(r) => {
-                let rate = *r.get_ref();
-                if !(rate.is_finite() && rate > 0.0) {
-                    return Err(self.error(
-                        Some(&r.span()),
-                        "load.rate",
-                        format!("value {rate} is out of range; allowed: a positive number of rows per second (omit it for closed loop)"),
-                    ));
-                }
-                LoadMode::Open { rate }
-            }
-        };
+        let mode = self.load_mode(&l.rate, "load.rate", "rows")?;
         Ok(LoadConfig {
             workers,
             batch,
             in_flight,
             mode,
-            duration: l
-                .duration
-                .as_ref()
-                .map(|v| self.duration(v, "load.duration", Duration::from_millis(1)))
-                .transpose()?,
-            rows: l
-                .rows
-                .as_ref()
-                .map(|v| self.int(v, "load.rows", 1, i64::MAX))
-                .transpose()?
+            duration: self.opt_duration(&l.duration, "load.duration", Duration::from_millis(1))?,
+            rows: self
+                .opt_int(&l.rows, "load.rows", 1, i64::MAX)?
                 .map(|v| v as u64),
-            report_interval: l
-                .report_interval
-                .as_ref()
-                .map(|v| self.duration(v, "load.report_interval", Duration::from_millis(10)))
-                .transpose()?
+            report_interval: self
+                .opt_duration(
+                    &l.report_interval,
+                    "load.report_interval",
+                    Duration::from_millis(10),
+                )?
                 .unwrap_or(d.report_interval),
-            max_retries: l
-                .max_retries
-                .as_ref()
-                .map(|v| self.int(v, "load.max_retries", 0, 1000))
-                .transpose()?
+            max_retries: self
+                .opt_int(&l.max_retries, "load.max_retries", 0, 1000)?
                 .map_or(d.max_retries, |v| v as u32),
-            retry_backoff: l
-                .retry_backoff
-                .as_ref()
-                .map(|v| self.duration(v, "load.retry_backoff", Duration::ZERO))
-                .transpose()?
+            retry_backoff: self
+                .opt_duration(&l.retry_backoff, "load.retry_backoff", Duration::ZERO)?
                 .unwrap_or(d.retry_backoff),
             ..d
         })

@@ -101,15 +101,19 @@ fn checks_host_name_with(url: &str, family: SqlFamily, pgsslmode: Option<&str>) 
 pub fn name_checked_host(url: &str) -> Option<String> {
     let family = SqlFamily::of_url(url)?;
     let parsed = url::Url::parse(url).ok()?;
-    // The url crate leaves an address in a postgres:// or mysql:// URL as a "domain".
-    let Some(url::Host::Domain(name)) = parsed.host() else {
+    let name = host_name(&parsed)?;
+    checks_host_name(url, family).then(|| name.to_string())
+}
+
+/// The URL's host when it is a name, not an address (`localhost` counts: a certificate
+/// may name it and not 127.0.0.1). The url crate leaves an address in a postgres:// or
+/// mysql:// URL as a "domain".
+pub fn host_name(url: &url::Url) -> Option<&str> {
+    let Some(url::Host::Domain(name)) = url.host() else {
         return None;
     };
     let bare = name.trim_start_matches('[').trim_end_matches(']');
-    if bare.parse::<std::net::IpAddr>().is_ok() {
-        return None;
-    }
-    checks_host_name(url, family).then(|| name.to_string())
+    bare.parse::<std::net::IpAddr>().is_err().then_some(name)
 }
 
 /// Why TLS options cannot be written into a URL.

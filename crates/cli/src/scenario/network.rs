@@ -26,17 +26,11 @@ impl Ctx<'_> {
             }
             Some(b) => self.choice(b, "network.backend", NETWORK_BACKENDS)?,
         };
-        let delay = n
-            .delay
-            .as_ref()
-            .map(|v| self.duration(v, "network.delay", Duration::ZERO))
-            .transpose()?
+        let delay = self
+            .opt_duration(&n.delay, "network.delay", Duration::ZERO)?
             .unwrap_or_default();
-        let jitter = n
-            .jitter
-            .as_ref()
-            .map(|v| self.duration(v, "network.jitter", Duration::ZERO))
-            .transpose()?
+        let jitter = self
+            .opt_duration(&n.jitter, "network.jitter", Duration::ZERO)?
             .unwrap_or_default();
         let tc_word = |v: &Spanned<String>, key: &str, word: &str| {
             tsload_netem::Spec::parse(&format!("{word} {}", v.get_ref()))
@@ -161,11 +155,8 @@ impl Ctx<'_> {
                     .into(),
             ));
         }
-        let probe_count = n
-            .probe_count
-            .as_ref()
-            .map(|v| self.int(v, "network.probe_count", 1, 1_000_000))
-            .transpose()?
+        let probe_count = self
+            .opt_int(&n.probe_count, "network.probe_count", 1, 1_000_000)?
             .map_or(100, |v| v as u64);
         let probe_path = match &n.probe_path {
             None => "/ping".to_string(),

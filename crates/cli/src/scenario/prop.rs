@@ -8,6 +8,8 @@
 //! `--set` overrides. Budgets are fixed (`cases`) so that each property takes a few
 //! seconds at most in the debug build; proptest prints the shrunk (minimal) failing input.
 
+use std::sync::LazyLock;
+
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
@@ -42,177 +44,38 @@ const CONFIGS: &[&str] = &[
     include_str!("../../../../configs/timescaledb.toml"),
 ];
 
-/// Every section with its keys (the names the scenario structs read).
-const SECTIONS: &[(&str, &[&str])] = &[
-    ("", &["name", "description", "mode"]),
-    (
-        "workload",
-        &[
-            "kind",
-            "seed",
-            "path",
-            "precision",
-            "scale",
-            "start",
-            "end",
-            "interval",
-            "missing_field_ratio",
-            "missing_row_ratio",
-            "out_of_order_ratio",
-            "out_of_order_max_steps",
-            "stable",
-            "childtable_count",
-            "childtable_prefix",
-            "insert_rows",
-            "timestamp_step",
-            "start_timestamp",
-            "interlace_rows",
-            "disorder_ratio",
-            "disorder_range",
-            "columns",
-            "tags",
-        ],
-    ),
-    (
-        "target",
-        &[
-            "kind",
-            "url",
-            "delivery",
-            "drop_existing",
-            "synchronous",
-            "journal_mode",
-            "busy_timeout",
-            "api",
-            "db",
-            "rp",
-            "user",
-            "password",
-            "org",
-            "bucket",
-            "token",
-            "precision",
-            "gzip",
-            "create_database",
-            "timeout",
-            "layout",
-            "method",
-            "copy_format",
-            "hypertable",
-            "chunk_time_interval",
-            "synchronous_commit",
-            "create_index",
-            "connect_timeout",
-            "ca_file",
-            "insecure_skip_verify",
-            "engine",
-            "primary_key",
-            "transaction",
-            "ts_type",
-            "database",
-            "vgroups",
-            "cachemodel",
-            "buffer",
-            "wal_level",
-            "child_tables",
-            "batch_create_tbl_num",
-            "mode",
-            "max_sql_length",
-        ],
-    ),
-    (
-        "load",
-        &[
-            "workers",
-            "batch",
-            "in_flight",
-            "rate",
-            "duration",
-            "rows",
-            "report_interval",
-            "max_retries",
-            "retry_backoff",
-        ],
-    ),
-    ("output", &["json", "hlog", "fail_if", "progress"]),
-    (
-        "network",
-        &[
-            "backend",
-            "delay",
-            "jitter",
-            "loss",
-            "rate",
-            "direction",
-            "dev",
-            "netns",
-            "allow_default_route",
-            "probe",
-            "probe_count",
-            "probe_path",
-        ],
-    ),
-    (
-        "query",
-        &[
-            "kind",
-            "workers",
-            "rate",
-            "duration",
-            "queries",
-            "max_errors",
-            "require_rows",
-            "report_interval",
-            "start_after",
-            "seed",
-            "timeout",
-            "types",
-            "dialect",
-            "time_bucket",
-            "preload",
-            "prepare",
-            "loaders",
-            "tables",
-            "table_size",
-            "range_size",
-            "point_selects",
-            "simple_ranges",
-            "sum_ranges",
-            "order_ranges",
-            "distinct_ranges",
-            "index_updates",
-            "non_index_updates",
-            "delete_inserts",
-            "range_selects",
-            "skip_trx",
-            "rand_type",
-            "secondary_index",
-            "mysql_storage_engine",
-            "load_batch_rows",
-        ],
-    ),
-    (
-        "sweep",
-        &[
-            "delay",
-            "jitter",
-            "loss",
-            "workers",
-            "batch",
-            "in_flight",
-            "duration",
-            "rows",
-            "\"load.rate\"",
-            "\"network.rate\"",
-            "\"query.workers\"",
-            "\"target.method\"",
-            "\"workload.scale\"",
-            "\"load.nope\"",
-            "\"a.b.c\"",
-            "bogus",
-        ],
-    ),
+/// `[sweep]`'s keys as a test writes them: the short names, full keys, and wrong ones.
+const SWEEP_KEYS: &[&str] = &[
+    "delay",
+    "jitter",
+    "loss",
+    "workers",
+    "batch",
+    "in_flight",
+    "duration",
+    "rows",
+    "\"load.rate\"",
+    "\"network.rate\"",
+    "\"query.workers\"",
+    "\"target.method\"",
+    "\"workload.scale\"",
+    "\"load.nope\"",
+    "\"a.b.c\"",
+    "bogus",
 ];
+
+/// Every section with its keys: the parser's own definitions (sections made of tables
+/// left out), then `[sweep]`.
+static SECTIONS: LazyLock<Vec<(&str, Vec<&str>)>> = LazyLock::new(|| {
+    super::sections::SECTIONS
+        .iter()
+        .map(|s| {
+            let keys = s.keys.iter().filter(|k| k.ty != "table").map(|k| k.name);
+            (s.name, keys.collect())
+        })
+        .chain([("sweep", SWEEP_KEYS.to_vec())])
+        .collect()
+});
 
 fn quoted(s: &str) -> String {
     let mut out = String::from("\"");
@@ -410,21 +273,12 @@ fn any_value() -> BoxedStrategy<String> {
 
 /// Keys of a `columns`/`tags` entry (and some that are not).
 const COLUMN_KEYS: &[&str] = &["type", "len", "count", "min", "max", "values", "nope"];
-const COLUMN_TYPES: &[&str] = &[
-    "bool",
-    "tinyint",
-    "smallint",
-    "int",
-    "bigint",
-    "float",
-    "double",
-    "varchar",
-    "binary",
-    "nchar",
-    "timestamp",
-    "BIGINT",
-    "blob",
-];
+/// Column types: the parser's, and two it refuses or takes in another case.
+static COLUMN_TYPES: LazyLock<Vec<&str>> = LazyLock::new(|| {
+    let mut types = super::workload::COLUMN_TYPES.to_vec();
+    types.extend(["BIGINT", "blob"]);
+    types
+});
 
 /// A `columns`/`tags` list: entries with a real type and plausible (or not) settings.
 fn column_list() -> impl Strategy<Value = String> {
@@ -442,7 +296,7 @@ fn column_list() -> impl Strategy<Value = String> {
         any::<i32>().prop_map(|v| v.to_string()),
     ];
     let entry = (
-        proptest::sample::select(COLUMN_TYPES),
+        proptest::sample::select(&COLUMN_TYPES[..]),
         proptest::option::of(num.clone()),
         proptest::option::of(num.clone()),
         proptest::option::of(num.clone()),
@@ -603,8 +457,9 @@ fn value_for(section: &'static str, key: &'static str) -> BoxedStrategy<String> 
 
 /// One `key = value` of a section.
 fn entry_of(section: usize) -> BoxedStrategy<(usize, String)> {
-    let (name, keys) = SECTIONS[section];
-    proptest::sample::select(keys)
+    let (name, keys) = &SECTIONS[section];
+    let name = *name;
+    proptest::sample::select(&keys[..])
         .prop_flat_map(move |key| value_for(name, key).prop_map(move |v| format!("{key} = {v}")))
         .prop_map(move |line| (section, line))
         .boxed()
@@ -657,8 +512,9 @@ fn document() -> impl Strategy<Value = String> {
 /// A `--set` key: a real dotted key, or something odd.
 fn set_key() -> impl Strategy<Value = String> {
     let real = (0..SECTIONS.len()).prop_flat_map(|s| {
-        let (name, keys) = SECTIONS[s];
-        proptest::sample::select(keys).prop_map(move |k| {
+        let (name, keys) = &SECTIONS[s];
+        let name = *name;
+        proptest::sample::select(&keys[..]).prop_map(move |k| {
             if name.is_empty() {
                 k.to_string()
             } else {

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use toml::Spanned;
-use tsload_core::engine::LoadMode;
 
 use super::sections::{QUERY, QUERY_KINDS, QuerySection};
 use super::{Ctx, ScenarioError, flag};
@@ -30,57 +29,36 @@ impl Ctx<'_> {
         };
         let oltp_kind: Option<tsload_oltp::OltpKind> = kind.parse().ok();
         self.check_kind_keys(&QUERY, kind, &format!("query kind \"{kind}\""), q.present())?;
-        let int = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
-            v.as_ref()
-                .map(|v| self.int(v, &format!("query.{key}"), lo, hi))
-                .transpose()
-        };
-        let mode = match &q.rate {
-            None => LoadMode::Closed,
-            Some(r) => {
-                let rate = *r.get_ref();
-                if !(rate.is_finite() && rate > 0.0) {
-                    return Err(self.error(
-                        Some(&r.span()),
-                        "query.rate",
-                        format!("value {rate} is out of range; allowed: a positive number of requests per second (omit it for closed loop)"),
-                    ));
-                }
-                LoadMode::Open { rate }
-            }
-        };
-        let workers = int(&q.workers, "workers", 1, 100_000)?.map_or(1, |v| v as usize);
+        let mode = self.load_mode(&q.rate, "query.rate", "requests")?;
+        let workers = self
+            .opt_int(&q.workers, "query.workers", 1, 100_000)?
+            .map_or(1, |v| v as usize);
         let config = tsload_core::QueryConfig {
             workers,
             mode,
-            duration: q
-                .duration
-                .as_ref()
-                .map(|v| self.duration(v, "query.duration", Duration::from_millis(1)))
-                .transpose()?,
-            requests: int(&q.queries, "queries", 1, i64::MAX)?.map(|v| v as u64),
-            report_interval: q
-                .report_interval
-                .as_ref()
-                .map(|v| self.duration(v, "query.report_interval", Duration::from_millis(10)))
-                .transpose()?
+            duration: self.opt_duration(&q.duration, "query.duration", Duration::from_millis(1))?,
+            requests: self
+                .opt_int(&q.queries, "query.queries", 1, i64::MAX)?
+                .map(|v| v as u64),
+            report_interval: self
+                .opt_duration(
+                    &q.report_interval,
+                    "query.report_interval",
+                    Duration::from_millis(10),
+                )?
                 .unwrap_or(Duration::from_secs(1)),
-            max_errors: int(&q.max_errors, "max_errors", 0, i64::MAX)?.map(|v| v as u64),
+            max_errors: self
+                .opt_int(&q.max_errors, "query.max_errors", 0, i64::MAX)?
+                .map(|v| v as u64),
             require_rows: flag(&q.require_rows, false),
-            loaders: int(&q.loaders, "loaders", 1, 1024)?.map_or(workers.min(16), |v| v as usize),
-            timeout: q
-                .timeout
-                .as_ref()
-                .map(|v| self.duration(v, "query.timeout", Duration::from_millis(1)))
-                .transpose()?,
+            loaders: self
+                .opt_int(&q.loaders, "query.loaders", 1, 1024)?
+                .map_or(workers.min(16), |v| v as usize),
+            timeout: self.opt_duration(&q.timeout, "query.timeout", Duration::from_millis(1))?,
             gate: Default::default(),
         };
         let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
-        let start_after = q
-            .start_after
-            .as_ref()
-            .map(|v| self.duration(v, "query.start_after", Duration::ZERO))
-            .transpose()?;
+        let start_after = self.opt_duration(&q.start_after, "query.start_after", Duration::ZERO)?;
         let kind_span = q.kind.as_ref().map(|k| k.span());
         let workload = match oltp_kind {
             None => {
@@ -202,7 +180,8 @@ impl Ctx<'_> {
                 };
                 let mut c = tsload_oltp::OltpConfig::new(k, dialect);
                 let u32_of = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64, d: u32| {
-                    int(v, key, lo, hi).map(|x| x.map_or(d, |x| x as u32))
+                    self.opt_int(v, &format!("query.{key}"), lo, hi)
+                        .map(|x| x.map_or(d, |x| x as u32))
                 };
                 c.tables = u32_of(&q.tables, "tables", 1, 100_000, c.tables)?;
                 c.table_size = u32_of(

@@ -170,11 +170,11 @@ impl Ctx<'_> {
             };
         }
         cfg.hypertable = flag(&t.hypertable, false);
-        cfg.chunk_time_interval = t
-            .chunk_time_interval
-            .as_ref()
-            .map(|v| self.duration(v, "target.chunk_time_interval", Duration::from_micros(1)))
-            .transpose()?;
+        cfg.chunk_time_interval = self.opt_duration(
+            &t.chunk_time_interval,
+            "target.chunk_time_interval",
+            Duration::from_micros(1),
+        )?;
         cfg.synchronous_commit = t
             .synchronous_commit
             .as_ref()
@@ -291,12 +291,15 @@ impl Ctx<'_> {
         if let Some(v) = &t.database {
             cfg.database = v.get_ref().clone();
         }
-        let count = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
-            v.as_ref().map(|v| self.int(v, key, lo, hi)).transpose()
-        };
-        cfg.db_options.vgroups = count(&t.vgroups, "target.vgroups", 1, 1024)?.map(|v| v as u32);
-        cfg.db_options.buffer = count(&t.buffer, "target.buffer", 3, 16_384)?.map(|v| v as u32);
-        cfg.db_options.wal_level = count(&t.wal_level, "target.wal_level", 0, 2)?.map(|v| v as u8);
+        cfg.db_options.vgroups = self
+            .opt_int(&t.vgroups, "target.vgroups", 1, 1024)?
+            .map(|v| v as u32);
+        cfg.db_options.buffer = self
+            .opt_int(&t.buffer, "target.buffer", 3, 16_384)?
+            .map(|v| v as u32);
+        cfg.db_options.wal_level = self
+            .opt_int(&t.wal_level, "target.wal_level", 0, 2)?
+            .map(|v| v as u8);
         if let Some(v) = &t.cachemodel {
             cfg.db_options.cachemodel = Some(
                 match self.choice(
@@ -325,7 +328,7 @@ impl Ctx<'_> {
                 _ => ChildTables::Prepare,
             };
         }
-        if let Some(n) = count(
+        if let Some(n) = self.opt_int(
             &t.batch_create_tbl_num,
             "target.batch_create_tbl_num",
             1,
@@ -342,7 +345,7 @@ impl Ctx<'_> {
                     _ => InsertMode::Stmt,
                 };
         }
-        if let Some(n) = count(&t.max_sql_length, "target.max_sql_length", 1024, 64 << 20)? {
+        if let Some(n) = self.opt_int(&t.max_sql_length, "target.max_sql_length", 1024, 64 << 20)? {
             cfg.max_sql_length = n as usize;
         }
         cfg.drop_existing = flag(&t.drop_existing, false);

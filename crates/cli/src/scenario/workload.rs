@@ -11,6 +11,21 @@ use super::sections::{ColumnEntry, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
 use super::{Ctx, DEFAULT_STRING_LEN, ScenarioError};
 use crate::plan::WorkloadPlan;
 
+/// The column types `columns` and `tags` take (taosBenchmark's names, any case).
+pub(super) const COLUMN_TYPES: &[&str] = &[
+    "bool",
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "float",
+    "double",
+    "varchar",
+    "binary",
+    "nchar",
+    "timestamp",
+];
+
 impl Ctx<'_> {
     pub(super) fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
         let kind = match &w.kind {
@@ -120,11 +135,13 @@ impl Ctx<'_> {
                             "workload.out_of_order_ratio",
                             d.out_of_order_ratio,
                         )?,
-                        out_of_order_max_steps: w
-                            .out_of_order_max_steps
-                            .as_ref()
-                            .map(|v| self.int(v, "workload.out_of_order_max_steps", 1, 1_000_000))
-                            .transpose()?
+                        out_of_order_max_steps: self
+                            .opt_int(
+                                &w.out_of_order_max_steps,
+                                "workload.out_of_order_max_steps",
+                                1,
+                                1_000_000,
+                            )?
                             .map_or(d.out_of_order_max_steps, |v| v as u32),
                     },
                 )
@@ -148,48 +165,41 @@ impl Ctx<'_> {
         let cfg = CustomConfig {
             seed,
             stable: text(&w.stable, d.stable),
-            childtable_count: w
-                .childtable_count
-                .as_ref()
-                .map(|v| self.int(v, "workload.childtable_count", 1, u32::MAX as i64))
-                .transpose()?
+            childtable_count: self
+                .opt_int(
+                    &w.childtable_count,
+                    "workload.childtable_count",
+                    1,
+                    u32::MAX as i64,
+                )?
                 .map_or(d.childtable_count, |v| v as u32),
             childtable_prefix: text(&w.childtable_prefix, d.childtable_prefix),
-            insert_rows: w
-                .insert_rows
-                .as_ref()
-                .map(|v| self.int(v, "workload.insert_rows", 1, i64::MAX))
-                .transpose()?
+            insert_rows: self
+                .opt_int(&w.insert_rows, "workload.insert_rows", 1, i64::MAX)?
                 .map_or(d.insert_rows, |v| v as u64),
-            timestamp_step_ns: w
-                .timestamp_step
-                .as_ref()
-                .map(|v| self.duration_ns(v, "workload.timestamp_step", Duration::from_nanos(1)))
-                .transpose()?
+            timestamp_step_ns: self
+                .opt_duration_ns(
+                    &w.timestamp_step,
+                    "workload.timestamp_step",
+                    Duration::from_nanos(1),
+                )?
                 .unwrap_or(d.timestamp_step_ns),
-            start_timestamp_ns: w
-                .start_timestamp
-                .as_ref()
-                .map(|v| self.time_ns(v, "workload.start_timestamp"))
-                .transpose()?
+            start_timestamp_ns: self
+                .opt_time_ns(&w.start_timestamp, "workload.start_timestamp")?
                 .unwrap_or(d.start_timestamp_ns),
-            interlace_rows: w
-                .interlace_rows
-                .as_ref()
-                .map(|v| self.int(v, "workload.interlace_rows", 0, u32::MAX as i64))
-                .transpose()?
+            interlace_rows: self
+                .opt_int(
+                    &w.interlace_rows,
+                    "workload.interlace_rows",
+                    0,
+                    u32::MAX as i64,
+                )?
                 .map_or(d.interlace_rows, |v| v as u32),
-            disorder_ratio: w
-                .disorder_ratio
-                .as_ref()
-                .map(|v| self.ratio(v, "workload.disorder_ratio", 100.0))
-                .transpose()?
+            disorder_ratio: self
+                .opt_ratio(&w.disorder_ratio, "workload.disorder_ratio", 100.0)?
                 .unwrap_or(d.disorder_ratio),
-            disorder_range_ns: w
-                .disorder_range
-                .as_ref()
-                .map(|v| self.duration_ns(v, "workload.disorder_range", Duration::ZERO))
-                .transpose()?
+            disorder_range_ns: self
+                .opt_duration_ns(&w.disorder_range, "workload.disorder_range", Duration::ZERO)?
                 .unwrap_or(d.disorder_range_ns),
             columns,
             tags,
@@ -221,27 +231,14 @@ impl Ctx<'_> {
             let e = entry.get_ref();
             let k = format!("{key}[{i}]");
             let ty = e.data_type.to_ascii_lowercase();
-            const TYPES: &[&str] = &[
-                "bool",
-                "tinyint",
-                "smallint",
-                "int",
-                "bigint",
-                "float",
-                "double",
-                "varchar",
-                "binary",
-                "nchar",
-                "timestamp",
-            ];
-            if !TYPES.contains(&ty.as_str()) {
+            if !COLUMN_TYPES.contains(&ty.as_str()) {
                 return Err(self.error(
                     Some(&span),
                     &format!("{k}.type"),
                     format!(
                         "\"{}\" is not a column type; allowed: {}",
                         e.data_type,
-                        TYPES.join(", ")
+                        COLUMN_TYPES.join(", ")
                     ),
                 ));
             }
