@@ -444,6 +444,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
             _ => extra.push(a.as_str()),
         }
     }
+    warn_if_disk_is_short();
     ensure_packages()?;
     ensure_maven_artifacts()?;
     ensure_kubernetes_validate()?;
@@ -504,6 +505,62 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         bail!("no test ran");
     }
     Ok(())
+}
+
+/// What a cold `cargo xtask test` writes, in GiB, measured from a fresh clone: the build
+/// under target/ (with CARGO_INCREMENTAL=0, as .ci/run sets), and the servers' data dirs
+/// and test files under the temp dir at their peak.
+const COLD_RUN_BUILD_GIB: f64 = 8.0;
+const COLD_RUN_TEMP_GIB: f64 = 1.0;
+
+/// Prints the free space where the build and the servers write, with a warning when it
+/// is less than a cold run needs: a full disk otherwise shows up as a compiler or server
+/// error somewhere in the middle of the run.
+fn warn_if_disk_is_short() {
+    use std::os::unix::fs::MetadataExt as _;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    let build = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|t| t.exists())
+        .unwrap_or(root);
+    let temp = std::env::temp_dir();
+    let device = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let one_disk = device(&build).is_some() && device(&build) == device(&temp);
+    let places: Vec<(std::path::PathBuf, f64)> = if one_disk {
+        vec![(build, COLD_RUN_BUILD_GIB + COLD_RUN_TEMP_GIB)]
+    } else {
+        vec![(build, COLD_RUN_BUILD_GIB), (temp, COLD_RUN_TEMP_GIB)]
+    };
+    for (path, need) in places {
+        match free_gib(&path) {
+            Some(free) if free < need => eprintln!(
+                "warning: {free:.1} GiB free at {}; a cold `cargo xtask test` writes about \
+                 {need:.0} GiB there (build and servers' data) and fails with `No space \
+                 left on device` when it runs out",
+                path.display()
+            ),
+            Some(free) => eprintln!("disk: {free:.1} GiB free at {}", path.display()),
+            None => eprintln!("disk: cannot read the free space at {}", path.display()),
+        }
+    }
+}
+
+/// Free space at `path` in GiB, from `df -Pk` (POSIX output: the fourth column of the
+/// second line is the space available, in KiB).
+fn free_gib(path: &std::path::Path) -> Option<f64> {
+    let out = Command::new("df").arg("-Pk").arg(path).output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let kib: f64 = text
+        .lines()
+        .nth(1)?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    Some(kib / (1024.0 * 1024.0))
 }
 
 /// Test counts summed over every `test result:` line of a cargo test run.

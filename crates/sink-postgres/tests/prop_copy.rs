@@ -4,7 +4,7 @@
 //! sink and read back give the same values. A fixed number of cases, so CI's time is
 //! bounded.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -77,11 +77,6 @@ fn row() -> impl Strategy<Value = Row> {
         })
 }
 
-fn server() -> &'static Server {
-    static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(|| Server::start(ServerKind::Postgres).expect("PostgreSQL starts"))
-}
-
 fn schema() -> Arc<tsload_core::Schema> {
     schema_of(vec![TableSchema {
         name: "prop".to_string(),
@@ -146,8 +141,7 @@ fn same_float(a: Option<f64>, b: Option<f64>) -> bool {
     }
 }
 
-fn round_trip(rt: &tokio::runtime::Runtime, format: CopyFormat, rows: &[Row]) {
-    let server = server();
+fn round_trip(server: &Server, rt: &tokio::runtime::Runtime, format: CopyFormat, rows: &[Row]) {
     let schema = schema();
     let mut cfg = PostgresConfig::new(server.database_url().unwrap());
     cfg.method = InsertMethod::Copy;
@@ -204,6 +198,9 @@ fn round_trip(rt: &tokio::runtime::Runtime, format: CopyFormat, rows: &[Row]) {
 
 #[test]
 fn random_batches_survive_copy_binary_and_text() {
+    // One server for every case, owned by this test so that its data dir is removed when
+    // the test ends (a server in a `static` is never dropped).
+    let server = Server::start(ServerKind::Postgres).expect("PostgreSQL starts");
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut runner = TestRunner::new(Config {
         cases: 24,
@@ -218,7 +215,7 @@ fn random_batches_survive_copy_binary_and_text() {
             } else {
                 CopyFormat::Text
             };
-            round_trip(&rt, format, &rows);
+            round_trip(&server, &rt, format, &rows);
             Ok(())
         })
         .unwrap();

@@ -53,6 +53,7 @@ mod ports;
 mod postgres;
 mod process;
 mod questdb;
+mod scratch;
 mod sockets;
 mod tls;
 mod victoria;
@@ -343,9 +344,7 @@ impl Server {
         attempt: u32,
     ) -> Result<Server, TestbedError> {
         let began = Instant::now();
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("tsload-testbed-{}-", kind.slug()))
-            .tempdir()
+        let dir = scratch::dir(kind.slug())
             .map_err(|e| TestbedError::io("creating the server's temp dir", e))?;
         let log_path = dir.path().join("server.log");
         std::fs::File::create(&log_path)

@@ -9,7 +9,8 @@
 //! `static` for later tests would be killed as soon as the first test finished. The helper
 //! thread lives as long as the process, so the signal fires exactly when the process dies.
 //! (A server kept in a `static` is never dropped: its process is killed at exit through
-//! the death signal, but its temp dir is left behind. Prefer one server per test.)
+//! the death signal, but its temp dir is left behind until the next test process sweeps
+//! it, see `scratch`. Prefer one server per test.)
 //!
 //! The signal is set in `pre_exec`, which std runs after it has switched to the user set
 //! by `CommandExt::uid`/`gid` (PostgreSQL runs as `postgres` when the tests run as root):

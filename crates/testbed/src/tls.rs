@@ -23,9 +23,7 @@ impl TestCa {
     /// Makes a CA (`ca.pem`, EC P-256, valid two days) and a server certificate it signs
     /// (`server.pem`, `server.key`) for IP 127.0.0.1 and DNS `localhost`, with `openssl`.
     pub fn new(name: &str) -> Result<TestCa, TestbedError> {
-        let dir = tempfile::Builder::new()
-            .prefix("tsload-testbed-ca-")
-            .tempdir()
+        let dir = crate::scratch::dir("ca")
             .map_err(|e| TestbedError::io("creating the CA's temp dir", e))?;
         // The servers may run as another user (PostgreSQL): they must reach the files.
         set_mode(dir.path(), 0o755)?;
