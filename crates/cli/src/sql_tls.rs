@@ -62,6 +62,19 @@ fn query_pairs(url: &str) -> impl Iterator<Item = (&str, &str)> {
         .map(|p| p.split_once('=').unwrap_or((p, "")))
 }
 
+/// A query key through which sqlx 0.8 connects somewhere other than the URL's host and
+/// port (`key`, `value`, undecoded): PostgreSQL's `host` (a name, or a Unix socket's dir),
+/// `hostaddr` and `port`, MySQL's `socket`. tsload's network impairment reads the
+/// endpoint from the URL's authority (the proxy takes its place there, the probes aim at
+/// it), so it refuses such a URL rather than impair or measure another path.
+pub fn endpoint_key_in_url(url: &str, family: SqlFamily) -> Option<(&str, &str)> {
+    let keys: &[&str] = match family {
+        SqlFamily::Postgres => &["host", "hostaddr", "port"],
+        SqlFamily::Mysql => &["socket"],
+    };
+    query_pairs(url).find(|(k, _)| keys.contains(k))
+}
+
 /// The first TLS key the URL sets, as written there.
 pub fn tls_key_in_url(url: &str, family: SqlFamily) -> Option<&str> {
     query_pairs(url)
@@ -306,6 +319,46 @@ mod tests {
         assert!(!checks_host_name_with(url, pg, None));
         let url = "mysql://u@h/db?ssl-mode=REQUIRED&sslmode=verify_identity";
         assert!(checks_host_name_with(url, SqlFamily::Mysql, None));
+    }
+
+    #[test]
+    fn endpoint_keys_are_found_as_sqlx_reads_them() {
+        let pg = SqlFamily::Postgres;
+        let my = SqlFamily::Mysql;
+        assert_eq!(
+            endpoint_key_in_url("postgres://u@127.0.0.1/x?sslmode=require&host=db", pg),
+            Some(("host", "db"))
+        );
+        assert_eq!(
+            endpoint_key_in_url("postgresql://u@h/x?host=%2Fvar%2Frun%2Fpostgresql", pg),
+            Some(("host", "%2Fvar%2Frun%2Fpostgresql"))
+        );
+        assert_eq!(
+            endpoint_key_in_url("postgres://u@h/x?hostaddr=10.0.0.1", pg),
+            Some(("hostaddr", "10.0.0.1"))
+        );
+        assert_eq!(
+            endpoint_key_in_url("postgres://u@h:5432/x?port=5433", pg),
+            Some(("port", "5433"))
+        );
+        assert_eq!(
+            endpoint_key_in_url("mysql://u@h/x?socket=/run/mysqld/mysqld.sock", my),
+            Some(("socket", "/run/mysqld/mysqld.sock"))
+        );
+        for (url, family) in [
+            (
+                "postgres://u@h:5433/x?sslmode=require&application_name=host",
+                pg,
+            ),
+            // Not sqlx's spellings: ignored by it, so not an endpoint.
+            ("postgres://u@h/x?Host=db&PORT=1", pg),
+            // MySQL has no host or port keys; PostgreSQL no socket key.
+            ("mysql://u@h/x?host=db&port=1", my),
+            ("postgres://u@h/x?socket=/tmp/s", pg),
+            ("postgres://u@h/x#host=db", pg),
+        ] {
+            assert_eq!(endpoint_key_in_url(url, family), None, "{url}");
+        }
     }
 
     #[test]

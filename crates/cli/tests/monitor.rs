@@ -225,6 +225,7 @@ fn the_databases_own_storage_figures_give_bytes_per_metric() {
     let maria = Server::start(ServerKind::MariaDb).unwrap();
     let vm = Server::start(ServerKind::VictoriaMetrics).unwrap();
     let influx = Server::start(ServerKind::InfluxDb1).unwrap();
+    let questdb = Server::start(ServerKind::QuestDb).unwrap();
     let sqlite_dir = tempfile::tempdir().unwrap();
     let cases: Vec<(&str, Vec<String>)> = vec![
         (
@@ -255,6 +256,14 @@ fn the_databases_own_storage_figures_give_bytes_per_metric() {
             vec![
                 "target.kind=\"influx\"".into(),
                 format!("target.url=\"{}\"", influx.base_url()),
+            ],
+        ),
+        (
+            "questdb",
+            vec![
+                "target.kind=\"influx\"".into(),
+                format!("target.url=\"{}\"", questdb.base_url()),
+                "target.create_database=false".into(),
             ],
         ),
         (

@@ -125,6 +125,68 @@ fn a_name_checked_sql_target_is_refused_behind_the_proxy_pgsslmode_included() {
     }
 }
 
+/// sqlx connects to a PostgreSQL URL's `host`/`hostaddr`/`port` query keys, or a MySQL
+/// URL's `socket`, instead of its authority: the proxy would stand where no connection
+/// goes, and the probes would measure another path. Refused, naming the key; the same URL
+/// without `[network]` is fine.
+#[test]
+fn a_sql_url_that_connects_elsewhere_than_its_authority_is_refused_under_network() {
+    let cases = [
+        (
+            "postgres",
+            "postgres://u@127.0.0.1:5432/x?host=db.example",
+            "proxy",
+            "`host=db.example`",
+        ),
+        (
+            "postgres",
+            "postgres://u@127.0.0.1/x?port=5433",
+            "netem",
+            "`port=5433`",
+        ),
+        (
+            "postgres",
+            "postgres://u@127.0.0.1/x?hostaddr=10.1.2.3",
+            "proxy",
+            "`hostaddr=10.1.2.3`",
+        ),
+        (
+            "postgres",
+            "postgres://u@127.0.0.1/x?host=/run/postgresql",
+            "proxy",
+            "a Unix socket",
+        ),
+        (
+            "mysql",
+            "mysql://u@127.0.0.1/x?socket=/run/mysqld/mysqld.sock",
+            "proxy",
+            "a Unix socket",
+        ),
+    ];
+    for (kind, url, backend, expect) in cases {
+        let validate = |network: bool| {
+            let mut cmd = tsload();
+            cmd.args(["validate", "--set", &format!("target.kind=\"{kind}\"")])
+                .args(["--set", &format!("target.url=\"{url}\"")]);
+            if network {
+                cmd.args(["--set", &format!("network.backend=\"{backend}\"")])
+                    .args(["--set", "network.delay=\"1ms\""]);
+                if backend == "netem" {
+                    cmd.args(["--set", "network.dev=\"veth0\""]);
+                }
+            }
+            let out = cmd.output().unwrap();
+            (out.status.code(), text(&out.stderr))
+        };
+        let (code, err) = validate(true);
+        assert_eq!(code, Some(2), "{url} {backend}: {err}");
+        assert!(err.contains(expect), "{url}: expected `{expect}` in: {err}");
+        assert!(err.contains("network.backend"), "{url}: {err}");
+        let (code, err) = validate(false);
+        assert_eq!(code, Some(0), "{url} without [network]: {err}");
+    }
+}
+
 #[test]
 fn network_settings_are_checked_before_anything_runs() {
     let cases: &[(&[&str], &str)] = &[
@@ -189,10 +251,11 @@ fn network_settings_are_checked_before_anything_runs() {
 #[test]
 fn the_stand_alone_proxy_adds_its_delay_to_an_application_ping() {
     let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
     let direct = tsload()
         .args(["probe", "app", &format!("{}/health", vm.base_url())])
         .args(["--count", "20", "--interval", "0", "--json", "direct.json"])
-        .current_dir(std::env::temp_dir())
+        .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(direct.status.success(), "{}", text(&direct.stderr));
@@ -216,7 +279,6 @@ fn the_stand_alone_proxy_adds_its_delay_to_an_application_ping() {
         .and_then(|r| r.split(',').next())
         .unwrap_or_else(|| panic!("no address in `{first}`"))
         .to_string();
-    let dir = tempfile::tempdir().unwrap();
     let through = tsload()
         .args(["probe", "app", &format!("http://{listen}/health")])
         .args(["--count", "20", "--interval", "0", "--json", "p.json"])

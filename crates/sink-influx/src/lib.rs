@@ -273,8 +273,10 @@ impl Sink for InfluxSink {
 
     /// VictoriaMetrics: asked to flush its in-memory part, then the sum of
     /// `vm_data_size_bytes` in `/metrics` (the whole server's data and index). InfluxDB
-    /// 1.x: the `diskBytes` of the database's shards in `/debug/vars`. Others: `None`.
-    async fn storage_bytes(&self, _schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
+    /// 1.x: the `diskBytes` of the database's shards in `/debug/vars`. QuestDB: once its
+    /// write-ahead log is applied to the schema's tables, their partitions' `diskSize`.
+    /// Others: `None`.
+    async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
         let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
         let client = self.client()?;
         let get = |path: &str| {
@@ -311,9 +313,11 @@ impl Sink for InfluxSink {
             let vars: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 SinkError::new(ErrorKind::Other, format!("/debug/vars: not JSON: {e}"))
             })?;
-            return Ok(influxdb_disk_bytes(&vars, db));
+            if let Some(bytes) = influxdb_disk_bytes(&vars, db) {
+                return Ok(Some(bytes));
+            }
         }
-        Ok(None)
+        self.questdb_storage(&base, &client, schema).await
     }
 
     async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<InfluxConn, SinkError> {
@@ -326,6 +330,144 @@ impl Sink for InfluxSink {
             last_len: 0,
         })
     }
+}
+
+impl InfluxSink {
+    /// QuestDB's figure for the schema's tables (see `storage_bytes`), `None` when `/exec`
+    /// is not QuestDB's SQL endpoint.
+    async fn questdb_storage(
+        &self,
+        base: &Url,
+        client: &reqwest::Client,
+        schema: &Schema,
+    ) -> Result<Option<u64>, SinkError> {
+        let exec = |sql: String| {
+            let mut url = join(base, "exec");
+            url.query_pairs_mut().append_pair("query", &sql);
+            let mut request = client.get(url);
+            if let Some(auth) = &self.auth {
+                request = request.header(reqwest::header::AUTHORIZATION, auth);
+            }
+            async move {
+                let response = request.send().await.ok()?;
+                if !response.status().is_success() {
+                    return None;
+                }
+                serde_json::from_str::<serde_json::Value>(&response.text().await.ok()?).ok()
+            }
+        };
+        let tables: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+        let deadline = tokio::time::Instant::now() + QUESTDB_WAL_TIMEOUT;
+        let existing = loop {
+            let Some(answer) = exec(QUESTDB_WAL_TABLES.to_string()).await else {
+                return Ok(None);
+            };
+            let wal = questdb_wal_state(&answer, &tables)
+                .map_err(|e| SinkError::new(ErrorKind::Other, format!("QuestDB: {e}")))?;
+            if wal.pending.is_empty() {
+                break wal.existing;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(SinkError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "QuestDB had not applied its write-ahead log within {} s: {}",
+                        QUESTDB_WAL_TIMEOUT.as_secs(),
+                        wal.pending.join(", ")
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let mut sum = 0u64;
+        for table in existing {
+            let sql = format!(
+                "select sum(diskSize) from table_partitions('{}')",
+                table.replace('\'', "''")
+            );
+            let answer = exec(sql).await;
+            sum += answer
+                .as_ref()
+                .and_then(questdb_single_long)
+                .ok_or_else(|| {
+                    SinkError::new(
+                        ErrorKind::Other,
+                        format!("QuestDB: no size of table {table}: {answer:?}"),
+                    )
+                })?;
+        }
+        Ok(Some(sum))
+    }
+}
+
+/// How long a storage figure waits for QuestDB to apply its write-ahead log.
+const QUESTDB_WAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// QuestDB's WAL tables: each one's name, whether it is suspended, and how far its
+/// writer has applied the transactions its sequencer holds.
+const QUESTDB_WAL_TABLES: &str =
+    "select name, suspended, writerTxn, sequencerTxn, errorMessage from wal_tables()";
+
+/// What QuestDB's `wal_tables()` says of the schema's tables.
+#[derive(Debug, PartialEq, Eq)]
+struct QuestDbWal {
+    /// The schema's tables that exist, as QuestDB spells them.
+    existing: Vec<String>,
+    /// Those whose WAL is not yet applied, in words.
+    pending: Vec<String>,
+}
+
+/// Reads an `/exec` answer to [`QUESTDB_WAL_TABLES`]; an error for a suspended table (its
+/// WAL cannot be applied) or an answer of another shape.
+fn questdb_wal_state(answer: &serde_json::Value, tables: &[&str]) -> Result<QuestDbWal, String> {
+    if let Some(error) = answer["error"].as_str() {
+        return Err(format!("wal_tables(): {error}"));
+    }
+    let rows = answer["dataset"]
+        .as_array()
+        .ok_or_else(|| format!("wal_tables(): no dataset in {answer}"))?;
+    let mut wal = QuestDbWal {
+        existing: Vec::new(),
+        pending: Vec::new(),
+    };
+    for row in rows {
+        let Some(name) = row[0].as_str() else {
+            continue;
+        };
+        // QuestDB's table names are case-insensitive.
+        if !tables.iter().any(|t| t.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        if row[1].as_bool() == Some(true) {
+            return Err(format!(
+                "table {name} is suspended, its write-ahead log cannot be applied: {}",
+                row[4]
+            ));
+        }
+        let (writer, sequencer) = (row[2].as_i64(), row[3].as_i64());
+        if writer < sequencer {
+            wal.pending.push(format!(
+                "{name} at transaction {} of {}",
+                writer.unwrap_or(0),
+                sequencer.unwrap_or(0)
+            ));
+        }
+        wal.existing.push(name.to_string());
+    }
+    Ok(wal)
+}
+
+/// The one long value of an `/exec` answer with one row and one column (`sum()` over no
+/// partitions is null: 0).
+fn questdb_single_long(answer: &serde_json::Value) -> Option<u64> {
+    if answer.get("error").is_some() {
+        return None;
+    }
+    let cell = &answer["dataset"].as_array()?.first()?[0];
+    if cell.is_null() {
+        return Some(0);
+    }
+    cell.as_u64()
 }
 
 /// How long VictoriaMetrics serves an earlier scrape's storage figures.
@@ -470,6 +612,43 @@ mod tests {
         // Not InfluxDB's statistics.
         let other = serde_json::json!({"memstats": {"Alloc": 5}});
         assert_eq!(influxdb_disk_bytes(&other, "tsload"), None);
+    }
+
+    #[test]
+    fn questdb_wal_state_and_sizes_read_from_exec_answers() {
+        let answer = serde_json::json!({
+            "query": "select ...",
+            "columns": [{"name": "name", "type": "STRING"}],
+            "dataset": [
+                ["cpu", false, 7, 9, ""],
+                ["Mem", false, 3, 3, ""],
+                ["other", true, 0, 5, "disk full"],
+            ],
+            "count": 3
+        });
+        assert_eq!(
+            questdb_wal_state(&answer, &["cpu", "mem", "disk"]),
+            Ok(QuestDbWal {
+                existing: vec!["cpu".into(), "Mem".into()],
+                pending: vec!["cpu at transaction 7 of 9".into()],
+            })
+        );
+        let e = questdb_wal_state(&answer, &["other"]).unwrap_err();
+        assert!(e.contains("suspended") && e.contains("disk full"), "{e}");
+        let e = questdb_wal_state(&serde_json::json!({"error": "boom"}), &["cpu"]).unwrap_err();
+        assert!(e.contains("boom"), "{e}");
+        assert!(questdb_wal_state(&serde_json::json!({"x": 1}), &["cpu"]).is_err());
+
+        let sum = |cell: serde_json::Value| {
+            questdb_single_long(&serde_json::json!({"dataset": [[cell]], "count": 1}))
+        };
+        assert_eq!(sum(serde_json::json!(123456)), Some(123_456));
+        assert_eq!(sum(serde_json::Value::Null), Some(0));
+        assert_eq!(sum(serde_json::json!("x")), None);
+        assert_eq!(
+            questdb_single_long(&serde_json::json!({"error": "table does not exist"})),
+            None
+        );
     }
 
     use super::*;

@@ -132,6 +132,11 @@ impl ChildTables {
     }
 }
 
+/// Why `mode = "stmt2"` is refused (after the mode's name), and what to use instead.
+pub const STMT2_UNAVAILABLE: &str = "is not available: the taos crate 0.12.x (crates.io) \
+     offers only the STMT (v1) statement API over WebSocket; use mode = \"stmt\" for \
+     parameter binding";
+
 /// How rows are sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum InsertMode {
@@ -209,12 +214,7 @@ impl TdengineConfig {
     /// Checks everything but the DSN; returns what is wrong, naming the setting.
     pub(crate) fn check(&self) -> Result<(), String> {
         if self.mode == InsertMode::Stmt2 {
-            return Err(
-                "mode \"stmt2\" is not available: the taos crate 0.12.x (crates.io) offers only \
-                 the STMT (v1) statement API over WebSocket; use mode = \"stmt\" for parameter \
-                 binding"
-                    .to_string(),
-            );
+            return Err(format!("mode \"stmt2\" {STMT2_UNAVAILABLE}"));
         }
         check_database_name(&self.database)?;
         let o = &self.db_options;

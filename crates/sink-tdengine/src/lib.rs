@@ -49,7 +49,7 @@ use tsload_core::{ErrorKind, Schema, Sink, SinkError, TagValue};
 pub use config::{
     CacheModel, ChildTables, DEFAULT_BATCH_CREATE_TBL_NUM, DEFAULT_DATABASE,
     DEFAULT_MAX_SQL_LENGTH, DbOptions, InsertMode, MAX_BATCH_CREATE_TBL_NUM, Precision,
-    TdengineConfig,
+    STMT2_UNAVAILABLE, TdengineConfig,
 };
 pub use conn::TdengineConn;
 pub use dsn::redact as redact_dsn;

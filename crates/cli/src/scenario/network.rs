@@ -69,6 +69,27 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        if let Some(url) = crate::network::target_url(target)
+            && let Some(family) = crate::sql_tls::SqlFamily::of_url(url)
+            && let Some((key, value)) = crate::sql_tls::endpoint_key_in_url(url, family)
+        {
+            return Err(self.error(
+                Some(&section.span()),
+                "network.backend",
+                format!(
+                    "target.url sets `{key}={value}` in its query, and the SQL driver connects \
+                     there instead of to the URL's host and port, which are what the network \
+                     impairment puts itself in front of and probes; put the server's host and \
+                     port in the URL itself ({}://USER@HOST:PORT/DATABASE){}",
+                    url.split_once("://").map_or("postgres", |(s, _)| s),
+                    if key == "socket" || value.starts_with('/') || value.starts_with("%2F") {
+                        ", over TCP: a Unix socket cannot be impaired"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
         // The other backend's keys, after the values and the target are checked.
         self.check_kind_keys(
             &NETWORK,

@@ -237,7 +237,7 @@ section! {
         bucket: String = "string", Toml("\"benchmark\""), &["influx v2"];
         /// API token
         token: String = "string (`$NAME`)", Unset, &["influx v2"];
-        /// timestamp unit
+        /// timestamp unit (tdengine: `ms`, `us` or `ns`, the database's precision)
         precision: String = "`ns` | `us` | `ms` | `s`", Said("`ns` (tdengine: `ms`)"),
             &["influx v1", "influx v2", "tdengine"];
         /// gzip request bodies

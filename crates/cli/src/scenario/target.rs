@@ -337,13 +337,19 @@ impl Ctx<'_> {
             cfg.batch_create_tbl_num = n as usize;
         }
         if let Some(v) = &t.mode {
-            cfg.mode =
-                match self.choice(v, "target.mode", &["stmt", "stmt2", "sql", "schemaless"])? {
-                    "stmt2" => InsertMode::Stmt2,
-                    "sql" => InsertMode::Sql,
-                    "schemaless" => InsertMode::Schemaless,
-                    _ => InsertMode::Stmt,
-                };
+            if v.get_ref() == "stmt2" {
+                // Refused here, not when the run starts: validate says so (exit 2).
+                return Err(self.error(
+                    Some(&v.span()),
+                    "target.mode",
+                    format!("\"stmt2\" {}", tsload_sink_tdengine::STMT2_UNAVAILABLE),
+                ));
+            }
+            cfg.mode = match self.choice(v, "target.mode", &["stmt", "sql", "schemaless"])? {
+                "sql" => InsertMode::Sql,
+                "schemaless" => InsertMode::Schemaless,
+                _ => InsertMode::Stmt,
+            };
         }
         if let Some(n) = self.opt_int(&t.max_sql_length, "target.max_sql_length", 1024, 64 << 20)? {
             cfg.max_sql_length = n as usize;
@@ -352,6 +358,10 @@ impl Ctx<'_> {
         if let Some(v) = &t.timeout {
             cfg.request_timeout = self.duration(v, "target.timeout", Duration::from_millis(1))?;
         }
+        // The sink's own checks (the DSN's database against `database`, option ranges),
+        // so that validate finds what the run would refuse.
+        tsload_sink_tdengine::TdengineSink::new(cfg.clone())
+            .map_err(|e| self.error(None, "target", e.message))?;
         Ok(TargetPlan::Tdengine(cfg))
     }
 

@@ -353,6 +353,138 @@ fn stated_defaults_are_the_parsers_defaults() {
     assert!(checked > 80, "only {checked} defaults checked");
 }
 
+/// The values a choice key's type label lists (`` `a` | `b` ``), or `None` for a type
+/// that is not a list of choices.
+fn listed_choices(ty: &str) -> Option<Vec<&str>> {
+    ty.split(" | ")
+        .map(|v| v.strip_prefix('`')?.strip_suffix('`'))
+        .collect::<Option<Vec<_>>>()
+        .filter(|v| v.len() > 1 && v.iter().all(|w| !w.contains('`')))
+}
+
+/// Each choice key's allowed values are written twice: in its type label in the section's
+/// definition (what `tsload keys` and docs/keys.md show) and in the parser's `choice`
+/// call. The parser must accept every listed value and list exactly those when refusing
+/// another.
+#[test]
+fn choice_keys_accept_exactly_the_values_their_reference_lists() {
+    let mut checked = 0;
+    for section in sections::SECTIONS {
+        for key in section.keys {
+            let Some(listed) = listed_choices(key.ty) else {
+                continue;
+            };
+            let kinds: Vec<Option<&str>> =
+                if key.name == section.kind_key || section.kinds.is_empty() {
+                    vec![None]
+                } else if key.name == "api" {
+                    vec![Some("influx v1")]
+                } else {
+                    section
+                        .kinds_of(key.name)
+                        .iter()
+                        .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
+                        .map(|k| Some(*k))
+                        .collect()
+                };
+            let dotted = if section.name.is_empty() {
+                key.name.to_string()
+            } else {
+                format!("{}.{}", section.name, key.name)
+            };
+            for kind in kinds {
+                // A kind that takes fewer of the listed values, as the key's meaning says.
+                let listed: Vec<&str> = match (dotted.as_str(), kind) {
+                    ("target.precision", Some("tdengine")) => {
+                        assert!(
+                            key.meaning.contains("(tdengine: `ms`, `us` or `ns`"),
+                            "{}",
+                            key.meaning
+                        );
+                        vec!["ms", "us", "ns"]
+                    }
+                    _ => listed.clone(),
+                };
+                let base = scenario_of(section.name, kind, key.name);
+                // Another key's value (the rest of the scenario a value needs) may still
+                // be missing, and is said under this key ("mode \"query\" needs a
+                // [query] section"); the value itself must not be refused as a choice.
+                for value in &listed {
+                    if !cfg!(feature = "tdengine") && *value == "tdengine" {
+                        continue;
+                    }
+                    let mut with = base.clone();
+                    with.retain(|s| !s.starts_with(&format!("{dotted}=")));
+                    with.push(format!("{dotted}=\"{value}\""));
+                    if let Err(e) = parse("s.toml", "", &with) {
+                        assert!(
+                            !(e.key.as_deref() == Some(dotted.as_str())
+                                && e.message.contains("allowed")),
+                            "{dotted} = {value:?} ({kind:?}) is listed but refused: {e}"
+                        );
+                    }
+                }
+                let mut with = base.clone();
+                with.retain(|s| !s.starts_with(&format!("{dotted}=")));
+                with.push(format!("{dotted}=\"not-a-choice\""));
+                let e = parse("s.toml", "", &with)
+                    .expect_err(&format!("{dotted} = \"not-a-choice\" ({kind:?}) was taken"));
+                assert_eq!(e.key.as_deref(), Some(dotted.as_str()), "{e}");
+                let allowed = e
+                    .message
+                    .split_once("allowed: ")
+                    .map(|(_, rest)| rest)
+                    .unwrap_or_else(|| panic!("{dotted}: no `allowed:` in {e}"));
+                let list = allowed.split(['(', ';', '\n']).next().unwrap_or_default();
+                let mut said: Vec<&str> = list
+                    .split(',')
+                    .map(|w| w.trim().trim_matches(|c: char| c == '"' || c == '.'))
+                    .collect();
+                let mut want = listed.clone();
+                said.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(said, want, "{dotted} ({kind:?}): the parser said: {e}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 25, "only {checked} choice keys checked");
+}
+
+/// What the TDengine sink would refuse when the run starts is refused when the scenario
+/// is read: `mode = "stmt2"` (with the mode to use instead), a DSN naming another
+/// database than `database`.
+#[cfg(feature = "tdengine")]
+#[test]
+fn tdengine_settings_the_sink_refuses_are_refused_at_validation() {
+    let base = |extra: &[&str]| {
+        let mut v = vec![
+            "target.kind=\"tdengine\"".to_string(),
+            "target.url=\"ws://127.0.0.1:6041\"".to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    parse("s.toml", "", &base(&[])).unwrap();
+    let e = parse("s.toml", "", &base(&["target.mode=\"stmt2\""])).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("target.mode"), "{e}");
+    assert!(e.message.contains("use mode = \"stmt\""), "{e}");
+    let e = parse(
+        "s.toml",
+        "",
+        &[
+            "target.kind=\"tdengine\"".to_string(),
+            "target.url=\"ws://127.0.0.1:6041/one\"".to_string(),
+            "target.database=\"two\"".to_string(),
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("\"one\"") && e.message.contains("\"two\""),
+        "{e}"
+    );
+}
+
 /// The OLTP kinds read sysbench's options as tsload-oltp lists them, plus `prepare`
 /// and `loaders`.
 #[test]
