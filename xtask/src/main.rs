@@ -524,9 +524,14 @@ fn warn_if_disk_is_short() {
         .parent()
         .unwrap_or(std::path::Path::new("."))
         .to_path_buf();
-    let build = std::env::var_os("CARGO_TARGET_DIR")
+    // The target dir, or (before the first build) the nearest dir above it that exists.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .filter(|t| t.exists())
+        .unwrap_or_else(|| root.join("target"));
+    let build = target
+        .ancestors()
+        .find(|p| p.exists())
+        .map(std::path::Path::to_path_buf)
         .unwrap_or(root);
     let temp = std::env::temp_dir();
     let device = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev()).ok();

@@ -191,7 +191,14 @@ pub fn taosbenchmark(json: &str) -> Result<Imported, String> {
             "password: not copied into the scenario; export TAOS_PASSWORD before the run".into(),
         );
     }
-    t["database"] = value(name);
+    // TDengine folds unquoted names to lower case; tsload takes them so written.
+    let database = name.to_ascii_lowercase();
+    if database != name {
+        notes.push(format!(
+            "dbinfo.name {name:?}: written as {database:?} (TDengine folds names to lower case)"
+        ));
+    }
+    t["database"] = value(database);
     if let Some(d) = dbinfo {
         if d.get("drop")
             .and_then(Value::as_str)
@@ -530,6 +537,33 @@ mod tests {
         assert!(has_zone("2020-10-01T00:00:00Z"));
         assert!(!has_zone("2020-10-01"));
         assert!(!has_zone("2020-10-01 00:00:00.000"));
+    }
+
+    #[test]
+    fn a_database_name_is_folded_to_lower_case_with_a_note() {
+        let json = r#"{"databases": [{"dbinfo": {"name": "Test_DB"}, "super_tables": [{}]}]}"#;
+        let imported = taosbenchmark(json).unwrap();
+        assert!(
+            imported.scenario.contains("database = \"test_db\""),
+            "{}",
+            imported.scenario
+        );
+        assert!(
+            imported
+                .notes
+                .iter()
+                .any(|n| n.contains("\"Test_DB\"") && n.contains("\"test_db\"")),
+            "{:?}",
+            imported.notes
+        );
+        let lower = r#"{"databases": [{"dbinfo": {"name": "test"}, "super_tables": [{}]}]}"#;
+        assert!(
+            !taosbenchmark(lower)
+                .unwrap()
+                .notes
+                .iter()
+                .any(|n| n.contains("lower case"))
+        );
     }
 
     #[test]

@@ -103,7 +103,13 @@ pub fn url_addr(raw: &str) -> anyhow::Result<SocketAddr> {
     let port = url.port().or(match url.scheme() {
         "http" | "ws" => Some(80),
         "https" | "wss" => Some(443),
-        "postgres" | "postgresql" => Some(5432),
+        // As sqlx: a URL without a port takes PGPORT's, else 5432.
+        "postgres" | "postgresql" => Some(
+            std::env::var("PGPORT")
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(5432),
+        ),
         "mysql" | "mariadb" => Some(3306),
         "taos" | "taosws" => Some(6041),
         _ => None,

@@ -52,32 +52,36 @@ impl SqlFamily {
     }
 }
 
-/// The query pairs of a URL, undecoded (`key`, `value`).
-fn query_pairs(url: &str) -> impl Iterator<Item = (&str, &str)> {
+/// The query pairs of a URL, percent-decoded as sqlx reads them (`Url::query_pairs`):
+/// `ho%73t=db` is the key `host`.
+fn query_pairs(url: &str) -> Vec<(String, String)> {
     let query = url.split_once('?').map_or("", |(_, q)| q);
     let query = query.split_once('#').map_or(query, |(q, _)| q);
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').unwrap_or((p, "")))
+    url::form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
 }
 
 /// A query key through which sqlx 0.8 connects somewhere other than the URL's host and
 /// port (`key`, `value`, undecoded): PostgreSQL's `host` (a name, or a Unix socket's dir),
 /// `hostaddr` and `port`, MySQL's `socket`. tsload's network impairment reads the
 /// endpoint from the URL's authority (the proxy takes its place there, the probes aim at
-/// it), so it refuses such a URL rather than impair or measure another path.
-pub fn endpoint_key_in_url(url: &str, family: SqlFamily) -> Option<(&str, &str)> {
+/// it), so it refuses such a URL rather than impair or measure another path. Key and
+/// value are decoded.
+pub fn endpoint_key_in_url(url: &str, family: SqlFamily) -> Option<(String, String)> {
     let keys: &[&str] = match family {
         SqlFamily::Postgres => &["host", "hostaddr", "port"],
         SqlFamily::Mysql => &["socket"],
     };
-    query_pairs(url).find(|(k, _)| keys.contains(k))
+    query_pairs(url)
+        .into_iter()
+        .find(|(k, _)| keys.contains(&k.as_str()))
 }
 
-/// The first TLS key the URL sets, as written there.
-pub fn tls_key_in_url(url: &str, family: SqlFamily) -> Option<&str> {
+/// The first TLS key the URL sets (decoded).
+pub fn tls_key_in_url(url: &str, family: SqlFamily) -> Option<String> {
     query_pairs(url)
+        .into_iter()
         .map(|(k, _)| k)
         .find(|k| family.tls_keys().iter().any(|t| k.eq_ignore_ascii_case(t)))
 }
@@ -93,10 +97,12 @@ pub fn checks_host_name(url: &str, family: SqlFamily) -> bool {
 /// [`checks_host_name`] with `PGSSLMODE` given.
 fn checks_host_name_with(url: &str, family: SqlFamily, pgsslmode: Option<&str>) -> bool {
     // As sqlx 0.8 reads it: the keys spelt exactly so, the last one wins.
-    let mode = query_pairs(url)
-        .filter(|(k, _)| *k == "sslmode" || *k == "ssl-mode")
-        .map(|(_, v)| v)
-        .last()
+    let pairs = query_pairs(url);
+    let mode = pairs
+        .iter()
+        .filter(|(k, _)| k == "sslmode" || k == "ssl-mode")
+        .map(|(_, v)| v.as_str())
+        .next_back()
         .or(match family {
             SqlFamily::Postgres => pgsslmode,
             SqlFamily::Mysql => None,
@@ -160,9 +166,7 @@ pub fn url_with_tls(
         return Ok(url);
     }
     if let Some(key) = tls_key_in_url(&url, family) {
-        return Err(AlreadyInUrl {
-            key: key.to_string(),
-        });
+        return Err(AlreadyInUrl { key });
     }
     let [mode_key, ca_key, verify_mode, require_mode] = family.written();
     let sep = if url.contains('?') { '&' } else { '?' };
@@ -278,6 +282,10 @@ mod tests {
             tls_key_in_url("mysql://u@h/db#sslca", SqlFamily::Mysql),
             None
         );
+        assert_eq!(
+            tls_key_in_url("postgres://u@h/db?ssl%6Dode=disable", SqlFamily::Postgres).as_deref(),
+            Some("sslmode")
+        );
     }
 
     #[test]
@@ -289,6 +297,11 @@ mod tests {
             "postgres://u@h/db?sslmode=require",
             pg,
             env
+        ));
+        assert!(checks_host_name_with(
+            "postgres://u@h/db?ssl%2Dmode=verify%2Dfull",
+            pg,
+            None
         ));
         assert!(!checks_host_name_with(
             "postgres://u@h/db",
@@ -325,25 +338,32 @@ mod tests {
     fn endpoint_keys_are_found_as_sqlx_reads_them() {
         let pg = SqlFamily::Postgres;
         let my = SqlFamily::Mysql;
+        let found =
+            |url: &str, family| endpoint_key_in_url(url, family).map(|(k, v)| format!("{k}={v}"));
         assert_eq!(
-            endpoint_key_in_url("postgres://u@127.0.0.1/x?sslmode=require&host=db", pg),
-            Some(("host", "db"))
+            found("postgres://u@127.0.0.1/x?sslmode=require&host=db", pg).as_deref(),
+            Some("host=db")
+        );
+        // Decoded, as sqlx's `Url::query_pairs` decodes keys and values.
+        assert_eq!(
+            found("postgresql://u@h/x?host=%2Fvar%2Frun%2Fpostgresql", pg).as_deref(),
+            Some("host=/var/run/postgresql")
         );
         assert_eq!(
-            endpoint_key_in_url("postgresql://u@h/x?host=%2Fvar%2Frun%2Fpostgresql", pg),
-            Some(("host", "%2Fvar%2Frun%2Fpostgresql"))
+            found("postgres://u@h/x?ho%73t=db&x=1", pg).as_deref(),
+            Some("host=db")
         );
         assert_eq!(
-            endpoint_key_in_url("postgres://u@h/x?hostaddr=10.0.0.1", pg),
-            Some(("hostaddr", "10.0.0.1"))
+            found("postgres://u@h/x?hostaddr=10.0.0.1", pg).as_deref(),
+            Some("hostaddr=10.0.0.1")
         );
         assert_eq!(
-            endpoint_key_in_url("postgres://u@h:5432/x?port=5433", pg),
-            Some(("port", "5433"))
+            found("postgres://u@h:5432/x?%70ort=5433", pg).as_deref(),
+            Some("port=5433")
         );
         assert_eq!(
-            endpoint_key_in_url("mysql://u@h/x?socket=/run/mysqld/mysqld.sock", my),
-            Some(("socket", "/run/mysqld/mysqld.sock"))
+            found("mysql://u@h/x?socket=/run/mysqld/mysqld.sock", my).as_deref(),
+            Some("socket=/run/mysqld/mysqld.sock")
         );
         for (url, family) in [
             (

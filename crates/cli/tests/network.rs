@@ -87,6 +87,37 @@ fn a_run_through_the_proxy_lands_every_row_and_its_probe_sees_the_delay() {
     assert!(write5 >= 5.0, "delay 5ms: write latency p50 {write5} ms");
 }
 
+/// A PostgreSQL URL without a port reaches PGPORT's, as sqlx does: the proxy forwards
+/// there, and every row lands.
+#[test]
+fn the_proxy_forwards_a_portless_postgres_url_to_pgport() {
+    let pg = start(ServerKind::Postgres);
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg.database_url().unwrap();
+    let port = pg.pg_addr().unwrap().port();
+    let portless = url.replace(&format!(":{port}/"), "/");
+    assert_ne!(portless, url, "no :{port}/ in {url}");
+    let out = tsload()
+        .env("PGPORT", port.to_string())
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(["--set", "target.kind=\"postgres\""])
+        .args(["--set", &format!("target.url=\"{portless}\"")])
+        .args(["--set", "target.drop_existing=true"])
+        .args(["--set", "workload.scale=5"])
+        .args(["--set", "workload.end=\"2016-01-01T00:30:00Z\""])
+        .args(["--set", "network.backend=\"proxy\""])
+        .args(["--set", "network.delay=\"1ms\""])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    // Before sqlx's default was followed the proxy forwarded to 5432, where no server is.
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["rows"], 900, "{r}");
+    assert_eq!(pg.sql_count("cpu"), 900);
+}
+
 /// The delay proxy cannot stand in front of a PostgreSQL server whose certificate's name
 /// is checked; `PGSSLMODE=verify-full` asks for that as the URL's own `sslmode` does.
 #[test]
@@ -155,6 +186,13 @@ fn a_sql_url_that_connects_elsewhere_than_its_authority_is_refused_under_network
             "postgres://u@127.0.0.1/x?host=/run/postgresql",
             "proxy",
             "a Unix socket",
+        ),
+        // Percent-encoded key and value: sqlx decodes both.
+        (
+            "postgres",
+            "postgres://u@127.0.0.1/x?ho%73t=%2Frun%2Fpostgresql",
+            "proxy",
+            "`host=/run/postgresql`",
         ),
         (
             "mysql",

@@ -356,16 +356,22 @@ impl InfluxSink {
                 serde_json::from_str::<serde_json::Value>(&response.text().await.ok()?).ok()
             }
         };
-        let tables: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+        let other = |e: String| SinkError::new(ErrorKind::Other, format!("QuestDB: {e}"));
+        let wanted: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+        // Every table, WAL or not (tables created without one, or by an older QuestDB).
+        let Some(answer) = exec("tables()".to_string()).await else {
+            return Ok(None);
+        };
+        let existing = questdb_tables(&answer, &wanted).map_err(other)?;
+        let names: Vec<&str> = existing.iter().map(String::as_str).collect();
         let deadline = tokio::time::Instant::now() + QUESTDB_WAL_TIMEOUT;
-        let existing = loop {
-            let Some(answer) = exec(QUESTDB_WAL_TABLES.to_string()).await else {
-                return Ok(None);
-            };
-            let wal = questdb_wal_state(&answer, &tables)
-                .map_err(|e| SinkError::new(ErrorKind::Other, format!("QuestDB: {e}")))?;
-            if wal.pending.is_empty() {
-                break wal.existing;
+        loop {
+            let answer = exec(QUESTDB_WAL_TABLES.to_string())
+                .await
+                .ok_or_else(|| other("no answer to wal_tables()".into()))?;
+            let pending = questdb_wal_pending(&answer, &names).map_err(other)?;
+            if pending.is_empty() {
+                break;
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(SinkError::new(
@@ -373,12 +379,12 @@ impl InfluxSink {
                     format!(
                         "QuestDB had not applied its write-ahead log within {} s: {}",
                         QUESTDB_WAL_TIMEOUT.as_secs(),
-                        wal.pending.join(", ")
+                        pending.join(", ")
                     ),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        }
         let mut sum = 0u64;
         for table in existing {
             let sql = format!(
@@ -408,28 +414,43 @@ const QUESTDB_WAL_TIMEOUT: Duration = Duration::from_secs(60);
 const QUESTDB_WAL_TABLES: &str =
     "select name, suspended, writerTxn, sequencerTxn, errorMessage from wal_tables()";
 
-/// What QuestDB's `wal_tables()` says of the schema's tables.
-#[derive(Debug, PartialEq, Eq)]
-struct QuestDbWal {
-    /// The schema's tables that exist, as QuestDB spells them.
-    existing: Vec<String>,
-    /// Those whose WAL is not yet applied, in words.
-    pending: Vec<String>,
+/// The tables of `wanted` that an `/exec` answer to `tables()` lists, as QuestDB spells
+/// them (its names are case-insensitive). The name column is `table_name` (`name` before
+/// QuestDB 7.x).
+fn questdb_tables(answer: &serde_json::Value, wanted: &[&str]) -> Result<Vec<String>, String> {
+    if let Some(error) = answer["error"].as_str() {
+        return Err(format!("tables(): {error}"));
+    }
+    let columns = answer["columns"]
+        .as_array()
+        .ok_or_else(|| format!("tables(): no columns in {answer}"))?;
+    let at = ["table_name", "name"]
+        .iter()
+        .find_map(|n| columns.iter().position(|c| c["name"] == *n))
+        .ok_or_else(|| format!("tables(): no table_name column in {answer}"))?;
+    let rows = answer["dataset"]
+        .as_array()
+        .ok_or_else(|| format!("tables(): no dataset in {answer}"))?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| row[at].as_str())
+        .filter(|name| wanted.iter().any(|w| w.eq_ignore_ascii_case(name)))
+        .map(str::to_string)
+        .collect())
 }
 
-/// Reads an `/exec` answer to [`QUESTDB_WAL_TABLES`]; an error for a suspended table (its
-/// WAL cannot be applied) or an answer of another shape.
-fn questdb_wal_state(answer: &serde_json::Value, tables: &[&str]) -> Result<QuestDbWal, String> {
+/// The tables of `tables` whose write-ahead log is not yet applied, in words, from an
+/// `/exec` answer to [`QUESTDB_WAL_TABLES`] (a table without a WAL is not listed there);
+/// an error for a suspended table (its WAL cannot be applied) or an answer of another
+/// shape.
+fn questdb_wal_pending(answer: &serde_json::Value, tables: &[&str]) -> Result<Vec<String>, String> {
     if let Some(error) = answer["error"].as_str() {
         return Err(format!("wal_tables(): {error}"));
     }
     let rows = answer["dataset"]
         .as_array()
         .ok_or_else(|| format!("wal_tables(): no dataset in {answer}"))?;
-    let mut wal = QuestDbWal {
-        existing: Vec::new(),
-        pending: Vec::new(),
-    };
+    let mut pending = Vec::new();
     for row in rows {
         let Some(name) = row[0].as_str() else {
             continue;
@@ -446,15 +467,14 @@ fn questdb_wal_state(answer: &serde_json::Value, tables: &[&str]) -> Result<Ques
         }
         let (writer, sequencer) = (row[2].as_i64(), row[3].as_i64());
         if writer < sequencer {
-            wal.pending.push(format!(
+            pending.push(format!(
                 "{name} at transaction {} of {}",
                 writer.unwrap_or(0),
                 sequencer.unwrap_or(0)
             ));
         }
-        wal.existing.push(name.to_string());
     }
-    Ok(wal)
+    Ok(pending)
 }
 
 /// The one long value of an `/exec` answer with one row and one column (`sum()` over no
@@ -615,7 +635,7 @@ mod tests {
     }
 
     #[test]
-    fn questdb_wal_state_and_sizes_read_from_exec_answers() {
+    fn questdb_tables_wal_state_and_sizes_read_from_exec_answers() {
         let answer = serde_json::json!({
             "query": "select ...",
             "columns": [{"name": "name", "type": "STRING"}],
@@ -627,17 +647,33 @@ mod tests {
             "count": 3
         });
         assert_eq!(
-            questdb_wal_state(&answer, &["cpu", "mem", "disk"]),
-            Ok(QuestDbWal {
-                existing: vec!["cpu".into(), "Mem".into()],
-                pending: vec!["cpu at transaction 7 of 9".into()],
-            })
+            questdb_wal_pending(&answer, &["cpu", "Mem", "disk"]),
+            Ok(vec!["cpu at transaction 7 of 9".to_string()])
         );
-        let e = questdb_wal_state(&answer, &["other"]).unwrap_err();
+        let e = questdb_wal_pending(&answer, &["other"]).unwrap_err();
         assert!(e.contains("suspended") && e.contains("disk full"), "{e}");
-        let e = questdb_wal_state(&serde_json::json!({"error": "boom"}), &["cpu"]).unwrap_err();
+        let e = questdb_wal_pending(&serde_json::json!({"error": "boom"}), &["cpu"]).unwrap_err();
         assert!(e.contains("boom"), "{e}");
-        assert!(questdb_wal_state(&serde_json::json!({"x": 1}), &["cpu"]).is_err());
+        assert!(questdb_wal_pending(&serde_json::json!({"x": 1}), &["cpu"]).is_err());
+
+        // tables(): WAL and non-WAL tables alike, the name column found by its name.
+        let tables = |name_column: &str| {
+            serde_json::json!({
+                "columns": [{"name": "id", "type": "INT"}, {"name": name_column, "type": "STRING"},
+                            {"name": "walEnabled", "type": "BOOLEAN"}],
+                "dataset": [[1, "CPU", true], [2, "mem", false], [3, "other", true]],
+                "count": 3
+            })
+        };
+        for column in ["table_name", "name"] {
+            assert_eq!(
+                questdb_tables(&tables(column), &["cpu", "mem", "disk"]),
+                Ok(vec!["CPU".to_string(), "mem".to_string()]),
+                "{column}"
+            );
+        }
+        assert!(questdb_tables(&tables("label"), &["cpu"]).is_err());
+        assert!(questdb_tables(&serde_json::json!({"error": "boom"}), &["cpu"]).is_err());
 
         let sum = |cell: serde_json::Value| {
             questdb_single_long(&serde_json::json!({"dataset": [[cell]], "count": 1}))

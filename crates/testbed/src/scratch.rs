@@ -7,8 +7,11 @@
 //! is 40-150 MB, and CI machines share their disk, so these add up over repeated rounds.
 //! The first dir a process makes sweeps the temp dir once: a `tsload-testbed-*` dir whose
 //! owner file names a process that is gone (its pid and its start time, so that a reused
-//! pid does not count as the owner) is removed. Dirs without an owner file are left alone:
-//! they may be another process's, between creation and marking.
+//! pid does not count as the owner) is removed. A pid means something only in one pid
+//! namespace during one boot, so the owner file names those too, and a dir made in another
+//! (a container sharing /tmp) is left alone; so is a dir whose owner cannot be read (no
+//! owner file yet, or /proc hiding other users' processes). Dirs from before owner files
+//! existed are never removed: `rm -rf /tmp/tsload-testbed-*` with no test running.
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -24,18 +27,34 @@ const OWNER_FILE: &str = "owner";
 pub(crate) fn dir(what: &str) -> std::io::Result<tempfile::TempDir> {
     static SWEEP: Once = Once::new();
     SWEEP.call_once(|| {
-        sweep(&std::env::temp_dir());
+        sweep(&tempfile::env::temp_dir());
     });
     let dir = tempfile::Builder::new()
         .prefix(&format!("{PREFIX}{what}-"))
         .tempdir()?;
-    std::fs::write(dir.path().join(OWNER_FILE), owner_of(std::process::id())?)?;
+    // Best effort: without /proc (not Linux) the dir is unmarked and never swept.
+    if let (Ok(owner), Some(world)) = (owner_of(std::process::id()), this_world()) {
+        // Written whole under another name and renamed: a sweep never reads half of it.
+        let partial = dir.path().join(format!("{OWNER_FILE}.partial"));
+        std::fs::write(&partial, format!("{owner} {world}"))?;
+        std::fs::rename(&partial, dir.path().join(OWNER_FILE))?;
+    }
     Ok(dir)
+}
+
+/// This boot and this pid namespace, `BOOT_ID PID_NAMESPACE`: where a pid names a process.
+fn this_world() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some(format!("{} {}", boot.trim(), namespace.to_string_lossy()))
 }
 
 /// Removes the testbed dirs under `temp` whose owner is gone; returns the dirs removed.
 pub(crate) fn sweep(temp: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
+    let Some(world) = this_world() else {
+        return removed;
+    };
     let Ok(entries) = std::fs::read_dir(temp) else {
         return removed;
     };
@@ -52,7 +71,7 @@ pub(crate) fn sweep(temp: &Path) -> Vec<PathBuf> {
         let Ok(owner) = std::fs::read_to_string(path.join(OWNER_FILE)) else {
             continue;
         };
-        if owner_is_gone(&owner) && std::fs::remove_dir_all(&path).is_ok() {
+        if owner_is_gone(&owner, &world) && std::fs::remove_dir_all(&path).is_ok() {
             removed.push(path);
         }
     }
@@ -68,19 +87,24 @@ fn owner_of(pid: u32) -> std::io::Result<String> {
     Ok(format!("{pid} {start}"))
 }
 
-/// Whether the process an owner file names has exited (an unreadable file counts as
-/// not gone: the dir is kept).
-fn owner_is_gone(owner: &str) -> bool {
-    let mut words = owner.split_whitespace();
-    let (Some(pid), Some(start)) = (words.next(), words.next()) else {
+/// Whether the process an owner file (`PID START BOOT_ID PID_NAMESPACE`) names has
+/// exited. Only an owner of this boot and pid namespace (`world`) can be judged, and only
+/// a missing /proc entry or another start time means gone; anything else keeps the dir.
+fn owner_is_gone(owner: &str, world: &str) -> bool {
+    let mut words = owner.splitn(3, ' ');
+    let (Some(pid), Some(start), Some(its_world)) = (words.next(), words.next(), words.next())
+    else {
         return false;
     };
+    if its_world != world {
+        return false;
+    }
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
     match owner_of(pid) {
         Ok(now) => now.split_whitespace().nth(1) != Some(start),
-        Err(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
 
@@ -117,19 +141,40 @@ mod tests {
             }
             d
         };
+        let world = this_world().unwrap();
         let me = owner_of(std::process::id()).unwrap();
-        let live = make("tsload-testbed-postgres-live", Some(me.clone()));
+        let live = make(
+            "tsload-testbed-postgres-live",
+            Some(format!("{me} {world}")),
+        );
         // This process's pid with another start time: a reused pid, the owner is gone.
         let pid = std::process::id();
-        let reused = make("tsload-testbed-postgres-reused", Some(format!("{pid} 1")));
+        let reused = make(
+            "tsload-testbed-postgres-reused",
+            Some(format!("{pid} 1 {world}")),
+        );
         // A child that has exited and been reaped: its pid names no process (or another).
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let child_owner = owner_of(child.id()).unwrap_or_else(|_| format!("{} 1", child.id()));
         child.wait().unwrap();
-        let dead = make("tsload-testbed-mariadb-dead", Some(child_owner));
+        let dead = make(
+            "tsload-testbed-mariadb-dead",
+            Some(format!("{child_owner} {world}")),
+        );
+        // The same gone owner, but of another boot or another pid namespace: not judged.
+        let (boot, namespace) = world.split_once(' ').unwrap();
+        let other_boot = make(
+            "tsload-testbed-mariadb-other-boot",
+            Some(format!("{pid} 1 0000-other-boot {namespace}")),
+        );
+        let other_namespace = make(
+            "tsload-testbed-mariadb-other-ns",
+            Some(format!("{pid} 1 {boot} pid:[1]")),
+        );
+        let old_format = make("tsload-testbed-mariadb-old", Some(format!("{pid} 1")));
         let unmarked = make("tsload-testbed-influxdb-unmarked", None);
         let garbled = make("tsload-testbed-ca-garbled", Some("not a pid".into()));
-        let other = make("someone-elses-dir", Some(format!("{pid} 1")));
+        let other = make("someone-elses-dir", Some(format!("{pid} 1 {world}")));
 
         let mut removed = sweep(temp.path());
         removed.sort();
@@ -137,7 +182,15 @@ mod tests {
         want.sort();
         assert_eq!(removed, want);
         assert!(!dead.exists() && !reused.exists());
-        for kept in [&live, &unmarked, &garbled, &other] {
+        for kept in [
+            &live,
+            &other_boot,
+            &other_namespace,
+            &old_format,
+            &unmarked,
+            &garbled,
+            &other,
+        ] {
             assert!(
                 kept.join("data/file").exists(),
                 "{} was removed",
@@ -150,7 +203,12 @@ mod tests {
     fn a_made_dir_names_this_process() {
         let dir = dir("selftest").unwrap();
         let owner = std::fs::read_to_string(dir.path().join(OWNER_FILE)).unwrap();
-        assert_eq!(owner, owner_of(std::process::id()).unwrap());
-        assert!(!owner_is_gone(&owner));
+        let world = this_world().unwrap();
+        assert_eq!(
+            owner,
+            format!("{} {world}", owner_of(std::process::id()).unwrap())
+        );
+        assert!(!owner_is_gone(&owner, &world));
+        assert!(!dir.path().join("owner.partial").exists());
     }
 }

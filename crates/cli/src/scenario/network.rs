@@ -82,7 +82,7 @@ impl Ctx<'_> {
                      impairment puts itself in front of and probes; put the server's host and \
                      port in the URL itself ({}://USER@HOST:PORT/DATABASE){}",
                     url.split_once("://").map_or("postgres", |(s, _)| s),
-                    if key == "socket" || value.starts_with('/') || value.starts_with("%2F") {
+                    if key == "socket" || value.starts_with('/') {
                         ", over TCP: a Unix socket cannot be impaired"
                     } else {
                         ""

@@ -358,10 +358,16 @@ impl Ctx<'_> {
         if let Some(v) = &t.timeout {
             cfg.request_timeout = self.duration(v, "target.timeout", Duration::from_millis(1))?;
         }
-        // The sink's own checks (the DSN's database against `database`, option ranges),
-        // so that validate finds what the run would refuse.
-        tsload_sink_tdengine::TdengineSink::new(cfg.clone())
-            .map_err(|e| self.error(None, "target", e.message))?;
+        // The sink's own checks (the DSN; the database's name, and the DSN's database
+        // against it), so that validate finds what the run would refuse.
+        tsload_sink_tdengine::TdengineSink::new(cfg.clone()).map_err(|e| {
+            if e.kind == tsload_core::ErrorKind::Connection {
+                self.error(None, "target.url", e.message)
+            } else {
+                let span = t.database.as_ref().map(|d| d.span());
+                self.error(span.as_ref(), "target.database", e.message)
+            }
+        })?;
         Ok(TargetPlan::Tdengine(cfg))
     }
 
