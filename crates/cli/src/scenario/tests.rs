@@ -305,6 +305,36 @@ fn scenario_of(section: &str, kind: Option<&str>, key: &str) -> Vec<String> {
     }
 }
 
+/// The kinds of `section` under which `key` is tried (`None`: the section has no kinds,
+/// or the key picks the kind); TDengine only with its feature.
+fn kinds_reading(
+    section: &sections::SectionDoc,
+    key: &sections::KeyDoc,
+) -> Vec<Option<&'static str>> {
+    if key.name == section.kind_key || section.kinds.is_empty() {
+        vec![None]
+    } else if key.name == "api" {
+        // `api` picks influx's set of keys: its default is the v1 set.
+        vec![Some("influx v1")]
+    } else {
+        section
+            .kinds_of(key.name)
+            .iter()
+            .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
+            .map(|k| Some(*k))
+            .collect()
+    }
+}
+
+/// `section.key` as `--set` spells it (a top-level key alone).
+fn dotted(section: &sections::SectionDoc, key: &sections::KeyDoc) -> String {
+    if section.name.is_empty() {
+        key.name.to_string()
+    } else {
+        format!("{}.{}", section.name, key.name)
+    }
+}
+
 /// Every default the reference states as a value is the parser's: setting the key to
 /// it gives the same plan as leaving it out, for each kind that reads the key.
 #[test]
@@ -315,25 +345,7 @@ fn stated_defaults_are_the_parsers_defaults() {
             let sections::KeyDefault::Toml(value) = key.default else {
                 continue;
             };
-            let kinds: Vec<Option<&str>> =
-                if key.name == section.kind_key || section.kinds.is_empty() {
-                    vec![None]
-                } else if key.name == "api" {
-                    // `api` picks influx's set of keys: its default is the v1 set.
-                    vec![Some("influx v1")]
-                } else {
-                    section
-                        .kinds_of(key.name)
-                        .iter()
-                        .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
-                        .map(|k| Some(*k))
-                        .collect()
-                };
-            let dotted = if section.name.is_empty() {
-                key.name.to_string()
-            } else {
-                format!("{}.{}", section.name, key.name)
-            };
+            let (kinds, dotted) = (kinds_reading(section, key), dotted(section, key));
             for kind in kinds {
                 let base = scenario_of(section.name, kind, key.name);
                 let without = parse("s.toml", "", &base)
@@ -374,24 +386,7 @@ fn choice_keys_accept_exactly_the_values_their_reference_lists() {
             let Some(listed) = listed_choices(key.ty) else {
                 continue;
             };
-            let kinds: Vec<Option<&str>> =
-                if key.name == section.kind_key || section.kinds.is_empty() {
-                    vec![None]
-                } else if key.name == "api" {
-                    vec![Some("influx v1")]
-                } else {
-                    section
-                        .kinds_of(key.name)
-                        .iter()
-                        .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
-                        .map(|k| Some(*k))
-                        .collect()
-                };
-            let dotted = if section.name.is_empty() {
-                key.name.to_string()
-            } else {
-                format!("{}.{}", section.name, key.name)
-            };
+            let (kinds, dotted) = (kinds_reading(section, key), dotted(section, key));
             for kind in kinds {
                 // A kind that takes fewer of the listed values, as the key's meaning says.
                 let listed: Vec<&str> = match (dotted.as_str(), kind) {
