@@ -482,7 +482,7 @@ fn ride_out_an_http_server_crash(
         ],
     );
     sets.extend(extra.iter().map(|s| (*s).to_string()));
-    let child = tsload()
+    let mut child = tsload()
         .args(["run", "--json", "r.json", "--progress", "none"])
         .args(sets.iter().flat_map(|s| ["--set", s.as_str()]))
         .current_dir(dir.path())
@@ -490,7 +490,11 @@ fn ride_out_an_http_server_crash(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    server.crash_once_rows_flow(stored, Duration::from_secs(1));
+    if let Err(e) = server.crash_once_rows_flow(stored, Duration::from_secs(1)) {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!("{e}\ntsload's output:\n{}", text(&out.stderr));
+    }
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),

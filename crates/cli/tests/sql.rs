@@ -211,7 +211,7 @@ fn mariadb_lands_every_row_in_both_transaction_modes() {
 fn ride_out_a_server_crash(mut server: Server, target: &str) {
     let dir = tempfile::tempdir().unwrap();
     let url = server.database_url().unwrap();
-    let child = tsload()
+    let mut child = tsload()
         .args([
             "run",
             "--json",
@@ -244,7 +244,7 @@ fn ride_out_a_server_crash(mut server: Server, target: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    server.crash_once_rows_flow(
+    let flowed = server.crash_once_rows_flow(
         |s| {
             s.sql("SELECT count(*) FROM cpu")
                 .ok()
@@ -253,6 +253,11 @@ fn ride_out_a_server_crash(mut server: Server, target: &str) {
         },
         Duration::from_secs(1),
     );
+    if let Err(e) = flowed {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!("{target}: {e}\ntsload's output:\n{}", text(&out.stderr));
+    }
     let out = child.wait_with_output().unwrap();
     let stderr = text(&out.stderr);
     assert!(

@@ -705,16 +705,25 @@ impl Server {
     /// never inside the load's prepare step (which a loaded machine can stretch past any
     /// fixed delay). Then starts it again after `down`.
     ///
+    /// # Errors
+    /// If nothing is stored within 30 s (the caller has the load's output to show).
+    ///
     /// # Panics
-    /// If nothing is stored within 30 s, or the restart fails.
-    pub fn crash_once_rows_flow(&mut self, stored: impl Fn(&Server) -> u64, down: Duration) {
+    /// If the restart fails.
+    pub fn crash_once_rows_flow(
+        &mut self,
+        stored: impl Fn(&Server) -> u64,
+        down: Duration,
+    ) -> Result<(), String> {
         let waited = Instant::now();
         while stored(self) == 0 {
-            assert!(
-                waited.elapsed() < Duration::from_secs(30),
-                "{}: no row reached the server in 30 s",
-                self.kind
-            );
+            if waited.elapsed() >= Duration::from_secs(30) {
+                return Err(format!(
+                    "{}: no row reached the server in 30 s\n{}",
+                    self.kind,
+                    self.log_tail()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -723,6 +732,7 @@ impl Server {
         if let Err(e) = self.restart() {
             self.fail("restart", e);
         }
+        Ok(())
     }
 
     /// Kills the server as a crash would: SIGKILL to its process and every process below
