@@ -288,3 +288,31 @@ fn the_databases_own_storage_figures_give_bytes_per_metric() {
         );
     }
 }
+
+/// A target that cannot say what its tables hold: the report says storage was not
+/// measured, and why, rather than leave the figure out silently.
+#[test]
+fn storage_from_a_target_that_cannot_tell_is_said_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets: Vec<String> = [
+        "target.kind=\"null\"",
+        "workload.scale=10",
+        "workload.end=\"2016-01-01T00:10:00Z\"",
+        "monitor.storage=true",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (out, r) = run(dir.path(), &sets);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("storage   not measured: the target cannot tell"),
+        "{stdout}"
+    );
+    assert_eq!(r["storage_error"], "the target cannot tell", "{r}");
+    assert!(r.get("storage").is_none(), "{r}");
+}

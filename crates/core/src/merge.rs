@@ -262,6 +262,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         service: LatencySummary::from_histogram(&service),
         client,
         storage: None,
+        storage_error: None,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports

@@ -215,6 +215,9 @@ pub struct Summary {
     /// What the target's tables grew by, asked of the database (`[monitor] storage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageSummary>,
+    /// Why the storage asked for is not there (the target cannot tell, or asking failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<String>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -297,6 +300,10 @@ impl Summary {
                         },
                     })
                 }
+                _ => None,
+            },
+            storage_error: match &outcome.storage_bytes {
+                Some(Err(e)) => Some(e.clone()),
                 _ => None,
             },
             scenario,
@@ -413,6 +420,9 @@ impl Summary {
                 st.bytes_added as f64 / (1024.0 * 1024.0),
                 st.bytes_per_metric
             );
+        }
+        if let Some(e) = &self.storage_error {
+            let _ = writeln!(s, "  storage   not measured: {e}");
         }
         s
     }
@@ -541,6 +551,46 @@ mod tests {
             serde_json::Value::Null,
         )
         .render_text()
+    }
+
+    #[test]
+    fn storage_asked_for_is_a_figure_or_a_reason_never_nothing() {
+        let usage = Usage::default();
+        let summary = |storage| {
+            let mut o = outcome(
+                Counters {
+                    rows: 100,
+                    metrics: 1_000,
+                    ..Counters::default()
+                },
+                None,
+            );
+            o.storage_bytes = storage;
+            Summary::new(&o, &usage, "t", "w", serde_json::Value::Null)
+        };
+        let measured = summary(Some(Ok((1_000, 5_000))));
+        assert_eq!(measured.storage.as_ref().unwrap().bytes_per_metric, 4.0);
+        assert!(measured.render_text().contains("(4.00 bytes per metric)"));
+        let cannot = summary(Some(Err("the target cannot tell".into())));
+        assert!(cannot.storage.is_none());
+        assert!(
+            cannot
+                .render_text()
+                .contains("storage   not measured: the target cannot tell"),
+            "{}",
+            cannot.render_text()
+        );
+        let json = serde_json::to_value(&cannot).unwrap();
+        assert_eq!(json["storage_error"], "the target cannot tell");
+        // Not asked for: no line, no field.
+        let none = summary(None);
+        assert!(!none.render_text().contains("storage"));
+        assert!(
+            serde_json::to_value(&none)
+                .unwrap()
+                .get("storage_error")
+                .is_none()
+        );
     }
 
     #[test]

@@ -337,6 +337,7 @@ mod tests {
             },
             client: ClientSummary::default(),
             storage: None,
+            storage_error: None,
             scenario: serde_json::Value::Null,
         }
     }
