@@ -48,6 +48,17 @@ fn run(dir: &Path, sets: &[String]) -> (std::process::Output, serde_json::Value)
     (out, r)
 }
 
+/// [`run`], which must succeed: its standard output and report.
+fn run_ok(dir: &Path, sets: &[String]) -> (String, serde_json::Value) {
+    let (out, r) = run(dir, sets);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (String::from_utf8_lossy(&out.stdout).into_owned(), r)
+}
+
 #[test]
 fn postgres_server_cpu_is_summed_over_every_backend_and_matches_proc() {
     let pg = Server::start(ServerKind::Postgres)
@@ -206,13 +217,7 @@ fn storage_block(target: &[String]) -> serde_json::Value {
         "load.batch=2000".into(),
         "monitor.storage=true".into(),
     ]);
-    let (out, r) = run(dir.path(), &sets);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, r) = run_ok(dir.path(), &sets);
     assert_eq!(r["metrics"], 720_000);
     assert!(stdout.contains("  storage   +"), "{stdout}");
     assert!(r.get("server").is_none(), "no process was named: {r}");
@@ -302,13 +307,7 @@ fn storage_from_a_target_that_cannot_tell_is_said_not_measured() {
     ]
     .map(String::from)
     .to_vec();
-    let (out, r) = run(dir.path(), &sets);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, r) = run_ok(dir.path(), &sets);
     assert!(
         stdout.contains("storage   not measured: the target cannot tell"),
         "{stdout}"

@@ -279,13 +279,7 @@ impl Sink for InfluxSink {
     async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
         let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
         let client = self.client()?;
-        let get = |path: &str| {
-            let mut request = client.get(join(&base, path));
-            if let Some(auth) = &self.auth {
-                request = request.header(reqwest::header::AUTHORIZATION, auth);
-            }
-            request.send()
-        };
+        let get = |path: &str| self.get(&client, join(&base, path)).send();
         let failed = |e: reqwest::Error| classify_request_error(&e, &self.cfg.url);
         let metrics = match get("metrics").await {
             Ok(r) if r.status().is_success() => r.text().await.unwrap_or_default(),
@@ -333,6 +327,15 @@ impl Sink for InfluxSink {
 }
 
 impl InfluxSink {
+    /// A GET of `url` with the configured credentials.
+    fn get(&self, client: &reqwest::Client, url: Url) -> reqwest::RequestBuilder {
+        let request = client.get(url);
+        match &self.auth {
+            Some(auth) => request.header(reqwest::header::AUTHORIZATION, auth),
+            None => request,
+        }
+    }
+
     /// QuestDB's figure for the schema's tables (see `storage_bytes`), `None` when `/exec`
     /// is not QuestDB's SQL endpoint.
     async fn questdb_storage(
@@ -344,10 +347,7 @@ impl InfluxSink {
         let exec = |sql: String| {
             let mut url = join(base, "exec");
             url.query_pairs_mut().append_pair("query", &sql);
-            let mut request = client.get(url);
-            if let Some(auth) = &self.auth {
-                request = request.header(reqwest::header::AUTHORIZATION, auth);
-            }
+            let request = self.get(client, url);
             async move {
                 let response = request.send().await.ok()?;
                 if !response.status().is_success() {
@@ -395,12 +395,7 @@ impl InfluxSink {
             sum += answer
                 .as_ref()
                 .and_then(questdb_single_long)
-                .ok_or_else(|| {
-                    SinkError::new(
-                        ErrorKind::Other,
-                        format!("QuestDB: no size of table {table}: {answer:?}"),
-                    )
-                })?;
+                .ok_or_else(|| other(format!("no size of table {table}: {answer:?}")))?;
         }
         Ok(Some(sum))
     }
@@ -414,13 +409,24 @@ const QUESTDB_WAL_TIMEOUT: Duration = Duration::from_secs(60);
 const QUESTDB_WAL_TABLES: &str =
     "select name, suspended, writerTxn, sequencerTxn, errorMessage from wal_tables()";
 
+/// The rows of an `/exec` answer to `what`, or QuestDB's error, or why it is no answer.
+fn questdb_dataset<'a>(
+    answer: &'a serde_json::Value,
+    what: &str,
+) -> Result<&'a Vec<serde_json::Value>, String> {
+    if let Some(error) = answer["error"].as_str() {
+        return Err(format!("{what}: {error}"));
+    }
+    answer["dataset"]
+        .as_array()
+        .ok_or_else(|| format!("{what}: no dataset in {answer}"))
+}
+
 /// The tables of `wanted` that an `/exec` answer to `tables()` lists, as QuestDB spells
 /// them (its names are case-insensitive). The name column is `table_name` (`name` before
 /// QuestDB 7.x).
 fn questdb_tables(answer: &serde_json::Value, wanted: &[&str]) -> Result<Vec<String>, String> {
-    if let Some(error) = answer["error"].as_str() {
-        return Err(format!("tables(): {error}"));
-    }
+    let rows = questdb_dataset(answer, "tables()")?;
     let columns = answer["columns"]
         .as_array()
         .ok_or_else(|| format!("tables(): no columns in {answer}"))?;
@@ -428,9 +434,6 @@ fn questdb_tables(answer: &serde_json::Value, wanted: &[&str]) -> Result<Vec<Str
         .iter()
         .find_map(|n| columns.iter().position(|c| c["name"] == *n))
         .ok_or_else(|| format!("tables(): no table_name column in {answer}"))?;
-    let rows = answer["dataset"]
-        .as_array()
-        .ok_or_else(|| format!("tables(): no dataset in {answer}"))?;
     Ok(rows
         .iter()
         .filter_map(|row| row[at].as_str())
@@ -444,12 +447,7 @@ fn questdb_tables(answer: &serde_json::Value, wanted: &[&str]) -> Result<Vec<Str
 /// an error for a suspended table (its WAL cannot be applied) or an answer of another
 /// shape.
 fn questdb_wal_pending(answer: &serde_json::Value, tables: &[&str]) -> Result<Vec<String>, String> {
-    if let Some(error) = answer["error"].as_str() {
-        return Err(format!("wal_tables(): {error}"));
-    }
-    let rows = answer["dataset"]
-        .as_array()
-        .ok_or_else(|| format!("wal_tables(): no dataset in {answer}"))?;
+    let rows = questdb_dataset(answer, "wal_tables()")?;
     let mut pending = Vec::new();
     for row in rows {
         let Some(name) = row[0].as_str() else {
