@@ -51,17 +51,18 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let text = match std::fs::read_to_string(&args.scenario) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {}: {e}", args.scenario.display());
+            errln!("error: {}: {e}", args.scenario.display());
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    crate::scenario::register_secrets(&text, &args.set);
     // Every profile is resolved and checked before anything runs.
     let mut entries = Vec::new();
     for profile in &args.targets {
         match resolve(&args.scenario, &text, profile, &args.set) {
             Ok(e) => entries.push(e),
             Err(e) => {
-                eprintln!("error: {}: {e}", profile.display());
+                errln!("error: {}: {e}", profile.display());
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         }
@@ -69,7 +70,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        eprintln!(
+        errln!(
             "error: two target profiles are named '{}': give each its own `name`",
             w[0]
         );
@@ -77,7 +78,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     for e in &entries {
         if let Err(msg) = confirm::confirm_drop(&e.plan, args.yes) {
-            eprintln!("error: {}: {msg}", e.name);
+            errln!("error: {}: {msg}", e.name);
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     }
@@ -87,7 +88,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for (i, e) in entries.iter_mut().enumerate() {
-        eprintln!(
+        errln!(
             "target {} of {}: {} ({})",
             i + 1,
             args.targets.len(),
@@ -98,7 +99,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         let workload = match workloads::build(&e.plan) {
             Ok(w) => w,
             Err(err) => {
-                eprintln!("error: {}: {err}", e.name);
+                errln!("error: {}: {err}", e.name);
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
@@ -112,38 +113,41 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
 
     let table = render_text(&rows);
-    println!("\n{table}");
-    std::fs::write(args.out.join("compare.txt"), &table)?;
+    outln!("\n{table}");
+    crate::out::write_text(&args.out.join("compare.txt"), &table)?;
     let mut csv = Vec::new();
     write_csv(&rows, &mut csv)?;
-    std::fs::write(args.out.join("compare.csv"), csv)?;
-    std::fs::write(
-        args.out.join("compare.json"),
-        serde_json::to_string_pretty(&serde_json::json!({
+    crate::out::write_text(
+        &args.out.join("compare.csv"),
+        &String::from_utf8_lossy(&csv),
+    )?;
+    crate::out::write_text(
+        &args.out.join("compare.json"),
+        &(serde_json::to_string_pretty(&serde_json::json!({
             "scenario": args.scenario.display().to_string(),
             "targets": rows,
-        }))? + "\n",
+        }))? + "\n"),
     )?;
     if !rows.is_empty() {
         for (chart, _, _) in CHARTS {
             let svg = bar_svg(&rows, chart).map_err(anyhow::Error::msg)?;
-            std::fs::write(args.out.join(format!("{chart}.svg")), svg)?;
+            crate::out::write_text(&args.out.join(format!("{chart}.svg")), &svg)?;
         }
     }
     let distinct: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.rows).collect();
     if distinct.len() > 1 {
-        eprintln!(
+        errln!(
             "warning: the targets stored different row counts ({distinct:?}): compare their reports in {}",
             args.out.display()
         );
     }
-    eprintln!(
+    errln!(
         "wrote {}/compare.{{txt,csv,json}}, {} charts and each target's report",
         args.out.display(),
         CHARTS.len()
     );
     if !failed.is_empty() {
-        eprintln!("error: runs that did not succeed: {}", failed.join(", "));
+        errln!("error: runs that did not succeed: {}", failed.join(", "));
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
@@ -157,7 +161,10 @@ fn resolve(
     sets: &[String],
 ) -> Result<Entry, String> {
     let text = std::fs::read_to_string(profile).map_err(|e| e.to_string())?;
-    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("not TOML: {e}"))?;
+    crate::scenario::register_secrets(&text, &[]);
+    let doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| crate::scenario::syntax_error(&text, &e))?;
     let mut profile_sets = Vec::new();
     let mut name = None;
     for (key, item) in doc.iter() {
@@ -186,9 +193,13 @@ fn resolve(
         return Err("no [target] section".into());
     }
     // The scenario without its own target and monitor.
-    let mut base: toml_edit::DocumentMut = scenario_text
-        .parse()
-        .map_err(|e| format!("{}: not TOML: {e}", scenario_path.display()))?;
+    let mut base: toml_edit::DocumentMut = scenario_text.parse().map_err(|e| {
+        format!(
+            "{}: {}",
+            scenario_path.display(),
+            crate::scenario::syntax_error(scenario_text, &e)
+        )
+    })?;
     base.remove("target");
     base.remove("monitor");
     let mut all = profile_sets;
@@ -302,7 +313,7 @@ mod tests {
             ("name = \"..\"\n[target]\nkind = \"null\"\n", "no slashes"),
         ] {
             let p = dir.join("p.toml");
-            std::fs::write(&p, body).unwrap();
+            crate::out::write_text(&p, body).unwrap();
             let e = resolve(&scenario, &text, &p, &[]).err().expect(body);
             assert!(e.contains(msg), "{body}: {e}");
         }

@@ -85,7 +85,7 @@ pub fn confirm_drops<'a>(
             "{what}; pass --yes to confirm (there is no terminal to ask)"
         ));
     }
-    eprint!("{what}. Drop them? [y/N] ");
+    err!("{what}. Drop them? [y/N] ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     stdin

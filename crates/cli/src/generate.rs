@@ -23,27 +23,28 @@ pub fn cmd_generate(
     output: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     if format != "influx" {
-        eprintln!("error: --format: \"{format}\" is not supported; allowed: influx");
+        errln!("error: --format: \"{format}\" is not supported; allowed: influx");
         return Ok(ExitCode::from(crate::EXIT_USAGE));
     }
     let plan = match crate::scenario::load(scenario, overrides) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(crate::EXIT_USAGE));
         }
     };
     let workload = match crate::workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(crate::EXIT_USAGE));
         }
     };
     let out = match output {
         None => Output::Stdout(io::stdout()),
         Some(p) => {
-            let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
+            let f = crate::out::create_binary(p)
+                .with_context(|| format!("cannot create {}", p.display()))?;
             if p.extension().is_some_and(|e| e == "gz") {
                 Output::Gzip(flate2::write::GzEncoder::new(
                     BufWriter::with_capacity(1 << 20, f),
@@ -91,7 +92,7 @@ pub fn cmd_generate(
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
     if let Some(e) = workload.source_error() {
-        eprintln!("error: the data source failed, the output is incomplete: {e}");
+        errln!("error: the data source failed, the output is incomplete: {e}");
         return Ok(ExitCode::FAILURE);
     }
     match result {

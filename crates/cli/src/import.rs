@@ -501,6 +501,9 @@ fn rfc3339(s: &str) -> Result<String, String> {
 }
 
 #[cfg(test)]
+mod prop;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

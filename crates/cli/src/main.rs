@@ -1,6 +1,9 @@
 //! The `tsload` binary: reads a scenario, builds the workload and the target, drives the
 //! engine, shows progress and prints (and writes) the final report.
 
+#[macro_use]
+mod out;
+
 mod baseline;
 mod compare;
 mod confirm;
@@ -198,6 +201,8 @@ fn main() -> ExitCode {
     // Every TLS configuration tsload builds names ring; a library that builds its own
     // without naming a provider gets the same.
     tsload_tls::install_default_provider();
+    // Secrets the drivers read from the environment are hidden in every output.
+    tsload_redact::register_env();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => cmd_run(*args),
@@ -229,7 +234,7 @@ fn main() -> ExitCode {
         }
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -250,14 +255,14 @@ fn cmd_import_taosbenchmark(
     let json = match std::fs::read_to_string(file) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("error: {shown}: {e}");
+            errln!("error: {shown}: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
     let imported = match import::taosbenchmark(&json) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("error: {shown}: {e}");
+            errln!("error: {shown}: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
@@ -269,14 +274,14 @@ fn cmd_import_taosbenchmark(
         t.remove("password");
     }
     if let Err(e) = scenario::parse(&format!("{shown} (imported)"), &check.to_string(), &[]) {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     for note in &imported.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     match output {
-        Some(path) => std::fs::write(path, &imported.scenario)
+        Some(path) => crate::out::write_text(path, &imported.scenario)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
         None => print_bytes(imported.scenario.as_bytes()).map(drop)?,
     }
@@ -296,7 +301,7 @@ fn cmd_keys(section: Option<&str>) -> anyhow::Result<ExitCode> {
         Some(name) => match scenario::section_reference(name) {
             Some(text) => text,
             None => {
-                eprintln!(
+                errln!(
                     "error: no section `{name}`; allowed: {}",
                     scenario::SECTION_NAMES.join(", ")
                 );
@@ -320,7 +325,7 @@ fn print_bytes(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 /// Loads and validates a scenario, printing the error and giving the usage exit code.
 fn load_plan(args: &ScenarioArgs) -> Result<Plan, ExitCode> {
     scenario::load(args.scenario.as_deref(), &args.set).map_err(|e| {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         ExitCode::from(EXIT_USAGE)
     })
 }
@@ -333,14 +338,14 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
     let workload = match workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
     if plan.query.is_some()
         && let Err(e) = queries::build(&plan)
     {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let mut v = plan.to_json();
@@ -350,19 +355,19 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
         let points = match sweep::grid_of(&plan) {
             Ok(grid) => grid.points(),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
         if let Err(e) =
             sweep::resolve_points(args.scenario.as_deref(), &args.set, &plan, &points, None)
         {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         v["sweep_points"] = points.len().into();
     }
-    println!("{}", serde_json::to_string_pretty(&v)?);
+    outln!("{}", serde_json::to_string_pretty(&v)?);
     // One line for a person (standard error, so the JSON above stays pipeable).
     let rows = workload.total_rows().map_or_else(
         || "an unknown number of".to_string(),
@@ -387,7 +392,7 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
         .as_u64()
         .map(|n| format!(", {n} sweep points"))
         .unwrap_or_default();
-    eprintln!(
+    errln!(
         "ok: {}: {} mode, {} ({} rows) into {}, {} workers x batch {}, {load}{queries}{sweep}",
         plan.source,
         plan.mode.as_str(),
@@ -488,14 +493,14 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let baselines = match baseline_args(&args) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
     match quick_sets(&args) {
         Ok(sets) => args.scenario.set.extend(sets),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     }
@@ -513,7 +518,7 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     plan.output.metrics_addr = args.metrics_addr;
     plan.output.raw_latencies = args.debug_raw_latencies;
     if let Err(e) = create_output_dirs(&plan.output) {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let shard = args
@@ -523,19 +528,19 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     match shard {
         Ok(run) => plan.output.shard = run,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     }
     if let Err(e) = confirm::confirm_drop(&plan, args.yes) {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     for t in &args.fail_if {
         match Threshold::parse(t) {
             Ok(t) => plan.output.fail_if.push(t),
             Err(e) => {
-                eprintln!("error: --fail-if: {e}");
+                errln!("error: --fail-if: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         }
@@ -547,7 +552,7 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             "plain" => ProgressMode::Plain,
             "none" => ProgressMode::None,
             other => {
-                eprintln!(
+                errln!(
                     "error: --progress: \"{other}\" is not allowed; allowed: auto, bar, plain, none"
                 );
                 return Ok(ExitCode::from(EXIT_USAGE));
@@ -555,27 +560,27 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
         };
     }
     if !plan.sweep.is_empty() {
-        eprintln!(
+        errln!(
             "note: the scenario's [sweep] is not used by `tsload run`, which runs its base point; `tsload sweep` runs the grid"
         );
     }
     let mut reports = Vec::new();
     for round in 1..=args.repeat {
         if args.repeat > 1 {
-            eprintln!("run {round} of {}", args.repeat);
+            errln!("run {round} of {}", args.repeat);
         }
         // Built afresh for each run: a file replay's shared reader is used up by one.
         let workload = match workloads::build(&plan) {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
         let executed = run::execute(&plan, workload)?;
         if executed.code != 0 {
             if args.repeat > 1 || baselines.is_some() {
-                eprintln!("run {round} did not succeed: no baseline saved or compared");
+                errln!("run {round} did not succeed: no baseline saved or compared");
             }
             return Ok(ExitCode::from(executed.code));
         }
@@ -592,9 +597,9 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             &reports,
             &b.limits,
         );
-        print!("{}", c.render_text());
+        out!("{}", c.render_text());
         for r in &c.regressions {
-            eprintln!("REGRESSION: {r}");
+            errln!("REGRESSION: {r}");
         }
         if !c.regressions.is_empty() {
             code = ExitCode::from(EXIT_THRESHOLD);
@@ -604,18 +609,18 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
         {
             let mut last = last.clone();
             last["baseline"] = serde_json::to_value(&c)?;
-            std::fs::write(path, serde_json::to_string_pretty(&last)? + "\n")?;
+            crate::out::write_text(path, &(serde_json::to_string_pretty(&last)? + "\n"))?;
         }
     }
     if let Some(name) = &args.save_baseline {
         match baseline::save(name, &reports) {
-            Ok(path) => eprintln!(
+            Ok(path) => errln!(
                 "baseline '{name}' saved: {} run(s) in {}",
                 reports.len(),
                 path.display()
             ),
             Err(e) => {
-                eprintln!("error: --save-baseline: {e}");
+                errln!("error: --save-baseline: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         }

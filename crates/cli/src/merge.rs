@@ -1,15 +1,21 @@
 //! `tsload merge`: the `--json` reports (and `.hlog` interval logs) of the shards of one
-//! run, read from files or directories, merged into one report.
+//! run, read from files or directories, merged into one report. Reading is bounded: a
+//! report is at most `merge::MAX_REPORT_BYTES` (64 MiB), an interval log at most
+//! `hlog::MAX_LOG_BYTES` and its lines `hlog::MAX_LINE_BYTES`; what core's readers refuse
+//! (a figure out of range, a sum that overflows, a corrupt histogram) is an error naming
+//! the file, and exit code 2.
 
+use std::fs::File;
+use std::io::{BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tsload_core::merge::{ShardLine, ShardReport, merge, merge_queries};
-use tsload_core::query_report::QuerySummary;
-use tsload_core::report::Summary;
-use tsload_core::shard::Shard;
+use tsload_core::hlog::{HlogError, MAX_LOG_BYTES};
+use tsload_core::merge::{
+    AnyReport, MAX_REPORT_BYTES, MergeError, ShardLine, merge, merge_queries,
+};
 
 use crate::EXIT_USAGE;
 
@@ -66,18 +72,18 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if reports.is_empty() {
-        eprintln!("error: no *.json report in {}", show(&args.inputs));
+        errln!("error: no *.json report in {}", show(&args.inputs));
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     if !hlogs.is_empty() && args.hlog_out.is_none() {
-        eprintln!("error: --hlog needs --hlog-out FILE (where the merged log goes)");
+        errln!("error: --hlog needs --hlog-out FILE (where the merged log goes)");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     for (flag, out) in [("--json", &args.json), ("--hlog-out", &args.hlog_out)] {
         if let Some(out) = out
             && let Err(e) = crate::create_parent_dir(out)
         {
-            eprintln!("error: {flag} {}: {e}", out.display());
+            errln!("error: {flag} {}: {e}", out.display());
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     }
@@ -85,16 +91,16 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut queries = Vec::new();
     for path in &reports {
         match read_report(path) {
-            Ok(Read::Write(r)) => writes.push(r),
-            Ok(Read::Query(r)) => queries.push(r),
+            Ok(AnyReport::Write(r)) => writes.push(r),
+            Ok(AnyReport::Query(r)) => queries.push(r),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         }
     }
     if !writes.is_empty() && !queries.is_empty() {
-        eprintln!(
+        errln!(
             "error: {} write report(s) and {} query report(s): merge the shards of one run",
             writes.len(),
             queries.len()
@@ -115,42 +121,45 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let (text, json) = match merged {
         Ok((text, json)) => (text, json?),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    print!("{text}");
+    out!("{text}");
 
     if let Some(out) = &args.hlog_out {
         if hlogs.is_empty() {
-            eprintln!(
+            errln!(
                 "error: --hlog-out: no interval logs given (--hlog FILE, or *.hlog in a directory)"
             );
             return Ok(ExitCode::from(EXIT_USAGE));
         }
-        let mut logs = Vec::with_capacity(hlogs.len());
-        for h in &hlogs {
-            let bytes = std::fs::read(h).with_context(|| format!("reading {}", h.display()))?;
-            logs.push((h.display().to_string(), bytes));
-        }
-        let file = std::io::BufWriter::new(
-            std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
-        );
-        match tsload_core::hlog::merge_logs(&logs, file, "tsload merge") {
-            Ok(n) => eprintln!(
-                "merged {} interval logs into {} ({n} intervals)",
-                logs.len(),
-                out.display()
-            ),
+        // Merged in memory first: a log that cannot be read leaves no half-written file.
+        let mut merged_log = Vec::new();
+        let merged = open_logs(&hlogs)
+            .and_then(|logs| tsload_core::hlog::merge_logs(logs, &mut merged_log, "tsload merge"));
+        match merged {
+            Ok(n) => {
+                crate::out::create_binary(out)
+                    .with_context(|| format!("creating {}", out.display()))?
+                    .write_all(&merged_log)
+                    .with_context(|| format!("writing {}", out.display()))?;
+                errln!(
+                    "merged {} interval logs into {} ({n} intervals)",
+                    hlogs.len(),
+                    out.display()
+                );
+            }
             Err(e) => {
-                eprintln!("error: --hlog-out {}: {e}", out.display());
+                errln!("error: --hlog-out {}: {e}", out.display());
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         }
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&json)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        crate::out::write_text(path, &(text + "\n"))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -191,54 +200,47 @@ fn show(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// A shard's report of either kind.
-enum Read {
-    Write(ShardReport<Summary>),
-    Query(ShardReport<QuerySummary>),
+/// The interval logs, opened for reading line by line; one over
+/// [`MAX_LOG_BYTES`] is refused before it is read.
+fn open_logs(paths: &[PathBuf]) -> Result<Vec<(String, BufReader<File>)>, HlogError> {
+    let mut logs = Vec::with_capacity(paths.len());
+    for path in paths {
+        let file = path.display().to_string();
+        let open = File::open(path).and_then(|f| f.metadata().map(|m| (f, m.len())));
+        let (f, len) = open.map_err(|source| HlogError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        if len > MAX_LOG_BYTES {
+            return Err(HlogError::TooLarge {
+                file,
+                cap: MAX_LOG_BYTES,
+            });
+        }
+        logs.push((file, BufReader::new(f)));
+    }
+    Ok(logs)
 }
 
-/// One shard's report from its JSON file.
-fn read_report(path: &Path) -> Result<Read, String> {
+/// One shard's report from its JSON file: at most [`MAX_REPORT_BYTES`] read (a larger
+/// file is refused, by its size before reading, or after reading one byte more than the
+/// cap when it has no size, like a pipe), then core's reader.
+fn read_report(path: &Path) -> Result<AnyReport, String> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {name}: {e}"))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
-    if value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
-        return Err(format!(
-            "{name}: a mixed report; mixed runs are not sharded, so there is nothing to merge"
-        ));
-    }
-    if value.get("merged_from").is_some() {
-        return Err(format!("{name}: already a merged report"));
-    }
-    let shard = match value.get("shard") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(s) => {
-            let shard: Shard =
-                serde_json::from_value(s.clone()).map_err(|e| format!("{name}: shard: {e}"))?;
-            Some(Shard::new(shard.index, shard.count).map_err(|e| format!("{name}: shard: {e}"))?)
+    let too_large = || {
+        MergeError::TooLarge {
+            file: name.clone(),
+            cap: MAX_REPORT_BYTES,
         }
+        .to_string()
     };
-    let text_field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    let (host, scenario_sha256) = (text_field("host"), text_field("scenario_sha256"));
-    if value.get("kinds").is_some() {
-        let summary: QuerySummary = serde_json::from_value(value.clone())
-            .map_err(|e| format!("{name}: not a tsload query report (`run --json`): {e}"))?;
-        return Ok(Read::Query(ShardReport {
-            source: name,
-            shard,
-            host,
-            scenario_sha256,
-            summary,
-        }));
+    let file = File::open(path).map_err(|e| format!("reading {name}: {e}"))?;
+    if file.metadata().is_ok_and(|m| m.len() > MAX_REPORT_BYTES) {
+        return Err(too_large());
     }
-    let summary: Summary = serde_json::from_value(value)
-        .map_err(|e| format!("{name}: not a tsload write report (`run --json`): {e}"))?;
-    Ok(Read::Write(ShardReport {
-        source: name,
-        shard,
-        host,
-        scenario_sha256,
-        summary,
-    }))
+    let mut bytes = Vec::new();
+    file.take(MAX_REPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading {name}: {e}"))?;
+    tsload_core::merge::read_report(&name, &bytes).map_err(|e| e.to_string())
 }

@@ -75,17 +75,17 @@ pub fn cmd_netem(command: NetemCommand) -> anyhow::Result<ExitCode> {
             NetemCommand::Show(args) => {
                 let target = args.target();
                 match tsload_netem::show(&target).await? {
-                    None => println!("{target}: the kernel's default root qdisc"),
-                    Some(q) => println!("{target}: {q}"),
+                    None => outln!("{target}: the kernel's default root qdisc"),
+                    Some(q) => outln!("{target}: {q}"),
                 }
                 Ok(ExitCode::SUCCESS)
             }
             NetemCommand::Clear(args) => {
                 let target = args.target();
                 if tsload_netem::clear(&target).await? {
-                    println!("{target}: root qdisc removed");
+                    outln!("{target}: root qdisc removed");
                 } else {
-                    println!("{target}: nothing to clear (default root qdisc)");
+                    outln!("{target}: nothing to clear (default root qdisc)");
                 }
                 Ok(ExitCode::SUCCESS)
             }
@@ -99,7 +99,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let spec: Spec = match text.parse() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: netem spec `{text}`: {e}");
+            errln!("error: netem spec `{text}`: {e}");
             return Ok(ExitCode::from(crate::EXIT_USAGE));
         }
     };
@@ -117,7 +117,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         let request = QdiscRequest::root(op, ifindex as i32, 0, &spec, &Psched::read())
             .with_context(|| format!("encoding `{spec}`"))?;
         let bytes = request.to_bytes();
-        println!(
+        outln!(
             "{} root qdisc of {target} (ifindex {ifindex}): {} {spec} ({} bytes)",
             op.name(),
             spec.kind(),
@@ -125,7 +125,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         );
         if args.hex {
             let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            println!("{hex}");
+            outln!("{hex}");
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -135,27 +135,27 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         ..ApplyOptions::default()
     };
     tsload_netem::apply(&target, &spec, &options).await?;
-    println!("{target}: {spec}");
+    outln!("{target}: {spec}");
     Ok(ExitCode::SUCCESS)
 }
 
 async fn restore() -> anyhow::Result<ExitCode> {
     let records = Guard::pending_records(Path::new(DEFAULT_RECORD_DIR))?;
     if records.is_empty() {
-        println!("nothing to restore: no records under {DEFAULT_RECORD_DIR}");
+        outln!("nothing to restore: no records under {DEFAULT_RECORD_DIR}");
         return Ok(ExitCode::SUCCESS);
     }
     let mut failed = false;
     for record in records {
         let target = record.target();
         if record.owner_alive() {
-            println!("{target}: still held by a running tsload (pid alive): left alone");
+            outln!("{target}: still held by a running tsload (pid alive): left alone");
             continue;
         }
         match Guard::restore_from_record(&record).await {
-            Ok(outcome) => println!("{target}: {outcome:?}"),
+            Ok(outcome) => outln!("{target}: {outcome:?}"),
             Err(e) => {
-                eprintln!("error: {target}: {e}");
+                errln!("error: {target}: {e}");
                 failed = true;
             }
         }

@@ -171,14 +171,18 @@ impl ActiveNetwork {
                 } else {
                     SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 0))
                 };
+                // Only this run's own connections come here, as many as its workers open,
+                // idle as long as their pools keep them: a cap or an idle timeout would fail
+                // what a direct connection would not. The memory bounds and the connect
+                // timeout (the SQL targets' own default, 10 s) hold.
                 let config = ProxyConfig {
-                    listen,
-                    upstream,
                     delay: net.delay,
                     jitter: net.jitter,
                     rate: net.rate_bits.map(|b| (b / 8).max(1)),
                     direction: *direction,
-                    faults: Vec::new(),
+                    idle_timeout: None,
+                    max_connections: None,
+                    ..ProxyConfig::new(listen, upstream)
                 };
                 let proxy = Proxy::start(config)
                     .await

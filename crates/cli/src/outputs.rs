@@ -5,8 +5,7 @@
 //! (`--metrics-addr`).
 
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -63,33 +62,14 @@ impl std::str::FromStr for OutSpec {
     }
 }
 
+/// Intervals `--out influx=` holds while its server is slow; more are dropped (and said).
+const PUSH_QUEUE: usize = 1024;
+
 /// How long the `--out influx=` sender may go on after the run.
 const CLOSE_WAIT: Duration = Duration::from_secs(15);
 
-/// `url` with its password and any `p`, `password` or `token` query value as `***`, for
-/// reports and messages.
-pub fn redact_url(url: &str) -> String {
-    let Ok(mut u) = url::Url::parse(url) else {
-        return "<url>".into();
-    };
-    if u.password().is_some() {
-        let _ = u.set_password(Some("***"));
-    }
-    let pairs: Vec<(String, String)> = u
-        .query_pairs()
-        .map(|(k, v)| {
-            let secret = matches!(k.as_ref(), "p" | "password" | "token");
-            (
-                k.into_owned(),
-                if secret { "***".into() } else { v.into_owned() },
-            )
-        })
-        .collect();
-    if !pairs.is_empty() {
-        u.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    u.to_string()
-}
+/// `url` with its secrets hidden, for reports and messages.
+pub use tsload_redact::url as redact_url;
 
 /// One report interval of one stream, as the CSV and NDJSON outputs write it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -210,8 +190,8 @@ struct StreamState {
 
 #[derive(Debug, Default)]
 struct Inner {
-    csv: Option<(PathBuf, BufWriter<File>)>,
-    ndjson: Option<(PathBuf, BufWriter<File>)>,
+    csv: Option<(PathBuf, crate::out::TextFile)>,
+    ndjson: Option<(PathBuf, crate::out::TextFile)>,
     influx: Option<InfluxPush>,
     /// Per stream, in the order they first reported.
     streams: Vec<(&'static str, StreamState)>,
@@ -246,9 +226,9 @@ impl Outputs {
                     path.display()
                 );
             }
-            let file = File::create(path)
+            let file = crate::out::create_text(path)
                 .with_context(|| format!("--out: cannot create {}", path.display()))?;
-            *slot = Some((path.clone(), BufWriter::new(file)));
+            *slot = Some((path.clone(), file));
         }
         if let Some((path, w)) = &mut inner.csv {
             writeln!(w, "{CSV_HEADER}")
@@ -486,8 +466,8 @@ struct InfluxPush {
     url: String,
     encoder: tsload_lineproto::LineEncoder,
     batch: tsload_core::Batch,
-    tx: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
-    rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    tx: Option<tokio::sync::mpsc::Sender<Vec<u8>>>,
+    rx: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
     task: Option<tokio::task::JoinHandle<()>>,
     client: reqwest::Client,
     /// `INFLUX_TOKEN` from the environment, sent as `Authorization: Token ...` (InfluxDB
@@ -578,11 +558,10 @@ impl InfluxPush {
             tags: Arc::new(StreamTags),
         });
         let tls = tsload_tls::client_config(&tsload_tls::TlsOptions::default())?;
-        let client = reqwest::Client::builder()
+        let client = tsload_http::client_builder(tls)
             .timeout(Duration::from_secs(10))
-            .tls_backend_preconfigured(tls)
             .build()?;
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::channel(PUSH_QUEUE);
         Ok(InfluxPush {
             url: url.to_string(),
             batch: tsload_core::Batch::for_schema(&schema),
@@ -622,8 +601,19 @@ impl InfluxPush {
             while let Some(body) = rx.recv().await {
                 let request = InfluxPush::post(&client, &url, token.as_deref(), body);
                 let failed = match request.send().await {
-                    Ok(r) if r.status().is_success() => None,
-                    Ok(r) => Some((format!("HTTP {}", r.status()), false)),
+                    Ok(r) if r.status().is_success() => {
+                        tsload_http::drain(r).await;
+                        None
+                    }
+                    Ok(r) => match tsload_http::redirect_message(r.status(), r.headers()) {
+                        Some(m) => Some((m, true)),
+                        None => {
+                            let status = r.status();
+                            let body = tsload_http::error_text(r).await;
+                            let body: String = body.trim().chars().take(200).collect();
+                            Some((format!("HTTP {status}: {body}"), false))
+                        }
+                    },
                     // Unreachable or timed out: the next posts would wait as long each.
                     // Without the URL: reqwest's text has its query, secrets and all.
                     Err(e) => Some((error_chain(&e.without_url()), true)),
@@ -689,8 +679,16 @@ impl InfluxPush {
         t.finish_validity();
         let mut body = Vec::with_capacity(512);
         self.encoder.encode(&self.batch, &mut body);
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(body);
+        if let Some(tx) = &self.tx
+            && let Err(tokio::sync::mpsc::error::TrySendError::Full(_)) = tx.try_send(body)
+            && let Ok(mut slot) = self.error.lock()
+        {
+            // Bounded: a server slower than the report interval loses intervals, said
+            // at the end, rather than growing the client's memory.
+            slot.get_or_insert(format!(
+                "--out influx={}: the server fell {PUSH_QUEUE} intervals behind; later intervals were dropped",
+                redact_url(&self.url)
+            ));
         }
     }
 
@@ -701,12 +699,16 @@ impl InfluxPush {
     }
 }
 
+/// Connections `--metrics-addr` serves at once; more are closed as they come.
+const METRICS_CONNECTIONS: usize = 32;
+
 /// Serves `GET /metrics` on `listener` until the runtime stops. A hand-written HTTP/1.0
 /// responder: one read-only endpoint, one answer per connection; a server crate (hyper's
 /// server side) would add more code than it saves.
 pub fn serve_metrics(listener: std::net::TcpListener, outputs: Outputs) -> anyhow::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(METRICS_CONNECTIONS));
     tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else {
@@ -714,8 +716,15 @@ pub fn serve_metrics(listener: std::net::TcpListener, outputs: Outputs) -> anyho
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
+            // A flood of connections must not take the file descriptors the load, its
+            // outputs and its report need: past the cap, a connection is closed at once.
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                drop(socket);
+                continue;
+            };
             let outputs = outputs.clone();
             tokio::spawn(async move {
+                let _slot = slot;
                 let mut request = Vec::with_capacity(1024);
                 let mut buf = [0u8; 1024];
                 // Read the request head (bounded: 16 KiB, 5 s).

@@ -610,19 +610,8 @@ impl Plan {
     }
 }
 
-const SECRET_KEYS: &[&str] = &["password", "pass", "token", "secret", "api_key", "apikey"];
-
 /// Whether a (dotted) key names a secret: its last part is a secret's name.
-pub fn is_secret_key(key: &str) -> bool {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    SECRET_KEYS.contains(
-        &last
-            .trim()
-            .trim_matches(['"', '\''])
-            .to_ascii_lowercase()
-            .as_str(),
-    )
-}
+pub use tsload_redact::is_secret_key;
 
 /// A `--set KEY=VALUE` as it may be shown: a secret key's value hidden, and the password
 /// of a URL in the value.
@@ -634,66 +623,14 @@ pub fn shown_set(given: &str) -> String {
     }
 }
 
-/// `text` with the password of every `scheme://user:password@` in it as `***`.
+/// `text` with every secret in it hidden: tsload's one redaction.
 pub fn redact_in_text(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
-            .unwrap_or(tail.len());
-        let word = &tail[..end];
-        match (word.find('@'), word.find(':')) {
-            (Some(at), Some(colon)) if colon < at => {
-                out.push_str(&word[..colon]);
-                out.push_str(":***");
-                out.push_str(&word[at..]);
-            }
-            _ => out.push_str(word),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    tsload_redact::text(text)
 }
 
-/// Replaces secrets in place: values of secret-named keys, and the password part of
-/// `scheme://user:password@host` URLs.
+/// Replaces secrets in place: values of secret-named keys, and every string's secrets.
 pub fn redact(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            for (k, val) in map.iter_mut() {
-                if SECRET_KEYS.contains(&k.to_ascii_lowercase().as_str()) && !val.is_null() {
-                    *val = Value::String("***".into());
-                } else {
-                    redact(val);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact),
-        Value::String(s) => {
-            if let Some(clean) = redact_url(s) {
-                *s = clean;
-            }
-        }
-        _ => {}
-    }
-}
-
-fn redact_url(s: &str) -> Option<String> {
-    let scheme_end = s.find("://")? + 3;
-    let rest = &s[scheme_end..];
-    let at = rest.find('@')?;
-    let userinfo = &rest[..at];
-    let colon = userinfo.find(':')?;
-    Some(format!(
-        "{}{}:***{}",
-        &s[..scheme_end],
-        &userinfo[..colon],
-        &rest[at..]
-    ))
+    tsload_redact::json(v)
 }
 
 #[cfg(test)]

@@ -194,7 +194,7 @@ impl Observer for RunObserver {
             });
             bar.set_message(line);
         } else if self.plain {
-            eprintln!("{}{line}", self.prefix);
+            errln!("{}{line}", self.prefix);
         }
     }
 }

@@ -92,7 +92,7 @@ fn observer_for(plan: &Plan, total: Option<u64>) -> anyhow::Result<RunObserver> 
         None => None,
         Some(p) => Some((
             p.display().to_string(),
-            std::fs::File::create(p)
+            crate::out::create_binary(p)
                 .with_context(|| format!("cannot create the interval log {}", p.display()))?,
         )),
     };
@@ -100,7 +100,11 @@ fn observer_for(plan: &Plan, total: Option<u64>) -> anyhow::Result<RunObserver> 
         plan.output.progress,
         total,
         hlog,
-        format!("tsload {} {}", env!("CARGO_PKG_VERSION"), plan.name),
+        tsload_redact::text(&format!(
+            "tsload {} {}",
+            env!("CARGO_PKG_VERSION"),
+            plan.name
+        )),
     ))
 }
 
@@ -113,7 +117,7 @@ fn open_outputs(plan: &Plan) -> anyhow::Result<(Outputs, Option<std::net::TcpLis
         Some(addr) => {
             let (listener, local) =
                 crate::outputs::bind_metrics(addr).map_err(anyhow::Error::msg)?;
-            eprintln!("metrics: http://{local}/metrics");
+            errln!("metrics: http://{local}/metrics");
             Some(listener)
         }
     };
@@ -143,17 +147,17 @@ async fn start_network(
         return Ok((None, None));
     };
     let active = ActiveNetwork::start(net, target).await?;
-    eprintln!("network: {}", active.description);
+    errln!("network: {}", active.description);
     match network::probe(net, target).await {
         Ok(probe) => {
             if let Some(p) = &probe {
-                eprint!("{}", p.render_text());
+                err!("{}", p.render_text());
             }
             Ok((Some(active), probe))
         }
         Err(e) => {
             if let Err(f) = active.finish().await {
-                eprintln!("error: {f:#}");
+                errln!("error: {f:#}");
             }
             Err(e.context("measuring the RTT before the load"))
         }
@@ -178,7 +182,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
             Ok(w) if shard.is_whole() => Some(w),
             Ok(w) => Some(Arc::new(ShardedQueries::new(w, shard)) as Arc<dyn QueryWorkload>),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(Executed::refused());
             }
         },
@@ -186,14 +190,14 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
     let (outputs, metrics_listener) = match open_outputs(plan) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             return Ok(Executed::refused());
         }
     };
     let monitor = match start_monitor(plan) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: [monitor]: {e}");
+            errln!("error: [monitor]: {e}");
             return Ok(Executed::refused());
         }
     };

@@ -72,12 +72,13 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Plan, ScenarioE
             (name, text)
         }
     };
+    register_secrets(&text, overrides);
     parse(&name, &text, overrides)
 }
 
 /// Parses scenario text; `file` names it in errors.
 pub fn parse(file: &str, text: &str, overrides: &[String]) -> Result<Plan, ScenarioError> {
-    let text = apply_overrides(file, text, overrides)?;
+    let text = apply_overrides(text, overrides)?;
     let ctx = Ctx {
         file: file.to_string(),
         text: &text,
@@ -91,20 +92,62 @@ pub fn parse(file: &str, text: &str, overrides: &[String]) -> Result<Plan, Scena
     ctx.plan(raw)
 }
 
+/// Makes every secret the scenario and its overrides hold known to tsload's one redaction
+/// before anything is said about them: the values of secret-named keys (also in `[sweep]`
+/// lists, such as `"target.password" = [...]`) and the passwords and secret query values of
+/// every URL. Text that does not parse registers what its overrides say. Called where the
+/// binary reads a scenario or profile (not by [`parse`], so tests stay independent).
+pub fn register_secrets(text: &str, overrides: &[String]) {
+    fn walk(key: &str, value: &toml::Value, secret: bool) {
+        let secret = secret || tsload_redact::is_secret_key(key);
+        match value {
+            toml::Value::String(s) if secret => tsload_redact::register(s),
+            toml::Value::String(s) => tsload_redact::register_url(s),
+            toml::Value::Array(items) => items.iter().for_each(|v| walk(key, v, secret)),
+            toml::Value::Table(t) => t.iter().for_each(|(k, v)| walk(k, v, secret)),
+            _ => {}
+        }
+    }
+    for o in overrides {
+        if let Some((k, v)) = o.split_once('=') {
+            let v = v.trim().trim_matches(['"', '\'']);
+            if tsload_redact::is_secret_key(k) {
+                tsload_redact::register(v);
+            } else {
+                tsload_redact::register_url(v);
+            }
+        }
+    }
+    if let Ok(table) = text.parse::<toml::Table>() {
+        table.iter().for_each(|(k, v)| walk(k, v, false));
+    }
+}
+
+/// A TOML syntax error without toml_edit's quote of the line (which would show a secret
+/// written on it): `line N: not valid TOML: MESSAGE`.
+pub fn syntax_error(text: &str, e: &toml_edit::TomlError) -> String {
+    let line = e
+        .span()
+        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    let message = tsload_redact::text(e.message().trim());
+    match line {
+        Some(n) => format!("line {n}: not valid TOML: {message}"),
+        None => format!("not valid TOML: {message}"),
+    }
+}
+
 /// Applies `key=value` overrides (dotted keys, TOML values; a value that is not valid TOML,
 /// or is a date or time, is taken as a string) to the document, keeping the file's own lines where they are.
-fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
+fn apply_overrides(text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
     if overrides.is_empty() {
         return Ok(text.to_string());
     }
-    let mut doc: toml_edit::DocumentMut =
-        text.parse()
-            .map_err(|e: toml_edit::TomlError| ScenarioError {
-                file: file.to_string(),
-                line: None,
-                key: None,
-                message: format!("not valid TOML: {e}"),
-            })?;
+    // A syntax error is reported by the same path as without overrides (line, message,
+    // the line's text redacted), not by toml_edit's display, which quotes the line raw.
+    let mut doc: toml_edit::DocumentMut = match text.parse() {
+        Ok(doc) => doc,
+        Err(_) => return Ok(text.to_string()),
+    };
     for o in overrides {
         let err = |message: String| ScenarioError {
             file: "--set".to_string(),

@@ -144,6 +144,18 @@ pub fn check(plan: &Plan, run: &ShardRun) -> Result<(), String> {
             run.shard
         ));
     }
+    if crate::workloads::generates(plan)
+        && let Some(e) = crate::workloads::state_estimate(&plan.workload)
+        && e.devices < run.shard.count
+    {
+        let idle = run.shard.count - e.devices;
+        return Err(format!(
+            "--shard {}: {} shards but workload.{} = {} makes only {} {}, so {idle} of the \
+             shards would have none and write nothing; use at most {} shards (or raise \
+             workload.{})",
+            run.shard, run.shard.count, e.key, e.devices, e.devices, e.noun, e.devices, e.key
+        ));
+    }
     if plan.target.drops_existing() && run.barrier.is_none() {
         return Err(format!(
             "--shard {}: target.drop_existing = true needs --barrier DIR, so that shard 0 drops and creates the tables before the other shards write (or set it to false)",
@@ -156,11 +168,18 @@ pub fn check(plan: &Plan, run: &ShardRun) -> Result<(), String> {
 /// The plan this process runs: its shares of row and request budgets and of open-loop
 /// rates, `drop_existing` left to shard 0, and the start gates (one per stream: a query
 /// run's preload and its queries each start together).
+///
+/// The row budget goes in proportion to the devices each shard generates
+/// ([`Shard::share_by_devices`]): every shard can then fill its part (an even split gave
+/// a shard with fewer devices more rows than its devices hold, and those were lost), and
+/// the parts sum to `load.rows`. Open-loop rates are split evenly, as one process spreads
+/// its rate evenly over its workers: each global worker keeps the rate it has unsharded.
 pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
     let mut p = plan.clone();
     let shard = run.shard;
     if !shard.is_whole() {
-        p.load.rows = p.load.rows.map(|r| shard.share(r));
+        let devices = crate::workloads::state_estimate(&plan.workload).map_or(0, |e| e.devices);
+        p.load.rows = p.load.rows.map(|r| shard.share_by_devices(r, devices));
         if let LoadMode::Open { rate } = p.load.mode {
             p.load.mode = LoadMode::Open {
                 rate: shard.share_of_rate(rate),
@@ -268,7 +287,7 @@ impl FileBarrier {
         let tmp = self
             .dir
             .join(format!(".{}.{name}.{}.tmp", self.phase, std::process::id()));
-        std::fs::write(&tmp, text)
+        crate::out::write_new(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, &path))
             .map_err(|e| format!("writing {}: {e}", path.display()))
     }
@@ -524,5 +543,71 @@ mod tests {
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn plan(sets: &[&str]) -> Plan {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        crate::scenario::parse("s.toml", "", &sets).unwrap()
+    }
+
+    fn shard_run(i: u32, n: u32) -> ShardRun {
+        ShardRun {
+            shard: Shard::new(i, n).unwrap(),
+            ..ShardRun::default()
+        }
+    }
+
+    #[test]
+    fn more_shards_than_devices_are_refused_naming_the_key_and_the_most_shards() {
+        let p = plan(&["workload.scale=2", "target.drop_existing=false"]);
+        for i in 0..3 {
+            let e = check(&p, &shard_run(i, 3)).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "--shard {i}/3: 3 shards but workload.scale = 2 makes only 2 hosts, so 1 \
+                     of the shards would have none and write nothing; use at most 2 shards \
+                     (or raise workload.scale)"
+                )
+            );
+        }
+        assert_eq!(check(&p, &shard_run(1, 2)), Ok(()));
+        let custom = plan(&[
+            "workload.kind=\"custom\"",
+            "workload.childtable_count=3",
+            "target.drop_existing=false",
+        ]);
+        let e = check(&custom, &shard_run(0, 5)).unwrap_err();
+        assert!(
+            e.contains("workload.childtable_count = 3 makes only 3 child tables, so 2 of"),
+            "{e}"
+        );
+        // A query run that does not write the data set is not split by devices.
+        let query = plan(&[
+            "workload.scale=2",
+            "mode=\"query\"",
+            "query.kind=\"tsbs\"",
+            "target.drop_existing=false",
+        ]);
+        assert_eq!(check(&query, &shard_run(2, 3)), Ok(()));
+    }
+
+    #[test]
+    fn the_row_budget_follows_each_shards_devices_and_sums_to_the_whole() {
+        let rows = |scale: u32, n: u32| -> Vec<u64> {
+            let p = plan(&[
+                &format!("workload.scale={scale}"),
+                "load.rows=1001",
+                "load.workers=4",
+            ]);
+            (0..n)
+                .map(|i| split(&p, &shard_run(i, n)).load.rows.unwrap())
+                .collect()
+        };
+        // 3 hosts over 2 shards: 1 and 2 of them.
+        assert_eq!(rows(3, 2), [333, 668]);
+        assert_eq!(rows(3, 3), [333, 334, 334]);
+        assert_eq!(rows(10, 4), [200, 300, 200, 301]);
+        assert_eq!(rows(3, 1), [1001]);
     }
 }

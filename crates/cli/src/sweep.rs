@@ -55,7 +55,7 @@ fn sweep_value_toml(v: &SweepValue) -> String {
 
 pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let usage = |m: String| {
-        eprintln!("error: {m}");
+        errln!("error: {m}");
         Ok(ExitCode::from(EXIT_USAGE))
     };
     let progress = match args.progress.as_str() {
@@ -123,7 +123,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let mut interrupted = false;
     let total = plans.len();
     for (i, (point, plan)) in points.iter().zip(&plans).enumerate() {
-        eprintln!("=== point {}/{total}: {} ===", i + 1, point.label());
+        errln!("=== point {}/{total}: {} ===", i + 1, point.label());
         let workload = match workloads::build(plan) {
             Ok(w) => w,
             Err(e) => return usage(format!("sweep point {}: {e}", i + 1)),
@@ -207,21 +207,21 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         // Written after every point, so an interrupted sweep keeps what it measured.
         write_outputs(&table, &out_dir, source, &base.name, false)?;
         if interrupted {
-            eprintln!("interrupted: the sweep stops after point {}", i + 1);
+            errln!("interrupted: the sweep stops after point {}", i + 1);
             break;
         }
     }
-    println!("\n=== sweep: {} points ===", table.rows.len());
-    print!("{}", table.render_text());
+    outln!("\n=== sweep: {} points ===", table.rows.len());
+    out!("{}", table.render_text());
     write_outputs(&table, &out_dir, source, &base.name, true)?;
-    println!(
+    outln!(
         "wrote {0}/sweep.csv, {0}/sweep.json, {0}/sweep.svg and {0}/points/",
         out_dir.display()
     );
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if failed > 0 {
-        eprintln!("error: {failed} of {total} points failed");
+        errln!("error: {failed} of {total} points failed");
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -295,15 +295,13 @@ fn write_outputs(
 ) -> anyhow::Result<()> {
     let create = |f: &str| {
         let p = dir.join(f);
-        std::fs::File::create(&p)
-            .map(std::io::BufWriter::new)
-            .with_context(|| format!("cannot create {}", p.display()))
+        crate::out::create_text(&p).with_context(|| format!("cannot create {}", p.display()))
     };
     table.write_csv(create("sweep.csv")?)?;
     let fits = table.fit_groups(RTT_KEYS, source);
     if print_fits {
         for f in &fits {
-            println!("{f}");
+            outln!("{f}");
         }
     }
     table.write_json(&fits, create("sweep.json")?)?;
@@ -321,9 +319,9 @@ fn write_outputs(
         ..PlotOptions::default()
     };
     match tsload_sweep::render_svg(table, &kind, &options) {
-        Ok(svg) => std::fs::write(dir.join("sweep.svg"), svg)
+        Ok(svg) => crate::out::write_text(&dir.join("sweep.svg"), &svg)
             .with_context(|| format!("cannot write {}/sweep.svg", dir.display()))?,
-        Err(e) if print_fits => eprintln!("note: no plot: {e}"),
+        Err(e) if print_fits => errln!("note: no plot: {e}"),
         Err(_) => {}
     }
     Ok(())

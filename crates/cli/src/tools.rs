@@ -38,6 +38,18 @@ pub struct ProxyArgs {
     /// Print the proxy's counters this often (0: only at the end).
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     stats_every: Duration,
+    /// Close a connection that moved no byte either way for this long, bytes held by the
+    /// delay counting as moving (0: never).
+    #[arg(long, value_parser = parse_duration, default_value = "5m")]
+    idle_timeout: Duration,
+    /// The most connections open at once: one more is reset at once and logged (0: no
+    /// cap).
+    #[arg(long, default_value_t = tsload_proxy::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Reset a client whose upstream does not accept the connection within this long (0:
+    /// the system's own timeout, about two minutes).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    connect_timeout: Duration,
     /// A fault to inject at an exact byte or moment, repeatable: ACTION[:OPTION,...],
     /// e.g. reset:after_bytes=1000,stream=down, stall:after_bytes=4096, blackhole,
     /// reset_on_reply:after_pattern=COMMIT,occurrence=3 (see --help).
@@ -100,15 +112,20 @@ pub fn cmd_proxy(args: ProxyArgs) -> anyhow::Result<ExitCode> {
                 DirectionArg::Both => Direction::Both,
             },
             faults: args.faults.clone(),
+            idle_timeout: Some(args.idle_timeout).filter(|d| !d.is_zero()),
+            max_connections: Some(args.max_connections).filter(|&n| n > 0),
+            connect_timeout: Some(args.connect_timeout).filter(|d| !d.is_zero()),
+            log: tsload_proxy::Log::to(|line| errln!("{line}")),
+            ..ProxyConfig::new(args.listen, args.upstream)
         };
         let proxy = match Proxy::start(config).await {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitCode::from(crate::EXIT_USAGE));
             }
         };
-        println!(
+        outln!(
             "tsload proxy: listening on {}, forwarding to {}, delay {} jitter {} {}{} (Ctrl-C to stop)",
             proxy.local_addr(),
             args.upstream,
@@ -122,10 +139,10 @@ pub fn cmd_proxy(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             args.rate.map(|b| format!(", rate {b} bit/s")).unwrap_or_default()
         );
         for (i, fault) in args.faults.iter().enumerate() {
-            println!("fault {}: {fault}", i + 1);
+            outln!("fault {}: {fault}", i + 1);
         }
         let show = |s: tsload_proxy::ProxyStats| {
-            println!(
+            outln!(
                 "connections {} (open {}), upstream connect errors {}, i/o errors {}, bytes up {}, down {}, faults fired {}",
                 s.connections,
                 s.active,
@@ -292,10 +309,10 @@ pub fn cmd_probe(command: ProbeCommand) -> anyhow::Result<ExitCode> {
         };
         r
     })?;
-    print!("{}", report.render_text());
+    out!("{}", report.render_text());
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(&path, text + "\n")
+        crate::out::write_text(&path, &(text + "\n"))
             .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
     Ok(if report.received == 0 {

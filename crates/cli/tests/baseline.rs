@@ -2,6 +2,11 @@
 //! `--repeat 3 --save-baseline` keeps three runs, an unchanged rerun compared with
 //! `--baseline` passes, and the same load through a 30% narrower link is flagged by
 //! `--regress-if 'rate<-10%'` (exit 3).
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::process::Output;

@@ -1,5 +1,10 @@
 //! End-to-end tests of the `tsload` binary: the quickstart into a real SQLite file, data-set
 //! determinism, scenario errors, the interval log, thresholds and Ctrl-C.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,6 +2,11 @@
 //! 1.x, VictoriaMetrics, QuestDB), each watched by `[monitor]`: one command writes the
 //! table (text, CSV, JSON), the five bar charts and each target's report, and the figures
 //! are plausible: the same rows everywhere, server CPU and bytes per metric above zero.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use tsload_testbed::{Server, ServerKind};
 

@@ -2,6 +2,11 @@
 //! Debian base (no image registry is reachable here, so `cargo xtask test` makes the base
 //! with debootstrap, and this test's own binary stands in for the build stage), then run
 //! against a real VictoriaMetrics: it runs as the non-root user and lands every row.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

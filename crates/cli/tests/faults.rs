@@ -2,6 +2,11 @@
 //! injected at a known byte or moment (tsload's own proxy with a fault, a server killed
 //! and restarted), each checking that the rows reported equal the rows stored, or that
 //! the stored count lies within the report's ambiguous bound.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -326,9 +331,8 @@ fn victoria_metrics_429_storm_waits_out_retry_after() {
     let front = HttpFront::start(
         vm.http_addr(),
         Storm {
-            status: 429,
             retry_after: Some(1),
-            failures: 3,
+            ..Storm::of(429, 3)
         },
     );
     let dir = tempfile::tempdir().unwrap();
@@ -358,14 +362,7 @@ fn victoria_metrics_429_storm_waits_out_retry_after() {
 #[test]
 fn victoria_metrics_500_storm_is_retried_and_bounded_as_ambiguous() {
     let vm = start(ServerKind::VictoriaMetrics);
-    let front = HttpFront::start(
-        vm.http_addr(),
-        Storm {
-            status: 500,
-            retry_after: None,
-            failures: 5,
-        },
-    );
+    let front = HttpFront::start(vm.http_addr(), Storm::of(500, 5));
     let dir = tempfile::tempdir().unwrap();
     let sets = http_load(
         &front.url,
@@ -629,4 +626,225 @@ fn postgres_disk_full_stops_the_run_and_keeps_rows_reported_equal_to_rows_stored
     let _ = pg.sql(&format!("ALTER DATABASE \"{db}\" RESET default_tablespace"));
     let _ = pg.sql("DROP TABLE IF EXISTS cpu, tsload_ledger");
     let _ = pg.sql("DROP TABLESPACE tiny");
+}
+
+/// A front that answers every request of a run with `storm`'s status.
+fn every_request(storm: Storm) -> Storm {
+    Storm {
+        failures: usize::MAX,
+        ..storm
+    }
+}
+
+#[test]
+fn a_redirected_write_fails_naming_the_location_and_stores_nothing() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    // The Location answers 200 to a GET: a client that followed the redirect (reqwest's
+    // default) would store nothing and count every row as written.
+    let location: &'static str =
+        Box::leak(format!("http://{}/health", vm.http_addr()).into_boxed_str());
+    for status in [302, 303, 307] {
+        let front = HttpFront::start(
+            vm.http_addr(),
+            every_request(Storm {
+                location: Some(location),
+                ..Storm::of(status, 0)
+            }),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let sets = http_load(
+            &front.url,
+            2,
+            10,
+            &["load.workers=1", "target.create_database=false"],
+        );
+        let (out, r) = run_with(&sets, dir.path());
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{status}: {stderr}");
+        assert!(
+            stderr.contains(location) && stderr.contains("does not follow redirects"),
+            "{status}: {stderr}"
+        );
+        assert_eq!(r["rows"], 0, "{status}: {r}");
+    }
+    assert_eq!(vm_samples(&vm), 0);
+}
+
+#[test]
+fn a_huge_error_body_is_read_only_up_to_a_cap() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    // 1 GiB of answer: the client read it whole before (RSS past 1 GiB).
+    let front = HttpFront::start(
+        vm.http_addr(),
+        every_request(Storm {
+            body_bytes: 1 << 30,
+            ..Storm::of(400, 0)
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sets = http_load(
+        &front.url,
+        2,
+        10,
+        &["load.workers=1", "target.create_database=false"],
+    );
+    let (out, r) = run_with(&sets, dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("HTTP 400"), "{stderr}");
+    let rss = r["client"]["peak_rss_bytes"]
+        .as_u64()
+        .expect("peak RSS in the report");
+    assert!(
+        rss < 256 << 20,
+        "peak RSS {} MiB for a 1 GiB error answer",
+        rss >> 20
+    );
+}
+
+#[test]
+fn a_query_run_against_a_closed_port_backs_off_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tsload()
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(["--set", "target.kind=\"influx\""])
+        .args(["--set", "target.url=\"http://127.0.0.1:1\""])
+        .args(["--set", "workload.scale=2"])
+        .args(["--set", "query.kind=\"tsbs\""])
+        .args(["--set", "query.dialect=\"influxql\""])
+        .args(["--set", "query.types=[\"single-groupby-1-1-1\"]"])
+        .args(["--set", "query.workers=2"])
+        .args(["--set", "query.duration=\"3s\""])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("every request failed"), "{stderr}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let failed = r["failed_requests"].as_u64().unwrap();
+    // Two workers for 3 s, waiting 10 ms doubling to 1 s after each failure: about 20
+    // attempts (without a backoff: tens of thousands).
+    assert!((2..=60).contains(&failed), "{failed} failed requests: {r}");
+}
+
+#[test]
+fn sigterm_during_endless_retries_writes_the_report_within_a_grace_period() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    // Every write is answered 503: each batch is retried up to 1,000 times, 1 s doubling
+    // to 5 s apart (over an hour).
+    let front = HttpFront::start(vm.http_addr(), every_request(Storm::of(503, 0)));
+    let dir = tempfile::tempdir().unwrap();
+    let sets = http_load(
+        &front.url,
+        2,
+        10,
+        &[
+            "load.workers=2",
+            "load.max_retries=1000",
+            "load.retry_backoff=\"1s\"",
+            "target.create_database=false",
+        ],
+    );
+    let mut child = tsload()
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(sets.iter().flat_map(|s| ["--set", s.as_str()]))
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both workers are in their retries once the front has seen four requests.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while front.seen() < 4 {
+        assert!(std::time::Instant::now() < deadline, "no retries began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = std::time::Instant::now();
+    // SAFETY: kill(2) with a child's pid and SIGTERM has no memory effects.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("still running 20 s after SIGTERM: retries were not cut short");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let waited = signalled.elapsed();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    // The requests in flight finish (a 503 comes back at once); no retry waits on.
+    assert!(waited < Duration::from_secs(5), "took {waited:?}: {stderr}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["rows"], 0, "{r}");
+    assert_eq!(r["stop_reason"], "interrupted", "{r}");
+}
+
+/// File descriptors process `pid` holds.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(Iterator::count)
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_connection_flood_on_the_metrics_endpoint_holds_a_bounded_number_of_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tsload()
+        .args([
+            "run",
+            "--target",
+            "null",
+            "-r",
+            "2000",
+            "-d",
+            "6s",
+            "--progress",
+            "none",
+        ])
+        .args(["--json", "r.json", "--metrics-addr", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The endpoint's address, from its first line.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("metrics: http://")
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no metrics address in {line:?}"))
+        .to_string();
+    let before = open_fds(child.id());
+    // 300 idle connections, kept open: each one the endpoint keeps costs it a descriptor
+    // (the run's sockets and files come from the same limit).
+    let held: Vec<_> = (0..300)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = open_fds(child.id());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(
+        held.len() >= 200,
+        "the flood opened only {} connections",
+        held.len()
+    );
+    assert!(status.success(), "{rest}");
+    assert!(
+        during <= before + 40,
+        "the endpoint holds {} descriptors for {} idle connections ({before} before)",
+        during.saturating_sub(before),
+        held.len()
+    );
 }

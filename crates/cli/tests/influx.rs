@@ -2,6 +2,11 @@
 //! (InfluxDB 1.x, VictoriaMetrics, QuestDB): every point tsload reports is in the server,
 //! rows read back carry the generated tags and values, retries and rejections are
 //! counted and reported as they happened.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::process::Output;
@@ -256,14 +261,7 @@ fn questdb_counts_every_row() {
 #[test]
 fn two_500s_are_retried_and_the_data_is_written_once() {
     let vm = start(ServerKind::VictoriaMetrics);
-    let front = HttpFront::start(
-        vm.http_addr(),
-        Storm {
-            status: 500,
-            retry_after: None,
-            failures: 2,
-        },
-    );
+    let front = HttpFront::start(vm.http_addr(), Storm::of(500, 2));
     let dir = tempfile::tempdir().unwrap();
     let (out, r) = run_into(
         &front.url,

@@ -2,6 +2,11 @@
 //! (kubernetes-validate, installed by `cargo xtask test`), agree with each other, and the
 //! Indexed Job of shards and the merge Job run end to end as local processes against a
 //! real VictoriaMetrics (`tsload_testbed::k8s`).
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,11 @@
 //! `[monitor]` against a real PostgreSQL started by the testbed: the report's server block
 //! sums the CPU of every backend (the postmaster's whole process tree), and agrees with
 //! what /proc says over the run, read here independently of tsload.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::time::Duration;

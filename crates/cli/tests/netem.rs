@@ -2,6 +2,11 @@
 //! creates (and deletes): tbf is applied, shown and cleared over rtnetlink, netem on a
 //! kernel without sch_netem fails with the specific message and leaves nothing, the
 //! dry run prints iproute2's exact bytes, and bad input is a usage error.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::process::{Command, Output};
 

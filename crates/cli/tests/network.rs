@@ -1,6 +1,11 @@
 //! The network side of `tsload run`, `tsload proxy` and `tsload probe` against real servers
 //! on 127.0.0.1: a run through the in-process delay proxy lands every row and its probe
 //! sees the added delay; the stand-alone proxy adds its delay to an application ping.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

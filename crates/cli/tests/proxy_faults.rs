@@ -1,5 +1,10 @@
 //! `tsload proxy --fault SPEC` end to end on 127.0.0.1: a fault fires at its exact byte and
 //! is counted in the Ctrl-C stats; bad specs exit 2 naming the part that is wrong.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -2,6 +2,11 @@
 //! `tsload merge`: the shards together write exactly the rows one unsharded run writes
 //! (SQLite and a real VictoriaMetrics), the merged report counts what the server holds,
 //! and the merged histogram is the histogram of all the shards' raw latencies.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::process::Output;

@@ -2,6 +2,11 @@
 //! testbed: every insert method lands every reported row, devops creates its 9 tables, rows
 //! read back carry the generated values, and a server killed mid-run costs retries, not
 //! rows.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::process::{Output, Stdio};

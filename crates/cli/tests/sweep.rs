@@ -2,6 +2,11 @@
 //! proxy: one run per grid point, each with its measured RTT, a rate that falls as the
 //! RTT grows, and the table, fit and plot written out; a bad point stops the sweep before
 //! anything runs.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use tsload_testbed::{Server, ServerKind};
 

@@ -2,6 +2,11 @@
 //! in the test: every row lands (count == report) in VictoriaMetrics, InfluxDB 1.x,
 //! PostgreSQL and MariaDB; a client given the wrong CA fails with a clear error and no
 //! retries; TLS settings that cannot apply are refused before anything runs.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
 
 use std::path::Path;
 use std::process::Output;

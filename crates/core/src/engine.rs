@@ -4,7 +4,6 @@
 //! measured from that due time), while the calling task acts as the reporter that merges
 //! interval records.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -94,6 +93,9 @@ pub enum StopReason {
 pub struct StopHandle {
     tx: Arc<watch::Sender<bool>>,
     reason: Arc<Mutex<Option<StopReason>>>,
+    /// Set by a stop for [`StopReason::Interrupted`] even when another reason came first:
+    /// retries end at once then (the report must be out within a grace period).
+    interrupted: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for StopHandle {
@@ -107,11 +109,16 @@ impl StopHandle {
         StopHandle {
             tx: Arc::new(watch::channel(false).0),
             reason: Arc::new(Mutex::new(None)),
+            interrupted: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 
     /// Stops the run; the first reason given is the one reported.
     pub fn stop(&self, reason: StopReason) {
+        if reason == StopReason::Interrupted {
+            self.interrupted
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Ok(mut r) = self.reason.lock() {
             r.get_or_insert(reason);
         }
@@ -120,6 +127,11 @@ impl StopHandle {
 
     pub fn is_stopped(&self) -> bool {
         *self.tx.borrow()
+    }
+
+    /// Whether a signal (Ctrl-C, SIGTERM) stopped the run, whatever stopped it first.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn reason(&self) -> Option<StopReason> {
@@ -234,38 +246,42 @@ struct Shared {
     cfg: LoadConfig,
     t0: Instant,
     deadline: Option<Instant>,
-    rows_claimed: AtomicU64,
+    /// Rows of the row limit claimed, and the claims being filled: a claim's unused rows
+    /// come back when its source runs short.
+    budget: Mutex<(u64, usize)>,
     stop: StopHandle,
     fatal: Mutex<Option<SinkError>>,
 }
 
 impl Shared {
-    /// Claims up to `want` rows of the run's row limit; 0 when the limit is reached.
+    /// Claims up to `want` rows of the run's row limit; 0 when the limit is reached: all
+    /// of it claimed and no claim left to settle (another worker's claim is filled
+    /// without an await, so the wait for its unused rows is short; bounded all the same).
     fn claim_rows(&self, want: usize) -> usize {
         let Some(limit) = self.cfg.rows else {
             return want;
         };
-        let mut current = self.rows_claimed.load(Ordering::Relaxed);
+        let since = Instant::now();
         loop {
-            let grant = limit.saturating_sub(current).min(want as u64);
-            if grant == 0 {
+            let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+            let grant = limit.saturating_sub(b.0).min(want as u64);
+            if grant > 0 {
+                *b = (b.0 + grant, b.1 + 1);
+                return grant as usize;
+            }
+            if b.1 == 0 || since.elapsed() > Duration::from_secs(1) {
                 return 0;
             }
-            match self.rows_claimed.compare_exchange_weak(
-                current,
-                current + grant,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return grant as usize,
-                Err(actual) => current = actual,
-            }
+            drop(b);
+            std::thread::yield_now();
         }
     }
 
-    fn unclaim_rows(&self, rows: usize) {
-        if self.cfg.rows.is_some() && rows > 0 {
-            self.rows_claimed.fetch_sub(rows as u64, Ordering::Relaxed);
+    /// Settles a claim of `want` rows of which `got` were filled.
+    fn settle_rows(&self, want: usize, got: usize) {
+        if self.cfg.rows.is_some() && want > 0 {
+            let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+            *b = (b.0 - (want - got) as u64, b.1.saturating_sub(1));
         }
     }
 }
@@ -319,7 +335,7 @@ pub async fn run<S: Sink>(
         deadline: cfg.duration.map(|d| t0 + d),
         cfg: cfg.clone(),
         t0,
-        rows_claimed: AtomicU64::new(0),
+        budget: Mutex::new((0, 0)),
         stop: stop.clone(),
         fatal: Mutex::new(None),
     });
@@ -526,6 +542,23 @@ struct Completed<C> {
     ambiguous_rows: u64,
 }
 
+/// Sleeps `wait` unless a signal interrupts the run first (checked every 50 ms); false
+/// when interrupted.
+async fn sleep_unless_interrupted(wait: Duration, stop: &StopHandle) -> bool {
+    const SLICE: Duration = Duration::from_millis(50);
+    let end = Instant::now() + wait;
+    loop {
+        if stop.is_interrupted() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        tokio::time::sleep((end - now).min(SLICE)).await;
+    }
+}
+
 /// Sends `batch` as request `seq` of `worker`, retrying retryable failures, and settles
 /// what the attempts' ambiguity leaves uncertain.
 async fn send<C: SinkConn>(
@@ -535,6 +568,7 @@ async fn send<C: SinkConn>(
     intended: Instant,
     max_retries: u32,
     backoff: Duration,
+    stop: &StopHandle,
 ) -> Completed<C> {
     let metrics = batch.metrics();
     let rows = batch.rows() as u64;
@@ -554,13 +588,22 @@ async fn send<C: SinkConn>(
         }
         match outcome {
             Ok(ack) => break Ok(ack),
-            Err(e) if e.is_retryable() && (retried.len() as u32) < max_retries => {
+            // After a signal nothing is sent again: the batch fails (ambiguous if an
+            // attempt was) and the report comes out within the grace a service manager
+            // or Kubernetes gives, not after up to `max_retries` waits.
+            Err(e)
+                if e.is_retryable()
+                    && (retried.len() as u32) < max_retries
+                    && !stop.is_interrupted() =>
+            {
                 retried.push(e.kind);
                 let factor = 1u32 << (retried.len() - 1).min(16);
                 let wait = backoff.saturating_mul(factor).min(Duration::from_secs(5));
                 // The server's own Retry-After wins when it asks for longer.
                 let wait = wait.max(e.retry_after.unwrap_or_default().min(MAX_RETRY_AFTER));
-                tokio::time::sleep(wait).await;
+                if !sleep_unless_interrupted(wait, stop).await {
+                    break Err(e);
+                }
             }
             Err(e) => break Err(e),
         }
@@ -631,7 +674,7 @@ async fn run_worker<C: SinkConn>(
                 } else {
                     source.fill(&mut batch, want)
                 };
-                shared.unclaim_rows(want - got);
+                shared.settle_rows(want, got);
                 if got == 0 {
                     exhausted = want > 0;
                     free.push((conn, batch));
@@ -689,6 +732,7 @@ async fn run_worker<C: SinkConn>(
                 intended,
                 cfg.max_retries,
                 cfg.retry_backoff,
+                stop,
             ));
             seq += 1;
             if !free.is_empty() && !exhausted && !stop.is_stopped() {

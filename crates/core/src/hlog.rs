@@ -1,14 +1,20 @@
-//! HdrHistogram interval log (`.hlog`) writer: V2 + DEFLATE compressed histograms, one line
-//! per interval, in the format HdrHistogram's Java `HistogramLogProcessor` reads. The
-//! corrected latency is written untagged (the processor's default), service time with
-//! `Tag=service`. Values are nanoseconds.
+//! HdrHistogram interval logs (`.hlog`). The writer: V2 + DEFLATE compressed histograms,
+//! one line per interval, in the format HdrHistogram's Java `HistogramLogProcessor` reads;
+//! the corrected latency is written untagged (the processor's default), service time with
+//! `Tag=service`; values are nanoseconds. The reader of shards' logs ([`merge_logs`]) and
+//! [`decode_checked`], the decoder of histogram payloads that come from outside: sizes,
+//! times and counts are bounded and checked, so bad input is an error, never a panic or an
+//! allocation of whatever a payload declares.
 
-use std::io::{self, Write};
+use std::io::{self, BufRead, Read as _, Write};
 use std::time::{Duration, SystemTime};
 
+use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::V2DeflateSerializer;
-use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag,
+};
+use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 
 /// Tag of the service-time histograms.
 pub const SERVICE_TAG: &str = "service";
@@ -65,52 +71,344 @@ impl<W: Write> HlogWriter<W> {
     }
 }
 
+/// The longest line [`merge_logs`] reads, newline aside. tsload's lines are 100 bytes to a
+/// few KiB; a histogram of its precision over the whole u64 range encodes to under 1 MiB.
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+/// The largest interval log [`merge_logs`] reads (4 GiB).
+pub const MAX_LOG_BYTES: u64 = 4 << 30;
+/// The latest time an interval log may name, in seconds since the epoch
+/// (9999-12-31T23:59:59Z); an interval's start and length are bounded by it too.
+pub const MAX_TIME_S: u64 = 253_402_300_799;
+/// The most values one histogram may count: what its encoding can hold.
+pub const MAX_COUNT: u64 = i64::MAX as u64;
+
+/// An interval log that cannot be read or merged: the file, the line and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum HlogError {
+    #[error("reading {file}: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{file}: larger than {cap} bytes, the most an interval log is read")]
+    TooLarge { file: String, cap: u64 },
+    #[error(
+        "{file}:{line}: a line longer than {cap} bytes, the most an interval log's line is read (tsload writes a few KiB at most)"
+    )]
+    LineTooLong { file: String, line: u64, cap: usize },
+    #[error(
+        "{file}:{line}: not an interval log line (a # comment, #[StartTime: S], #[BaseTime: S], the legend, or [Tag=T,]START,LENGTH,MAX,HISTOGRAM): {text}"
+    )]
+    Syntax {
+        file: String,
+        line: u64,
+        text: String,
+    },
+    #[error("{file}:{line}: an interval before any StartTime or BaseTime")]
+    NoBase { file: String, line: u64 },
+    #[error("{file}: no StartTime or BaseTime")]
+    NoTime { file: String },
+    #[error(
+        "{file}:{line}: {field} is {value} s; allowed: 0 to {MAX_TIME_S} s (up to 9999-12-31T23:59:59Z)"
+    )]
+    Time {
+        file: String,
+        line: u64,
+        field: &'static str,
+        value: String,
+    },
+    #[error("{file}:{line}: the interval's histogram: {source}")]
+    Histogram {
+        file: String,
+        line: u64,
+        #[source]
+        source: HistogramError,
+    },
+    #[error(
+        "{file}:{line}: adding the interval's histogram to the merged interval at {start_s} s makes its count pass {MAX_COUNT}, the most a histogram holds"
+    )]
+    Overflow {
+        file: String,
+        line: u64,
+        start_s: f64,
+    },
+    #[error("writing the merged log: {0}")]
+    Write(#[source] io::Error),
+}
+
+/// A histogram payload (base64 of HdrHistogram's V2 or V2 + DEFLATE encoding) that cannot
+/// be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistogramError {
+    #[error("not base64: {0}")]
+    Base64(String),
+    #[error("it ends inside its {0}")]
+    Truncated(&'static str),
+    #[error(
+        "cookie {0:#010x}: not HdrHistogram's V2 ({V2_COOKIE:#010x}) or V2 + DEFLATE ({V2_DEFLATE_COOKIE:#010x}) encoding"
+    )]
+    Cookie(u32),
+    #[error("its DEFLATE stream is corrupt: {0}")]
+    Inflate(String),
+    #[error("{0} is not supported")]
+    Unsupported(&'static str),
+    #[error(
+        "lowest value {low}, highest {high}, {digits} significant digits: not a histogram tsload reads (allowed: lowest >= 1, highest >= 2 x lowest, at most 3 significant digits, tsload's precision)"
+    )]
+    Bounds { low: u64, high: u64, digits: u32 },
+    #[error(
+        "it declares {declared} bytes of counts; a histogram of its range needs at most {most}"
+    )]
+    PayloadTooLong { declared: u64, most: u64 },
+    #[error("its counts: {0}")]
+    Counts(&'static str),
+}
+
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+/// The V2 header: cookie, payload length, normalizing offset, digits (4 bytes each),
+/// lowest, highest (8 each), integer-to-double ratio (an f64).
+const V2_HEADER: usize = 40;
+
+/// Decodes a histogram payload from outside (an `.hlog` line's or a report's `hdr`): the
+/// header is checked, the DEFLATE stream inflated no further than a histogram of the
+/// declared range can need, and every count checked (no count past the range, no sum past
+/// [`MAX_COUNT`]) before hdrhistogram's own decoder sees the bytes.
+pub fn decode_checked(text: &str) -> Result<Histogram<u64>, HistogramError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| HistogramError::Base64(e.to_string()))?;
+    let cookie = be_u32(&bytes, 0).ok_or(HistogramError::Truncated("cookie"))?;
+    let (v2, counts) = match cookie {
+        V2_COOKIE => {
+            let (counts, payload_len) = header(&bytes)?;
+            let end = V2_HEADER
+                .checked_add(payload_len)
+                .filter(|&end| end <= bytes.len())
+                .ok_or(HistogramError::Truncated("counts"))?;
+            let mut v2 = bytes;
+            v2.truncate(end);
+            (v2, counts)
+        }
+        V2_DEFLATE_COOKIE => {
+            let declared = be_u32(&bytes, 4).ok_or(HistogramError::Truncated("length"))?;
+            let body = &bytes[8..];
+            let body = &body[..body.len().min(declared as usize)];
+            let mut inflater = flate2::read::ZlibDecoder::new(body);
+            let mut v2 = vec![0u8; V2_HEADER];
+            inflater
+                .read_exact(&mut v2)
+                .map_err(|e| inflate_error(e, "header"))?;
+            if be_u32(&v2, 0) != Some(V2_COOKIE) {
+                return Err(HistogramError::Cookie(be_u32(&v2, 0).unwrap_or_default()));
+            }
+            let (counts, payload_len) = header(&v2)?;
+            let read = (&mut inflater)
+                .take(payload_len as u64)
+                .read_to_end(&mut v2)
+                .map_err(|e| inflate_error(e, "counts"))?;
+            if read < payload_len {
+                return Err(HistogramError::Truncated("counts"));
+            }
+            (v2, counts)
+        }
+        other => return Err(HistogramError::Cookie(other)),
+    };
+    check_counts(&v2[V2_HEADER..], counts)?;
+    Deserializer::new()
+        .deserialize(&mut v2.as_slice())
+        .map_err(|e| HistogramError::Counts(deserialize_error(&e)))
+}
+
+fn be_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// A V2 header's number of counters and payload length: unsupported features and
+/// ranges that are no histogram refused, and a payload longer than the counters can need
+/// (9 bytes each, a zig-zag LEB128 number).
+fn header(v2: &[u8]) -> Result<(usize, usize), HistogramError> {
+    let field = |v: Option<u64>| v.ok_or(HistogramError::Truncated("header"));
+    let payload_len = field(be_u32(v2, 4).map(u64::from))?;
+    if field(be_u32(v2, 8).map(u64::from))? != 0 {
+        return Err(HistogramError::Unsupported("a normalizing index offset"));
+    }
+    let digits = field(be_u32(v2, 12).map(u64::from))? as u32;
+    let (low, high) = (field(be_u64(v2, 16))?, field(be_u64(v2, 24))?);
+    if f64::from_bits(field(be_u64(v2, 32))?) != 1.0 {
+        return Err(HistogramError::Unsupported(
+            "an integer-to-double conversion ratio other than 1",
+        ));
+    }
+    // tsload's precision at most: 56,320 counters for the whole u64 range (5 digits would
+    // let a 100-byte payload decode to a 50 MB histogram).
+    let counts = u8::try_from(digits)
+        .ok()
+        .filter(|&d| d <= crate::recorder::SIGNIFICANT_DIGITS)
+        .and_then(|d| Histogram::<u64>::new_with_bounds(low, high, d).ok())
+        .ok_or(HistogramError::Bounds { low, high, digits })?
+        .distinct_values();
+    let most = (counts as u64).saturating_mul(9);
+    if payload_len > most {
+        return Err(HistogramError::PayloadTooLong {
+            declared: payload_len,
+            most,
+        });
+    }
+    Ok((counts, payload_len as usize))
+}
+
+fn inflate_error(e: io::Error, what: &'static str) -> HistogramError {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        HistogramError::Truncated(what)
+    } else {
+        HistogramError::Inflate(e.to_string())
+    }
+}
+
+/// Walks the counts as hdrhistogram's decoder will (zig-zag LEB128 numbers: a count, or
+/// minus a run of zero counts), refusing what would make it panic or lie: a run of 2^63
+/// zeros, a count past the histogram's `counts` counters, a total past [`MAX_COUNT`].
+fn check_counts(payload: &[u8], counts: usize) -> Result<(), HistogramError> {
+    let (mut at, mut index, mut total) = (0usize, 0u64, 0u64);
+    while at < payload.len() {
+        let mut value = 0u64;
+        let mut done = false;
+        for i in 0..9 {
+            let Some(&b) = payload.get(at + i) else {
+                return Err(HistogramError::Truncated("counts"));
+            };
+            if i == 8 {
+                value |= u64::from(b) << 56;
+                at += 9;
+                done = true;
+                break;
+            }
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                at += i + 1;
+                done = true;
+                break;
+            }
+        }
+        debug_assert!(done);
+        let signed = ((value >> 1) as i64) ^ -((value & 1) as i64);
+        if signed < 0 {
+            if signed == i64::MIN {
+                return Err(HistogramError::Counts("a run of 2^63 zero counts"));
+            }
+            index = index
+                .checked_add(signed.unsigned_abs())
+                .ok_or(HistogramError::Counts("runs of zero counts past 2^64"))?;
+        } else {
+            let count = signed as u64;
+            if count > 0 {
+                if index >= counts as u64 {
+                    return Err(HistogramError::Counts(
+                        "a count past the histogram's highest value",
+                    ));
+                }
+                total = total.checked_add(count).filter(|&t| t <= MAX_COUNT).ok_or(
+                    HistogramError::Counts(
+                        "they add up past 9223372036854775807, the most a histogram holds",
+                    ),
+                )?;
+            }
+            index += 1;
+        }
+    }
+    Ok(())
+}
+
+fn deserialize_error(e: &hdrhistogram::serialization::DeserializeError) -> &'static str {
+    use hdrhistogram::serialization::DeserializeError as E;
+    match e {
+        E::IoError(_) => "they end early",
+        E::InvalidCookie => "a wrong cookie",
+        E::UnsupportedFeature => "an unsupported feature",
+        E::UnsuitableCounterType => "a count too large",
+        E::InvalidParameters => "invalid parameters",
+        E::UsizeTypeTooSmall => "a run of zeros too long",
+        E::EncodedArrayTooLong => "more counts than the histogram has",
+    }
+}
+
+/// `into += h`, refused (`Err`) when the count would pass [`MAX_COUNT`]; a histogram of
+/// another precision or range is added value by value.
+pub(crate) fn add_checked(into: &mut Histogram<u64>, h: &Histogram<u64>) -> Result<(), ()> {
+    if into
+        .len()
+        .checked_add(h.len())
+        .is_none_or(|n| n > MAX_COUNT)
+    {
+        return Err(());
+    }
+    if into.add(h).is_err() {
+        for v in h.iter_recorded() {
+            into.record_n(v.value_iterated_to(), v.count_at_value())
+                .map_err(|_| ())?;
+        }
+    }
+    Ok(())
+}
+
+/// Limits of [`merge_logs`]'s reading (tests use small ones).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    line: usize,
+    total: u64,
+}
+
+const LIMITS: Limits = Limits {
+    line: MAX_LINE_BYTES,
+    total: MAX_LOG_BYTES,
+};
+
+/// One interval read from a shard's log, its histogram still encoded.
+struct Entry {
+    /// Since the epoch.
+    at: Duration,
+    length: Duration,
+    service: bool,
+    log: usize,
+    line: u64,
+    payload: String,
+}
+
 /// Merges interval logs written by [`HlogWriter`] (one per shard) into one: intervals are
 /// aligned on the wall clock (each log's base time plus the interval's offset, rounded to
 /// the first log's interval length, from the earliest base time), and the histograms of
 /// one slot and tag are added. Returns how many merged intervals were written.
-pub fn merge_logs<W: Write>(
-    logs: &[(String, Vec<u8>)],
+///
+/// The logs are read line by line, each line at most [`MAX_LINE_BYTES`] and each log at
+/// most [`MAX_LOG_BYTES`]; times are bounded by [`MAX_TIME_S`]; histograms are decoded by
+/// [`decode_checked`] one merged interval at a time, so memory holds the logs' text and
+/// two histograms. Nothing is written unless every log was read.
+pub fn merge_logs<R: BufRead, W: Write>(
+    logs: impl IntoIterator<Item = (String, R)>,
     out: W,
     comment: &str,
-) -> Result<usize, String> {
-    use std::collections::BTreeMap;
+) -> Result<usize, HlogError> {
+    merge_logs_within(logs, out, comment, LIMITS)
+}
 
-    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-
-    struct Entry {
-        at: Duration,
-        length: Duration,
-        service: bool,
-        histogram: Histogram<u64>,
-    }
+fn merge_logs_within<R: BufRead, W: Write>(
+    logs: impl IntoIterator<Item = (String, R)>,
+    out: W,
+    comment: &str,
+    limits: Limits,
+) -> Result<usize, HlogError> {
+    let mut names = Vec::new();
     let mut entries = Vec::new();
     let mut bases = Vec::new();
-    for (name, bytes) in logs {
-        let mut base = None;
-        for item in IntervalLogIterator::new(bytes) {
-            let item = item.map_err(|e| format!("{name}: not an interval log: {e:?}"))?;
-            match item {
-                LogEntry::BaseTime(t) => base = Some(t),
-                LogEntry::StartTime(t) => {
-                    base.get_or_insert(t);
-                }
-                LogEntry::Interval(h) => {
-                    let base = base.ok_or_else(|| {
-                        format!("{name}: an interval before any StartTime or BaseTime")
-                    })?;
-                    let histogram = crate::report::decode_histogram(h.encoded_histogram())
-                        .map_err(|e| format!("{name}: an interval's histogram: {e}"))?;
-                    entries.push(Entry {
-                        at: base + h.start_timestamp(),
-                        length: h.duration(),
-                        service: h.tag().is_some_and(|t| t.as_str() == SERVICE_TAG),
-                        histogram,
-                    });
-                }
-            }
-        }
-        bases.push(base.ok_or_else(|| format!("{name}: no StartTime or BaseTime"))?);
+    for (i, (name, reader)) in logs.into_iter().enumerate() {
+        bases.push(read_log(&name, i, reader, limits, &mut entries)?);
+        names.push(name);
     }
     let t0 = bases.iter().min().copied().unwrap_or_default();
     let length = entries
@@ -118,35 +416,161 @@ pub fn merge_logs<W: Write>(
         .map(|e| e.length)
         .find(|l| !l.is_zero())
         .unwrap_or(Duration::from_secs(1));
-    let mut slots: BTreeMap<u64, (Histogram<u64>, Histogram<u64>)> = BTreeMap::new();
-    for e in entries {
-        let offset = e.at.saturating_sub(t0).as_secs_f64() / length.as_secs_f64();
-        let slot = slots.entry(offset.round() as u64).or_insert_with(|| {
-            (
-                crate::recorder::new_histogram(),
-                crate::recorder::new_histogram(),
-            )
-        });
-        let into = if e.service { &mut slot.1 } else { &mut slot.0 };
-        into.add(&e.histogram)
-            .map_err(|err| format!("adding an interval's histogram: {err:?}"))?;
-    }
+    let length_ns = length.as_nanos();
+    // Every time is bounded by MAX_TIME_S, so these fit a u128 with room to spare.
+    let mut slotted: Vec<(u128, Entry)> = entries
+        .into_iter()
+        .map(|e| {
+            let offset = e.at.saturating_sub(t0).as_nanos();
+            ((offset + length_ns / 2) / length_ns, e)
+        })
+        .collect();
+    slotted.sort_by_key(|(slot, e)| (*slot, e.log, e.line));
+
     let mut writer =
-        HlogWriter::new(out, std::time::UNIX_EPOCH + t0, comment).map_err(|e| e.to_string())?;
-    for (slot, (latency, service)) in &slots {
-        let start = length.saturating_mul(u32::try_from(*slot).unwrap_or(u32::MAX));
+        HlogWriter::new(out, std::time::UNIX_EPOCH + t0, comment).map_err(HlogError::Write)?;
+    let mut written = 0;
+    let mut rest = slotted.as_slice();
+    while let Some((slot, _)) = rest.first() {
+        let n = rest.iter().take_while(|(s, _)| s == slot).count();
+        let (group, after) = rest.split_at(n);
+        rest = after;
+        let start_ns = slot * length_ns;
+        let start = Duration::new(
+            (start_ns / 1_000_000_000) as u64,
+            (start_ns % 1_000_000_000) as u32,
+        );
+        let (mut latency, mut service) = (
+            crate::recorder::new_histogram(),
+            crate::recorder::new_histogram(),
+        );
+        for (_, e) in group {
+            let file = || names[e.log].clone();
+            let h = decode_checked(&e.payload).map_err(|source| HlogError::Histogram {
+                file: file(),
+                line: e.line,
+                source,
+            })?;
+            let into = if e.service {
+                &mut service
+            } else {
+                &mut latency
+            };
+            add_checked(into, &h).map_err(|()| HlogError::Overflow {
+                file: file(),
+                line: e.line,
+                start_s: start.as_secs_f64(),
+            })?;
+        }
         writer
-            .write_interval(start, length, latency, service)
-            .map_err(|e| e.to_string())?;
+            .write_interval(start, length, &latency, &service)
+            .map_err(HlogError::Write)?;
+        written += 1;
     }
-    writer.flush().map_err(|e| e.to_string())?;
-    Ok(slots.len())
+    writer.flush().map_err(HlogError::Write)?;
+    Ok(written)
+}
+
+/// Reads one log's lines into `entries`; returns its base time.
+fn read_log<R: BufRead>(
+    name: &str,
+    log: usize,
+    mut reader: R,
+    limits: Limits,
+    entries: &mut Vec<Entry>,
+) -> Result<Duration, HlogError> {
+    let mut base: Option<Duration> = None;
+    let mut buf = Vec::new();
+    let mut total = 0u64;
+    let mut line = 0u64;
+    loop {
+        buf.clear();
+        line += 1;
+        let n = (&mut reader)
+            .take(limits.line as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| HlogError::Read {
+                file: name.to_string(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > limits.total {
+            return Err(HlogError::TooLarge {
+                file: name.to_string(),
+                cap: limits.total,
+            });
+        }
+        if buf.last() != Some(&b'\n') {
+            if n > limits.line {
+                return Err(HlogError::LineTooLong {
+                    file: name.to_string(),
+                    line,
+                    cap: limits.line,
+                });
+            }
+            // The last line, without its newline.
+            buf.push(b'\n');
+        }
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let time = |field: &'static str, t: Duration| {
+            if t.as_secs() > MAX_TIME_S {
+                return Err(HlogError::Time {
+                    file: name.to_string(),
+                    line,
+                    field,
+                    value: format!("{}.{:09}", t.as_secs(), t.subsec_nanos()),
+                });
+            }
+            Ok(t)
+        };
+        match IntervalLogIterator::new(&buf).next() {
+            // A comment or the legend.
+            None => {}
+            Some(Err(_)) => {
+                let text = String::from_utf8_lossy(&buf);
+                let text: String = text.trim_end().chars().take(80).collect();
+                return Err(HlogError::Syntax {
+                    file: name.to_string(),
+                    line,
+                    text: format!("{text:?}"),
+                });
+            }
+            Some(Ok(LogEntry::BaseTime(t))) => base = Some(time("BaseTime", t)?),
+            Some(Ok(LogEntry::StartTime(t))) => {
+                let t = time("StartTime", t)?;
+                base.get_or_insert(t);
+            }
+            Some(Ok(LogEntry::Interval(h))) => {
+                let base = base.ok_or_else(|| HlogError::NoBase {
+                    file: name.to_string(),
+                    line,
+                })?;
+                let start = time("the interval's start", h.start_timestamp())?;
+                let length = time("the interval's length", h.duration())?;
+                entries.push(Entry {
+                    at: base + start,
+                    length,
+                    service: h.tag().is_some_and(|t| t.as_str() == SERVICE_TAG),
+                    log,
+                    line,
+                    payload: h.encoded_histogram().to_string(),
+                });
+            }
+        }
+    }
+    base.ok_or_else(|| HlogError::NoTime {
+        file: name.to_string(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use base64::Engine as _;
     use hdrhistogram::serialization::Deserializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
@@ -204,7 +628,15 @@ mod tests {
         // Started 1.01 s later: its first interval is the other's second.
         let b = log(t + Duration::from_millis(1010), &[&[5000], &[6000, 7000]]);
         let mut out = Vec::new();
-        let n = merge_logs(&[("a".into(), a), ("b".into(), b)], &mut out, "merged").unwrap();
+        let n = merge_logs(
+            [
+                ("a".to_string(), a.as_slice()),
+                ("b".to_string(), b.as_slice()),
+            ],
+            &mut out,
+            "merged",
+        )
+        .unwrap();
         assert_eq!(n, 3);
         let mut counts = Vec::new();
         let mut untagged = 0;
@@ -225,11 +657,194 @@ mod tests {
         assert_eq!(untagged, 3);
         assert_eq!(counts, vec![(0, 2), (1, 2), (2, 2)]);
         let e = merge_logs(
-            &[("junk".into(), b"not a log\n1,2".to_vec())],
+            [("junk".to_string(), b"not a log\n1,2".as_slice())],
             Vec::new(),
             "",
         )
-        .unwrap_err();
-        assert!(e.starts_with("junk:"), "{e}");
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("junk:1: not an interval log line"), "{e}");
+    }
+
+    fn shard_log(start: SystemTime, intervals: usize) -> String {
+        let mut w = HlogWriter::new(Vec::new(), start, "shard").unwrap();
+        let mut h = crate::recorder::new_histogram();
+        h.record(1000).unwrap();
+        for i in 0..intervals {
+            let s = Duration::from_secs(i as u64);
+            w.write_interval(s, Duration::from_secs(1), &h, &h).unwrap();
+        }
+        String::from_utf8(w.into_inner()).unwrap()
+    }
+
+    fn merged(logs: &[(&str, &str)]) -> Result<usize, HlogError> {
+        merge_logs(
+            logs.iter().map(|(n, t)| (n.to_string(), t.as_bytes())),
+            Vec::new(),
+            "merged",
+        )
+    }
+
+    #[test]
+    fn times_past_any_calendar_are_refused_not_a_panic() {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_671_411);
+        let good = shard_log(t, 2);
+        let base = |log: &str, time: &str| {
+            log.lines()
+                .map(|l| {
+                    if l.starts_with("#[BaseTime: ") {
+                        format!("#[BaseTime: {time} (seconds since epoch)]\n")
+                    } else {
+                        format!("{l}\n")
+                    }
+                })
+                .collect::<String>()
+        };
+        // Both logs at u64's last second: the merged log's start was past SystemTime.
+        let huge = base(&good, "18446744073709551615.000");
+        let e = merged(&[("a.hlog", &huge), ("b.hlog", &huge)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.hlog:5: BaseTime is 18446744073709551615.000000000 s; allowed: 0 to \
+             253402300799 s (up to 9999-12-31T23:59:59Z)"
+        );
+        // An interval that starts seconds after it: its time overflowed a Duration.
+        let later = huge.replace("\n0.000,", "\n5.000,");
+        assert!(matches!(
+            merged(&[("a.hlog", &good), ("b.hlog", &later)]),
+            Err(HlogError::Time {
+                line: 5,
+                field: "BaseTime",
+                ..
+            })
+        ));
+        let start = good.replacen("\n0.000,", "\n253402300800.000,", 1);
+        let e = merged(&[("a.hlog", &start)]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("a.hlog:6: the interval's start is 253402300800.000000000 s"),
+            "{e}"
+        );
+        // The last second allowed merges.
+        let last = base(&good, "253402300799.000");
+        assert_eq!(merged(&[("a.hlog", &good), ("b.hlog", &last)]).unwrap(), 4);
+    }
+
+    #[test]
+    fn long_lines_and_large_logs_are_refused() {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_671_411);
+        let log = shard_log(t, 3);
+        let longest = log.lines().map(str::len).max().unwrap();
+        let read = |line: usize, total: u64| {
+            merge_logs_within(
+                [("a.hlog".to_string(), log.as_bytes())],
+                Vec::new(),
+                "",
+                Limits { line, total },
+            )
+        };
+        assert_eq!(read(longest, log.len() as u64).unwrap(), 3);
+        let e = read(longest - 1, log.len() as u64).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "a.hlog:3: a line longer than {} bytes, the most an interval log's line is read",
+                longest - 1
+            )),
+            "{e}"
+        );
+        let e = read(longest, log.len() as u64 - 1).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "a.hlog: larger than {} bytes, the most an interval log is read",
+                log.len() - 1
+            )
+        );
+        // The defaults: a line of zeros without a newline stops at the cap, unread further.
+        let zeros = vec![0u8; MAX_LINE_BYTES + 2];
+        let e = merge_logs([("z.hlog".to_string(), zeros.as_slice())], Vec::new(), "").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                HlogError::LineTooLong {
+                    line: 1,
+                    cap: MAX_LINE_BYTES,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn corrupt_histogram_payloads_are_errors() {
+        let v2 = |digits: u32, low: u64, high: u64, counts: &[u8], len: Option<u32>| {
+            let mut v = Vec::new();
+            v.extend(0x1c84_9313u32.to_be_bytes());
+            v.extend(len.unwrap_or(counts.len() as u32).to_be_bytes());
+            v.extend(0u32.to_be_bytes());
+            v.extend(digits.to_be_bytes());
+            v.extend(low.to_be_bytes());
+            v.extend(high.to_be_bytes());
+            v.extend(1.0f64.to_bits().to_be_bytes());
+            v.extend(counts);
+            base64::engine::general_purpose::STANDARD.encode(v)
+        };
+        let error = |text: &str| decode_checked(text).unwrap_err().to_string();
+        // Zig-zag of i64::MIN: hdrhistogram negates it (a panic in a debug build).
+        assert_eq!(
+            error(&v2(3, 1, 2048, &[0xff; 9], None)),
+            "its counts: a run of 2^63 zero counts"
+        );
+        // A declared length hdrhistogram would allocate before reading a byte.
+        assert_eq!(
+            error(&v2(3, 1, 2048, &[], Some(u32::MAX))),
+            "it declares 4294967295 bytes of counts; a histogram of its range needs at most \
+             27648"
+        );
+        // 5 digits: a 50 MB histogram from 40 bytes.
+        assert!(error(&v2(5, 1, u64::MAX, &[], None)).contains("5 significant digits"));
+        assert!(error(&v2(3, 0, 2048, &[], None)).contains("lowest value 0"));
+        // A count past the range; counts summing past i64 (the most an encoding holds).
+        assert_eq!(
+            error(&v2(3, 1, 2048, &[0x81, 0xc0, 0x02, 0x02], None)),
+            "its counts: a count past the histogram's highest value"
+        );
+        let big = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        assert_eq!(
+            error(&v2(3, 1, 2048, &[big, big, big].concat(), None)),
+            "its counts: they add up past 9223372036854775807, the most a histogram holds"
+        );
+        assert_eq!(error("HISTFAAAAA=="), "it ends inside its length");
+        assert!(error("not base64!").starts_with("not base64: "));
+        assert!(error("AAAAAA==").starts_with("cookie 0x00000000: not HdrHistogram's V2"));
+        // What tsload writes decodes to what it was.
+        let mut h = crate::recorder::new_histogram();
+        for v in [1u64, 1000, 3_000_000, u64::MAX] {
+            h.record(v).unwrap();
+        }
+        let text = crate::report::encode_histogram(&h).unwrap();
+        let back = decode_checked(&text).unwrap();
+        let recorded = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect()
+        };
+        assert_eq!(recorded(&back), recorded(&h));
+    }
+
+    #[test]
+    fn a_histogram_of_the_whole_range_fits_a_line() {
+        // Every counter of tsload's precision over all of u64, with large counts.
+        let full = Histogram::<u64>::new_with_bounds(1, u64::MAX, 3).unwrap();
+        assert_eq!(full.distinct_values(), 56_320);
+        let mut h = crate::recorder::new_histogram();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for v in full.iter_all().map(|v| v.value_iterated_to()) {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            h.record_n(v, 1 + (x >> 24)).unwrap();
+        }
+        let text = crate::report::encode_histogram(&h).unwrap();
+        assert!(text.len() < MAX_LINE_BYTES / 4, "{} bytes", text.len());
+        assert_eq!(decode_checked(&text).unwrap().len(), h.len());
     }
 }

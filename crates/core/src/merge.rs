@@ -1,18 +1,35 @@
 //! Merging the reports of the shards of one run (write or query) into one report: counts
 //! summed, latency histograms merged exactly (never percentiles averaged), rates over the
 //! union of the shards' windows, client CPU and memory per shard and summed.
+//!
+//! Reports come from outside (files), so [`read_report`] reads at most
+//! [`MAX_REPORT_BYTES`] and decodes histograms with [`crate::hlog::decode_checked`], and
+//! the merge checks every figure it sums or turns into a time: counts are summed with
+//! `checked_add` (an overflow names the file and the field), seconds must be finite and
+//! within range. Bad input is a [`MergeError`], never a panic or a wrapped sum.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 
+use crate::hlog::HistogramError;
 use crate::query_report::{KindSummary, QueryClientSummary, QuerySummary};
 use crate::recorder::new_histogram;
 use crate::report::{ClientSummary, LatencySummary, Summary, group};
 use crate::shard::Shard;
+
+/// The largest report [`read_report`] reads (64 MiB); tsload's reports are a few KiB to a
+/// few MiB (the scenario and the histograms).
+pub const MAX_REPORT_BYTES: u64 = 64 << 20;
+/// The longest run a report may state, in seconds (about 31.7 years).
+pub const MAX_ELAPSED_S: f64 = 1e9;
+/// The most client CPU seconds a report may state (about 31,700 CPU-years).
+pub const MAX_CPU_S: f64 = 1e12;
+/// The most request kinds a query report may have (tsload's workloads have at most 15).
+pub const MAX_KINDS: usize = 1000;
 
 /// One shard's report, as read from its JSON: a write [`Summary`] or a [`QuerySummary`].
 #[derive(Debug, Clone)]
@@ -34,10 +51,13 @@ pub trait Report {
     fn stop_reason(&self) -> &str;
     fn fatal_error(&self) -> Option<&str>;
     fn errors(&self) -> &BTreeMap<String, u64>;
+    /// Refuses figures no run can have: seconds that are not finite or out of range,
+    /// negative rates.
+    fn validate(&self, file: &str) -> Result<(), MergeError>;
 }
 
 macro_rules! impl_report {
-    ($t:ty) => {
+    ($t:ty, $validate:ident) => {
         impl Report for $t {
             fn target(&self) -> &str {
                 &self.target
@@ -60,11 +80,85 @@ macro_rules! impl_report {
             fn errors(&self) -> &BTreeMap<String, u64> {
                 &self.errors
             }
+            fn validate(&self, file: &str) -> Result<(), MergeError> {
+                $validate(self, file)
+            }
         }
     };
 }
-impl_report!(Summary);
-impl_report!(QuerySummary);
+impl_report!(Summary, validate_write);
+impl_report!(QuerySummary, validate_query);
+
+fn validate_write(s: &Summary, file: &str) -> Result<(), MergeError> {
+    check_seconds(file, "elapsed_s", s.elapsed_s)?;
+    check_rate(file, "rows_per_s", s.rows_per_s)?;
+    if let Some(r) = s.offered_rows_per_s {
+        check_rate(file, "offered_rows_per_s", r)?;
+    }
+    check_cpu(file, "client.cpu_user_s", s.client.cpu_user_s)?;
+    check_cpu(file, "client.cpu_system_s", s.client.cpu_system_s)?;
+    check_cpu(file, "client.cpu_s", s.client.cpu_s)
+}
+
+fn validate_query(s: &QuerySummary, file: &str) -> Result<(), MergeError> {
+    check_seconds(file, "elapsed_s", s.elapsed_s)?;
+    check_seconds(file, "load_s", s.load_s)?;
+    check_rate(file, "rows_per_s", s.rows_per_s)?;
+    if let Some(r) = s.offered_requests_per_s {
+        check_rate(file, "offered_requests_per_s", r)?;
+    }
+    check_cpu(file, "client.cpu_user_s", s.client.cpu_user_s)?;
+    check_cpu(file, "client.cpu_system_s", s.client.cpu_system_s)?;
+    check_cpu(file, "client.cpu_s", s.client.cpu_s)?;
+    if s.kinds.len() > MAX_KINDS {
+        return Err(MergeError::OutOfRange {
+            file: file.to_string(),
+            field: "kinds".into(),
+            value: format!("{} entries", s.kinds.len()),
+            allowed: format!("at most {MAX_KINDS} request kinds"),
+        });
+    }
+    Ok(())
+}
+
+/// Seconds of a run (converted to a `Duration`): finite, 0 to [`MAX_ELAPSED_S`].
+fn check_seconds(file: &str, field: &str, v: f64) -> Result<(), MergeError> {
+    check_range(
+        file,
+        field,
+        v,
+        MAX_ELAPSED_S,
+        "a finite number of seconds from 0 to 1000000000 (about 31.7 years)",
+    )
+}
+
+/// Client CPU seconds (summed): finite, 0 to [`MAX_CPU_S`].
+fn check_cpu(file: &str, field: &str, v: f64) -> Result<(), MergeError> {
+    check_range(
+        file,
+        field,
+        v,
+        MAX_CPU_S,
+        "a finite number of CPU seconds from 0 to 1000000000000",
+    )
+}
+
+/// A rate (copied or summed): finite, not negative.
+fn check_rate(file: &str, field: &str, v: f64) -> Result<(), MergeError> {
+    check_range(file, field, v, f64::MAX, "a finite number, not negative")
+}
+
+fn check_range(file: &str, field: &str, v: f64, max: f64, allowed: &str) -> Result<(), MergeError> {
+    if v.is_finite() && (0.0..=max).contains(&v) {
+        return Ok(());
+    }
+    Err(MergeError::OutOfRange {
+        file: file.to_string(),
+        field: field.to_string(),
+        value: format!("{v:?}"),
+        allowed: allowed.to_string(),
+    })
+}
 
 /// One shard's line in the merged report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -128,6 +222,45 @@ pub enum MergeError {
     MissingShards { missing: String, count: u32 },
     #[error("{file}: started_at '{value}' is not an RFC 3339 time")]
     BadTime { file: String, value: String },
+    #[error("{file}: {field} is {value}; allowed: {allowed}")]
+    OutOfRange {
+        file: String,
+        field: String,
+        value: String,
+        allowed: String,
+    },
+    #[error(
+        "{file}: {field} is {value}, and the reports before it sum to {before}: the total passes {max}, the most it can hold, so these cannot be the counts of one run"
+    )]
+    Overflow {
+        file: String,
+        field: String,
+        value: u64,
+        before: u64,
+        max: u64,
+    },
+    #[error(
+        "{file}: {field} is {value}, and the sum over the reports before it is {before}: the total is not a finite number"
+    )]
+    NotFinite {
+        file: String,
+        field: String,
+        value: String,
+        before: String,
+    },
+    #[error(
+        "{file}: larger than {cap} bytes, the most a report is read (tsload's reports are a few KiB to a few MiB)"
+    )]
+    TooLarge { file: String, cap: u64 },
+    #[error("{file}: {field}: not an encoded histogram: {source}")]
+    BadHistogram {
+        file: String,
+        field: String,
+        #[source]
+        source: HistogramError,
+    },
+    #[error("{file}: {reason}")]
+    NotAReport { file: String, reason: String },
 }
 
 /// What every merge does first: the reports are shards of one run (same target,
@@ -159,23 +292,24 @@ fn check_and_window<S: Report>(
             ));
         }
     }
-    let mut starts = Vec::with_capacity(reports.len());
+    let mut start = None;
+    let mut end = None;
     for r in reports {
-        let at = humantime::parse_rfc3339_weak(r.summary.started_at()).map_err(|_| {
-            MergeError::BadTime {
-                file: r.source.clone(),
-                value: r.summary.started_at().to_string(),
-            }
-        })?;
-        starts.push(at);
+        r.summary.validate(&r.source)?;
+        let bad_time = || MergeError::BadTime {
+            file: r.source.clone(),
+            value: r.summary.started_at().to_string(),
+        };
+        let at = humantime::parse_rfc3339_weak(r.summary.started_at()).map_err(|_| bad_time())?;
+        // Validated: finite, 0 to MAX_ELAPSED_S, so the conversion cannot panic.
+        let until = at
+            .checked_add(Duration::from_secs_f64(r.summary.elapsed_s()))
+            .ok_or_else(bad_time)?;
+        start = Some(start.map_or(at, |s: SystemTime| s.min(at)));
+        end = Some(end.map_or(until, |e: SystemTime| e.max(until)));
     }
-    let start = *starts.iter().min().unwrap_or(&SystemTime::UNIX_EPOCH);
-    let end = starts
-        .iter()
-        .zip(reports)
-        .map(|(s, r)| *s + Duration::from_secs_f64(r.summary.elapsed_s().max(0.0)))
-        .max()
-        .unwrap_or(start);
+    let start = start.unwrap_or(SystemTime::UNIX_EPOCH);
+    let end = end.unwrap_or(start);
     Ok((
         start,
         end.duration_since(start).unwrap_or_default().as_secs_f64(),
@@ -199,16 +333,70 @@ fn first_fatal<S: Report>(reports: &[ShardReport<S>]) -> Option<String> {
     })
 }
 
+/// The sum of one count over the reports; an overflow names the report and the field.
+fn checked_sum<S>(
+    reports: &[ShardReport<S>],
+    field: &str,
+    f: impl Fn(&S) -> u64,
+) -> Result<u64, MergeError> {
+    let mut total = 0u64;
+    for r in reports {
+        total = add_count(total, f(&r.summary), &r.source, field)?;
+    }
+    Ok(total)
+}
+
+/// `total + value`, or the overflow that names `file` and `field`.
+fn add_count(total: u64, value: u64, file: &str, field: &str) -> Result<u64, MergeError> {
+    total
+        .checked_add(value)
+        .ok_or_else(|| MergeError::Overflow {
+            file: file.to_string(),
+            field: field.to_string(),
+            value,
+            before: total,
+            max: u64::MAX,
+        })
+}
+
+/// The sum of one figure over the reports (each already checked finite and not negative);
+/// a sum that is no longer finite names the report and the field.
+fn checked_fsum<S>(
+    reports: &[ShardReport<S>],
+    field: &str,
+    f: impl Fn(&S) -> Option<f64>,
+) -> Result<Option<f64>, MergeError> {
+    let mut total: Option<f64> = None;
+    for r in reports {
+        let Some(v) = f(&r.summary) else { continue };
+        let before = total.unwrap_or(0.0);
+        let sum = before + v;
+        if !sum.is_finite() {
+            return Err(MergeError::NotFinite {
+                file: r.source.clone(),
+                field: field.to_string(),
+                value: format!("{v:?}"),
+                before: format!("{before:?}"),
+            });
+        }
+        total = Some(sum);
+    }
+    Ok(total)
+}
+
+/// The error counts by kind, summed; `field` names the map (`errors`, `kinds[K].errors`).
 fn summed_errors<'a>(
-    maps: impl Iterator<Item = &'a BTreeMap<String, u64>>,
-) -> BTreeMap<String, u64> {
+    maps: impl Iterator<Item = (&'a str, &'a BTreeMap<String, u64>)>,
+    field: &str,
+) -> Result<BTreeMap<String, u64>, MergeError> {
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for m in maps {
+    for (file, m) in maps {
         for (k, v) in m {
-            *errors.entry(k.clone()).or_default() += v;
+            let e = errors.entry(k.clone()).or_default();
+            *e = add_count(*e, *v, file, &format!("{field}.{k}"))?;
         }
     }
-    errors
+    Ok(errors)
 }
 
 fn rate(v: u64, secs: f64) -> f64 {
@@ -223,15 +411,21 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
     let latency = merged_histogram(reports, "latency", |s| Some(&s.latency))?;
     let service = merged_histogram(reports, "service", |s| Some(&s.service))?;
 
-    let sum = |f: fn(&Summary) -> u64| reports.iter().map(|r| f(&r.summary)).sum::<u64>();
-    let errors = summed_errors(reports.iter().map(|r| &r.summary.errors));
-    let offered: Vec<f64> = reports
-        .iter()
-        .filter_map(|r| r.summary.offered_rows_per_s)
-        .collect();
-    let (rows, metrics, bytes) = (sum(|s| s.rows), sum(|s| s.metrics), sum(|s| s.bytes));
+    let sum = |field: &str, f: fn(&Summary) -> u64| checked_sum(reports, field, f);
+    let errors = summed_errors(
+        reports
+            .iter()
+            .map(|r| (r.source.as_str(), &r.summary.errors)),
+        "errors",
+    )?;
+    let offered = checked_fsum(reports, "offered_rows_per_s", |s| s.offered_rows_per_s)?;
+    let (rows, metrics, bytes) = (
+        sum("rows", |s| s.rows)?,
+        sum("metrics", |s| s.metrics)?,
+        sum("bytes", |s| s.bytes)?,
+    );
     let per_s = |v: u64| rate(v, window);
-    let client = summed_client(reports.iter().map(|r| r.summary.client.clone()), metrics);
+    let client = summed_client(reports, metrics)?;
 
     let summary = Summary {
         tsload_version: first.summary.tsload_version.clone(),
@@ -244,16 +438,16 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         rows,
         metrics,
         bytes,
-        requests: sum(|s| s.requests),
-        retries: sum(|s| s.retries),
-        failed_requests: sum(|s| s.failed_requests),
-        failed_rows: sum(|s| s.failed_rows),
-        ambiguous_rows: sum(|s| s.ambiguous_rows),
-        recovered_rows: sum(|s| s.recovered_rows),
-        unsent_requests: sum(|s| s.unsent_requests),
-        unsent_rows: sum(|s| s.unsent_rows),
+        requests: sum("requests", |s| s.requests)?,
+        retries: sum("retries", |s| s.retries)?,
+        failed_requests: sum("failed_requests", |s| s.failed_requests)?,
+        failed_rows: sum("failed_rows", |s| s.failed_rows)?,
+        ambiguous_rows: sum("ambiguous_rows", |s| s.ambiguous_rows)?,
+        recovered_rows: sum("recovered_rows", |s| s.recovered_rows)?,
+        unsent_requests: sum("unsent_requests", |s| s.unsent_requests)?,
+        unsent_rows: sum("unsent_rows", |s| s.unsent_rows)?,
         errors,
-        offered_rows_per_s: (!offered.is_empty()).then(|| offered.iter().sum()),
+        offered_rows_per_s: offered,
         ledger_run_id: None,
         rows_per_s: per_s(rows),
         metrics_per_s: per_s(metrics),
@@ -290,6 +484,70 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
     })
 }
 
+/// One request kind summed over the reports.
+struct KindTotal {
+    name: String,
+    requests: u64,
+    failed: u64,
+    rows: u64,
+    statements: u64,
+    errors: BTreeMap<String, u64>,
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+}
+
+/// The request kinds of all reports summed, in the first report's order, then any only
+/// others have; a report's later entry of a name it already had is ignored.
+fn summed_kinds(reports: &[ShardReport<QuerySummary>]) -> Result<Vec<KindTotal>, MergeError> {
+    let mut totals: Vec<KindTotal> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    for r in reports {
+        let mut seen = BTreeSet::new();
+        for k in &r.summary.kinds {
+            if !seen.insert(k.name.as_str()) {
+                continue;
+            }
+            let i = *index.entry(k.name.clone()).or_insert_with(|| {
+                totals.push(KindTotal {
+                    name: k.name.clone(),
+                    requests: 0,
+                    failed: 0,
+                    rows: 0,
+                    statements: 0,
+                    errors: BTreeMap::new(),
+                    latency: new_histogram(),
+                    service: new_histogram(),
+                });
+                totals.len() - 1
+            });
+            let t = &mut totals[i];
+            let field = |f: &str| format!("kinds[{}].{f}", k.name);
+            t.requests = add_count(t.requests, k.requests, &r.source, &field("requests"))?;
+            t.failed = add_count(t.failed, k.failed, &r.source, &field("failed"))?;
+            t.rows = add_count(t.rows, k.rows, &r.source, &field("rows"))?;
+            t.statements = add_count(t.statements, k.statements, &r.source, &field("statements"))?;
+            for (e, v) in &k.errors {
+                let total = t.errors.entry(e.clone()).or_default();
+                *total = add_count(*total, *v, &r.source, &format!("{}.{e}", field("errors")))?;
+            }
+            let what = format!("kind {}", k.name);
+            add_summary(
+                &mut t.latency,
+                &k.latency,
+                &r.source,
+                &format!("{what} latency"),
+            )?;
+            add_summary(
+                &mut t.service,
+                &k.service,
+                &r.source,
+                &format!("{what} service"),
+            )?;
+        }
+    }
+    Ok(totals)
+}
+
 /// Merges the query reports of all shards of one run: totals and each request kind
 /// (matched by name) summed, their histograms merged; the data-load figures summed.
 pub fn merge_queries(
@@ -300,62 +558,39 @@ pub fn merge_queries(
     let first = &reports[0];
     let latency = merged_histogram(reports, "latency", |s| Some(&s.latency))?;
     let service = merged_histogram(reports, "service", |s| Some(&s.service))?;
-    let sum = |f: fn(&QuerySummary) -> u64| reports.iter().map(|r| f(&r.summary)).sum::<u64>();
+    let sum = |field: &str, f: fn(&QuerySummary) -> u64| checked_sum(reports, field, f);
 
-    // Kinds in the first report's order, then any only others have.
-    let mut names: Vec<&str> = Vec::new();
-    for r in reports {
-        for k in &r.summary.kinds {
-            if !names.contains(&k.name.as_str()) {
-                names.push(&k.name);
-            }
-        }
-    }
-    let mut kinds = Vec::with_capacity(names.len());
-    for name in names {
-        let of = |s: &QuerySummary| -> Option<KindSummary> {
-            s.kinds.iter().find(|k| k.name == name).cloned()
-        };
-        let ksum = |f: fn(&KindSummary) -> u64| {
-            reports
-                .iter()
-                .filter_map(|r| of(&r.summary))
-                .map(|k| f(&k))
-                .sum::<u64>()
-        };
-        let what = format!("kind {name}");
-        let kl = merged_histogram(reports, &format!("{what} latency"), |s| {
-            s.kinds.iter().find(|k| k.name == name).map(|k| &k.latency)
-        })?;
-        let ks = merged_histogram(reports, &format!("{what} service"), |s| {
-            s.kinds.iter().find(|k| k.name == name).map(|k| &k.service)
-        })?;
-        let (requests, statements) = (ksum(|k| k.requests), ksum(|k| k.statements));
-        let kind_errors: Vec<KindSummary> = reports.iter().filter_map(|r| of(&r.summary)).collect();
-        kinds.push(KindSummary {
-            name: name.to_string(),
-            requests,
-            failed: ksum(|k| k.failed),
-            rows: ksum(|k| k.rows),
-            statements,
-            requests_per_s: rate(requests, window),
-            statements_per_s: rate(statements, window),
-            errors: summed_errors(kind_errors.iter().map(|k| &k.errors)),
-            latency: LatencySummary::from_histogram(&kl),
-            service: LatencySummary::from_histogram(&ks),
-        });
-    }
-    let mut client = QueryClientSummary::default();
-    for r in reports {
-        let c = &r.summary.client;
-        client.cpu_user_s += c.cpu_user_s;
-        client.cpu_system_s += c.cpu_system_s;
-        client.cpu_s += c.cpu_s;
-        client.peak_rss_bytes += c.peak_rss_bytes;
-    }
-    let (requests, failed) = (sum(|s| s.requests), sum(|s| s.failed_requests));
-    let (statements, rows) = (sum(|s| s.statements), sum(|s| s.rows));
-    let sent = requests + failed;
+    let kinds = summed_kinds(reports)?
+        .into_iter()
+        .map(|k| KindSummary {
+            name: k.name,
+            requests: k.requests,
+            failed: k.failed,
+            rows: k.rows,
+            statements: k.statements,
+            requests_per_s: rate(k.requests, window),
+            statements_per_s: rate(k.statements, window),
+            errors: k.errors,
+            latency: LatencySummary::from_histogram(&k.latency),
+            service: LatencySummary::from_histogram(&k.service),
+        })
+        .collect();
+    let client = QueryClientSummary {
+        cpu_user_s: cpu_sum(reports, "client.cpu_user_s", |s| s.client.cpu_user_s)?,
+        cpu_system_s: cpu_sum(reports, "client.cpu_system_s", |s| s.client.cpu_system_s)?,
+        cpu_s: cpu_sum(reports, "client.cpu_s", |s| s.client.cpu_s)?,
+        peak_rss_bytes: sum("client.peak_rss_bytes", |s| s.client.peak_rss_bytes)?,
+    };
+    let (requests, failed) = (
+        sum("requests", |s| s.requests)?,
+        sum("failed_requests", |s| s.failed_requests)?,
+    );
+    let (statements, rows) = (
+        sum("statements", |s| s.statements)?,
+        sum("rows", |s| s.rows)?,
+    );
+    // As floats: requests + failed may pass u64 even when each does not.
+    let sent = requests as f64 + failed as f64;
     let summary = QuerySummary {
         tsload_version: first.summary.tsload_version.clone(),
         target: first.summary.target.clone(),
@@ -363,34 +598,35 @@ pub fn merge_queries(
         started_at: humantime::format_rfc3339_millis(start).to_string(),
         elapsed_s: window,
         load_s: reports.iter().map(|r| r.summary.load_s).fold(0.0, f64::max),
-        load_requests: sum(|s| s.load_requests),
-        load_rows: sum(|s| s.load_rows),
-        load_statements: sum(|s| s.load_statements),
+        load_requests: sum("load_requests", |s| s.load_requests)?,
+        load_rows: sum("load_rows", |s| s.load_rows)?,
+        load_statements: sum("load_statements", |s| s.load_statements)?,
         stop_reason: stop_reasons(reports),
         fatal_error: first_fatal(reports),
         requests,
         failed_requests: failed,
         statements,
         rows,
-        errors: summed_errors(reports.iter().map(|r| &r.summary.errors)),
+        errors: summed_errors(
+            reports
+                .iter()
+                .map(|r| (r.source.as_str(), &r.summary.errors)),
+            "errors",
+        )?,
         requests_per_s: rate(requests, window),
         statements_per_s: rate(statements, window),
         rows_per_s: rate(rows, window),
         latency: LatencySummary::from_histogram(&latency),
         service: LatencySummary::from_histogram(&service),
         kinds,
-        cpu_us_per_request: if sent > 0 {
-            client.cpu_s * 1e6 / sent as f64
+        cpu_us_per_request: if sent > 0.0 {
+            client.cpu_s * 1e6 / sent
         } else {
             0.0
         },
-        offered_requests_per_s: {
-            let offered: Vec<f64> = reports
-                .iter()
-                .filter_map(|r| r.summary.offered_requests_per_s)
-                .collect();
-            (!offered.is_empty()).then(|| offered.iter().sum())
-        },
+        offered_requests_per_s: checked_fsum(reports, "offered_requests_per_s", |s| {
+            s.offered_requests_per_s
+        })?,
         client,
         scenario: first.summary.scenario.clone(),
     };
@@ -428,6 +664,16 @@ pub fn merge_queries(
     })
 }
 
+/// The sum of one client CPU figure (each checked to be at most [`MAX_CPU_S`], so the sum
+/// stays finite).
+fn cpu_sum<S>(
+    reports: &[ShardReport<S>],
+    field: &str,
+    f: impl Fn(&S) -> f64,
+) -> Result<f64, MergeError> {
+    Ok(checked_fsum(reports, field, |s| Some(f(s)))?.unwrap_or(0.0))
+}
+
 fn mismatch<S>(
     r: &ShardReport<S>,
     first: &ShardReport<S>,
@@ -460,6 +706,12 @@ fn check_shards<S>(reports: &[ShardReport<S>], allow_partial: bool) -> Result<()
         let shard = r.shard.ok_or_else(|| MergeError::NoShard {
             file: r.source.clone(),
         })?;
+        Shard::new(shard.index, shard.count).map_err(|e| MergeError::OutOfRange {
+            file: r.source.clone(),
+            field: "shard".into(),
+            value: shard.to_string(),
+            allowed: e.to_string(),
+        })?;
         let first = *count.get_or_insert((shard.count, r));
         if shard.count != first.0 {
             return Err(mismatch(
@@ -479,13 +731,17 @@ fn check_shards<S>(reports: &[ShardReport<S>], allow_partial: bool) -> Result<()
         }
     }
     let count = count.map_or(0, |c| c.0);
-    let missing: Vec<String> = (0..count)
-        .filter(|i| !seen.contains_key(i))
-        .map(|i| i.to_string())
-        .collect();
-    if !missing.is_empty() && !allow_partial {
+    let missing = (0..count).filter(|i| !seen.contains_key(i));
+    // Named up to 20; a count of up to 65,536 shards would make a page of numbers.
+    let shown: Vec<String> = missing.clone().take(20).map(|i| i.to_string()).collect();
+    if !shown.is_empty() && !allow_partial {
+        let more = missing.count() - shown.len();
+        let mut list = shown.join(", ");
+        if more > 0 {
+            let _ = write!(list, " and {more} more");
+        }
         return Err(MergeError::MissingShards {
-            missing: missing.join(", "),
+            missing: list,
             count,
         });
     }
@@ -501,44 +757,175 @@ fn merged_histogram<S>(
 ) -> Result<Histogram<u64>, MergeError> {
     let mut merged = new_histogram();
     for r in reports {
-        let Some(l) = pick(&r.summary) else { continue };
-        match &l.histogram {
-            Some(h) => add(&mut merged, h),
-            None if l.count == 0 => {}
-            None => {
-                return Err(MergeError::NoHistogram {
-                    file: r.source.clone(),
-                    what: what.to_string(),
-                });
-            }
+        if let Some(l) = pick(&r.summary) {
+            add_summary(&mut merged, l, &r.source, what)?;
         }
     }
     Ok(merged)
 }
 
-/// `into += h`; a histogram of another precision is re-recorded value by value.
-fn add(into: &mut Histogram<u64>, h: &Arc<Histogram<u64>>) {
-    if into.add(h.as_ref()).is_err() {
-        for v in h.iter_recorded() {
-            let _ = into.record_n(v.value_iterated_to(), v.count_at_value());
-        }
+/// `into += l`'s histogram: none is fine when nothing was counted; a count past
+/// [`crate::hlog::MAX_COUNT`] is an overflow naming the file.
+fn add_summary(
+    into: &mut Histogram<u64>,
+    l: &LatencySummary,
+    file: &str,
+    what: &str,
+) -> Result<(), MergeError> {
+    match &l.histogram {
+        Some(h) => crate::hlog::add_checked(into, h).map_err(|()| MergeError::Overflow {
+            file: file.to_string(),
+            field: format!("{what}'s histogram count"),
+            value: h.len(),
+            before: into.len(),
+            max: crate::hlog::MAX_COUNT,
+        }),
+        None if l.count == 0 => Ok(()),
+        None => Err(MergeError::NoHistogram {
+            file: file.to_string(),
+            what: what.to_string(),
+        }),
     }
 }
 
-fn summed_client(clients: impl Iterator<Item = ClientSummary>, metrics: u64) -> ClientSummary {
-    let mut c = ClientSummary::default();
-    for s in clients {
-        c.cpu_user_s += s.cpu_user_s;
-        c.cpu_system_s += s.cpu_system_s;
-        c.cpu_s += s.cpu_s;
-        c.peak_rss_bytes += s.peak_rss_bytes;
-    }
-    c.cpu_us_per_1000_metrics = if metrics > 0 {
-        c.cpu_s * 1e6 / (metrics as f64 / 1000.0)
-    } else {
-        0.0
+/// The shards' client figures summed; CPU per 1,000 metrics over the sum.
+fn summed_client(reports: &[ShardReport], metrics: u64) -> Result<ClientSummary, MergeError> {
+    let cpu_s = cpu_sum(reports, "client.cpu_s", |s| s.client.cpu_s)?;
+    Ok(ClientSummary {
+        cpu_user_s: cpu_sum(reports, "client.cpu_user_s", |s| s.client.cpu_user_s)?,
+        cpu_system_s: cpu_sum(reports, "client.cpu_system_s", |s| s.client.cpu_system_s)?,
+        cpu_s,
+        cpu_us_per_1000_metrics: if metrics > 0 {
+            cpu_s * 1e6 / (metrics as f64 / 1000.0)
+        } else {
+            0.0
+        },
+        peak_rss_bytes: checked_sum(reports, "client.peak_rss_bytes", |s| {
+            s.client.peak_rss_bytes
+        })?,
+    })
+}
+
+/// A shard's report of either kind, as [`read_report`] found it.
+#[derive(Debug, Clone)]
+pub enum AnyReport {
+    Write(ShardReport<Summary>),
+    Query(ShardReport<QuerySummary>),
+}
+
+/// Reads one shard's `--json` report (`source` names it in errors): at most
+/// [`MAX_REPORT_BYTES`], a write or a query report (not a mixed or an already merged one),
+/// its histograms (`hdr`) decoded by [`crate::hlog::decode_checked`]. Figures are checked
+/// by the merge.
+pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> {
+    let not = |reason: String| MergeError::NotAReport {
+        file: source.to_string(),
+        reason,
     };
-    c
+    if bytes.len() as u64 > MAX_REPORT_BYTES {
+        return Err(MergeError::TooLarge {
+            file: source.to_string(),
+            cap: MAX_REPORT_BYTES,
+        });
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| not(format!("not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(not("not a tsload report (a JSON object)".into()));
+    }
+    if value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
+        return Err(not(
+            "a mixed report; mixed runs are not sharded, so there is nothing to merge".into(),
+        ));
+    }
+    if value.get("merged_from").is_some() {
+        return Err(not("already a merged report".into()));
+    }
+    let shard = match value.get("shard") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(s) => {
+            let shard: Shard =
+                serde_json::from_value(s.clone()).map_err(|e| not(format!("shard: {e}")))?;
+            Some(Shard::new(shard.index, shard.count).map_err(|e| not(format!("shard: {e}")))?)
+        }
+    };
+    let text_field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let (host, scenario_sha256) = (text_field("host"), text_field("scenario_sha256"));
+
+    // The histograms, taken out of the JSON and decoded here (not by the serde reader).
+    let top = take_histograms(&mut value, "", source)?;
+    let mut kinds = Vec::new();
+    if let Some(list) = value.get_mut("kinds").and_then(|k| k.as_array_mut()) {
+        if list.len() > MAX_KINDS {
+            return Err(MergeError::OutOfRange {
+                file: source.to_string(),
+                field: "kinds".into(),
+                value: format!("{} entries", list.len()),
+                allowed: format!("at most {MAX_KINDS} request kinds"),
+            });
+        }
+        for (i, k) in list.iter_mut().enumerate() {
+            kinds.push(take_histograms(k, &format!("kinds[{i}]."), source)?);
+        }
+    }
+    let put = |l: &mut LatencySummary, h: &Option<Arc<Histogram<u64>>>| {
+        if h.is_some() {
+            l.histogram = h.clone();
+        }
+    };
+    if value.get("kinds").is_some() {
+        let mut summary: QuerySummary = serde_json::from_value(value)
+            .map_err(|e| not(format!("not a tsload query report (`run --json`): {e}")))?;
+        put(&mut summary.latency, &top[0]);
+        put(&mut summary.service, &top[1]);
+        for (k, h) in summary.kinds.iter_mut().zip(&kinds) {
+            put(&mut k.latency, &h[0]);
+            put(&mut k.service, &h[1]);
+        }
+        return Ok(AnyReport::Query(ShardReport {
+            source: source.to_string(),
+            shard,
+            host,
+            scenario_sha256,
+            summary,
+        }));
+    }
+    let mut summary: Summary = serde_json::from_value(value)
+        .map_err(|e| not(format!("not a tsload write report (`run --json`): {e}")))?;
+    put(&mut summary.latency, &top[0]);
+    put(&mut summary.service, &top[1]);
+    Ok(AnyReport::Write(ShardReport {
+        source: source.to_string(),
+        shard,
+        host,
+        scenario_sha256,
+        summary,
+    }))
+}
+
+/// The `latency.hdr` and `service.hdr` strings of `parent`, decoded and replaced by
+/// `null` in the JSON; `prefix` is `parent`'s path, for messages.
+fn take_histograms(
+    parent: &mut serde_json::Value,
+    prefix: &str,
+    source: &str,
+) -> Result<[Option<Arc<Histogram<u64>>>; 2], MergeError> {
+    let mut out = [None, None];
+    for (slot, key) in out.iter_mut().zip(["latency", "service"]) {
+        let Some(hdr) = parent.get_mut(key).and_then(|l| l.get_mut("hdr")) else {
+            continue;
+        };
+        // Anything but a string is left to the report's reader, which names its type.
+        let Some(text) = hdr.as_str() else { continue };
+        let h = crate::hlog::decode_checked(text).map_err(|e| MergeError::BadHistogram {
+            file: source.to_string(),
+            field: format!("{prefix}{key}.hdr"),
+            source: e,
+        })?;
+        *slot = Some(Arc::new(h));
+        *hdr = serde_json::Value::Null;
+    }
+    Ok(out)
 }
 
 /// The report's own text table.
@@ -697,5 +1084,225 @@ mod tests {
         let e = merge(&[a, b, no_hdr], false).unwrap_err();
         assert!(e.to_string().contains("latency has no histogram"), "{e}");
         assert_eq!(merge(&[], false).unwrap_err(), MergeError::Empty);
+    }
+
+    /// Shard `index` of 2 of a query run, as its `--json` report's text.
+    fn query_json(index: u32) -> serde_json::Value {
+        let mut h = new_histogram();
+        h.record(1000).unwrap();
+        let mut l = serde_json::to_value(LatencySummary::from_histogram(&h)).unwrap();
+        l["hdr"] = crate::report::encode_histogram(&h).unwrap().into();
+        let kind = serde_json::json!({
+            "name": "lastpoint", "requests": 5, "failed": 0, "rows": 5, "statements": 5,
+            "requests_per_s": 5.0, "statements_per_s": 5.0, "errors": {},
+            "latency": l, "service": l,
+        });
+        serde_json::json!({
+            "tsload_version": "0.1.0", "target": "sqlite", "workload": "tsbs",
+            "started_at": "2026-11-26T05:36:51.513Z", "elapsed_s": 1.0, "load_s": 0.0,
+            "load_requests": 0, "load_rows": 0, "load_statements": 0,
+            "stop_reason": "duration", "fatal_error": null,
+            "requests": 5, "failed_requests": 0, "statements": 5, "rows": 5, "errors": {},
+            "requests_per_s": 5.0, "statements_per_s": 5.0, "rows_per_s": 5.0,
+            "latency": l, "service": l, "kinds": [kind],
+            "client": {"cpu_user_s": 0.0, "cpu_system_s": 0.0, "cpu_s": 0.0, "peak_rss_bytes": 0},
+            "cpu_us_per_request": 0.0, "scenario": {},
+            "shard": {"index": index, "count": 2}, "scenario_sha256": "abc",
+        })
+    }
+
+    fn read_query(name: &str, v: &serde_json::Value) -> ShardReport<QuerySummary> {
+        match read_report(name, v.to_string().as_bytes()).unwrap() {
+            AnyReport::Query(r) => r,
+            AnyReport::Write(_) => panic!("{name}: read as a write report"),
+        }
+    }
+
+    #[test]
+    fn elapsed_that_is_no_duration_is_refused_not_a_panic() {
+        for (v, shown) in [
+            (1e300, "1e300"),
+            (1e19, "1e19"),
+            (1e9 + 1.0, "1000000001.0"),
+            (-1.0, "-1.0"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "inf"),
+        ] {
+            let a = report("0/2", 0, 1000, &[1000]);
+            let mut b = report("1/2", 0, 1000, &[1000]);
+            b.summary.elapsed_s = v;
+            assert_eq!(
+                merge(&[a, b], false).unwrap_err().to_string(),
+                format!(
+                    "shard-1/2.json: elapsed_s is {shown}; allowed: a finite number of seconds \
+                     from 0 to 1000000000 (about 31.7 years)"
+                )
+            );
+        }
+        // The longest run allowed merges.
+        let a = report("0/2", 0, 1000, &[1000]);
+        let mut b = report("1/2", 0, 1000, &[1000]);
+        b.summary.elapsed_s = MAX_ELAPSED_S;
+        assert!(merge(&[a, b], false).is_ok());
+        // Query reports: the load's seconds too; client CPU seconds.
+        let mut a = query_json(0);
+        a["load_s"] = 1e300.into();
+        let e = merge_queries(
+            &[
+                read_query("a.json", &a),
+                read_query("b.json", &query_json(1)),
+            ],
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("a.json: load_s is 1e300; allowed: "),
+            "{e}"
+        );
+        let mut c = report("1/2", 0, 1000, &[1000]);
+        c.summary.client.cpu_s = -0.5;
+        let e = merge(&[report("0/2", 0, 1000, &[1000]), c], false).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("shard-1/2.json: client.cpu_s is -0.5; allowed: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn counts_that_overflow_are_refused_not_wrapped() {
+        let mut a = report("0/2", 0, 1000, &[1000]);
+        let mut b = report("1/2", 0, 1000, &[1000]);
+        a.summary.rows = u64::MAX;
+        b.summary.rows = 500;
+        assert_eq!(
+            merge(&[a.clone(), b.clone()], false)
+                .unwrap_err()
+                .to_string(),
+            "shard-1/2.json: rows is 500, and the reports before it sum to 18446744073709551615: \
+             the total passes 18446744073709551615, the most it can hold, so these cannot be the \
+             counts of one run"
+        );
+        // Every sum is checked: errors by kind, client memory.
+        a.summary.rows = 1;
+        a.summary.errors.insert("timeout".into(), u64::MAX);
+        b.summary.errors.insert("timeout".into(), 1);
+        let e = merge(&[a.clone(), b.clone()], false).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::Overflow { field, .. } if field == "errors.timeout"),
+            "{e}"
+        );
+        a.summary.errors.clear();
+        a.summary.client.peak_rss_bytes = u64::MAX;
+        b.summary.client.peak_rss_bytes = 1;
+        let e = merge(&[a.clone(), b.clone()], false).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::Overflow { field, .. } if field == "client.peak_rss_bytes"),
+            "{e}"
+        );
+        // Query reports: totals and each kind's counts.
+        let mut q = query_json(0);
+        q["kinds"][0]["requests"] = u64::MAX.into();
+        let e = merge_queries(
+            &[
+                read_query("a.json", &q),
+                read_query("b.json", &query_json(1)),
+            ],
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "b.json: kinds[lastpoint].requests is 5, and the reports before it sum to \
+             18446744073709551615: the total passes 18446744073709551615, the most it can hold, \
+             so these cannot be the counts of one run"
+        );
+        let mut q = query_json(1);
+        q["load_rows"] = u64::MAX.into();
+        q["rows"] = 0.into();
+        let mut p = query_json(0);
+        p["load_rows"] = 1.into();
+        let e = merge_queries(&[read_query("a.json", &p), read_query("b.json", &q)], false)
+            .unwrap_err();
+        assert!(
+            matches!(&e, MergeError::Overflow { field, file, .. } if field == "load_rows" && file == "b.json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_shards_are_named_up_to_twenty() {
+        let mut a = report("0/2", 0, 1000, &[1000]);
+        a.shard = Some(Shard::new(0, 100).unwrap());
+        let e = merge(&[a.clone()], false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "shards 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 79 \
+             more of 100 are missing (the reports cover only part of the run)"
+        );
+        // A shard no run can have (the fields are public): refused, not a 4-billion list.
+        a.shard = Some(Shard {
+            index: 0,
+            count: u32::MAX,
+        });
+        let e = merge(&[a], true).unwrap_err().to_string();
+        assert!(
+            e.starts_with("shard-0/2.json: shard is 0/4294967295; allowed: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn read_report_refuses_what_is_not_a_shard_report() {
+        let big = vec![b' '; MAX_REPORT_BYTES as usize + 1];
+        assert_eq!(
+            read_report("big.json", &big).unwrap_err().to_string(),
+            "big.json: larger than 67108864 bytes, the most a report is read (tsload's reports \
+             are a few KiB to a few MiB)"
+        );
+        // A histogram whose counts say "a run of 2^63 zeros": hdrhistogram's own decoder
+        // negates i64::MIN on it (a panic in a debug build).
+        let mut v2 = Vec::new();
+        for (x, n) in [
+            (0x1c84_9313u64, 4),
+            (9, 4),
+            (0, 4),
+            (3, 4),
+            (1, 8),
+            (2048, 8),
+        ] {
+            v2.extend(&x.to_be_bytes()[8 - n..]);
+        }
+        v2.extend(1.0f64.to_bits().to_be_bytes());
+        v2.extend([0xff; 9]);
+        use base64::Engine as _;
+        let mut q = query_json(0);
+        q["kinds"][0]["service"]["hdr"] =
+            base64::engine::general_purpose::STANDARD.encode(&v2).into();
+        assert_eq!(
+            read_report("q.json", q.to_string().as_bytes())
+                .unwrap_err()
+                .to_string(),
+            "q.json: kinds[0].service.hdr: not an encoded histogram: its counts: a run of 2^63 \
+             zero counts"
+        );
+        let e = read_report("n.json", b"[1, 2]").unwrap_err().to_string();
+        assert_eq!(e, "n.json: not a tsload report (a JSON object)");
+        let mut m = query_json(0);
+        m["merged_from"] = 2.into();
+        let e = read_report("m.json", m.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "m.json: already a merged report");
+        let mut w = query_json(0);
+        w["kinds"] = serde_json::Value::Array(vec![serde_json::json!({}); MAX_KINDS + 1]);
+        let e = read_report("k.json", w.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "k.json: kinds is 1001 entries; allowed: at most 1000 request kinds"
+        );
     }
 }

@@ -141,6 +141,9 @@ pub struct QueryOutcome {
     /// The error that stopped the run: the failure that exceeded the error budget, or a
     /// request with a kind the workload does not name, or a worker that panicked.
     pub stop_error: Option<SinkError>,
+    /// The first request that failed, whatever stopped the run: what a run in which
+    /// requests failed says about why.
+    pub first_error: Option<SinkError>,
     pub intervals: u64,
     /// Open loop: the requests per second offered (`None` in closed loop).
     pub offered_requests_per_s: Option<f64>,
@@ -158,6 +161,8 @@ struct Shared {
     failed: AtomicU64,
     stop: StopHandle,
     stop_error: Mutex<Option<SinkError>>,
+    /// The first failed request's error.
+    first_error: Mutex<Option<SinkError>>,
     /// A worker's next request was due at or after the deadline: it ended (the others
     /// still send what is due before it).
     deadline_reached: std::sync::atomic::AtomicBool,
@@ -190,12 +195,17 @@ impl Shared {
         self.stop.stop(StopReason::Fatal);
     }
 
-    /// Counts a failed request against the error budget.
+    /// Counts a failed request (the first one's error is kept) against the error budget.
     fn count_failure(&self, error: SinkError) {
+        let failed = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+        if failed == 1
+            && let Ok(mut first) = self.first_error.lock()
+        {
+            first.get_or_insert_with(|| error.clone());
+        }
         let Some(max) = self.cfg.max_errors else {
             return;
         };
-        let failed = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
         // Every failure past the budget stops the run, not only the one that crossed it:
         // the thread that crossed it may be descheduled before it says so, while the
         // others go on failing (the first error kept is reported).
@@ -602,6 +612,7 @@ pub async fn run_queries<T: QueryTarget>(
             kinds: names.into_iter().map(empty_kind).collect(),
             stop_reason: stop.reason().unwrap_or(StopReason::Interrupted),
             stop_error: None,
+            first_error: None,
             intervals: 0,
             offered_requests_per_s: None,
         });
@@ -632,6 +643,7 @@ pub async fn run_queries<T: QueryTarget>(
         failed: AtomicU64::new(0),
         stop: stop.clone(),
         stop_error: Mutex::new(None),
+        first_error: Mutex::new(None),
         deadline_reached: std::sync::atomic::AtomicBool::new(false),
     });
 
@@ -673,6 +685,7 @@ pub async fn run_queries<T: QueryTarget>(
     }
 
     let stop_error = shared.stop_error.lock().ok().and_then(|mut e| e.take());
+    let first_error = shared.first_error.lock().ok().and_then(|mut e| e.take());
     Ok(QueryOutcome {
         started_at,
         elapsed: reported.end,
@@ -690,6 +703,7 @@ pub async fn run_queries<T: QueryTarget>(
                 StopReason::DataEnd
             }),
         stop_error,
+        first_error,
         intervals: reported.intervals,
         offered_requests_per_s: match cfg.mode {
             LoadMode::Closed => None,
@@ -824,7 +838,17 @@ async fn run_worker<T: QueryTarget>(
     // Workers are staggered by a fraction of the period, so that the offered load arrives
     // evenly rather than in bursts of `workers` requests.
     let offset = worker as f64 / cfg.workers.max(1) as f64;
+    // Failures in a row: a worker whose requests fail waits before the next one
+    // ([`failure_backoff`]), so a closed port or a refusing server is not hammered.
+    let mut failures_in_a_row: u32 = 0;
     while !stop.is_stopped() {
+        if failures_in_a_row > 0 {
+            let wait = failure_backoff(failures_in_a_row);
+            tokio::select! {
+                _ = flushing(&mut recorder, tokio::time::sleep(wait)) => {}
+                _ = stop.stopped() => break,
+            }
+        }
         // A due time past what an Instant holds (an absurdly low rate) is never reached.
         let due = period.map(|p| {
             Duration::try_from_secs_f64(p * (seq as f64 + offset))
@@ -887,6 +911,7 @@ async fn run_worker<T: QueryTarget>(
                     recorder.record_failure(kind, Instant::now(), error.kind);
                     shared.count_failure(error);
                     seq += 1;
+                    failures_in_a_row = failures_in_a_row.saturating_add(1);
                     continue;
                 }
             }
@@ -919,6 +944,10 @@ async fn run_worker<T: QueryTarget>(
         };
         let done = Instant::now();
         seq += 1;
+        failures_in_a_row = match &result {
+            Err(e) if backs_off(e.kind) => failures_in_a_row.saturating_add(1),
+            _ => 0,
+        };
         match result {
             Ok(ack) if cfg.require_rows && ack.rows == 0 => {
                 recorder.record_failure(kind, done, ErrorKind::Empty);
@@ -941,6 +970,25 @@ async fn run_worker<T: QueryTarget>(
         }
     }
     recorder.finish();
+}
+
+/// Whether a failure of `kind` makes the worker wait before its next request: the server
+/// could not be reached, timed out or said it is overloaded. A refused query (the server
+/// answered) is sent on at the load's pace.
+fn backs_off(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Connection | ErrorKind::Timeout | ErrorKind::Unavailable
+    )
+}
+
+/// How long a worker waits after `failures` failed requests in a row: 10 ms, doubling up
+/// to 1 s. A success resets it.
+pub fn failure_backoff(failures: u32) -> Duration {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MAX: Duration = Duration::from_secs(1);
+    let shift = failures.saturating_sub(1).min(16);
+    FIRST.saturating_mul(1 << shift).min(MAX)
 }
 
 #[cfg(test)]

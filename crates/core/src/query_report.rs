@@ -391,6 +391,7 @@ mod tests {
             kinds,
             stop_reason: StopReason::Fatal,
             stop_error: Some(SinkError::new(ErrorKind::Rejected, "too many")),
+            first_error: None,
             intervals: 2,
             offered_requests_per_s: None,
         }

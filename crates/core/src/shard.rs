@@ -1,13 +1,21 @@
 //! Sharding: one generator process's disjoint part of a workload that several processes
 //! run together, and the start gate that lines their prepare steps and clocks up.
 //!
-//! Shard `i` of `N` running `W` workers plays the global workers `w * N + i` of `W * N`
-//! (for `w` in `0..W`). Workloads already split their data set disjointly over any worker
-//! count, so the shards' union is exactly the data set an unsharded run writes with
-//! `W * N` workers, and the shards need no coordination on the hot path. Interleaving the
-//! global worker numbers (rather than giving each shard a block of them) keeps query
-//! workloads' rule "query `q` belongs to worker `q mod workers`" as "query `q` belongs to
-//! shard `q mod N`".
+//! Workloads already split their data set disjointly over any worker count, so a shard
+//! plays some of the global workers of a run with `W * N` workers (`W` per shard), the
+//! shards' union is exactly the data set an unsharded run writes with `W * N` workers, and
+//! the shards need no coordination on the hot path. Which global workers:
+//!
+//! - writes ([`ShardedWorkload`]): a block, `i * W + w` for `w` in `0..W`. The generators
+//!   give each worker a contiguous range of devices ([`device_range`]), so shard `i`
+//!   generates exactly the devices `device_range(D, i, N)`: the shards' device counts
+//!   differ by at most one, whatever `W` (or even if the shards' `W` differ), and every
+//!   shard has a device when `N <= D` ([`Shard::devices`]). A row budget is split in
+//!   proportion to those devices ([`Shard::share_by_devices`]), so each shard's part is
+//!   one its devices can fill.
+//! - queries ([`ShardedQueries`]): interleaved, `w * N + i`, which keeps query workloads'
+//!   rule "query `q` belongs to worker `q mod workers`" as "query `q` belongs to shard
+//!   `q mod N`".
 
 use std::fmt;
 use std::future::Future;
@@ -16,7 +24,7 @@ use std::sync::Arc;
 
 use crate::query::{QueryRequest, QuerySource, QueryWorkload};
 use crate::schema::Schema;
-use crate::workload::{BatchSource, Workload};
+use crate::workload::{BatchSource, Workload, device_range};
 
 /// The most shards a run may be split into.
 pub const MAX_SHARDS: u32 = 65_536;
@@ -81,10 +89,39 @@ impl Shard {
         self.count == 1
     }
 
-    /// The global worker number and count of local worker `worker` of `workers`.
+    /// The global worker number and count of local worker `worker` of `workers`, for
+    /// query workloads: interleaved, `worker * N + index` of `workers * N`.
     pub fn global_worker(&self, worker: usize, workers: usize) -> (usize, usize) {
         let n = self.count as usize;
         (worker * n + self.index as usize, workers * n)
+    }
+
+    /// The global worker number and count of local worker `worker` of `workers`, for
+    /// write workloads: a block, `index * workers + worker` of `workers * N`.
+    pub fn block_worker(&self, worker: usize, workers: usize) -> (usize, usize) {
+        let n = self.count as usize;
+        (self.index as usize * workers + worker, workers * n)
+    }
+
+    /// The devices of `total` that this shard's [`ShardedWorkload`] generates (for
+    /// workloads that split devices with [`device_range`], as every generator does):
+    /// empty for some shard exactly when `total < count`.
+    pub fn devices(&self, total: u32) -> std::ops::Range<u32> {
+        device_range(total, self.index as usize, self.count as usize)
+    }
+
+    /// This shard's part of a row budget `total` over a data set of `devices` devices, in
+    /// proportion to its [`Shard::devices`]: the shards' parts sum to `total`, and a part
+    /// is never more than one row above its devices' proportional share. Equal parts
+    /// ([`Shard::share`]) when `devices` is 0 (unknown).
+    pub fn share_by_devices(&self, total: u64, devices: u32) -> u64 {
+        if devices == 0 {
+            return self.share(total);
+        }
+        let mine = self.devices(devices);
+        let (t, d) = (u128::from(total), u128::from(devices));
+        // Both fit: t * end / d <= t.
+        (t * u128::from(mine.end) / d - t * u128::from(mine.start) / d) as u64
     }
 
     /// This shard's part of a total (a row or request budget): the parts of all shards
@@ -108,7 +145,8 @@ impl fmt::Display for Shard {
     }
 }
 
-/// A write workload seen by one shard.
+/// A write workload seen by one shard: its local workers are a block of the global ones,
+/// so it generates the devices [`Shard::devices`] says.
 pub struct ShardedWorkload {
     inner: Arc<dyn Workload>,
     shard: Shard,
@@ -135,7 +173,7 @@ impl Workload for ShardedWorkload {
     }
 
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
-        let (w, n) = self.shard.global_worker(worker, workers);
+        let (w, n) = self.shard.block_worker(worker, workers);
         self.inner.source(w, n)
     }
 
@@ -311,6 +349,102 @@ mod tests {
                     }
                 }
                 assert!(seen.iter().all(|&s| s));
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_shard_generates_a_block_of_devices_whatever_its_worker_count() {
+        for devices in [0u32, 1, 2, 3, 7, 10, 1001] {
+            for count in [1u32, 2, 3, 4, 7] {
+                let mut next = 0;
+                for i in 0..count {
+                    let shard = Shard::new(i, count).unwrap();
+                    let mine = shard.devices(devices);
+                    assert_eq!(mine.start, next, "{devices} over {count}");
+                    next = mine.end;
+                    for workers in [1usize, 2, 3, 4, 8] {
+                        // The union of the block's workers' ranges is the shard's devices.
+                        let mut covered = mine.start..mine.start;
+                        for w in 0..workers {
+                            let (g, n) = shard.block_worker(w, workers);
+                            assert_eq!(n, workers * count as usize);
+                            let r = device_range(devices, g, n);
+                            assert_eq!(r.start, covered.end, "{devices}/{count}/{workers}");
+                            covered.end = r.end;
+                        }
+                        assert_eq!(covered, mine, "{devices} over {count} x {workers}");
+                    }
+                }
+                assert_eq!(next, devices);
+                let sizes: Vec<u32> = (0..count)
+                    .map(|i| Shard::new(i, count).unwrap().devices(devices).len() as u32)
+                    .collect();
+                let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+                assert!(hi - lo <= 1, "{devices} over {count}: {sizes:?}");
+                assert_eq!(
+                    *lo == 0,
+                    devices < count,
+                    "{devices} over {count}: {sizes:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn block_workers_partition_the_global_workers() {
+        for count in [1u32, 2, 3] {
+            for workers in [1usize, 2, 5] {
+                let mut seen = vec![false; workers * count as usize];
+                for i in 0..count {
+                    for w in 0..workers {
+                        let (g, _) = Shard::new(i, count).unwrap().block_worker(w, workers);
+                        assert!(!seen[g], "global worker {g} twice");
+                        seen[g] = true;
+                    }
+                }
+                assert!(seen.iter().all(|&s| s));
+            }
+        }
+    }
+
+    #[test]
+    fn row_budgets_follow_the_devices_and_sum_to_the_total() {
+        let parts = |total: u64, devices: u32, count: u32| -> Vec<u64> {
+            (0..count)
+                .map(|i| {
+                    Shard::new(i, count)
+                        .unwrap()
+                        .share_by_devices(total, devices)
+                })
+                .collect()
+        };
+        // 3 devices over 2 shards: 1 and 2 of them.
+        assert_eq!(parts(1001, 3, 2), [333, 668]);
+        assert_eq!(parts(1001, 3, 3), [333, 334, 334]);
+        assert_eq!(
+            parts(1001, 2, 3),
+            [0, 500, 501],
+            "a shard without devices gets 0"
+        );
+        assert_eq!(parts(10, 0, 3), [3, 3, 4], "unknown devices: equal parts");
+        for total in [0u64, 1, 7, 1001, 1_000_003, u64::MAX] {
+            for devices in [1u32, 2, 3, 10, 1001, u32::MAX] {
+                for count in [1u32, 2, 3, 4, 7, 64] {
+                    let p = parts(total, devices, count);
+                    let sum: u128 = p.iter().map(|&x| u128::from(x)).sum();
+                    assert_eq!(sum, u128::from(total), "{total} / {devices} / {count}");
+                    for (i, &part) in p.iter().enumerate() {
+                        let mine = Shard::new(i as u32, count).unwrap().devices(devices);
+                        let fair = u128::from(total) * mine.len() as u128;
+                        let d = u128::from(devices);
+                        // floor(fair / d) <= part <= ceil(fair / d)
+                        assert!(
+                            u128::from(part) * d + d > fair && u128::from(part) * d < fair + d,
+                            "{total} / {devices} / {count}: {p:?}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -117,18 +117,8 @@ pub async fn sql_rtt(url: &str, opts: &AppOptions) -> Result<ProbeReport, ProbeE
     .await
 }
 
-/// `url` without its password (for reports); unparsable URLs are shown as `<url>`.
-pub fn redact(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) => "<url>".to_string(),
-    }
-}
+/// `url` with its secrets hidden, for reports and messages: tsload's one redaction.
+pub use tsload_redact::url as redact;
 
 /// An HTTP GET of one URL over one kept-alive HTTP/1.1 connection.
 #[derive(Debug)]
@@ -174,12 +164,11 @@ impl HttpPing {
         let config = tsload_tls::client_config(tls)
             .map_err(|e| ProbeError::InvalidOptions(e.to_string()))?;
         let shown = redact(url);
-        let mut builder = reqwest::Client::builder();
+        let mut builder = tsload_http::client_builder(config);
         if let (Some(addr), Some(host)) = (connect_to, parsed.host_str()) {
             builder = builder.resolve(host, addr);
         }
         let client = builder
-            .tls_backend_preconfigured(config)
             .no_proxy()
             .http1_only()
             .tcp_nodelay(true)
@@ -219,8 +208,8 @@ impl HttpPing {
             .await
             .map_err(http_err)?;
         let status = response.status();
-        // Read the body to its end so that the connection goes back to the pool.
-        response.bytes().await.map_err(http_err)?;
+        // Read the body (up to a cap) so that the connection goes back to the pool.
+        tsload_http::drain(response).await;
         if status.is_success() {
             Ok(())
         } else {
@@ -293,19 +282,6 @@ impl AppPing for SqlPing {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(
-            redact("postgres://u:secret@127.0.0.1:5432/db"),
-            "postgres://u:***@127.0.0.1:5432/db"
-        );
-        assert_eq!(
-            redact("http://127.0.0.1:8086/ping"),
-            "http://127.0.0.1:8086/ping"
-        );
-        assert_eq!(redact("not a url"), "<url>");
-    }
 
     #[tokio::test]
     async fn bad_urls_are_refused_before_any_io() {

@@ -1,28 +1,34 @@
 //! One direction of a proxied connection: a plain copy loop when nothing is added, or a
 //! delay line (reader stamps and queues chunks, writer sleeps until each chunk's release
 //! instant and writes it). A lane watched by faults (see [`crate::fault`]) asks its
-//! [`Watch`] before each write how much to forward.
+//! [`Watch`] before each write how much to forward. What lanes hold in memory, and how it
+//! is counted: see [`crate::buffer`].
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::net::tcp::WriteHalf;
 use tokio::sync::{Semaphore, mpsc};
 use tsload_timer::PreciseTimer;
 
+use crate::buffer::{self, Held, Share, footprint, with_scratch};
 use crate::fault::{self, Ctl, FaultAction, Step, Stream, Watch};
 use crate::stamp::{self, StampedReader};
+use crate::timeout::Activity;
 
-/// Read size of the delay lines.
-const CHUNK: usize = 64 * 1024;
-/// Read size of the copy path.
+/// The most bytes a delay line reads at once.
+const CHUNK: usize = buffer::SCRATCH;
+/// Read size of a copy path watched by faults.
 const COPY_BUF: usize = 64 * 1024;
-/// Bytes a delay line holds before its reader stops reading (TCP then pushes back): enough
-/// for 1.6 GB/s at 10 ms.
-const QUEUE_LIMIT: usize = 16 * 1024 * 1024;
+/// The default of [`crate::ProxyConfig::queue_limit`]: enough for 1.6 GB/s at 10 ms.
+pub(crate) const QUEUE_LIMIT: usize = 16 * 1024 * 1024;
+/// The smallest queue limit: one full chunk must fit.
+pub(crate) const MIN_QUEUE_LIMIT: usize = footprint(CHUNK);
+/// How long a delay line keeps its timer (a timerfd) without a chunk to wait for.
+const TIMER_KEEP: Duration = Duration::from_secs(1);
 
 /// What one direction adds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,12 +36,25 @@ pub(crate) struct LaneConfig {
     pub delay: Duration,
     pub jitter: Duration,
     pub rate: Option<u64>,
+    /// Memory the delay line may queue (see [`footprint`]).
+    pub queue_limit: usize,
 }
 
 impl LaneConfig {
     pub(crate) fn is_transparent(&self) -> bool {
         self.delay.is_zero() && self.jitter.is_zero() && self.rate.is_none()
     }
+}
+
+/// Where a lane counts what it does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meters<'a> {
+    /// Bytes written.
+    pub written: &'a AtomicU64,
+    /// Memory held for bytes in transit (the proxy's, for all connections).
+    pub buffered: &'a AtomicU64,
+    /// The connection's last activity (for the idle timeout).
+    pub activity: &'a Activity,
 }
 
 /// Why a lane stopped before its EOF.
@@ -62,103 +81,149 @@ pub(crate) fn seed(seq: u64) -> u64 {
     SplitMix64(seq ^ nanos.rotate_left(17)).next_u64()
 }
 
-/// Forwards `from` to `to` until EOF (then shuts `to` down) or an error, counting the
-/// bytes written in `counter`. `opposite_delayed`: whether the other direction of the
-/// connection is a delay line (then an undelayed lane measures its hop, and a delayed one
-/// does not take the hop off its delay). `watch`: the faults watching this lane, if any
-/// watch the connection.
+/// Forwards `from` to `to` until EOF (then shuts `to` down) or an error, counting in
+/// `meters`. `opposite_delayed`: whether the other direction of the connection is a delay
+/// line (then an undelayed lane measures its hop, and a delayed one does not take the hop
+/// off its delay). `watch`: the faults watching this lane, if any watch the connection.
+///
+/// The lane itself (a few kilobytes of state, a delay line's queue) is made, in an
+/// allocation of its own, when the first bytes (or the EOF) arrive: until then an idle
+/// lane holds only this function's state. Receive timestamps are turned on before, so
+/// that the first bytes have theirs.
 pub(crate) async fn forward(
-    from: ReadHalf<'_>,
+    from: &TcpStream,
     to: WriteHalf<'_>,
     config: &LaneConfig,
     opposite_delayed: bool,
-    counter: &AtomicU64,
     seed: u64,
     watch: Option<Watch<'_>>,
+    meters: Meters<'_>,
 ) -> Result<(), Stop> {
-    match (config.is_transparent(), opposite_delayed, watch) {
-        (true, false, None) => Ok(copy(from, to, counter).await?),
-        (true, true, None) => Ok(measured_copy(from.as_ref(), to, counter).await?),
-        (true, _, Some(watch)) => {
-            watched_copy(from.as_ref(), to, counter, opposite_delayed, watch).await
-        }
-        (false, _, watch) => {
-            delay_line(
-                from.as_ref(),
-                to,
-                config,
-                !opposite_delayed,
-                counter,
-                seed,
-                watch,
-            )
+    let transparent = config.is_transparent();
+    let stamped = (!transparent || opposite_delayed).then(|| StampedReader::new(from));
+    // Not `readable()`: tokio takes a new socket for readable until a read says otherwise.
+    from.peek(&mut [0u8; 1]).await?;
+    match (transparent, watch) {
+        (true, None) => Ok(Box::pin(copy(from, to, stamped, meters)).await?),
+        (true, Some(watch)) => Box::pin(watched_copy(from, to, stamped, watch, meters)).await,
+        (false, watch) => {
+            let stamped = stamped.unwrap_or_else(|| StampedReader::new(from));
+            let compensate = !opposite_delayed;
+            Box::pin(delay_line(
+                from, to, config, compensate, stamped, seed, watch, meters,
+            ))
             .await
         }
     }
 }
 
-/// The zero-delay fast path: read, write, repeat; no timers, no queue.
-async fn copy(
-    mut from: ReadHalf<'_>,
-    mut to: WriteHalf<'_>,
-    counter: &AtomicU64,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; COPY_BUF];
-    loop {
-        let n = from.read(&mut buf).await?;
-        if n == 0 {
-            return to.shutdown().await;
-        }
-        to.write_all(&buf[..n]).await?;
-        counter.fetch_add(n as u64, Ordering::Relaxed);
-    }
+/// What one step of [`copy`] did.
+enum Relayed {
+    /// Read `n` bytes (that arrived at `arrival`, where known) and wrote `written` of them
+    /// at once; the rest wait in the lane's pending buffer.
+    Read {
+        n: usize,
+        written: usize,
+        arrival: Option<Instant>,
+    },
+    /// The sender's EOF.
+    Eof,
 }
 
-/// The copy path of a connection delayed the other way: it also measures the hop it adds
-/// (from the bytes' arrival until the write that forwards them returns), for the delay
-/// line to take off. Writes that had to wait for room are not measured: that wait is the
-/// receiver's pace, not the proxy's cost.
-async fn measured_copy(
+/// The zero-delay path: no timers, no queue. Each read goes into the thread's scratch
+/// buffer and is written on at once; what the receiver does not take at once waits in a
+/// buffer of the lane's own, which is given back once the lane has caught up, so an idle
+/// lane holds no buffer.
+///
+/// `stamped` (given when the other direction is a delay line): also measure the hop this
+/// lane adds (from the bytes' arrival until the write that forwards them returns), for the
+/// delay line to take off. Writes that had to wait for room are not measured: that wait is
+/// the receiver's pace, not the proxy's cost.
+async fn copy(
     from: &TcpStream,
     mut to: WriteHalf<'_>,
-    counter: &AtomicU64,
+    mut stamped: Option<StampedReader>,
+    meters: Meters<'_>,
 ) -> io::Result<()> {
-    let mut reader = StampedReader::new(from);
-    let mut buf = vec![0u8; COPY_BUF];
+    let mut pending = Held::new(meters.buffered);
     loop {
-        let (n, arrival) = reader.read(from, &mut buf).await?;
-        if n == 0 {
-            return to.shutdown().await;
+        if !pending.is_empty() {
+            to.write_all(pending.bytes()).await?;
+            meters
+                .written
+                .fetch_add(pending.bytes().len() as u64, Ordering::Relaxed);
+            pending.clear();
+            meters.activity.touch();
         }
-        let written = match to.as_ref().try_write(&buf[..n]) {
-            Ok(written) => written,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+        let relayed = with_scratch(|buf| {
+            let (n, arrival) = match &mut stamped {
+                Some(reader) => reader.try_read(from, buf)?,
+                None => (from.try_read(buf)?, None),
+            };
+            if n == 0 {
+                return Ok(Relayed::Eof);
+            }
+            let written = match to.as_ref().try_write(&buf[..n]) {
+                Ok(written) => written,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                Err(e) => return Err(e),
+            };
+            if written < n {
+                pending.extend(&buf[written..n]);
+            }
+            Ok(Relayed::Read {
+                n,
+                written,
+                arrival,
+            })
+        });
+        match relayed {
+            Ok(Relayed::Read {
+                n,
+                written,
+                arrival,
+            }) => {
+                meters.written.fetch_add(written as u64, Ordering::Relaxed);
+                meters.activity.touch();
+                if written == n
+                    && let Some(arrival) = arrival
+                {
+                    stamp::learn_hop(arrival.elapsed());
+                }
+            }
+            Ok(Relayed::Eof) => return to.shutdown().await,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // Caught up, nothing pending: no buffer while waiting.
+                pending.release();
+                from.readable().await?;
+            }
             Err(e) => return Err(e),
-        };
-        if written < n {
-            to.write_all(&buf[written..n]).await?;
-        } else if let Some(arrival) = arrival {
-            stamp::learn_hop(arrival.elapsed());
         }
-        counter.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
-/// The copy path of a lane watched by faults: each chunk read goes through [`emit`];
-/// `measure`: also measure the hop, as [`measured_copy`] does.
+/// The copy path of a lane watched by faults: each chunk read goes through [`emit`] (which
+/// may wait, so the chunk is read into a buffer of the lane's own, allocated when the
+/// first bytes arrive); `stamped`: also measure the hop, as [`copy`] does.
 async fn watched_copy(
     from: &TcpStream,
     mut to: WriteHalf<'_>,
-    counter: &AtomicU64,
-    measure: bool,
+    mut stamped: Option<StampedReader>,
     mut watch: Watch<'_>,
+    meters: Meters<'_>,
 ) -> Result<(), Stop> {
-    let mut stamped = measure.then(|| StampedReader::new(from));
-    let mut buf = vec![0u8; COPY_BUF];
+    let measure = stamped.is_some();
+    let mut buf = Held::new(meters.buffered);
     loop {
-        let (n, arrival) = match &mut stamped {
-            Some(reader) => reader.read(from, &mut buf).await?,
-            None => (read(from, &mut buf).await?, None),
+        from.readable().await?;
+        let room = buf.zeroed(COPY_BUF);
+        let read = match &mut stamped {
+            Some(reader) => reader.try_read(from, room),
+            None => from.try_read(room).map(|n| (n, None)),
+        };
+        let (n, arrival) = match read {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            read => read?,
         };
         if watch.reply_due() {
             // The server answered (or closed) after `ResetOnReply` fired.
@@ -169,23 +234,14 @@ async fn watched_copy(
             return Ok(to.shutdown().await?);
         }
         let t0 = Instant::now();
-        emit(&buf[..n], from, &mut to, counter, &mut watch).await?;
+        meters.activity.touch_at(t0);
+        emit(&buf.bytes()[..n], from, &mut to, meters.written, &mut watch).await?;
+        meters.activity.touch();
         if measure
             && t0.elapsed() < Duration::from_micros(100)
             && let Some(arrival) = arrival
         {
             stamp::learn_hop(arrival.elapsed());
-        }
-    }
-}
-
-/// A plain read of a socket shared with the other lane.
-async fn read(from: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        from.readable().await?;
-        match from.try_read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            result => return result,
         }
     }
 }
@@ -238,36 +294,64 @@ async fn emit(
     Ok(())
 }
 
-/// A chunk in a delay line; empty data is the end of the stream (a FIN to pass on).
+/// A chunk in a delay line; empty data is the end of the stream (a FIN to pass on). Its
+/// data is allocated to its size (a copy out of the scratch buffer), and it counts as
+/// [`footprint`] of that allocation.
 struct Chunk {
     release: Instant,
     data: Vec<u8>,
 }
 
 /// The delay path: `compensate` takes the other direction's hop off the delay.
+///
+/// The queue holds at most `config.queue_limit` of memory, counted as each chunk's
+/// [`footprint`] (its allocation and its entry, not its payload): before each read the
+/// reader waits for room for the largest chunk it may read, and gives back what the chunk
+/// read does not take; the writer gives back each chunk's footprint once it is written.
+/// While the queue is full the reader does not read, and TCP pushes back on the sender.
+#[allow(clippy::too_many_arguments)]
 async fn delay_line(
     from: &TcpStream,
     mut to: WriteHalf<'_>,
     config: &LaneConfig,
     compensate: bool,
-    counter: &AtomicU64,
+    mut stamped: StampedReader,
     seed: u64,
     mut watch: Option<Watch<'_>>,
+    meters: Meters<'_>,
 ) -> Result<(), Stop> {
-    let budget = Semaphore::new(QUEUE_LIMIT);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Chunk>();
     let mut shaper = Shaper::new(config, seed);
+    let limit = shaper.chunk_limit();
+    // Fits in u32: at most footprint(CHUNK).
+    let most = footprint(limit);
+    let budget = Semaphore::new(config.queue_limit.max(most));
+    let queued = Share::new(meters.buffered);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Chunk>();
     let watched: Option<(Stream, &Ctl)> = watch.as_ref().map(|w| (w.stream(), w.ctl()));
+    let activity = meters.activity;
 
     let reader = async {
-        let mut reader = StampedReader::new(from);
-        let mut buf = vec![0u8; shaper.chunk_limit()];
         loop {
-            let (n, arrival) = reader.read(from, &mut buf).await?;
+            // Never fails: the semaphore is never closed and `most` <= its permits.
+            if let Ok(permit) = budget.acquire_many(most as u32).await {
+                permit.forget();
+            }
+            let (data, arrival) = loop {
+                from.readable().await?;
+                let read = with_scratch(|buf| {
+                    let (n, arrival) = stamped.try_read(from, &mut buf[..limit])?;
+                    Ok::<_, io::Error>((buf[..n].to_vec(), arrival))
+                });
+                match read {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    read => break read?,
+                }
+            };
             if watched.is_some_and(|(stream, ctl)| fault::reply_due(stream, ctl)) {
                 // The server answered (or closed) after `ResetOnReply` fired.
                 return Err(Stop::Fault(FaultAction::Reset));
             }
+            let n = data.len();
             let now = Instant::now();
             let arrived = arrival.map_or(now, |a| a.min(now));
             let credit = if compensate {
@@ -277,26 +361,23 @@ async fn delay_line(
             };
             let release = shaper.release(arrived, n, credit);
             if n == 0 {
+                budget.add_permits(most);
                 if let Some((stream, ctl)) = watched {
                     ctl.saw_eof(stream);
                 }
+                activity.hold_until(release);
                 let _ = tx.send(Chunk {
                     release,
                     data: Vec::new(),
                 });
                 return Ok::<(), Stop>(());
             }
-            // Never fails: the semaphore is never closed and n <= CHUNK < QUEUE_LIMIT.
-            if let Ok(permit) = budget.acquire_many(n as u32).await {
-                permit.forget();
-            }
-            if tx
-                .send(Chunk {
-                    release,
-                    data: buf[..n].to_vec(),
-                })
-                .is_err()
-            {
+            let cost = footprint(data.capacity());
+            budget.add_permits(most - cost);
+            queued.add(cost);
+            activity.touch_at(now);
+            activity.hold_until(release);
+            if tx.send(Chunk { release, data }).is_err() {
                 // The writer is gone, and so is its error: try_join returns it.
                 return Ok(());
             }
@@ -304,9 +385,31 @@ async fn delay_line(
     };
 
     let writer = async {
-        let mut timer = PreciseTimer::new();
-        while let Some(chunk) = rx.recv().await {
-            timer.sleep_until(chunk.release).await?;
+        // Made for the first chunk that must wait, given back after TIMER_KEEP without one.
+        let mut timer: Option<PreciseTimer> = None;
+        let keep = tokio::time::sleep(TIMER_KEEP);
+        tokio::pin!(keep);
+        let mut last = Instant::now();
+        loop {
+            let next = tokio::select! {
+                biased;
+                next = rx.recv() => next,
+                () = &mut keep, if timer.is_some() => {
+                    if last.elapsed() >= TIMER_KEEP {
+                        timer = None;
+                    } else {
+                        keep.as_mut().reset((last + TIMER_KEEP).into());
+                    }
+                    continue;
+                }
+            };
+            let Some(chunk) = next else { break };
+            if chunk.release > Instant::now() {
+                timer
+                    .get_or_insert_with(PreciseTimer::new)
+                    .sleep_until(chunk.release)
+                    .await?;
+            }
             if chunk.data.is_empty() {
                 if watch.as_ref().is_some_and(Watch::reply_due) {
                     // The server closed after `ResetOnReply` fired: reset the client.
@@ -318,11 +421,16 @@ async fn delay_line(
             match &mut watch {
                 None => {
                     to.write_all(&chunk.data).await?;
-                    counter.fetch_add(n as u64, Ordering::Relaxed);
+                    meters.written.fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Some(watch) => emit(&chunk.data, from, &mut to, counter, watch).await?,
+                Some(watch) => emit(&chunk.data, from, &mut to, meters.written, watch).await?,
             }
-            budget.add_permits(n);
+            last = Instant::now();
+            activity.touch_at(last);
+            let cost = footprint(chunk.data.capacity());
+            drop(chunk);
+            queued.sub(cost);
+            budget.add_permits(cost);
         }
         Ok(())
     };
@@ -331,7 +439,6 @@ async fn delay_line(
 }
 
 /// Computes each chunk's release instant: token bucket, then delay and jitter, never
-/// before the previous chunk's.
 #[derive(Debug)]
 struct Shaper {
     delay: Duration,
@@ -438,6 +545,7 @@ mod tests {
             delay: Duration::from_micros(delay_us),
             jitter: Duration::from_micros(jitter_us),
             rate,
+            queue_limit: QUEUE_LIMIT,
         }
     }
 

@@ -81,15 +81,18 @@
 //! # }
 //! ```
 
+mod buffer;
 mod fault;
 mod lane;
 mod stamp;
+mod timeout;
 
+use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -98,7 +101,8 @@ use tokio::task::{JoinHandle, JoinSet};
 pub use crate::fault::{FAULT_SPEC_HELP, Fault, FaultAction, FaultSpecError, FaultTrigger, Stream};
 
 use crate::fault::{Armed, Ctl, Plan, Watch};
-use crate::lane::{LaneConfig, Stop};
+use crate::lane::{LaneConfig, Meters, Stop};
+use crate::timeout::Activity;
 
 /// The largest delay or jitter accepted (one hour): more is surely a unit mistake.
 pub const MAX_DELAY: Duration = Duration::from_secs(3600);
@@ -107,6 +111,21 @@ pub const MAX_DELAY: Duration = Duration::from_secs(3600);
 /// a round trip through a proxy delaying one direction by `D` is never shorter than
 /// `D - MAX_HOP_CREDIT`, even on a machine so busy that the measured hops are long.
 pub const MAX_HOP_CREDIT: Duration = stamp::MAX_HOP;
+
+/// The default of [`ProxyConfig::idle_timeout`]: 5 minutes.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The default of [`ProxyConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The default of [`ProxyConfig::connect_timeout`]: 10 seconds.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default of [`ProxyConfig::queue_limit`]: 16 MiB, enough for 1.6 GB/s at 10 ms.
+pub const DEFAULT_QUEUE_LIMIT: usize = lane::QUEUE_LIMIT;
+
+/// The smallest [`ProxyConfig::queue_limit`]: one full chunk (64 KiB and its entry).
+pub const MIN_QUEUE_LIMIT: usize = lane::MIN_QUEUE_LIMIT;
 
 /// Which direction of each connection is delayed (and rate-limited).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -151,11 +170,82 @@ pub struct ProxyConfig {
     pub direction: Direction,
     /// Faults to inject (see [`Fault`]); empty: none, and no byte is looked at.
     pub faults: Vec<Fault>,
+    /// A connection through which no byte was read or written, either way, for this long
+    /// is closed (a FIN to both sides), and counted in [`ProxyStats::idle_closed`]. Bytes
+    /// waiting in a delay line count as moving until their release. A connection a fault
+    /// has taken over (stall, blackhole) is left as the fault says. `None`: never.
+    /// Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Option<Duration>,
+    /// The most connections open at once: one accepted while this many are open is reset
+    /// at once (not queued), counted in [`ProxyStats::refused`] and logged (one line a
+    /// second at most, see [`ProxyConfig::log`]). `None`: no cap. Default
+    /// [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: Option<usize>,
+    /// How long the upstream has to accept a connection; then the client's connection is
+    /// reset and counted in [`ProxyStats::connect_errors`] and
+    /// [`ProxyStats::connect_timeouts`]. `None`: the system's own timeout (about two
+    /// minutes on Linux). Default [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Option<Duration>,
+    /// Memory each delay line (one direction of one connection) may queue, counted as
+    /// allocated (each chunk's allocation and queue entry, so 80 bytes for a 1-byte
+    /// chunk), not as payload; when it is full the proxy stops reading that direction and
+    /// TCP pushes back on the sender. At least [`MIN_QUEUE_LIMIT`]. Default
+    /// [`DEFAULT_QUEUE_LIMIT`].
+    pub queue_limit: usize,
+    /// Where the proxy's log lines go (a refused connection). Default: standard error.
+    pub log: Log,
 }
+
+/// Where a [`Proxy`] writes its log lines: standard error, or a function given each line
+/// (without its newline).
+#[derive(Clone, Default)]
+pub enum Log {
+    /// `eprintln!`.
+    #[default]
+    Stderr,
+    /// This function, called on the proxy's runtime: it should not block.
+    To(Arc<dyn Fn(&str) + Send + Sync>),
+}
+
+impl Log {
+    /// Log lines go to `f`.
+    pub fn to(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Log::To(Arc::new(f))
+    }
+
+    fn line(&self, line: &str) {
+        match self {
+            Log::Stderr => eprintln!("{line}"),
+            Log::To(f) => f(line),
+        }
+    }
+}
+
+impl fmt::Debug for Log {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Log::Stderr => f.write_str("Stderr"),
+            Log::To(_) => f.write_str("To(..)"),
+        }
+    }
+}
+
+/// Two logs are equal when both are standard error or both are the same function.
+impl PartialEq for Log {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Log::Stderr, Log::Stderr) => true,
+            (Log::To(a), Log::To(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Log {}
 
 impl ProxyConfig {
     /// A transparent proxy from `listen` to `upstream`: no delay, no jitter, no rate limit,
-    /// [`Direction::Up`].
+    /// [`Direction::Up`], the default limits.
     pub fn new(listen: SocketAddr, upstream: SocketAddr) -> Self {
         ProxyConfig {
             listen,
@@ -165,6 +255,11 @@ impl ProxyConfig {
             rate: None,
             direction: Direction::Up,
             faults: Vec::new(),
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            max_connections: Some(DEFAULT_MAX_CONNECTIONS),
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            queue_limit: DEFAULT_QUEUE_LIMIT,
+            log: Log::Stderr,
         }
     }
 
@@ -186,6 +281,28 @@ impl ProxyConfig {
                 "rate 0 would never send a byte; leave it unset for no limit".to_owned(),
             ));
         }
+        if self.idle_timeout == Some(Duration::ZERO) {
+            return Err(ProxyError::Config(
+                "idle_timeout 0 would close every connection at once; None for never".to_owned(),
+            ));
+        }
+        if self.connect_timeout == Some(Duration::ZERO) {
+            return Err(ProxyError::Config(
+                "connect_timeout 0 would never reach the upstream; None for the system's own"
+                    .to_owned(),
+            ));
+        }
+        if self.max_connections == Some(0) {
+            return Err(ProxyError::Config(
+                "max_connections 0 would refuse every connection; None for no cap".to_owned(),
+            ));
+        }
+        if !(MIN_QUEUE_LIMIT..=tokio::sync::Semaphore::MAX_PERMITS).contains(&self.queue_limit) {
+            return Err(ProxyError::Config(format!(
+                "queue_limit {} is below the minimum of {MIN_QUEUE_LIMIT} bytes (one full chunk)",
+                self.queue_limit
+            )));
+        }
         for (i, fault) in self.faults.iter().enumerate() {
             if let Some(problem) = fault.problem() {
                 return Err(ProxyError::Config(format!(
@@ -203,6 +320,7 @@ impl ProxyConfig {
                 delay: self.delay,
                 jitter: self.jitter,
                 rate: self.rate,
+                queue_limit: self.queue_limit,
             }
         } else {
             LaneConfig::default()
@@ -230,12 +348,24 @@ pub enum ProxyError {
 /// Counters of a running proxy (a snapshot, see [`ProxyHandle::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProxyStats {
-    /// Client connections accepted.
+    /// Client connections accepted (and not refused).
     pub connections: u64,
     /// Connections open now (accepted and not yet closed).
     pub active: u64,
-    /// Connections whose upstream could not be reached (refused, unreachable).
+    /// Connections reset at once because [`ProxyConfig::max_connections`] were open.
+    pub refused: u64,
+    /// Connections closed by [`ProxyConfig::idle_timeout`].
+    pub idle_closed: u64,
+    /// Connections whose upstream could not be reached (refused, unreachable, timed out).
     pub connect_errors: u64,
+    /// Of `connect_errors`, those that ran out of [`ProxyConfig::connect_timeout`].
+    pub connect_timeouts: u64,
+    /// Memory the proxy holds now for bytes in transit, counted as allocated: the delay
+    /// queues (each chunk's allocation and entry, see [`ProxyConfig::queue_limit`]) and
+    /// the bytes a receiver has not taken yet. Idle connections hold none. Not counted:
+    /// each runtime thread's 64 KiB read buffer, and each connection's fixed state (its
+    /// task and sockets, about 4 KiB).
+    pub buffered_bytes: u64,
     /// Connections closed by an I/O error on either side (reset, broken pipe), and
     /// failed accepts.
     pub io_errors: u64,
@@ -251,7 +381,11 @@ pub struct ProxyStats {
 struct Counters {
     connections: AtomicU64,
     active: AtomicU64,
+    refused: AtomicU64,
+    idle_closed: AtomicU64,
     connect_errors: AtomicU64,
+    connect_timeouts: AtomicU64,
+    buffered_bytes: AtomicU64,
     io_errors: AtomicU64,
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
@@ -263,7 +397,11 @@ impl Counters {
         ProxyStats {
             connections: self.connections.load(Ordering::Relaxed),
             active: self.active.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            idle_closed: self.idle_closed.load(Ordering::Relaxed),
             connect_errors: self.connect_errors.load(Ordering::Relaxed),
+            connect_timeouts: self.connect_timeouts.load(Ordering::Relaxed),
+            buffered_bytes: self.buffered_bytes.load(Ordering::Relaxed),
             io_errors: self.io_errors.load(Ordering::Relaxed),
             bytes_up: self.bytes_up.load(Ordering::Relaxed),
             bytes_down: self.bytes_down.load(Ordering::Relaxed),
@@ -275,7 +413,12 @@ impl Counters {
 /// What every connection task shares.
 #[derive(Debug)]
 struct Shared {
+    listen: SocketAddr,
     upstream: SocketAddr,
+    idle_timeout: Option<Duration>,
+    max_connections: Option<usize>,
+    connect_timeout: Option<Duration>,
+    log: Log,
     up: LaneConfig,
     down: LaneConfig,
     faults: Vec<Armed>,
@@ -299,7 +442,12 @@ impl Proxy {
         let listener = TcpListener::bind(config.listen).await.map_err(bind_err)?;
         let local_addr = listener.local_addr().map_err(bind_err)?;
         let shared = Arc::new(Shared {
+            listen: local_addr,
             upstream: config.upstream,
+            idle_timeout: config.idle_timeout,
+            max_connections: config.max_connections,
+            connect_timeout: config.connect_timeout,
+            log: config.log.clone(),
             up: config.lane(config.direction.up()),
             down: config.lane(config.direction.down()),
             faults: config.faults.iter().cloned().map(Armed::new).collect(),
@@ -364,6 +512,7 @@ impl Drop for ProxyHandle {
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut conns = JoinSet::new();
     let mut seq: u64 = 0;
+    let mut refusals = Refusals::default();
     loop {
         tokio::select! {
             biased;
@@ -371,10 +520,24 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch
             _ = stop.changed() => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => match accepted {
-                Ok((client, _)) => {
-                    shared.counters.connections.fetch_add(1, Ordering::Relaxed);
+                Ok((client, peer)) => {
+                    let counters = &shared.counters;
+                    // Counted here, not in the task, so that the cap holds however fast
+                    // connections come.
+                    let open = counters.active.load(Ordering::Relaxed);
+                    if shared.max_connections.is_some_and(|max| open >= max as u64) {
+                        counters.refused.fetch_add(1, Ordering::Relaxed);
+                        refusals.refused(&shared, peer, open);
+                        // A reset, not a FIN: the client must not take it for an answer.
+                        let _ = client.set_zero_linger();
+                        drop(client);
+                        continue;
+                    }
+                    counters.connections.fetch_add(1, Ordering::Relaxed);
+                    counters.active.fetch_add(1, Ordering::Relaxed);
+                    let active = ActiveGuard(Arc::clone(&shared));
                     seq += 1;
-                    conns.spawn(serve(client, Arc::clone(&shared), seq));
+                    conns.spawn(serve(client, Arc::clone(&shared), seq, active));
                 }
                 Err(_) => {
                     // Out of descriptors or memory, or an aborted handshake: count it and
@@ -389,24 +552,61 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch
     conns.shutdown().await;
 }
 
-/// Decrements the active count when a connection task ends, aborted or not.
-struct ActiveGuard<'a>(&'a AtomicU64);
+/// The log lines of refused connections: one a second at most, each saying how many were
+/// refused since the one before.
+#[derive(Debug, Default)]
+struct Refusals {
+    last_line: Option<Instant>,
+    unlogged: u64,
+}
 
-impl Drop for ActiveGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+impl Refusals {
+    fn refused(&mut self, shared: &Shared, peer: SocketAddr, open: u64) {
+        self.unlogged += 1;
+        let now = Instant::now();
+        if self
+            .last_line
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            return;
+        }
+        let more = self.unlogged - 1;
+        shared.log.line(&format!(
+            "proxy {}: refused a connection from {peer}: {open} connections open, the \
+             max_connections cap{}",
+            shared.listen,
+            if more > 0 {
+                format!("; {more} more refused since the last such line")
+            } else {
+                String::new()
+            }
+        ));
+        self.last_line = Some(now);
+        self.unlogged = 0;
     }
 }
 
-async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
+/// Counts a connection as open from its accept until its task ends or is dropped (even
+/// before it first ran).
+struct ActiveGuard(Arc<Shared>);
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.counters.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64, _active: ActiveGuard) {
     let counters = &shared.counters;
-    counters.active.fetch_add(1, Ordering::Relaxed);
-    let _active = ActiveGuard(&counters.active);
     let _ = client.set_nodelay(true);
-    let mut server = match TcpStream::connect(shared.upstream).await {
-        Ok(server) => server,
-        Err(_) => {
+    let connect = TcpStream::connect(shared.upstream);
+    let mut server = match timeout::within(shared.connect_timeout, connect).await {
+        Some(Ok(server)) => server,
+        failed => {
             counters.connect_errors.fetch_add(1, Ordering::Relaxed);
+            if failed.is_none() {
+                counters.connect_timeouts.fetch_add(1, Ordering::Relaxed);
+            }
             // A reset rather than a clean EOF: the client must not take this for an
             // empty answer.
             let _ = client.set_zero_linger();
@@ -436,35 +636,54 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, seq: u64) {
         }
     };
     let seed = lane::seed(seq);
+    let activity = Activity::new();
+    let meters = |written| Meters {
+        written,
+        buffered: &counters.buffered_bytes,
+        activity: &activity,
+    };
+    // `None`: closed for idleness.
     let result = {
         let (client_r, client_w) = client.split();
         let (server_r, server_w) = server.split();
         let up_delayed = !shared.up.is_transparent();
         let down_delayed = !shared.down.is_transparent();
         let up = lane::forward(
-            client_r,
+            client_r.as_ref(),
             server_w,
             &shared.up,
             down_delayed,
-            &counters.bytes_up,
             seed,
             up_watch,
+            meters(&counters.bytes_up),
         );
         let down = lane::forward(
-            server_r,
+            server_r.as_ref(),
             client_w,
             &shared.down,
             up_delayed,
-            &counters.bytes_down,
             seed.rotate_left(32) ^ 0x5bd1_e995,
             down_watch,
+            meters(&counters.bytes_down),
         );
-        tokio::try_join!(up, down)
+        let forwarding = async { tokio::try_join!(up, down) };
+        match shared.idle_timeout {
+            None => Some(forwarding.await),
+            Some(limit) => tokio::select! {
+                biased;
+                result = forwarding => Some(result),
+                () = activity.idle(limit) => None,
+            },
+        }
     };
     match result {
-        Ok(_) => {}
-        Err(Stop::Fault(action)) => fault::act(action, client, server, &ctl).await,
-        Err(Stop::Io) => {
+        // Both sockets are dropped: a FIN each way.
+        None => {
+            counters.idle_closed.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(Ok(_)) => {}
+        Some(Err(Stop::Fault(action))) => fault::act(action, client, server, &ctl).await,
+        Some(Err(Stop::Io)) => {
             counters.io_errors.fetch_add(1, Ordering::Relaxed);
             let _ = client.set_zero_linger();
             let _ = server.set_zero_linger();

@@ -70,6 +70,7 @@ impl StampedReader {
 
     /// Reads into `buf`: the byte count (0 at EOF) and, where known, when the newest of the
     /// bytes arrived.
+    #[cfg(test)]
     pub(crate) async fn read(
         &mut self,
         stream: &TcpStream,
@@ -77,15 +78,25 @@ impl StampedReader {
     ) -> io::Result<(usize, Option<Instant>)> {
         loop {
             stream.readable().await?;
-            match stream.try_io(tokio::io::Interest::READABLE, || self.try_read(stream, buf)) {
+            match self.try_read(stream, buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 result => return result,
             }
         }
     }
 
+    /// Like [`read`](Self::read), but without waiting: `WouldBlock` when tokio does not
+    /// know the socket to be readable, or it is not (then tokio learns so).
+    pub(crate) fn try_read(
+        &mut self,
+        stream: &TcpStream,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, Option<Instant>)> {
+        stream.try_io(tokio::io::Interest::READABLE, || self.read_now(stream, buf))
+    }
+
     #[cfg(target_os = "linux")]
-    fn try_read(
+    fn read_now(
         &mut self,
         stream: &TcpStream,
         buf: &mut [u8],
@@ -112,7 +123,7 @@ impl StampedReader {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn try_read(
+    fn read_now(
         &mut self,
         stream: &TcpStream,
         buf: &mut [u8],

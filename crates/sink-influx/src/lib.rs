@@ -138,21 +138,21 @@ fn config_error(message: String) -> SinkError {
 impl InfluxSink {
     /// Checks the URL and builds the write endpoint. The error names the bad URL.
     pub fn new(cfg: InfluxConfig) -> Result<Self, SinkError> {
+        let shown = tsload_redact::url(&cfg.url);
         let base = Url::parse(&cfg.url)
-            .map_err(|e| config_error(format!("target url \"{}\" is not a URL: {e}", cfg.url)))?;
+            .map_err(|e| config_error(format!("target url \"{shown}\" is not a URL: {e}")))?;
         match base.scheme() {
             "http" | "https" => {}
             other => {
                 return Err(config_error(format!(
-                    "target url \"{}\": scheme \"{other}\" is not allowed; allowed: http, https",
-                    cfg.url
+                    "target url \"{shown}\": scheme \"{other}\" is not allowed; allowed: http, https"
                 )));
             }
         }
         // Given to reqwest even for http: a client built without one panics unless the
         // process installed a default crypto provider.
         let tls = tsload_tls::client_config(&cfg.tls)
-            .map_err(|e| config_error(format!("target url \"{}\": {e}", cfg.url)))?;
+            .map_err(|e| config_error(format!("target url \"{shown}\": {e}")))?;
         if !base.username().is_empty() || base.password().is_some() {
             return Err(config_error(
                 "target url: put credentials in `user`/`password` or `token`, not in the URL"
@@ -198,11 +198,10 @@ impl InfluxSink {
     }
 
     fn client(&self) -> Result<reqwest::Client, SinkError> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = tsload_http::client_builder(self.tls.clone())
             .timeout(self.cfg.timeout)
             .tcp_nodelay(true)
-            .pool_max_idle_per_host(1)
-            .tls_backend_preconfigured(self.tls.clone());
+            .pool_max_idle_per_host(1);
         if let Some(addr) = self.cfg.connect_to
             && let Some(host) = self.write_url.host_str()
         {
@@ -212,6 +211,13 @@ impl InfluxSink {
             .build()
             .map_err(|e| SinkError::new(ErrorKind::Other, format!("HTTP client: {e}")))
     }
+}
+
+/// A storage answer's body as text: server statistics, capped at
+/// [`tsload_http::QUERY_BODY_CAP`].
+async fn body_text(response: reqwest::Response) -> Result<String, tsload_http::BodyError> {
+    let body = tsload_http::read_body(response, tsload_http::QUERY_BODY_CAP, false).await?;
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// `base` + `path`, keeping a path prefix the base URL may have (a proxy's `/influx/`).
@@ -259,7 +265,7 @@ impl Sink for InfluxSink {
             // 404: the server has no /query (VictoriaMetrics, QuestDB): nothing to create.
             return Ok(());
         }
-        let body = response.text().await.unwrap_or_default();
+        let body = tsload_http::error_text(response).await;
         let (kind, message) = classify_status(status, &body);
         Err(SinkError::new(
             if kind.is_retryable() {
@@ -282,7 +288,7 @@ impl Sink for InfluxSink {
         let get = |path: &str| self.get(&client, join(&base, path)).send();
         let failed = |e: reqwest::Error| classify_request_error(&e, &self.cfg.url);
         let metrics = match get("metrics").await {
-            Ok(r) if r.status().is_success() => r.text().await.unwrap_or_default(),
+            Ok(r) if r.status().is_success() => body_text(r).await.unwrap_or_default(),
             _ => String::new(),
         };
         if vm_data_size(&metrics).is_some() {
@@ -291,19 +297,18 @@ impl Sink for InfluxSink {
             // then).
             let _ = get("internal/force_flush").await;
             tokio::time::sleep(VM_METRICS_REFRESH).await;
-            let text = get("metrics")
+            let text = body_text(get("metrics").await.map_err(failed)?)
                 .await
-                .map_err(failed)?
-                .text()
-                .await
-                .map_err(failed)?;
+                .map_err(|e| SinkError::new(ErrorKind::Other, format!("/metrics: {e}")))?;
             return Ok(vm_data_size(&text));
         }
         if let Api::V1 { db, .. } = &self.cfg.api
             && let Ok(r) = get("debug/vars").await
             && r.status().is_success()
         {
-            let text = r.text().await.map_err(failed)?;
+            let text = body_text(r)
+                .await
+                .map_err(|e| SinkError::new(ErrorKind::Other, format!("/debug/vars: {e}")))?;
             let vars: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 SinkError::new(ErrorKind::Other, format!("/debug/vars: not JSON: {e}"))
             })?;
@@ -353,7 +358,7 @@ impl InfluxSink {
                 if !response.status().is_success() {
                     return None;
                 }
-                serde_json::from_str::<serde_json::Value>(&response.text().await.ok()?).ok()
+                serde_json::from_str::<serde_json::Value>(&body_text(response).await.ok()?).ok()
             }
         };
         let other = |e: String| SinkError::new(ErrorKind::Other, format!("QuestDB: {e}"));
@@ -591,7 +596,7 @@ impl SinkConn for InfluxConn {
         let status = response.status();
         if status.is_success() {
             // Read the (empty) answer so the connection goes back to the pool.
-            let _ = response.bytes().await;
+            tsload_http::drain(response).await;
             return Ok(WriteAck {
                 rows: batch.rows() as u64,
                 bytes,
@@ -603,7 +608,10 @@ impl SinkConn for InfluxConn {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let text = response.text().await.unwrap_or_default();
+        if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
+            return Err(SinkError::new(ErrorKind::Rejected, message));
+        }
+        let text = tsload_http::error_text(response).await;
         Err(status_error(status, &text, retry_after.as_deref()))
     }
 }

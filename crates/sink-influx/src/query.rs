@@ -112,7 +112,10 @@ impl InfluxQueryTarget {
         let base = Url::parse(&cfg.url).map_err(|e| {
             SinkError::new(
                 ErrorKind::Connection,
-                format!("target url \"{}\" is not a URL: {e}", cfg.url),
+                format!(
+                    "target url \"{}\" is not a URL: {e}",
+                    tsload_redact::url(&cfg.url)
+                ),
             )
         })?;
         let url = match api {
@@ -234,11 +237,23 @@ impl InfluxQueryConn {
         }
         let response = builder.send().await.map_err(transport)?;
         let status = response.status();
-        let body = response.bytes().await.map_err(transport)?;
+        if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
+            return Err(SinkError::new(
+                ErrorKind::Rejected,
+                format!("{}: {message}", label()),
+            ));
+        }
         if !status.is_success() {
-            let (kind, message) = classify_status(status, &String::from_utf8_lossy(&body));
+            let body = tsload_http::error_text(response).await;
+            let (kind, message) = classify_status(status, &body);
             return Err(SinkError::new(kind, format!("{}: {message}", label())));
         }
+        let body = tsload_http::read_body(response, tsload_http::QUERY_BODY_CAP, false)
+            .await
+            .map_err(|e| match e {
+                tsload_http::BodyError::Transport(e) => transport(e),
+                other => SinkError::new(ErrorKind::Rejected, format!("{}: {other}", label())),
+            })?;
         let counted = match self.api {
             QueryApi::InfluxQl => influxql_rows(&body),
             QueryApi::PromQl => promql_rows(&body),

@@ -93,56 +93,8 @@ pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
     SinkError::new(kind_of(error), format!("{context}: {}", describe(error)))
 }
 
-/// `url` with its password replaced by `***`, for messages: `postgres://user:***@host/db`.
-/// A `password=` query parameter is redacted the same way.
-pub fn redact_url(url: &str) -> String {
-    // A password may hold '?', so the query starts at the first '?' after the last '@'.
-    let after_at = url.rfind('@').map_or(0, |at| at + 1);
-    let (base, query) = match url[after_at..].find('?') {
-        Some(q) => (&url[..after_at + q], Some(&url[after_at + q + 1..])),
-        None => (url, None),
-    };
-    let mut out = String::with_capacity(url.len());
-    match base.split_once("://") {
-        Some((scheme, rest)) => {
-            out.push_str(scheme);
-            out.push_str("://");
-            // The userinfo ends at the last '@' (a password may hold '/' or '@'; an '@'
-            // in the path only makes this redact more than needed).
-            match rest.rsplit_once('@') {
-                Some((userinfo, host)) => {
-                    match userinfo.split_once(':') {
-                        Some((user, _password)) => {
-                            out.push_str(user);
-                            out.push_str(":***");
-                        }
-                        None => out.push_str(userinfo),
-                    }
-                    out.push('@');
-                    out.push_str(host);
-                }
-                None => out.push_str(rest),
-            }
-        }
-        None => out.push_str(base),
-    }
-    if let Some(query) = query {
-        out.push('?');
-        for (i, pair) in query.split('&').enumerate() {
-            if i > 0 {
-                out.push('&');
-            }
-            match pair.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => {
-                    out.push_str(key);
-                    out.push_str("=***");
-                }
-                _ => out.push_str(pair),
-            }
-        }
-    }
-    out
-}
+/// `url` with its secrets hidden, for messages: tsload's one redaction.
+pub use tsload_redact::url as redact_url;
 
 #[cfg(test)]
 mod tests {
@@ -216,33 +168,5 @@ mod tests {
         assert!(breaks_connection(ErrorKind::Unavailable, None));
         assert!(!breaks_connection(ErrorKind::Rejected, None));
         assert!(!breaks_connection(ErrorKind::Conflict, None));
-    }
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(
-            redact_url("postgres://user:s3cret@db:5432/tsload"),
-            "postgres://user:***@db:5432/tsload"
-        );
-        assert_eq!(
-            redact_url("postgresql://u:p@ss:w@rd@h/db?sslmode=disable"),
-            "postgresql://u:***@h/db?sslmode=disable"
-        );
-        assert_eq!(
-            redact_url("postgres://tsload@127.0.0.1:5432/tsload"),
-            "postgres://tsload@127.0.0.1:5432/tsload"
-        );
-        assert_eq!(
-            redact_url("postgres://h/db?user=u&password=x&application_name=a"),
-            "postgres://h/db?user=u&password=***&application_name=a"
-        );
-        assert_eq!(redact_url("postgres://h"), "postgres://h");
-        assert_eq!(redact_url("postgres://u:a/b@h/db"), "postgres://u:***@h/db");
-        assert_eq!(
-            redact_url("postgres://u:a?b@h/db?x=1"),
-            "postgres://u:***@h/db?x=1"
-        );
-        assert_eq!(redact_url("not a url"), "not a url");
-        assert!(!redact_url("postgres://a:topsecret@h/db").contains("topsecret"));
     }
 }

@@ -8,68 +8,8 @@ use taos::{Dsn, TaosBuilder};
 /// taosAdapter's default port.
 pub(crate) const DEFAULT_PORT: u16 = 6041;
 
-/// `raw` with the password of `user:password@` and the value of `token=` replaced by
-/// `***`. Works on text that does not parse, so error messages can use it too.
-pub fn redact(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    if let Some((start, at)) = userinfo_span(raw) {
-        let userinfo = &raw[start..at];
-        out.push_str(&raw[..start]);
-        match userinfo.find(':') {
-            Some(colon) => {
-                out.push_str(&userinfo[..colon]);
-                out.push_str(":***");
-            }
-            None => out.push_str(userinfo),
-        }
-        rest = &raw[at..];
-    }
-    // Query parameters: hide token values.
-    match rest.find('?') {
-        Some(q) => {
-            out.push_str(&rest[..=q]);
-            for (i, pair) in rest[q + 1..].split('&').enumerate() {
-                if i > 0 {
-                    out.push('&');
-                }
-                match pair.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("token") => {
-                        out.push_str(k);
-                        out.push_str("=***");
-                    }
-                    _ => out.push_str(pair),
-                }
-            }
-        }
-        None => out.push_str(rest),
-    }
-    out
-}
-
-/// Where the user info (`user:password`) of `raw` lies: `(start, end)` where `raw[end]`
-/// is the `@` that closes it. With `://` the authority runs to the first `/`, `?` or
-/// `#`; without it (a malformed DSN) the user info is what precedes the last `@` back to
-/// the previous `/`.
-fn userinfo_span(raw: &str) -> Option<(usize, usize)> {
-    match raw.find("://") {
-        Some(i) => {
-            let start = i + 3;
-            let auth_end = raw[start..]
-                .find(['/', '?', '#'])
-                .map_or(raw.len(), |e| start + e);
-            raw[start..auth_end]
-                .rfind('@')
-                .map(|at| (start, start + at))
-        }
-        None => {
-            let before_query = raw.find(['?', '#']).unwrap_or(raw.len());
-            let at = raw[..before_query].rfind('@')?;
-            let start = raw[..at].rfind('/').map_or(0, |s| s + 1);
-            Some((start, at))
-        }
-    }
-}
+/// `raw` with its password and token hidden, for messages: tsload's one redaction.
+pub use tsload_redact::url as redact;
 
 /// The database a DSN's path names (`ws://host:6041/db`), if it parses and names one.
 pub(crate) fn database_of(raw: &str) -> Option<String> {
@@ -222,46 +162,14 @@ impl Endpoint {
 /// The password and token as written in the raw text (possibly percent-encoded), so a
 /// parse error echoing the input cannot show them.
 fn collect_raw_secrets(raw: &str, secrets: &mut Secrets) {
-    if let Some((start, at)) = userinfo_span(raw)
-        && let Some((_, pass)) = raw[start..at].split_once(':')
-    {
-        secrets.add(pass);
-    }
-    if let Some((_, query)) = raw.split_once('?') {
-        for pair in query.split('&') {
-            if let Some((k, v)) = pair.split_once('=')
-                && k.eq_ignore_ascii_case("token")
-            {
-                secrets.add(v);
-            }
-        }
+    for secret in tsload_redact::url_secrets(raw) {
+        secrets.add(&secret);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_password_and_token() {
-        assert_eq!(
-            redact("ws://root:taosdata@127.0.0.1:6041"),
-            "ws://root:***@127.0.0.1:6041"
-        );
-        assert_eq!(
-            redact("ws://root:p@ss:w@host:6041/db?x=1"),
-            "ws://root:***@host:6041/db?x=1"
-        );
-        assert_eq!(
-            redact("wss://gw.cloud:443/db?token=abc&conn_mode=1"),
-            "wss://gw.cloud:443/db?token=***&conn_mode=1"
-        );
-        assert_eq!(redact("ws://root@host:6041"), "ws://root@host:6041");
-        assert_eq!(redact("ws://host:6041"), "ws://host:6041");
-        assert_eq!(redact("root:pw@host"), "root:***@host");
-        assert_eq!(redact("ws//root:pw@host:1/x"), "ws//root:***@host:1/x");
-        assert_eq!(redact(""), "");
-    }
 
     #[test]
     fn scrubs_secrets_from_messages() {

@@ -322,7 +322,7 @@ fn validate_values(key: &str, values: Vec<SweepValue>) -> Result<Vec<SweepValue>
         if values[..i].contains(v) {
             return Err(GridError::DuplicateValue {
                 key: key.to_string(),
-                value: v.to_string(),
+                value: shown_value(key, &v.to_string()),
             });
         }
     }
@@ -352,13 +352,24 @@ impl Point {
         &self.values
     }
 
-    /// `delay=1ms workers=16`: for progress lines and logs.
+    /// `delay=1ms workers=16`: for progress lines and logs. A secret key's value is shown
+    /// as `***`, a URL's secrets hidden.
     pub fn label(&self) -> String {
         self.values
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={}", shown_value(k, &v.to_string())))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// `value` of sweep key `key` as it may be shown: `***` for a secret key, a URL with its
+/// secrets hidden otherwise.
+pub fn shown_value(key: &str, value: &str) -> String {
+    if tsload_redact::is_secret_key(key) {
+        tsload_redact::MASK.to_string()
+    } else {
+        tsload_redact::url(value)
     }
 }
 

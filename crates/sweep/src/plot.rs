@@ -463,8 +463,13 @@ fn heatmap(
             if log { " (color: log scale)" } else { "" }
         )
     });
-    let x_labels: Vec<String> = x_axis.values.iter().map(ToString::to_string).collect();
-    let y_labels: Vec<String> = y_axis.values.iter().map(ToString::to_string).collect();
+    let shown = |axis: &Axis| -> Vec<String> {
+        axis.values
+            .iter()
+            .map(|v| crate::grid::shown_value(&axis.key, &v.to_string()))
+            .collect()
+    };
+    let (x_labels, y_labels) = (shown(x_axis), shown(y_axis));
     let label_of = |labels: &[String], v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(i) => usize::try_from(*i)
             .ok()
@@ -573,7 +578,13 @@ fn lines(
     } else if x_axis.values.iter().all(|v| v.as_ms().is_some()) {
         XPlace::Duration
     } else {
-        XPlace::Category(x_axis.values.iter().map(ToString::to_string).collect())
+        XPlace::Category(
+            x_axis
+                .values
+                .iter()
+                .map(|v| crate::grid::shown_value(x_key, &v.to_string()))
+                .collect(),
+        )
     };
     let x_of = |row: &SweepRow| -> Option<f64> {
         let v = row.point.get(x_key)?;

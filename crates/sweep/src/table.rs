@@ -177,7 +177,7 @@ impl SweepTable {
                 .point
                 .values()
                 .iter()
-                .map(|(_, v)| v.to_string())
+                .map(|(k, v)| crate::grid::shown_value(k, &v.to_string()))
                 .collect();
             let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
             let rtt = row.rtt.as_ref();
@@ -245,7 +245,7 @@ impl SweepTable {
                 .point
                 .values()
                 .iter()
-                .map(|(_, v)| v.to_string())
+                .map(|(k, v)| crate::grid::shown_value(k, &v.to_string()))
                 .collect();
             line.push(
                 row.rtt

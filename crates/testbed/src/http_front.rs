@@ -16,6 +16,24 @@ pub struct Storm {
     pub retry_after: Option<u32>,
     /// How many requests get the injected answer before the others pass through.
     pub failures: usize,
+    /// A `Location` header on the injected answers (for redirects).
+    pub location: Option<&'static str>,
+    /// The injected answers' body length: `injected failure`, then 'x' up to this many
+    /// bytes, written while the client reads (a body larger than memory is never built).
+    pub body_bytes: usize,
+}
+
+impl Storm {
+    /// `failures` answers of `status`, no `Retry-After`, a short body.
+    pub fn of(status: u16, failures: usize) -> Storm {
+        Storm {
+            status,
+            retry_after: None,
+            failures,
+            location: None,
+            body_bytes: 0,
+        }
+    }
 }
 
 /// A running front: its URL and the number of requests it has seen.
@@ -54,6 +72,9 @@ fn reason(status: u16) -> &'static str {
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
+        302 => "Found",
+        303 => "See Other",
+        400 => "Bad Request",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         _ => "Injected",
@@ -94,14 +115,27 @@ fn serve(conn: TcpStream, upstream: SocketAddr, storm: Storm, seen: &AtomicUsize
                 .retry_after
                 .map(|s| format!("retry-after: {s}\r\n"))
                 .unwrap_or_default();
+            let location = storm
+                .location
+                .map(|l| format!("location: {l}\r\n"))
+                .unwrap_or_default();
+            let length = storm.body_bytes.max(msg.len());
             let answer = format!(
-                "HTTP/1.1 {} {}\r\n{retry}content-length: {}\r\n\r\n{msg}",
+                "HTTP/1.1 {} {}\r\n{retry}{location}content-length: {length}\r\n\r\n{msg}",
                 storm.status,
                 reason(storm.status),
-                msg.len()
             );
             if conn.write_all(answer.as_bytes()).is_err() {
                 return;
+            }
+            let piece = vec![b'x'; 64 * 1024];
+            let mut left = length - msg.len();
+            while left > 0 {
+                let n = left.min(piece.len());
+                if conn.write_all(&piece[..n]).is_err() {
+                    return;
+                }
+                left -= n;
             }
             continue;
         }

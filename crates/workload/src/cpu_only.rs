@@ -10,6 +10,7 @@ use tsload_core::{Batch, BatchSource, Column, ColumnValues, Workload};
 
 use crate::WorkloadError;
 use crate::rng::{DeviceRng, below, device_rng};
+use crate::state::StateEstimate;
 use crate::tsbs::{HostTags, StepCursor, TsbsConfig, field_defs, host_tag_defs};
 
 /// TSBS's cpu fields (of the `cpu` table), in TSBS's order.
@@ -110,6 +111,17 @@ pub struct CpuOnly {
 }
 
 impl CpuOnly {
+    /// The generator state of `cfg`'s hosts: each host's [`CpuState`], held by the
+    /// source of the worker that owns it.
+    pub fn state_estimate(cfg: &TsbsConfig) -> StateEstimate {
+        StateEstimate {
+            key: "scale",
+            noun: "hosts",
+            devices: cfg.scale,
+            bytes_per_device: std::mem::size_of::<CpuState>() as u64,
+        }
+    }
+
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
         let schema = Schema {

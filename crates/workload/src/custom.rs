@@ -16,6 +16,7 @@ use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, unit};
+use crate::state::StateEstimate;
 use crate::{ColumnList, WorkloadError};
 
 /// One entry of `columns` or `tags`: `count` columns of one type.
@@ -381,6 +382,17 @@ pub struct Custom {
 }
 
 impl Custom {
+    /// The generator state of `cfg`'s child tables: each one's random stream, held by the
+    /// source of the worker that owns it.
+    pub fn state_estimate(cfg: &CustomConfig) -> StateEstimate {
+        StateEstimate {
+            key: "childtable_count",
+            noun: "child tables",
+            devices: cfg.childtable_count,
+            bytes_per_device: std::mem::size_of::<DeviceRng>() as u64,
+        }
+    }
+
     pub fn new(cfg: CustomConfig) -> Result<Self, WorkloadError> {
         if cfg.stable.trim().is_empty() {
             return Err(WorkloadError::new("stable", "must not be empty"));

@@ -13,6 +13,7 @@ use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 use crate::WorkloadError;
 use crate::cpu_only::{CpuState, cpu_columns, cpu_table};
 use crate::rng::{DeviceRng, below, device_rng, unit};
+use crate::state::StateEstimate;
 use crate::tsbs::{
     DEVOPS_TAG_SLOTS, HostTags, SLOT_FSTYPE, SLOT_INTERFACE, SLOT_NGINX_PORT, SLOT_NGINX_SERVER,
     SLOT_PATH, SLOT_REDIS_PORT, SLOT_REDIS_SERVER, SLOT_SERIAL, StepCursor, TsbsConfig,
@@ -280,6 +281,19 @@ pub struct Devops {
 }
 
 impl Devops {
+    /// The generator state of `cfg`'s hosts: each host's cpu state and random stream, and
+    /// its current values of the other 91 fields, held by the source of the worker that
+    /// owns it.
+    pub fn state_estimate(cfg: &TsbsConfig) -> StateEstimate {
+        StateEstimate {
+            key: "scale",
+            noun: "hosts",
+            devices: cfg.scale,
+            bytes_per_device: (std::mem::size_of::<(CpuState, DeviceRng)>()
+                + OTHER_FIELDS * std::mem::size_of::<f64>()) as u64,
+        }
+    }
+
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
         let schema = Schema {

@@ -21,6 +21,11 @@
 //!    own buffer), then parses them into its batch outside the lock, so workers parse in
 //!    parallel and each line goes to exactly one worker, whatever the worker count.
 //!
+//! A line may hold at most [`ReplayOptions::max_line_bytes`] bytes ([`MAX_LINE_BYTES`],
+//! 1 MiB, by default), in either pass: a file without line ends (`/dev/zero`, a binary
+//! file, a gzip that inflates to one endless line) stops with the file, the line and the
+//! cap after reading that much, instead of holding the whole "line" in memory.
+//!
 //! Series keys are stored once, as written, end to end in one buffer; a device's tag
 //! values are parsed out of its key when a sink asks ([`TagSource`]); a hash of the key
 //! finds the device of a line in either pass. Memory grows with the number of series, not
@@ -48,6 +53,10 @@ use parse::{Fields, Kind, MEASUREMENT_SPECIALS, TAG_SPECIALS, Value, hash_key, s
 
 /// Read buffer size: large, so that reads (and gzip inflation) come in big steps.
 const BUF_BYTES: usize = 1 << 20;
+/// The longest line replayed by default, in bytes before its `\n`: 1 MiB, thousands
+/// of times a TSBS line (devops's longest is under 2 KiB), and a bound on what one line
+/// costs in memory when a file has no line ends.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// The [`WorkloadError::key`] of every error about the file.
 const KEY: &str = "file";
 
@@ -66,11 +75,17 @@ pub struct ReplayOptions {
     /// Nanoseconds per timestamp unit of the file: 1 (TSBS's default) for ns, 1,000 for
     /// µs, 1,000,000 for ms, 1,000,000,000 for s.
     pub precision_ns: i64,
+    /// The longest line accepted, in bytes before its `\n` ([`MAX_LINE_BYTES`] by
+    /// default); a longer one stops the replay with the file and the line's number.
+    pub max_line_bytes: usize,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { precision_ns: 1 }
+        ReplayOptions {
+            precision_ns: 1,
+            max_line_bytes: MAX_LINE_BYTES,
+        }
     }
 }
 
@@ -172,6 +187,7 @@ impl FileReplay {
             Ok(input) => ReplayReader {
                 input: Some(input),
                 line_no: 0,
+                max_line: self.layout.max_line,
             },
             Err(e) => {
                 let what = match &self.replay {
@@ -187,6 +203,7 @@ impl FileReplay {
                 ReplayReader {
                     input: None,
                     line_no: 0,
+                    max_line: self.layout.max_line,
                 }
             }
         }
@@ -237,6 +254,12 @@ fn check_options(opts: &ReplayOptions) -> Result<(), WorkloadError> {
                  1000000 for ms, 1000000000 for s)",
                 opts.precision_ns
             ),
+        ));
+    }
+    if opts.max_line_bytes == 0 {
+        return Err(WorkloadError::new(
+            "max_line_bytes",
+            format!("0 bytes: must be at least 1 (the default is {MAX_LINE_BYTES})"),
         ));
     }
     Ok(())
@@ -320,6 +343,41 @@ fn record(slot: &Mutex<Option<WorkloadError>>, e: WorkloadError) {
     if slot.is_none() {
         *slot = Some(e);
     }
+}
+
+/// Appends the next line of `input` to `buf`, with its `\n` when it has one, reading at
+/// most `max_line + 1` bytes of it. `Ok(Some(0))` at the end of the input; `Ok(None)` when
+/// the line holds more than `max_line` bytes before its line end (the bytes read so far
+/// stay in `buf`, the rest of the line in `input`). One bounded `read_until` (std's
+/// memchr), so the check costs nothing per byte.
+#[inline]
+fn read_line_capped(
+    input: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max_line: usize,
+) -> io::Result<Option<usize>> {
+    let limit = max_line.saturating_add(1);
+    let n = input.take(limit as u64).read_until(b'\n', buf)?;
+    Ok(if n == limit && buf.last() != Some(&b'\n') {
+        None
+    } else {
+        Some(n)
+    })
+}
+
+/// Why a line is refused: it is longer than `max_line` bytes.
+fn too_long(max_line: usize) -> String {
+    let size = if max_line >= 1 << 20 && max_line.is_multiple_of(1 << 20) {
+        format!("{} MiB ({max_line} bytes)", max_line >> 20)
+    } else if max_line >= 1 << 10 && max_line.is_multiple_of(1 << 10) {
+        format!("{} KiB ({max_line} bytes)", max_line >> 10)
+    } else {
+        format!("{max_line} bytes")
+    };
+    format!(
+        "the line is longer than {size}, the longest line a replay accepts (no line end \
+         within it: is this a line-protocol file?)"
+    )
 }
 
 /// The data part of a line read with its `\n`: without line end and leading blanks;
@@ -534,6 +592,7 @@ struct TableScan {
 struct Scanner {
     name: String,
     precision_ns: i64,
+    max_line: usize,
     series: SeriesIndex,
     tables: Vec<TableScan>,
     table_of: HashMap<Box<[u8]>, usize>,
@@ -553,6 +612,7 @@ impl Scanner {
         Scanner {
             name,
             precision_ns: opts.precision_ns,
+            max_line: opts.max_line_bytes,
             series: SeriesIndex::default(),
             tables: Vec::new(),
             table_of: HashMap::new(),
@@ -755,6 +815,7 @@ impl Scanner {
         let layout = Layout {
             name: self.name,
             precision_ns: self.precision_ns,
+            max_line: self.max_line,
             series,
             tables: layouts,
         };
@@ -772,16 +833,19 @@ fn scan(
     let mut line_no = 0u64;
     loop {
         buf.clear();
-        let n = input.read_until(b'\n', &mut buf).map_err(|e| {
+        let n = read_line_capped(input, &mut buf, scanner.max_line).map_err(|e| {
             WorkloadError::new(
                 KEY,
                 format!("{}: cannot read after line {line_no}: {e}", scanner.name),
             )
         })?;
+        line_no += 1;
+        let Some(n) = n else {
+            return Err(scanner.at(line_no, too_long(scanner.max_line)));
+        };
         if n == 0 {
             return Ok(());
         }
-        line_no += 1;
         if let Some(w) = spool.as_mut() {
             w.write_all(&buf).map_err(|e| {
                 WorkloadError::new(
@@ -817,6 +881,8 @@ struct TableLayout {
 struct Layout {
     name: String,
     precision_ns: i64,
+    /// The longest line accepted, bytes.
+    max_line: usize,
     series: Arc<SeriesIndex>,
     tables: Vec<TableLayout>,
 }
@@ -827,6 +893,17 @@ struct ReplayReader {
     input: Option<Box<dyn BufRead + Send>>,
     /// Lines read so far (data, blank and comment lines).
     line_no: u64,
+    /// The longest line accepted, bytes.
+    max_line: usize,
+}
+
+/// Why a pass ended early.
+#[derive(Debug)]
+enum TakeError {
+    /// Reading failed after this line.
+    Read(u64, io::Error),
+    /// This line is longer than the cap.
+    TooLong(u64),
 }
 
 /// One data line in a [`Chunk`].
@@ -845,8 +922,8 @@ struct Chunk {
 
 impl ReplayReader {
     /// Replaces `chunk` with the next up to `max_lines` data lines; fewer only at the end
-    /// of the file. On an error, returns the number of the last line read.
-    fn take(&mut self, chunk: &mut Chunk, max_lines: usize) -> Result<(), (u64, io::Error)> {
+    /// of the file.
+    fn take(&mut self, chunk: &mut Chunk, max_lines: usize) -> Result<(), TakeError> {
         chunk.buf.clear();
         chunk.lines.clear();
         let Some(input) = self.input.as_mut() else {
@@ -854,16 +931,22 @@ impl ReplayReader {
         };
         while chunk.lines.len() < max_lines {
             let start = chunk.buf.len();
-            match input.read_until(b'\n', &mut chunk.buf) {
-                Ok(0) => {
+            match read_line_capped(input.as_mut(), &mut chunk.buf, self.max_line) {
+                Ok(Some(0)) => {
                     self.input = None;
                     break;
                 }
-                Ok(_) => {}
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    self.input = None;
+                    chunk.lines.clear();
+                    chunk.buf.clear();
+                    return Err(TakeError::TooLong(self.line_no + 1));
+                }
                 Err(e) => {
                     self.input = None;
                     chunk.lines.clear();
-                    return Err((self.line_no, e));
+                    return Err(TakeError::Read(self.line_no, e));
                 }
             }
             self.line_no += 1;
@@ -905,14 +988,20 @@ impl BatchSource for ReplaySource {
         }
         let taken = lock(&self.reader).take(&mut self.chunk, max_rows);
         let layout = &*self.layout;
-        if let Err((line_no, e)) = taken {
-            self.fail(WorkloadError::new(
-                KEY,
-                format!(
+        if let Err(e) = taken {
+            let message = match e {
+                TakeError::Read(line_no, e) => format!(
                     "{}: cannot read after line {line_no} while replaying: {e}",
                     layout.name
                 ),
-            ));
+                TakeError::TooLong(line_no) => format!(
+                    "{}:{line_no}: {} (while replaying; the file changed since it was \
+                     first read)",
+                    layout.name,
+                    too_long(layout.max_line)
+                ),
+            };
+            self.fail(WorkloadError::new(KEY, message));
             return 0;
         }
         for span in &self.chunk.lines {
@@ -1128,7 +1217,10 @@ mod tests {
         let e = open_spooled(
             "in".into(),
             Cursor::new("m a=1i 1"),
-            ReplayOptions { precision_ns: 0 },
+            ReplayOptions {
+                precision_ns: 0,
+                ..ReplayOptions::default()
+            },
         )
         .unwrap_err();
         assert_eq!(e.key, "precision");
@@ -1206,6 +1298,112 @@ mod tests {
         assert!(
             w.error().unwrap().message.contains(":2:"),
             "the first error is kept"
+        );
+    }
+
+    /// Endless zero bytes without a line end (`/dev/zero`, stdin from a binary), counting
+    /// what was read; it ends after `stop` bytes so that code without a cap ends too.
+    struct Zeros {
+        read: Arc<Mutex<u64>>,
+        stop: u64,
+    }
+
+    impl Read for Zeros {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut read = lock(&self.read);
+            let n = (buf.len() as u64).min(self.stop - *read) as usize;
+            buf[..n].fill(0);
+            *read += n as u64;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn endless_input_without_line_ends_stops_at_the_cap_having_read_little() {
+        let read = Arc::new(Mutex::new(0));
+        let zeros = Zeros {
+            read: read.clone(),
+            stop: 64 << 20,
+        };
+        let e = open_spooled("standard input".into(), zeros, ReplayOptions::default()).unwrap_err();
+        assert_eq!(e.key, "file");
+        assert!(
+            e.message.starts_with(
+                "standard input:1: the line is longer than 1 MiB (1048576 bytes), the longest \
+                 line a replay accepts"
+            ),
+            "{}",
+            e.message
+        );
+        // The cap, plus at most one read buffer ahead of it.
+        let read = *lock(&read);
+        assert!(
+            read <= (MAX_LINE_BYTES + BUF_BYTES + 1) as u64,
+            "{read} bytes read for one line"
+        );
+    }
+
+    #[test]
+    fn a_line_at_the_cap_is_read_and_one_byte_more_is_refused() {
+        let opts = ReplayOptions {
+            max_line_bytes: 16,
+            ..ReplayOptions::default()
+        };
+        // 16 bytes, then 16 bytes as the last line without a line end.
+        let w = open_spooled(
+            "t".into(),
+            Cursor::new("m v=1i 100000000\nm v=2i 100000001"),
+            opts,
+        )
+        .unwrap();
+        assert_eq!(drain(&w, 10), ["0|0|100000000|1", "0|0|100000001|2"]);
+        let e = open_spooled(
+            "t".into(),
+            Cursor::new("m v=1i 100000000\nm v=1i 1000000000\n"),
+            opts,
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("t:2: the line is longer than 16 bytes, the longest line"),
+            "{}",
+            e.message
+        );
+        let e = open_spooled(
+            "t".into(),
+            Cursor::new("m v=1i 1\n"),
+            ReplayOptions {
+                max_line_bytes: 0,
+                ..ReplayOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "max_line_bytes");
+    }
+
+    #[test]
+    fn a_line_grown_past_the_cap_after_open_ends_the_run_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.influx");
+        std::fs::write(&path, "m a=1i 1\nm a=2i 2\nm a=3i 3\n").unwrap();
+        let opts = ReplayOptions {
+            max_line_bytes: 16,
+            ..ReplayOptions::default()
+        };
+        let w = FileReplay::open(ReplayInput::Path(path.clone()), opts).unwrap();
+        std::fs::write(&path, "m a=1i 1\nm a=2i 200000000000\nm a=3i 3\n").unwrap();
+        let mut src = w.source(0, 1);
+        let mut batch = Batch::for_schema(w.schema());
+        assert_eq!(src.fill(&mut batch, 5), 0);
+        assert!(batch.is_empty());
+        let e = w.error().unwrap();
+        assert!(
+            e.message.contains(
+                "x.influx:2: the line is longer than 16 bytes, the longest line a replay \
+                 accepts"
+            ) && e.message.contains("while replaying"),
+            "{}",
+            e.message
         );
     }
 }

@@ -15,6 +15,7 @@ use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
 use crate::WorkloadError;
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, next_unit};
+use crate::state::StateEstimate;
 use crate::tsbs::{StepCursor, TsbsConfig};
 
 /// The imperfections of the data set. The defaults follow the proportions in TSBS's own
@@ -93,6 +94,17 @@ pub struct Iot {
 }
 
 impl Iot {
+    /// The generator state of `cfg`'s trucks: each truck's random stream and current
+    /// readings, held by the source of the worker that owns it.
+    pub fn state_estimate(cfg: &TsbsConfig) -> StateEstimate {
+        StateEstimate {
+            key: "scale",
+            noun: "trucks",
+            devices: cfg.scale,
+            bytes_per_device: std::mem::size_of::<Truck>() as u64,
+        }
+    }
+
     pub fn new(cfg: TsbsConfig, opts: IotOptions) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
         for (key, v) in [

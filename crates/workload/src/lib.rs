@@ -13,6 +13,7 @@ mod devops;
 mod file;
 mod iot;
 mod rng;
+mod state;
 mod tsbs;
 
 mod cpu_only;
@@ -20,8 +21,9 @@ mod cpu_only;
 pub use cpu_only::{CPU_FIELDS, CpuOnly};
 pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue};
 pub use devops::Devops;
-pub use file::{FileReplay, ReplayInput, ReplayOptions};
+pub use file::{FileReplay, MAX_LINE_BYTES, ReplayInput, ReplayOptions};
 pub use iot::{Iot, IotOptions};
+pub use state::{StateEstimate, human_bytes};
 pub use tsbs::TsbsConfig;
 
 /// A workload definition that cannot generate data.

@@ -407,6 +407,7 @@ fn precision_scales_timestamps() {
     std::fs::write(&path, "m v=1 1451606400\n").unwrap();
     let opts = ReplayOptions {
         precision_ns: 1_000_000_000,
+        ..ReplayOptions::default()
     };
     let w = FileReplay::open(ReplayInput::Path(path.clone()), opts).unwrap();
     let mut batch = Batch::for_schema(w.schema());
@@ -517,5 +518,55 @@ fn unsigned_fields_stay_unsigned_and_do_not_mix_with_signed_ones() {
     assert!(
         e.contains("mixed.influx:2") && e.contains("unsigned integer"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_gzip_that_inflates_to_one_huge_line_stops_at_the_cap_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.influx.gz");
+    // Two good lines, then 64 MiB of 'a' without a line end: about 64 KiB on disk,
+    // written in steps so that the test never holds the line either.
+    let mut gz = flate2::write::GzEncoder::new(
+        std::io::BufWriter::new(std::fs::File::create(&path).unwrap()),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(b"m v=1i 1\nm v=2i 2\n").unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..64 {
+        gz.write_all(&chunk).unwrap();
+    }
+    gz.write_all(b" v=3i 3\n").unwrap();
+    gz.finish().unwrap().flush().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() < 4 << 20);
+
+    let started = std::time::Instant::now();
+    let e = FileReplay::open(ReplayInput::Path(path), ReplayOptions::default()).unwrap_err();
+    assert_eq!(e.key, "file");
+    assert!(
+        e.message.contains(
+            "huge.influx.gz:3: the line is longer than 1 MiB (1048576 bytes), the longest line \
+             a replay accepts"
+        ),
+        "{}",
+        e.message
+    );
+    assert_eq!(tsload_workload::MAX_LINE_BYTES, 1 << 20);
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn dev_zero_is_refused_at_the_cap_of_its_first_line() {
+    let e = FileReplay::open(
+        ReplayInput::Path("/dev/zero".into()),
+        ReplayOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .starts_with("/dev/zero:1: the line is longer than 1 MiB (1048576 bytes)"),
+        "{}",
+        e.message
     );
 }

@@ -443,7 +443,10 @@ proptest! {
         prop_assert_eq!(out.iter().filter(|b| **b == b'\n').count(), want.len());
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), &out);
-        let opts = ReplayOptions { precision_ns: case.precision.divisor() };
+        let opts = ReplayOptions {
+            precision_ns: case.precision.divisor(),
+            ..ReplayOptions::default()
+        };
         let opened = FileReplay::open(ReplayInput::Path(path), opts);
         if want.is_empty() {
             prop_assert!(opened.is_err());
@@ -549,7 +552,13 @@ fn open_any(bytes: &[u8], gzip: bool, precision_ns: i64) -> Result<(), TestCaseE
     };
     let path = write(dir.path(), &bytes);
     let name = path.display().to_string();
-    match FileReplay::open(ReplayInput::Path(path), ReplayOptions { precision_ns }) {
+    match FileReplay::open(
+        ReplayInput::Path(path),
+        ReplayOptions {
+            precision_ns,
+            ..ReplayOptions::default()
+        },
+    ) {
         Err(e) => {
             prop_assert_eq!(&e.key, "file");
             prop_assert!(e.message.starts_with(&name), "{}", e.message);

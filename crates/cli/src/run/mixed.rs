@@ -163,8 +163,8 @@ pub(super) fn report(
     executed.summary = r.write_summary(write, usage, "writes: ");
     executed.query_summary = r.query_summary(query, usage);
     if let Some(s) = &executed.summary {
-        println!("=== writes ===");
-        print!("{}", s.render_text());
+        outln!("=== writes ===");
+        out!("{}", s.render_text());
         r.json.insert("write".into(), serde_json::to_value(s)?);
     }
     let alone = split.alone.as_ref().map(LatencySummary::from_histogram);
@@ -173,13 +173,20 @@ pub(super) fn report(
         .as_ref()
         .map(LatencySummary::from_histogram);
     if let (Some(a), Some(w)) = (&alone, &with) {
-        println!(
+        outln!(
             "  write latency     min      mean       p50       p90       p99     p99.9       max   (ms)"
         );
         for (label, l) in [("alone", a), ("with queries", w)] {
-            println!(
+            outln!(
                 "  {label:<14}{:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}   (n={})",
-                l.min_ms, l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.p99_9_ms, l.max_ms, l.count
+                l.min_ms,
+                l.mean_ms,
+                l.p50_ms,
+                l.p90_ms,
+                l.p99_ms,
+                l.p99_9_ms,
+                l.max_ms,
+                l.count
             );
         }
     }
@@ -190,11 +197,11 @@ pub(super) fn report(
         serde_json::to_value(&with)?,
     );
     if let Some(s) = &executed.query_summary {
-        println!("=== queries ===");
-        print!("{}", s.render_text());
+        outln!("=== queries ===");
+        out!("{}", s.render_text());
         r.json.insert("query".into(), serde_json::to_value(s)?);
     }
-    println!("  (client cpu in both reports: the whole process, writes and queries together)");
+    outln!("  (client cpu in both reports: the whole process, writes and queries together)");
     r.json.insert("mode".into(), "mixed".into());
     Ok(())
 }

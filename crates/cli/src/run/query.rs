@@ -22,7 +22,7 @@ pub(super) async fn run(
 ) -> Outcomes {
     let preload = match &q.workload {
         QueryWorkloadPlan::Tsbs { preload: true, .. } => {
-            eprintln!("preload: writing the data set the queries read");
+            errln!("preload: writing the data set the queries read");
             let mut quiet = RunObserver::new(ProgressMode::None, None, None, String::new());
             let o = crate::targets::run(
                 s.plan,
@@ -66,15 +66,17 @@ pub(super) fn report(
     if let Some((p, preload_usage)) = preload
         && let Some(s) = r.write_summary(p, &preload_usage, "preload: ")
     {
-        println!(
+        outln!(
             "preload: {} rows in {:.3} s ({:.0} rows/s)",
-            s.rows, s.elapsed_s, s.rows_per_s
+            s.rows,
+            s.elapsed_s,
+            s.rows_per_s
         );
         r.json.insert("preload".into(), serde_json::to_value(&s)?);
     }
     executed.query_summary = r.query_summary(query, usage);
     if let Some(s) = &executed.query_summary {
-        print!("{}", s.render_text());
+        out!("{}", s.render_text());
         let mut m = to_map(serde_json::to_value(s)?);
         m.append(&mut r.json);
         r.json = m;

@@ -57,7 +57,7 @@ impl Reporter<'_> {
     ) -> Option<Summary> {
         let o = match o {
             Err(e) => {
-                eprintln!("error: {label}{e}");
+                errln!("error: {label}{e}");
                 self.fatal = true;
                 return None;
             }
@@ -75,11 +75,11 @@ impl Reporter<'_> {
             && label.is_empty()
             && let Err(e) = write_raw_latencies(path, &o.raw_latencies)
         {
-            eprintln!("error: writing {}: {e}", path.display());
+            errln!("error: writing {}: {e}", path.display());
             self.fatal = true;
         }
         if let Some(f) = &o.fatal {
-            eprintln!("error: {label}the run stopped on a fatal error: {f}");
+            errln!("error: {label}the run stopped on a fatal error: {f}");
             self.fatal = true;
         }
         if o.stop_reason == StopReason::Interrupted {
@@ -96,7 +96,7 @@ impl Reporter<'_> {
     ) -> Option<QuerySummary> {
         let o = match o {
             Err(e) => {
-                eprintln!("error: queries: {e}");
+                errln!("error: queries: {e}");
                 self.fatal = true;
                 return None;
             }
@@ -116,7 +116,10 @@ impl Reporter<'_> {
             self.whole.to_json(),
         );
         if let Some(f) = &o.stop_error {
-            eprintln!("error: queries: the run stopped: {f}");
+            errln!("error: queries: the run stopped: {f}");
+            self.fatal = true;
+        } else if let Some(why) = failed_queries(&o, self.plan) {
+            errln!("error: queries: {why}");
             self.fatal = true;
         }
         if o.stop_reason == StopReason::Interrupted {
@@ -124,6 +127,38 @@ impl Reporter<'_> {
         }
         Some(s)
     }
+}
+
+/// The share of failed requests a query run may have when `query.max_errors` is not set;
+/// past it the run fails (the figures describe a server that mostly refused).
+pub const DEFAULT_MAX_ERROR_RATIO: f64 = 0.05;
+
+/// Why a query run whose error budget did not stop it still failed: every request failed,
+/// or (without `max_errors`) more than [`DEFAULT_MAX_ERROR_RATIO`] of them.
+fn failed_queries(o: &QueryOutcome, plan: &Plan) -> Option<String> {
+    let failed = o.counters.failed_requests;
+    if failed == 0 {
+        return None;
+    }
+    let total = failed.saturating_add(o.counters.requests);
+    let first = o
+        .first_error
+        .as_ref()
+        .map(|e| format!("; the first: {e}"))
+        .unwrap_or_default();
+    let budget = plan.query.as_ref().and_then(|q| q.config.max_errors);
+    if o.counters.requests == 0 {
+        return Some(format!("every request failed ({failed} of {total}){first}"));
+    }
+    let share = failed as f64 / total as f64;
+    (budget.is_none() && share > DEFAULT_MAX_ERROR_RATIO).then(|| {
+        format!(
+            "{failed} of {total} requests failed ({:.1}%): more than the {:.0}% a run may \
+             lose without `query.max_errors`{first}",
+            share * 100.0,
+            DEFAULT_MAX_ERROR_RATIO * 100.0
+        )
+    })
 }
 
 /// Prints the reports, writes the JSON report, and decides the exit code.
@@ -156,18 +191,18 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         } => mixed::report(write, query, split, &f.usage, &mut r, &mut executed)?,
     }
     if let Some(p) = &executed.probe {
-        println!("{}", p.table_row("rtt"));
+        outln!("{}", p.table_row("rtt"));
         r.json.insert("rtt".into(), serde_json::to_value(p)?);
     }
     if let Some(m) = f.monitor {
         server_report(m, plan, &executed, &f.usage, f.runtime, &mut r.json)?;
     }
     if let Some(e) = &f.observer.hlog_error {
-        eprintln!("error: interval log incomplete: {e}");
+        errln!("error: interval log incomplete: {e}");
     }
     let outputs_error = f.outputs.error();
     if let Some(e) = &outputs_error {
-        eprintln!("error: --out incomplete: {e}");
+        errln!("error: --out incomplete: {e}");
     }
     // Every threshold, judged before the JSON is written so that it carries the verdicts.
     let broken = judge_thresholds(plan, &executed);
@@ -184,17 +219,17 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         executed.report = serde_json::Value::Object(json.clone());
         if let Some(path) = &plan.output.json {
             let text = serde_json::to_string_pretty(&serde_json::Value::Object(json))?;
-            std::fs::write(path, text + "\n")
+            crate::out::write_text(path, &(text + "\n"))
                 .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
         }
     }
     let mut fatal = r.fatal;
     if let Some(e) = &f.finish_error {
-        eprintln!("error: {e:#}");
+        errln!("error: {e:#}");
         fatal = true;
     }
     executed.code = if let Some(e) = f.workload.source_error() {
-        eprintln!("error: the data source failed during the run, which ended early: {e}");
+        errln!("error: the data source failed during the run, which ended early: {e}");
         1
     } else if r.interrupted {
         EXIT_INTERRUPTED
@@ -202,7 +237,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         1
     } else {
         for (_, b) in &broken {
-            eprintln!("FAIL: {b}");
+            errln!("FAIL: {b}");
         }
         if !broken.is_empty() {
             EXIT_THRESHOLD
@@ -243,10 +278,10 @@ fn server_report(
     }
     match run.map(|r| monitor.finish(&r)) {
         Some(Ok(Some(server))) => {
-            print!("{}", server_text(&server, plan.mode == RunMode::Query));
+            out!("{}", server_text(&server, plan.mode == RunMode::Query));
             json.insert("server".into(), serde_json::to_value(&server)?);
         }
-        Some(Err(e)) => eprintln!("error: [monitor]: {e}"),
+        Some(Err(e)) => errln!("error: [monitor]: {e}"),
         Some(Ok(None)) | None => {}
     }
     Ok(())
@@ -328,9 +363,8 @@ fn flush_target(runtime: &tokio::runtime::Runtime, target: &crate::plan::TargetP
     };
     let url = format!("{}/internal/force_flush", p.url.trim_end_matches('/'));
     runtime.block_on(async {
-        if let Ok(client) = reqwest::Client::builder()
+        if let Ok(client) = tsload_http::client_builder(tls)
             .timeout(std::time::Duration::from_secs(10))
-            .tls_backend_preconfigured(tls)
             .build()
         {
             let _ = client.get(url).send().await;
@@ -371,7 +405,7 @@ fn server_text(s: &tsload_monitor::ServerSummary, queries: bool) -> String {
 /// `--debug-raw-latencies`: one corrected latency per line, in nanoseconds.
 fn write_raw_latencies(path: &std::path::Path, values: &[u64]) -> std::io::Result<()> {
     use std::io::Write as _;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut out = std::io::BufWriter::new(crate::out::create_binary(path)?);
     for v in values {
         writeln!(out, "{v}")?;
     }

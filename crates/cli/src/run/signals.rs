@@ -34,7 +34,7 @@ pub(super) fn watch(handles: Vec<StopHandle>) -> tokio::task::JoinHandle<()> {
             return;
         };
         INTERRUPTED_BY.store(code, Ordering::Relaxed);
-        eprintln!(
+        errln!(
             "\ninterrupted: no new requests; finishing the ones in flight (Ctrl-C again to abort)"
         );
         for h in &handles {
@@ -48,7 +48,7 @@ pub(super) fn watch(handles: Vec<StopHandle>) -> tokio::task::JoinHandle<()> {
             // Put back any qdisc this run changed before leaving.
             for (target, result) in tsload_netem::guard::restore_all().await {
                 if let Err(e) = result {
-                    eprintln!("error: restoring {target}: {e}");
+                    errln!("error: restoring {target}: {e}");
                 }
             }
             std::process::exit(i32::from(code));

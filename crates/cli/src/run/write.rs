@@ -28,7 +28,7 @@ pub(super) fn report(
 ) -> anyhow::Result<()> {
     executed.summary = r.write_summary(outcome, usage, "");
     if let Some(s) = &executed.summary {
-        print!("{}", s.render_text());
+        out!("{}", s.render_text());
         r.json = to_map(serde_json::to_value(s)?);
     }
     Ok(())

@@ -506,15 +506,24 @@ impl Ctx<'_> {
             .or_else(|| raw.strip_prefix('$'));
         match name {
             None => Ok(Some(raw.clone())),
-            Some(name) => std::env::var(name).map(Some).map_err(|_| {
-                self.error(
-                    Some(&v.span()),
-                    key,
-                    format!(
+            Some(name) => match std::env::var(name) {
+                Ok(value) => {
+                    tsload_redact::register(&value);
+                    Ok(Some(value))
+                }
+                Err(_) => {
+                    // The message holds no secret: it is said whole, from the file as
+                    // from --set.
+                    let message = format!(
                         "environment variable {name} is not set (the value \"{raw}\" reads it)"
-                    ),
-                )
-            }),
+                    );
+                    let mut e = self.error(Some(&v.span()), key, message.clone());
+                    if e.file != "--set" {
+                        e.message = message;
+                    }
+                    Err(e)
+                }
+            },
         }
     }
 }

@@ -242,7 +242,7 @@ fn keys_reference_is_rendered_from_the_sections() {
     let rendered = keys_markdown();
     let on_disk = std::fs::read_to_string(path).unwrap_or_default();
     if on_disk != rendered {
-        std::fs::write(path, &rendered).expect("write docs/keys.md");
+        crate::out::write_text(std::path::Path::new(path), &rendered).expect("write docs/keys.md");
         panic!("docs/keys.md was not the sections' rendering; rewrote it: review and commit");
     }
 }

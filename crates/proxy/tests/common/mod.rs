@@ -254,3 +254,65 @@ pub fn ping_pong_after_idle(
     pin(None);
     rtts
 }
+
+/// The resident set size of this process, in bytes (`VmRSS` of /proc/self/status).
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .expect("a VmRSS line");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmRSS in kB");
+    kib * 1024
+}
+
+/// How many file descriptors this process has open.
+pub fn fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Raises the soft RLIMIT_NOFILE to at least `needed` (up to the hard limit); panics,
+/// saying what to do, when the hard limit is lower.
+pub fn raise_nofile(needed: u64) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    assert!(
+        hard >= needed,
+        "this test needs {needed} file descriptors, but the hard RLIMIT_NOFILE is {hard}: \
+         raise it (ulimit -Hn {needed}, or LimitNOFILE= for a service) and run again"
+    );
+    if soft < needed {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    }
+}
+
+/// A server that accepts every connection and holds it open without reading or writing,
+/// until the test process ends; returns its address and how many it accepted so far.
+pub fn holding_server() -> (SocketAddr, std::sync::Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = std::sync::Arc::clone(&accepted);
+    thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            held.push(conn);
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (addr, accepted)
+}
+
+/// Waits until `f` holds, for at most `limit`; panics naming `what` otherwise.
+pub fn wait_until(what: &str, limit: Duration, f: impl Fn() -> bool) {
+    let until = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
