@@ -227,16 +227,10 @@ fn open_logs(paths: &[PathBuf]) -> Result<Vec<(String, BufReader<File>)>, HlogEr
 /// cap when it has no size, like a pipe), then core's reader.
 fn read_report(path: &Path) -> Result<AnyReport, String> {
     let name = path.display().to_string();
-    let too_large = || {
-        MergeError::TooLarge {
-            file: name.clone(),
-            cap: MAX_REPORT_BYTES,
-        }
-        .to_string()
-    };
     let file = File::open(path).map_err(|e| format!("reading {name}: {e}"))?;
     if file.metadata().is_ok_and(|m| m.len() > MAX_REPORT_BYTES) {
-        return Err(too_large());
+        let cap = MAX_REPORT_BYTES;
+        return Err(MergeError::TooLarge { file: name, cap }.to_string());
     }
     let mut bytes = Vec::new();
     file.take(MAX_REPORT_BYTES + 1)

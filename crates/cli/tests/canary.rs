@@ -473,6 +473,49 @@ fn no_canary_secret_reaches_any_output() {
         true,
     );
 
+    // generate: a scenario with secrets, its data to a file.
+    seen.run(
+        "generate",
+        tsload_in(out)
+            .arg("generate")
+            .arg(&ok_pg)
+            .args(["-o", "generated.lp"]),
+        true,
+    );
+    // A query run with a password key (InfluxQL against the InfluxDB run's data).
+    seen.run(
+        "run queries",
+        tsload_in(out)
+            .arg("run")
+            .arg(&influx_file)
+            .args(["--progress", "none", "--json", "queries.json"])
+            .args(["--set", "query.kind=\"tsbs\""])
+            .args(["--set", "query.types=[\"lastpoint\"]"])
+            .args(["--set", "query.queries=5"]),
+        true,
+    );
+    // import-taosbenchmark: the password of the JSON file is not copied.
+    let insert = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/taosbenchmark/insert.json"),
+    )
+    .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&insert).unwrap();
+    doc["password"] = "KNRYtaosPw".into();
+    let taos = write(inp, "taos.json", &doc.to_string());
+    seen.run(
+        "import-taosbenchmark",
+        tsload_in(out)
+            .arg("import-taosbenchmark")
+            .arg(&taos)
+            .args(["-o", "imported.toml"]),
+        true,
+    );
+    seen.run(
+        "import-taosbenchmark to stdout",
+        tsload_in(out).arg("import-taosbenchmark").arg(&taos),
+        true,
+    );
+
     seen.files_under(out);
     let leaks = seen.leaks();
     assert!(
@@ -493,6 +536,9 @@ fn no_canary_secret_reaches_any_output() {
         "sweep-url/sweep.json",
         "compare/compare.csv",
         "probe.json",
+        "generated.lp",
+        "queries.json",
+        "imported.toml",
     ] {
         assert!(out.join(f).exists(), "{f} was not written");
     }

@@ -848,3 +848,43 @@ fn a_connection_flood_on_the_metrics_endpoint_holds_a_bounded_number_of_descript
         held.len()
     );
 }
+
+#[test]
+fn an_influxdb_partial_write_is_not_counted_and_stays_within_the_bound() {
+    let influx = start(ServerKind::InfluxDb1);
+    // Points older than an hour are dropped by this database's retention policy.
+    let answer = influx
+        .post("/query", &[("q", "CREATE DATABASE partial WITH DURATION 1h")], "")
+        .unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    // One host, a row per 10 s from 65 to 5 minutes ago, 100 rows a batch: the first
+    // batch spans the retention's edge (about 30 of its points are dropped).
+    let now = std::time::SystemTime::now();
+    let minutes = |m: u64| {
+        let t = now - Duration::from_secs(m * 60);
+        let t = std::time::UNIX_EPOCH
+            + Duration::from_secs(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 10 * 10);
+        humantime::format_rfc3339_seconds(t).to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sets: Vec<String> = [
+        "target.kind=\"influx\"".to_string(),
+        format!("target.url=\"{}\"", influx.base_url()),
+        "target.db=\"partial\"".into(),
+        "target.create_database=false".into(),
+        "workload.scale=1".into(),
+        format!("workload.start=\"{}\"", minutes(65)),
+        format!("workload.end=\"{}\"", minutes(5)),
+        "load.batch=100".into(),
+        "load.workers=1".into(),
+    ]
+    .into();
+    let (out, r) = run_with(&sets, dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("partial write"), "{stderr}");
+    let stored = influx.influx_count("partial", "cpu", "usage_user").unwrap();
+    assert!(stored > 0, "nothing of the first batch was stored: {stderr}");
+    assert_eq!(r["rows"], 0, "{r}");
+    assert_within_bound(stored, &r, "InfluxDB partial write");
+}

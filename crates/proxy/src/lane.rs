@@ -394,7 +394,7 @@ async fn delay_line(
             let next = tokio::select! {
                 biased;
                 next = rx.recv() => next,
-                () = &mut keep, if timer.is_some() => {
+                () = &mut keep, if timer.is_some() && std::env::var_os("EXP_NO_KEEP").is_none() => {
                     if last.elapsed() >= TIMER_KEEP {
                         timer = None;
                     } else {

@@ -18,10 +18,30 @@ pub fn status_error(status: StatusCode, body: &str, retry_after: Option<&str>) -
     if matches!(status.as_u16(), 500 | 502 | 504) {
         e = e.into_ambiguous();
     }
+    // InfluxDB's "partial write" (400): it stored the points it does not name as dropped
+    // (beyond the retention policy, a field type conflict). The batch is not counted as
+    // written, and is counted ambiguous: the server holds part of it.
+    if let Some(dropped) = partial_write_dropped(body) {
+        e = SinkError::new(
+            kind,
+            format!("{} (a partial write: the server dropped {dropped} points of the batch and stored the rest)", e.message),
+        )
+        .into_ambiguous();
+    }
     if let Some(wait) = retry_after.and_then(parse_retry_after) {
         e = e.with_retry_after(wait);
     }
     e
+}
+
+/// The `dropped=N` of InfluxDB's `partial write` error answer.
+pub fn partial_write_dropped(body: &str) -> Option<u64> {
+    if !body.contains("partial write") {
+        return None;
+    }
+    let at = body.rfind("dropped=")? + "dropped=".len();
+    let digits: String = body[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// `Retry-After` as delta-seconds (`120`); an HTTP date or anything else is ignored (the
@@ -122,6 +142,17 @@ mod tests {
         );
         assert_eq!(e(503, Some("-1")).retry_after, None);
         assert_eq!(e(503, Some("99999999999999999999999")).retry_after, None);
+    }
+
+    #[test]
+    fn a_partial_write_is_ambiguous_and_names_what_was_dropped() {
+        let body = "{\"error\":\"partial write: points beyond retention policy dropped=30\"}";
+        assert_eq!(partial_write_dropped(body), Some(30));
+        let e = status_error(StatusCode::BAD_REQUEST, body, None);
+        assert!(e.ambiguous && e.kind == ErrorKind::Rejected, "{e:?}");
+        assert!(e.message.contains("dropped 30 points"), "{}", e.message);
+        assert_eq!(partial_write_dropped("{\"error\":\"unable to parse\"}"), None);
+        assert_eq!(partial_write_dropped("partial write: dropped=x"), None);
     }
 
     #[test]

@@ -411,6 +411,12 @@ struct InfluxSeries {
 }
 
 /// The points of every series of every result; an `"error"` anywhere is a rejection.
+/// Every answer reader of this module on one body (the fuzz test's entry).
+#[cfg(test)]
+pub(crate) fn fuzz_rows(body: &[u8]) -> [Counted; 3] {
+    [influxql_rows(body), promql_rows(body), questdb_rows(body)]
+}
+
 fn influxql_rows(body: &[u8]) -> Counted {
     let answer: InfluxAnswer = serde_json::from_slice(body).map_err(|e| unreadable(body, &e))?;
     if let Some(error) = answer.error {
