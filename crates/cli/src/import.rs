@@ -497,6 +497,21 @@ fn rfc3339(s: &str) -> Result<String, String> {
         at.checked_add(shift)
     }
     .ok_or_else(bad)?;
+    // humantime formats 1970 to 9999 only: it panics before the epoch, and its Display
+    // fails after 9999 (a panic in `to_string`).
+    let year_10000 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(253_402_300_800);
+    let outside = |side: &str| {
+        format!(
+            "start_timestamp \"{s}\": {side} in UTC; allowed: 1970-01-01T00:00:00Z to \
+             9999-12-31T23:59:59.999Z"
+        )
+    };
+    if utc < std::time::UNIX_EPOCH {
+        return Err(outside("before 1970-01-01T00:00:00Z"));
+    }
+    if utc >= year_10000 {
+        return Err(outside("after 9999-12-31T23:59:59.999Z"));
+    }
     Ok(humantime::format_rfc3339_millis(utc).to_string())
 }
 
@@ -540,6 +555,37 @@ mod tests {
         assert!(has_zone("2020-10-01T00:00:00Z"));
         assert!(!has_zone("2020-10-01"));
         assert!(!has_zone("2020-10-01 00:00:00.000"));
+    }
+
+    #[test]
+    fn start_timestamps_outside_1970_to_9999_in_utc_are_refused_not_a_panic() {
+        // Offsets that move a time in range out of it: humantime panics formatting a time
+        // before the epoch, and its Display fails after 9999 (a panic in to_string).
+        assert_eq!(
+            rfc3339("1970-01-01 00:00:00+00:01").unwrap_err(),
+            "start_timestamp \"1970-01-01 00:00:00+00:01\": before 1970-01-01T00:00:00Z in \
+             UTC; allowed: 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            rfc3339("9999-12-31 23:59:59-00:01").unwrap_err(),
+            "start_timestamp \"9999-12-31 23:59:59-00:01\": after 9999-12-31T23:59:59.999Z in \
+             UTC; allowed: 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            rfc3339("1970-01-01 00:01:00+00:01").unwrap(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339("9999-12-31 23:58:59.999-00:01").unwrap(),
+            "9999-12-31T23:59:59.999Z"
+        );
+        let json =
+            r#"{"databases": [{"super_tables": [{"start_timestamp": "1970-01-01+00:01"}]}]}"#;
+        assert!(
+            taosbenchmark(json)
+                .unwrap_err()
+                .contains("before 1970-01-01T00:00:00Z")
+        );
     }
 
     #[test]

@@ -163,6 +163,8 @@ pub struct OutputPlan {
     pub shard: crate::shard::ShardRun,
     /// `--debug-raw-latencies`: every write's corrected latency, one per line (ns).
     pub raw_latencies: Option<PathBuf>,
+    /// After a write run, ask the server what it stored (`Sink::tally`).
+    pub verify: bool,
 }
 
 /// `[monitor]`: which processes are the server, and its data directory.
@@ -569,6 +571,7 @@ impl Plan {
                 }
             }).collect::<Vec<_>>(),
             "metrics_addr": o.metrics_addr,
+            "verify": o.verify,
         });
         let mut v = json!({
             "name": self.name, "description": self.description, "source": self.source,

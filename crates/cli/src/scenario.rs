@@ -561,13 +561,37 @@ impl Ctx<'_> {
         })
     }
 
+    /// A UTC time: RFC 3339, or `now` / `now-DURATION` (`now-24h`): this minute's start,
+    /// less the duration, so a data set can be placed where a server keeps it (inside
+    /// its retention). Shards started in different minutes see different `now`s: give
+    /// sharded runs absolute times.
     fn time_ns(&self, v: &Spanned<String>, key: &str) -> Result<i64, ScenarioError> {
-        let t = humantime::parse_rfc3339_weak(v.get_ref()).map_err(|_| {
+        let raw = v.get_ref().trim();
+        let relative = raw.strip_prefix("now").map(|rest| {
+            let ago = match rest.trim().strip_prefix('-') {
+                None if rest.trim().is_empty() => Ok(Duration::ZERO),
+                None => Err(()),
+                Some(d) => parse_duration(d.trim()).map_err(drop),
+            };
+            ago.and_then(|ago| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_err(drop)?;
+                let minute = std::time::UNIX_EPOCH + Duration::from_secs(now.as_secs() / 60 * 60);
+                minute.checked_sub(ago).ok_or(())
+            })
+        });
+        let t = match relative {
+            Some(t) => t,
+            None => humantime::parse_rfc3339_weak(raw).map_err(drop),
+        }
+        .map_err(|()| {
             self.error(
                 Some(&v.span()),
                 key,
                 format!(
-                    "\"{}\" is not a UTC time; write RFC 3339, e.g. \"2016-01-01T00:00:00Z\"",
+                    "\"{}\" is not a UTC time; write RFC 3339, e.g. \"2016-01-01T00:00:00Z\", \
+                     or \"now\" or \"now-DURATION\", e.g. \"now-24h\"",
                     v.get_ref()
                 ),
             )
@@ -772,6 +796,7 @@ impl Ctx<'_> {
         let monitor = raw.monitor.as_ref().map(|m| self.monitor(m)).transpose()?;
         let mut load = load;
         load.measure_storage = monitor.as_ref().is_some_and(|m| m.storage);
+        load.verify_stored = output.verify;
         let sweep = raw
             .sweep
             .as_ref()
@@ -990,6 +1015,7 @@ impl Ctx<'_> {
             metrics_addr: None,
             shard: crate::shard::ShardRun::default(),
             raw_latencies: None,
+            verify: o.verify.as_ref().is_none_or(|v| *v.get_ref()),
         })
     }
 }

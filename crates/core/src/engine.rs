@@ -53,6 +53,9 @@ pub struct LoadConfig {
     /// Ask the target what its tables hold ([`Sink::storage_bytes`]) before the clock
     /// starts and after the last write: [`RunOutcome::storage_bytes`].
     pub measure_storage: bool,
+    /// Ask the target what it stored ([`Sink::tally`]) before the clock starts and after
+    /// the last write: [`RunOutcome::stored`].
+    pub verify_stored: bool,
 }
 
 impl Default for LoadConfig {
@@ -70,6 +73,7 @@ impl Default for LoadConfig {
             gate: Gate::default(),
             keep_raw_latencies: false,
             measure_storage: false,
+            verify_stored: false,
         }
     }
 }
@@ -195,6 +199,9 @@ pub struct RunOutcome {
     /// With [`LoadConfig::measure_storage`]: the target's storage for the tables before
     /// and after the load, or why it could not be read.
     pub storage_bytes: Option<Result<(u64, u64), String>>,
+    /// With [`LoadConfig::verify_stored`]: what the server says it stored during the run,
+    /// or why it cannot tell.
+    pub stored: Option<Result<crate::stored::Stored, String>>,
 }
 
 /// Failures before any load was sent.
@@ -326,6 +333,11 @@ pub async fn run<S: Sink>(
     } else {
         None
     };
+    let tally_before = if cfg.verify_stored {
+        Some(sink.tally(&schema).await)
+    } else {
+        None
+    };
     cfg.gate.before_start().await.map_err(EngineError::Gate)?;
 
     let t0 = Instant::now();
@@ -389,6 +401,14 @@ pub async fn run<S: Sink>(
             (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
         }),
     };
+    let stored = match tally_before {
+        None => None,
+        Some(before) => Some(match (before, sink.tally(&schema).await) {
+            (Ok(Some(b)), Ok(Some(a))) => crate::stored::stored_between(&b, &a),
+            (Ok(None), _) | (_, Ok(None)) => Err("the target cannot tell".to_string()),
+            (Err(e), _) | (_, Err(e)) => Err(format!("asking the server failed: {e}")),
+        }),
+    };
     let fatal = shared.fatal.lock().ok().and_then(|mut f| f.take());
     Ok(RunOutcome {
         started_at,
@@ -407,6 +427,7 @@ pub async fn run<S: Sink>(
             .and_then(|r| r.lock().ok().map(|mut v| std::mem::take(&mut *v)))
             .unwrap_or_default(),
         storage_bytes,
+        stored,
     })
 }
 

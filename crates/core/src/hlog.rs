@@ -275,28 +275,11 @@ fn inflate_error(e: io::Error, what: &'static str) -> HistogramError {
 /// minus a run of zero counts), refusing what would make it panic or lie: a run of 2^63
 /// zeros, a count past the histogram's `counts` counters, a total past [`MAX_COUNT`].
 fn check_counts(payload: &[u8], counts: usize) -> Result<(), HistogramError> {
+    let past = HistogramError::Counts("runs of zero counts past 2^64");
     let (mut at, mut index, mut total) = (0usize, 0u64, 0u64);
     while at < payload.len() {
-        let mut value = 0u64;
-        let mut done = false;
-        for i in 0..9 {
-            let Some(&b) = payload.get(at + i) else {
-                return Err(HistogramError::Truncated("counts"));
-            };
-            if i == 8 {
-                value |= u64::from(b) << 56;
-                at += 9;
-                done = true;
-                break;
-            }
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                at += i + 1;
-                done = true;
-                break;
-            }
-        }
-        debug_assert!(done);
+        let (value, len) = varint(&payload[at..]).ok_or(HistogramError::Truncated("counts"))?;
+        at += len;
         let signed = ((value >> 1) as i64) ^ -((value & 1) as i64);
         if signed < 0 {
             if signed == i64::MIN {
@@ -304,25 +287,42 @@ fn check_counts(payload: &[u8], counts: usize) -> Result<(), HistogramError> {
             }
             index = index
                 .checked_add(signed.unsigned_abs())
-                .ok_or(HistogramError::Counts("runs of zero counts past 2^64"))?;
-        } else {
-            let count = signed as u64;
-            if count > 0 {
-                if index >= counts as u64 {
-                    return Err(HistogramError::Counts(
-                        "a count past the histogram's highest value",
-                    ));
-                }
-                total = total.checked_add(count).filter(|&t| t <= MAX_COUNT).ok_or(
-                    HistogramError::Counts(
-                        "they add up past 9223372036854775807, the most a histogram holds",
-                    ),
-                )?;
-            }
-            index += 1;
+                .ok_or(past.clone())?;
+            continue;
         }
+        let count = signed as u64;
+        if count > 0 {
+            if index >= counts as u64 {
+                return Err(HistogramError::Counts(
+                    "a count past the histogram's highest value",
+                ));
+            }
+            total = total.checked_add(count).filter(|&t| t <= MAX_COUNT).ok_or(
+                HistogramError::Counts(
+                    "they add up past 9223372036854775807, the most a histogram holds",
+                ),
+            )?;
+        }
+        index = index.checked_add(1).ok_or(past.clone())?;
     }
     Ok(())
+}
+
+/// HdrHistogram's LEB128 number at the start of `b` (at most 9 bytes, the ninth taken
+/// whole) and its length; `None` when `b` ends inside it.
+fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for i in 0..9 {
+        let byte = *b.get(i)?;
+        if i == 8 {
+            return Some((value | u64::from(byte) << 56, 9));
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 fn deserialize_error(e: &hdrhistogram::serialization::DeserializeError) -> &'static str {
@@ -808,6 +808,18 @@ mod tests {
         assert_eq!(
             error(&v2(3, 1, 2048, &[0x81, 0xc0, 0x02, 0x02], None)),
             "its counts: a count past the histogram's highest value"
+        );
+        // Runs of zeros to 2^64 - 1 counters, then one more counter.
+        let run = [0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        assert_eq!(
+            error(&v2(
+                3,
+                1,
+                2048,
+                &[&run[..], &run, &[0x01, 0x00]].concat(),
+                None
+            )),
+            "its counts: runs of zero counts past 2^64"
         );
         let big = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
         assert_eq!(

@@ -20,6 +20,7 @@ pub mod rusage;
 pub mod schema;
 pub mod shard;
 pub mod sink;
+pub mod stored;
 pub mod threshold;
 pub mod workload;
 

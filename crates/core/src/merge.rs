@@ -457,6 +457,9 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         client,
         storage: None,
         storage_error: None,
+        stored: None,
+        stored_error: None,
+        stored_shortfall: None,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports
@@ -1008,6 +1011,7 @@ mod tests {
             offered_rows_per_s: None,
             raw_latencies: Vec::new(),
             storage_bytes: None,
+            stored: None,
         };
         let summary = Summary::new(
             &outcome,

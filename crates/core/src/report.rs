@@ -218,6 +218,16 @@ pub struct Summary {
     /// Why the storage asked for is not there (the target cannot tell, or asking failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_error: Option<String>,
+    /// What the server says it stored during the run (beside `rows`, what it
+    /// acknowledged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<crate::stored::Stored>,
+    /// Why what the server stored is not known (it cannot tell, or asking failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_error: Option<String>,
+    /// Why the server holds less than it acknowledged: the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_shortfall: Option<String>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -306,6 +316,15 @@ impl Summary {
                 Some(Err(e)) => Some(e.clone()),
                 _ => None,
             },
+            stored: outcome.stored.as_ref().and_then(|s| s.as_ref().ok()).cloned(),
+            stored_error: match &outcome.stored {
+                Some(Err(e)) => Some(e.clone()),
+                _ => None,
+            },
+            stored_shortfall: match &outcome.stored {
+                Some(Ok(s)) => s.shortfall(c.rows, c.metrics),
+                _ => None,
+            },
             scenario,
         }
     }
@@ -351,6 +370,30 @@ impl Summary {
             self.failed_requests,
             self.failed_rows
         );
+        if let Some(stored) = &self.stored {
+            let (n, what) = match (stored.rows, stored.samples) {
+                (Some(r), _) => (r, "rows, per the server"),
+                (None, Some(n)) => (n, "samples (field values), per the server"),
+                (None, None) => (0, "(the server gave no count)"),
+            };
+            let refused: Vec<String> = stored
+                .refused
+                .iter()
+                .map(|(reason, n)| format!("{} {reason}", group(*n)))
+                .collect();
+            let refused = if refused.is_empty() {
+                String::new()
+            } else {
+                format!("; refused {}", refused.join(", "))
+            };
+            let _ = writeln!(s, "  stored    {:>16}   {what}{refused}", group(n));
+        }
+        if let Some(why) = &self.stored_shortfall {
+            let _ = writeln!(s, "  SHORTFALL {why}");
+        }
+        if let Some(e) = &self.stored_error {
+            let _ = writeln!(s, "  stored    not known: {e}");
+        }
         if self.recovered_rows > 0 {
             let _ = writeln!(
                 s,
@@ -538,6 +581,7 @@ mod tests {
             offered_rows_per_s: offered,
             raw_latencies: Vec::new(),
             storage_bytes: None,
+            stored: None,
         }
     }
 

@@ -193,6 +193,17 @@ pub trait Sink: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<u64>, SinkError>> + Send {
         std::future::ready(Ok(None))
     }
+
+    /// The server's own counts for the schema's tables (rows it holds, samples it took
+    /// in, what it refused), read before the clock starts and after the last write, so
+    /// the report can say what the server stored beside what it acknowledged. `None`
+    /// where the target cannot tell (the default).
+    fn tally(
+        &self,
+        _schema: &Arc<Schema>,
+    ) -> impl Future<Output = Result<Option<crate::stored::ServerTally>, SinkError>> + Send {
+        std::future::ready(Ok(None))
+    }
 }
 
 /// One worker's connection. It owns its encode buffers, so the hot path shares nothing.

@@ -338,6 +338,9 @@ mod tests {
             client: ClientSummary::default(),
             storage: None,
             storage_error: None,
+            stored: None,
+            stored_error: None,
+            stored_shortfall: None,
             scenario: serde_json::Value::Null,
         }
     }

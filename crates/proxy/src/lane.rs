@@ -27,8 +27,6 @@ const COPY_BUF: usize = 64 * 1024;
 pub(crate) const QUEUE_LIMIT: usize = 16 * 1024 * 1024;
 /// The smallest queue limit: one full chunk must fit.
 pub(crate) const MIN_QUEUE_LIMIT: usize = footprint(CHUNK);
-/// How long a delay line keeps its timer (a timerfd) without a chunk to wait for.
-const TIMER_KEEP: Duration = Duration::from_secs(1);
 
 /// What one direction adds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -385,25 +383,10 @@ async fn delay_line(
     };
 
     let writer = async {
-        // Made for the first chunk that must wait, given back after TIMER_KEEP without one.
+        // Made for the first chunk that has to wait (a timerfd on Linux): an idle lane
+        // that never carried a byte holds none.
         let mut timer: Option<PreciseTimer> = None;
-        let keep = tokio::time::sleep(TIMER_KEEP);
-        tokio::pin!(keep);
-        let mut last = Instant::now();
-        loop {
-            let next = tokio::select! {
-                biased;
-                next = rx.recv() => next,
-                () = &mut keep, if timer.is_some() && std::env::var_os("EXP_NO_KEEP").is_none() => {
-                    if last.elapsed() >= TIMER_KEEP {
-                        timer = None;
-                    } else {
-                        keep.as_mut().reset((last + TIMER_KEEP).into());
-                    }
-                    continue;
-                }
-            };
-            let Some(chunk) = next else { break };
+        while let Some(chunk) = rx.recv().await {
             if chunk.release > Instant::now() {
                 timer
                     .get_or_insert_with(PreciseTimer::new)
@@ -425,8 +408,7 @@ async fn delay_line(
                 }
                 Some(watch) => emit(&chunk.data, from, &mut to, meters.written, watch).await?,
             }
-            last = Instant::now();
-            activity.touch_at(last);
+            activity.touch();
             let cost = footprint(chunk.data.capacity());
             drop(chunk);
             queued.sub(cost);

@@ -85,8 +85,9 @@ impl StampedReader {
         }
     }
 
-    /// Like [`read`](Self::read), but without waiting: `WouldBlock` when tokio does not
-    /// know the socket to be readable, or it is not (then tokio learns so).
+    /// Reads into `buf` without waiting: the byte count (0 at EOF) and, where known, when
+    /// the newest of the bytes arrived; `WouldBlock` when tokio does not know the socket
+    /// to be readable, or it is not (then tokio learns so).
     pub(crate) fn try_read(
         &mut self,
         stream: &TcpStream,

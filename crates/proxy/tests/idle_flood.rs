@@ -24,8 +24,8 @@ const RSS_BOUND: u64 = 20 * MB;
 /// clients connect and stay idle, then each sends one byte and stays idle again.
 #[test]
 fn two_thousand_idle_clients_hold_no_buffers() {
-    // Four descriptors a connection in this process: the client's, the proxy's two, the
-    // upstream's; and the proxy's delay lines would add their timers.
+    // Four descriptors a connection in this process (the client's, the proxy's two, the
+    // upstream's), and the timers of the proxy's delay lines once they carried bytes.
     raise_nofile(CLIENTS as u64 * 6 + 500);
     let rt = runtime();
     let (upstream, accepted) = holding_server();
@@ -56,7 +56,7 @@ fn two_thousand_idle_clients_hold_no_buffers() {
         idle_stats.buffered_bytes
     );
 
-    // One byte each way up, then idle again: what a used connection keeps.
+    // One byte up each, then idle again: what a used connection keeps.
     for client in &mut clients {
         client.write_all(b"x").unwrap();
     }
@@ -65,8 +65,7 @@ fn two_thousand_idle_clients_hold_no_buffers() {
         Duration::from_secs(30),
         || proxy.stats().bytes_up == CLIENTS as u64,
     );
-    // Delay lines give their timers back after a second without bytes.
-    thread::sleep(Duration::from_millis(1500));
+    thread::sleep(Duration::from_millis(200));
     let used_rss = rss_bytes().saturating_sub(rss0);
     let used_fds = fd_count() - fds0;
     let used_stats = proxy.stats();
@@ -87,9 +86,10 @@ fn two_thousand_idle_clients_hold_no_buffers() {
         used_rss < RSS_BOUND,
         "{CLIENTS} used and idle connections grew the resident set by {used_rss} bytes"
     );
-    let fd_bound = CLIENTS * 4 + 50;
-    assert!(idle_fds <= fd_bound, "{idle_fds} descriptors");
-    assert!(used_fds <= fd_bound, "{used_fds} descriptors");
+    // An idle delay line has no timer until its first delayed chunk; then it keeps one
+    // (the up lines here; the down lines carried nothing).
+    assert!(idle_fds <= CLIENTS * 4 + 50, "{idle_fds} descriptors");
+    assert!(used_fds <= CLIENTS * 5 + 50, "{used_fds} descriptors");
     assert_eq!(used_stats.io_errors + used_stats.connect_errors, 0);
     assert_eq!(used_stats.refused, 0);
     drop(clients);

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{StatusCode, Url};
+use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
 use tsload_lineproto::LineEncoder;
 
@@ -319,6 +320,47 @@ impl Sink for InfluxSink {
         self.questdb_storage(&base, &client, schema).await
     }
 
+    /// VictoriaMetrics: the samples it took in over its influx endpoint less those it
+    /// ignored (`vm_rows_inserted_total` - `vm_rows_ignored_total`), and the ignored ones
+    /// by reason. InfluxDB 1.x: the points its shards of the database wrote
+    /// (`writePointsOk`), and the points it dropped past a retention policy. QuestDB: the
+    /// rows of the schema's tables once its write-ahead log is applied.
+    async fn tally(&self, schema: &Arc<Schema>) -> Result<Option<ServerTally>, SinkError> {
+        let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
+        let client = self.client()?;
+        let get = |path: &str| self.get(&client, join(&base, path)).send();
+        if let Ok(r) = get("metrics").await
+            && r.status().is_success()
+            && vm_tally(&body_text(r).await.unwrap_or_default()).is_some()
+        {
+            // VictoriaMetrics serves the counters of a scrape up to a second old: read
+            // them once they include every write before this moment.
+            tokio::time::sleep(VM_METRICS_REFRESH).await;
+            let failed = |e: String| SinkError::new(ErrorKind::Other, format!("/metrics: {e}"));
+            let r = get("metrics").await.map_err(|e| failed(e.to_string()))?;
+            let text = body_text(r).await.map_err(|e| failed(e.to_string()))?;
+            return vm_tally(&text)
+                .map(Some)
+                .ok_or_else(|| failed("no vm_rows_inserted_total any more".into()));
+        }
+        if let Api::V1 { db, .. } = &self.cfg.api
+            && let Ok(r) = get("debug/vars").await
+            && r.status().is_success()
+            && let Ok(vars) =
+                serde_json::from_str::<serde_json::Value>(&body_text(r).await.unwrap_or_default())
+            && let Some(t) = influxdb_tally(&vars, db)
+        {
+            return Ok(Some(t));
+        }
+        let rows = self
+            .questdb_per_table(&base, &client, schema, "select count() from '{}'")
+            .await?;
+        Ok(rows.map(|rows| ServerTally {
+            rows: Some(rows),
+            ..ServerTally::default()
+        }))
+    }
+
     async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<InfluxConn, SinkError> {
         Ok(InfluxConn {
             client: self.client()?,
@@ -348,6 +390,20 @@ impl InfluxSink {
         base: &Url,
         client: &reqwest::Client,
         schema: &Schema,
+    ) -> Result<Option<u64>, SinkError> {
+        self.questdb_per_table(base, client, schema, "select sum(diskSize) from table_partitions('{}')")
+            .await
+    }
+
+    /// The sum over the schema's existing tables of `sql` (one long; `{}` is the table's
+    /// name as a string literal), once QuestDB has applied its write-ahead log; `None`
+    /// when `/exec` is not QuestDB's SQL endpoint.
+    async fn questdb_per_table(
+        &self,
+        base: &Url,
+        client: &reqwest::Client,
+        schema: &Schema,
+        sql: &str,
     ) -> Result<Option<u64>, SinkError> {
         let exec = |sql: String| {
             let mut url = join(base, "exec");
@@ -392,15 +448,11 @@ impl InfluxSink {
         }
         let mut sum = 0u64;
         for table in existing {
-            let sql = format!(
-                "select sum(diskSize) from table_partitions('{}')",
-                table.replace('\'', "''")
-            );
-            let answer = exec(sql).await;
+            let answer = exec(sql.replace("{}", &table.replace('\'', "''"))).await;
             sum += answer
                 .as_ref()
                 .and_then(questdb_single_long)
-                .ok_or_else(|| other(format!("no size of table {table}: {answer:?}")))?;
+                .ok_or_else(|| other(format!("no figure for table {table}: {answer:?}")))?;
         }
         Ok(Some(sum))
     }
@@ -513,6 +565,71 @@ fn vm_data_size(text: &str) -> Option<u64> {
         }
     }
     sum
+}
+
+/// VictoriaMetrics' counts in its Prometheus text: samples stored (taken in less ignored),
+/// the ignored ones by reason, and its start time; `None` when the text is not
+/// VictoriaMetrics' (no `vm_rows_inserted_total`).
+fn vm_tally(text: &str) -> Option<ServerTally> {
+    let mut inserted = None;
+    let mut tally = ServerTally::default();
+    for line in text.lines() {
+        let Some((name, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Some(value) = value.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+        else {
+            continue;
+        };
+        let value = value as u64;
+        if name.starts_with("vm_rows_inserted_total{") {
+            *inserted.get_or_insert(0u64) += value;
+        } else if let Some(labels) = name.strip_prefix("vm_rows_ignored_total{") {
+            let reason = labels
+                .split_once("reason=\"")
+                .and_then(|(_, r)| r.split_once('"'))
+                .map_or("ignored", |(r, _)| r);
+            *tally.refused.entry(reason.to_string()).or_insert(0) += value;
+        } else if name == "process_start_time_seconds" {
+            tally.epoch = Some(value.to_string());
+        }
+    }
+    let ignored: u64 = tally.refused.values().sum();
+    tally.samples = Some(inserted?.saturating_sub(ignored));
+    Some(tally)
+}
+
+/// InfluxDB 1.x's counts in `/debug/vars`: the points the shards of database `db` wrote,
+/// the points it dropped (past a retention policy, shard errors), and its start time;
+/// `None` when the document is not InfluxDB's.
+fn influxdb_tally(vars: &serde_json::Value, db: &str) -> Option<ServerTally> {
+    let entries = vars.as_object()?;
+    let write = entries.get("write").filter(|w| w["name"] == "write")?;
+    let shards = || {
+        entries
+            .values()
+            .filter(|v| v["name"] == "shard" && v["tags"]["database"] == db)
+    };
+    let sum = |field: &str| -> u64 {
+        shards()
+            .filter_map(|v| v["values"][field].as_u64())
+            .fold(0u64, u64::saturating_add)
+    };
+    let mut refused = std::collections::BTreeMap::new();
+    refused.insert(
+        "points beyond a retention policy".to_string(),
+        write["values"]["writeDrop"].as_u64().unwrap_or(0),
+    );
+    refused.insert(
+        "points a shard failed to write".to_string(),
+        sum("writePointsErr").saturating_add(sum("writePointsDropped")),
+    );
+    Some(ServerTally {
+        epoch: vars["system"]["started"].as_str().map(str::to_string),
+        rows: Some(sum("writePointsOk")),
+        samples: None,
+        refused,
+    })
 }
 
 /// The `diskBytes` of the shards of database `db` in InfluxDB 1.x's `/debug/vars` (0

@@ -421,6 +421,33 @@ impl Sink for MysqlSink {
 
     /// `data_length + index_length` of the schema's tables from `information_schema`, after
     /// `ANALYZE TABLE` (InnoDB's figures are estimates refreshed lazily otherwise).
+    /// The rows of the schema's tables (`COUNT(*)`).
+    async fn tally(
+        &self,
+        schema: &Arc<Schema>,
+    ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
+        let mut conn = self.inner.open().await?;
+        let mut rows = 0u64;
+        for table in &schema.tables {
+            let text = format!("SELECT COUNT(*) FROM {}", sql::quote_ident(&table.name));
+            let n: i64 = sqlx::query_scalar(&text)
+                .fetch_one(&mut conn)
+                .await
+                .map_err(|e| {
+                    SinkError::new(
+                        error::kind_of(&e),
+                        format!("counting the rows of {}: {}", table.name, error::describe(&e)),
+                    )
+                })?;
+            rows = rows.saturating_add(n.max(0) as u64);
+        }
+        let _ = sqlx::Connection::close(conn).await;
+        Ok(Some(tsload_core::stored::ServerTally {
+            rows: Some(rows),
+            ..Default::default()
+        }))
+    }
+
     async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
         let mut conn = self.inner.open().await?;
         let names: Vec<String> = schema

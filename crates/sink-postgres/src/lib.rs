@@ -490,6 +490,28 @@ impl Sink for PostgresSink {
         Ok(Some(bytes.max(0) as u64))
     }
 
+    /// The rows of the schema's tables (`count(*)`).
+    async fn tally(
+        &self,
+        schema: &Arc<Schema>,
+    ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
+        let mut conn = self.connector.open().await?;
+        let mut rows = 0u64;
+        for table in &schema.tables {
+            let text = format!("SELECT count(*) FROM {}", sql::quote_ident(&table.name));
+            let n: i64 = sqlx::query_scalar(&text)
+                .fetch_one(&mut conn)
+                .await
+                .map_err(|e| schema_error(&format!("counting the rows of {}", table.name), &e))?;
+            rows = rows.saturating_add(n.max(0) as u64);
+        }
+        let _ = conn.close().await;
+        Ok(Some(tsload_core::stored::ServerTally {
+            rows: Some(rows),
+            ..Default::default()
+        }))
+    }
+
     async fn connect(
         &self,
         schema: &Arc<Schema>,

@@ -148,6 +148,33 @@ impl Sink for SqliteSink {
 
     /// The database's logical size (`page_count` x `page_size`, the write-ahead log's
     /// pages included): SQLite keeps every table in one file.
+    /// The rows of the schema's tables (`count(*)`).
+    async fn tally(
+        &self,
+        schema: &Arc<Schema>,
+    ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
+        let mut conn = self.open().await?;
+        let mut rows = 0u64;
+        for table in &schema.tables {
+            let text = format!("SELECT count(*) FROM {}", sql::quote_ident(&table.name));
+            let n: i64 = sqlx::query_scalar(&text)
+                .fetch_one(&mut conn)
+                .await
+                .map_err(|e| {
+                    SinkError::new(
+                        ErrorKind::Other,
+                        format!("counting the rows of {}: {e}", table.name),
+                    )
+                })?;
+            rows = rows.saturating_add(n.max(0) as u64);
+        }
+        let _ = sqlx::Connection::close(conn).await;
+        Ok(Some(tsload_core::stored::ServerTally {
+            rows: Some(rows),
+            ..Default::default()
+        }))
+    }
+
     async fn storage_bytes(&self, _schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
         let mut conn = self.open().await?;
         let read = |e: sqlx::Error| {

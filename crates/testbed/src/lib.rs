@@ -269,14 +269,15 @@ impl Server {
     }
 
     /// `start` with server settings, kept for `restart`: PostgreSQL's `-c key=value`
-    /// (e.g. `("synchronous_commit", "off")`) or MariaDB's `--key=value` options (e.g.
-    /// `("innodb_flush_log_at_trx_commit", "2")`). The other kinds take none: settings
-    /// for them are an error.
+    /// (e.g. `("synchronous_commit", "off")`), MariaDB's `--key=value` options (e.g.
+    /// `("innodb_flush_log_at_trx_commit", "2")`) or VictoriaMetrics' `-key=value` flags
+    /// (e.g. `("retentionPeriod", "1")`, its default). The other kinds take none:
+    /// settings for them are an error.
     pub fn start_with(kind: ServerKind, settings: &[(&str, &str)]) -> Result<Server, TestbedError> {
-        if !settings.is_empty() && !kind.is_sql() {
+        if !settings.is_empty() && !kind.is_sql() && kind != ServerKind::VictoriaMetrics {
             return Err(TestbedError::answer(
                 format!("settings for {kind}"),
-                "only PostgreSQL and MariaDB take settings",
+                "only PostgreSQL, MariaDB and VictoriaMetrics take settings",
             ));
         }
         Server::start_attempts(kind, settings, None)
@@ -359,7 +360,9 @@ impl Server {
             sql,
         } = match kind {
             ServerKind::InfluxDb1 => influxdb::launch(dir.path(), &mut ports, tls)?,
-            ServerKind::VictoriaMetrics => victoria::launch(dir.path(), &mut ports, tls)?,
+            ServerKind::VictoriaMetrics => {
+                victoria::launch(dir.path(), &mut ports, settings, tls)?
+            }
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,

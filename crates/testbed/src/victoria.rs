@@ -15,6 +15,7 @@ use crate::{Launch, Server, ServerKind, TestbedError, locate};
 pub(crate) fn launch(
     dir: &Path,
     ports: &mut Ports,
+    settings: &[(&str, &str)],
     tls: Option<&crate::TestCa>,
 ) -> Result<Launch, TestbedError> {
     let vm = locate::binary(
@@ -26,6 +27,8 @@ pub(crate) fn launch(
     let http_addr = ports.take()?;
     let mut command = Command::new(vm);
     command.args(args(dir, http_addr));
+    // Settings come after the defaults: the last of a flag given twice wins.
+    command.args(settings.iter().map(|(k, v)| format!("-{k}={v}")));
     if let Some(ca) = tls {
         command
             .arg("-tls")

@@ -82,6 +82,20 @@ impl Reporter<'_> {
             errln!("error: {label}the run stopped on a fatal error: {f}");
             self.fatal = true;
         }
+        if let Some(why) = &s.stored_shortfall {
+            let old = why.contains("small_timestamp") || why.contains("retention");
+            let hint = if old {
+                "; the data set lies outside the server's retention: place it inside with \
+                 workload.start = \"now-1d\" and workload.end = \"now\", or lengthen the \
+                 retention (VictoriaMetrics: -retentionPeriod)"
+            } else {
+                ""
+            };
+            errln!(
+                "error: {label}{why}: the rows it acknowledged are not all stored (output.verify){hint}"
+            );
+            self.fatal = true;
+        }
         if o.stop_reason == StopReason::Interrupted {
             self.interrupted = true;
         }

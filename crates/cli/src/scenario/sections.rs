@@ -130,9 +130,9 @@ section! {
         precision: String = "`ns` | `us` | `ms` | `s`", Toml("\"ns\""), &["file"];
         /// hosts or trucks
         scale: i64 = "integer", Toml("100"), TSBS;
-        /// first timestamp
+        /// first timestamp: RFC 3339, or `now-DURATION` (e.g. `now-1d`) to place the data inside a server's retention
         start: String = "time", Toml("\"2016-01-01T00:00:00Z\""), TSBS;
-        /// end of the data
+        /// end of the data: RFC 3339, `now` or `now-DURATION`
         end: String = "time", Said("start + 1 day"), TSBS;
         /// time between a host's rows
         interval: String = "duration", Toml("\"10s\""), TSBS;
@@ -328,6 +328,8 @@ section! {
         fail_if: Vec<Spanned<String>> = "array of strings", Unset, ALL;
         /// the progress display
         progress: String = "`auto` | `bar` | `plain` | `none`", Toml("\"auto\""), ALL;
+        /// after a write run, ask the server what it stored; less than it acknowledged fails the run
+        verify: bool = "bool", Toml("true"), ALL;
     }
 }
 

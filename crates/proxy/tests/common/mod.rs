@@ -55,7 +55,6 @@ pub fn config(upstream: SocketAddr, delay: Duration, direction: Direction) -> Pr
     let mut config = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
     config.delay = delay;
     config.direction = direction;
-    if std::env::var("EXP_NO_IDLE").is_ok() { config.idle_timeout = None; }
     config
 }
 

@@ -1,0 +1,104 @@
+//! What the server stored, beside what it acknowledged: after a write run tsload asks the
+//! server itself (`output.verify`, on by default), and a server that acknowledged rows
+//! and then dropped them fails the run with its own reason, never a success.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
+
+use std::path::Path;
+use std::process::Output;
+
+use tsload_testbed::{Server, ServerKind};
+
+mod common;
+use common::{json, start, text, tsload};
+
+fn run(dir: &Path, url: &str, kind: &str, sets: &[&str]) -> (Output, serde_json::Value) {
+    let out = tsload()
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(["--set", &format!("target.kind=\"{kind}\"")])
+        .args(["--set", &format!("target.url=\"{url}\"")])
+        .args(["--set", "workload.scale=3"])
+        .args(["--set", "load.batch=100"])
+        .args(sets.iter().flat_map(|s| ["--set", *s]))
+        .current_dir(dir)
+        .output()
+        .expect("start tsload");
+    let path = dir.join("r.json");
+    let r = if path.exists() { json(&path) } else { serde_json::Value::Null };
+    let _ = std::fs::remove_file(path);
+    (out, r)
+}
+
+#[test]
+fn victoria_metrics_dropping_old_samples_fails_the_run_with_its_reason() {
+    // VictoriaMetrics as installed: a month's retention, counted back from now.
+    let vm = Server::start_with(ServerKind::VictoriaMetrics, &[("retentionPeriod", "1")])
+        .expect("VictoriaMetrics starts");
+    let dir = tempfile::tempdir().unwrap();
+    let url = vm.base_url();
+    // TSBS's default data set lies in 2016: every sample is refused as too old.
+    let (out, r) = run(
+        dir.path(),
+        &url,
+        "influx",
+        &["workload.end=\"2016-01-01T00:10:00Z\""],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("small_timestamp") && stderr.contains("now-1d"),
+        "{stderr}"
+    );
+    assert_eq!(r["rows"], 180, "{r}");
+    assert_eq!(r["stored"]["samples"], 0, "{r}");
+    assert_eq!(r["stored"]["refused"]["small_timestamp"], 1800, "{r}");
+    assert!(r["stored_shortfall"].is_string(), "{r}");
+    // The same load placed in the last hour is kept, and the report says so.
+    let (out, r) = run(
+        dir.path(),
+        &url,
+        "influx",
+        &["workload.start=\"now-1h\"", "workload.end=\"now\""],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["stored"]["samples"], r["metrics"], "{r}");
+    assert!(r.get("stored_shortfall").is_none(), "{r}");
+    // Not asked: no figure, and no verdict.
+    let (out, r) = run(
+        dir.path(),
+        &url,
+        "influx",
+        &["workload.end=\"2016-01-01T00:10:00Z\"", "output.verify=false"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(r.get("stored").is_none(), "{r}");
+}
+
+#[test]
+fn sql_and_line_protocol_servers_count_what_they_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let end = "workload.end=\"2016-01-01T00:10:00Z\"";
+    for kind in [ServerKind::Postgres, ServerKind::InfluxDb1] {
+        let server = start(kind);
+        let (url, target) = match kind {
+            ServerKind::Postgres => (server.database_url().unwrap(), "postgres"),
+            _ => (server.base_url(), "influx"),
+        };
+        let mut sets = vec![end];
+        if kind == ServerKind::Postgres {
+            sets.push("target.drop_existing=true");
+        }
+        let (out, r) = run(dir.path(), &url, target, &sets);
+        assert!(out.status.success(), "{kind:?}: {}", text(&out.stderr));
+        assert_eq!(r["stored"]["rows"], r["rows"], "{kind:?}: {r}");
+        assert_eq!(r["rows"], 180, "{kind:?}: {r}");
+        assert!(
+            text(&out.stdout).contains("rows, per the server"),
+            "{kind:?}: {}",
+            text(&out.stdout)
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! What the server itself says it stored: its own counts, read before a write run's clock
+//! starts and after its last write ([`crate::Sink::tally`]), their difference, and the
+//! verdict against what it acknowledged. A server that acknowledges rows and then drops
+//! them (VictoriaMetrics outside its retention, InfluxDB past a retention policy) is
+//! caught here, not reported as a success.
+
+use std::collections::BTreeMap;
+
+/// A server's own counts at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerTally {
+    /// This life of the server (its start time): counters of two lives do not compare.
+    pub epoch: Option<String>,
+    /// Rows (points, table rows) the server holds or has taken in, for the run's tables.
+    pub rows: Option<u64>,
+    /// Samples (one per field value) it has taken in, where it counts so.
+    pub samples: Option<u64>,
+    /// What it refused or dropped, by its own reason.
+    pub refused: BTreeMap<String, u64>,
+}
+
+/// What the server stored during the run: the difference of two tallies.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stored {
+    /// New rows, as the server counts them (`None`: it counts samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    /// New samples (field values), as the server counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    /// Rows or samples refused or dropped during the run, by the server's reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refused: BTreeMap<String, u64>,
+}
+
+/// What the server stored between `before` and `after`, or why the two cannot tell.
+pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Stored, String> {
+    if before.epoch != after.epoch {
+        return Err(
+            "the server restarted during the run, and its counters started again".to_string(),
+        );
+    }
+    let grown = |what: &str, b: Option<u64>, a: Option<u64>| match (b, a) {
+        (Some(b), Some(a)) if a >= b => Ok(Some(a - b)),
+        (Some(b), Some(a)) => Err(format!(
+            "the server's {what} went down during the run ({b} to {a}): something deleted or reset them"
+        )),
+        _ => Ok(None),
+    };
+    let rows = grown("row count", before.rows, after.rows)?;
+    let samples = grown("sample count", before.samples, after.samples)?;
+    let refused = after
+        .refused
+        .iter()
+        .filter_map(|(reason, a)| {
+            let n = a.saturating_sub(before.refused.get(reason).copied().unwrap_or(0));
+            (n > 0).then(|| (reason.clone(), n))
+        })
+        .collect();
+    Ok(Stored {
+        rows,
+        samples,
+        refused,
+    })
+}
+
+impl Stored {
+    /// Why the server holds less than it acknowledged (`rows` rows with `metrics` field
+    /// values), naming what it says it refused; `None` when it holds all of it. Rows are
+    /// compared exactly. Samples fall short when the server says it refused some, or holds
+    /// none: a server that counts samples may take in only numeric fields (VictoriaMetrics
+    /// skips strings), so fewer samples than field values alone is no shortfall.
+    pub fn shortfall(&self, rows: u64, metrics: u64) -> Option<String> {
+        let refused: u64 = self.refused.values().sum();
+        let (what, held, acknowledged) = match (self.rows, self.samples) {
+            (Some(held), _) if held < rows => ("rows", held, rows),
+            (None, Some(held)) if metrics > 0 && (held == 0 || (held < metrics && refused > 0)) => {
+                ("samples (field values)", held, metrics)
+            }
+            _ => return None,
+        };
+        let refused = if self.refused.is_empty() {
+            String::new()
+        } else {
+            let reasons: Vec<String> = self
+                .refused
+                .iter()
+                .map(|(reason, n)| format!("{n} {reason}"))
+                .collect();
+            format!("; it says it refused or dropped: {}", reasons.join(", "))
+        };
+        Some(format!(
+            "the server stored {held} new {what} of the {acknowledged} it acknowledged{refused}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(rows: Option<u64>, samples: Option<u64>, refused: &[(&str, u64)]) -> ServerTally {
+        ServerTally {
+            epoch: Some("t0".into()),
+            rows,
+            samples,
+            refused: refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_difference_of_two_tallies() {
+        let before = tally(Some(10), None, &[("small_timestamp", 5)]);
+        let after = tally(Some(110), None, &[("small_timestamp", 5), ("big_timestamp", 2)]);
+        let s = stored_between(&before, &after).unwrap();
+        assert_eq!(s.rows, Some(100));
+        assert_eq!(s.samples, None);
+        assert_eq!(s.refused.get("big_timestamp"), Some(&2));
+        assert!(!s.refused.contains_key("small_timestamp"));
+    }
+
+    #[test]
+    fn a_restart_or_a_count_that_went_down_cannot_tell() {
+        let before = tally(Some(10), None, &[]);
+        let mut after = tally(Some(20), None, &[]);
+        after.epoch = Some("t1".into());
+        assert!(stored_between(&before, &after).unwrap_err().contains("restarted"));
+        let after = tally(Some(5), None, &[]);
+        assert!(stored_between(&before, &after).unwrap_err().contains("went down"));
+    }
+
+    #[test]
+    fn a_shortfall_names_the_servers_reasons() {
+        let s = Stored {
+            rows: None,
+            samples: Some(0),
+            refused: [("small_timestamp".to_string(), 2_000)].into(),
+        };
+        let why = s.shortfall(200, 2_000).unwrap();
+        assert!(why.contains("0 new samples") && why.contains("of the 2000"), "{why}");
+        assert!(why.contains("2000 small_timestamp"), "{why}");
+        let all = Stored {
+            rows: Some(200),
+            ..Stored::default()
+        };
+        assert_eq!(all.shortfall(200, 2_000), None);
+        // More than acknowledged (an ambiguous retry stored twice) is no shortfall.
+        let more = Stored {
+            samples: Some(2_010),
+            ..Stored::default()
+        };
+        assert_eq!(more.shortfall(200, 2_000), None);
+    }
+}
