@@ -252,7 +252,21 @@ fn cmd_import_taosbenchmark(
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     let shown = file.display();
-    let json = match std::fs::read_to_string(file) {
+    // taosBenchmark's files are a few KiB: read no more than this of one.
+    const MAX_IMPORT_BYTES: u64 = 16 * 1024 * 1024;
+    let read = std::fs::File::open(file).and_then(|f| {
+        use std::io::Read as _;
+        let mut text = String::new();
+        f.take(MAX_IMPORT_BYTES + 1).read_to_string(&mut text)?;
+        Ok(text)
+    });
+    let json = match read {
+        Ok(j) if j.len() as u64 > MAX_IMPORT_BYTES => {
+            errln!(
+                "error: {shown}: larger than {MAX_IMPORT_BYTES} bytes, the most a taosBenchmark file is read (they are a few KiB)"
+            );
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
         Ok(j) => j,
         Err(e) => {
             errln!("error: {shown}: {e}");

@@ -796,7 +796,8 @@ impl Ctx<'_> {
         let monitor = raw.monitor.as_ref().map(|m| self.monitor(m)).transpose()?;
         let mut load = load;
         load.measure_storage = monitor.as_ref().is_some_and(|m| m.storage);
-        load.verify_stored = output.verify;
+        // The null target stores nothing by design: there is nothing to ask.
+        load.verify_stored = output.verify && !matches!(target, crate::plan::TargetPlan::Null);
         let sweep = raw
             .sweep
             .as_ref()

@@ -854,18 +854,27 @@ fn an_influxdb_partial_write_is_not_counted_and_stays_within_the_bound() {
     let influx = start(ServerKind::InfluxDb1);
     // Points older than an hour are dropped by this database's retention policy.
     let answer = influx
-        .post("/query", &[("q", "CREATE DATABASE partial WITH DURATION 1h")], "")
+        .post(
+            "/query",
+            &[("q", "CREATE DATABASE partial WITH DURATION 1h")],
+            "",
+        )
         .unwrap();
     assert_eq!(answer.status, 200, "{}", answer.body);
-    // One host, a row per 10 s from 65 to 5 minutes ago, 100 rows a batch: the first
-    // batch spans the retention's edge (about 30 of its points are dropped).
-    let now = std::time::SystemTime::now();
-    let minutes = |m: u64| {
-        let t = now - Duration::from_secs(m * 60);
-        let t = std::time::UNIX_EPOCH
-            + Duration::from_secs(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 10 * 10);
-        humantime::format_rfc3339_seconds(t).to_string()
+    // With H this hour's start: the points of [H - 2h, H - 1h) are older than the
+    // retention and in a shard group that ended before it, dropped whatever the minute
+    // now; points from H on are kept. One host, a row every 10 minutes from H - 2h to
+    // now, all in one batch: the server keeps part of it and drops at least 6 points.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let hour = now / 3600 * 3600;
+    let at = |secs: u64| {
+        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+            .to_string()
     };
+    let (start, end) = (at(hour - 7200), at(now.max(hour + 1)));
     let dir = tempfile::tempdir().unwrap();
     let sets: Vec<String> = [
         "target.kind=\"influx\"".to_string(),
@@ -873,18 +882,28 @@ fn an_influxdb_partial_write_is_not_counted_and_stays_within_the_bound() {
         "target.db=\"partial\"".into(),
         "target.create_database=false".into(),
         "workload.scale=1".into(),
-        format!("workload.start=\"{}\"", minutes(65)),
-        format!("workload.end=\"{}\"", minutes(5)),
+        format!("workload.start=\"{start}\""),
+        format!("workload.end=\"{end}\""),
+        "workload.interval=\"10m\"".into(),
         "load.batch=100".into(),
         "load.workers=1".into(),
     ]
     .into();
     let (out, r) = run_with(&sets, dir.path());
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stderr}\n{}",
+        text(&out.stdout)
+    );
     assert!(stderr.contains("partial write"), "{stderr}");
     let stored = influx.influx_count("partial", "cpu", "usage_user").unwrap();
-    assert!(stored > 0, "nothing of the first batch was stored: {stderr}");
+    let sent = r["ambiguous_rows"].as_u64().unwrap();
+    assert!(
+        stored >= 1 && stored + 6 <= sent,
+        "stored {stored} of the batch's {sent} points: {stderr}"
+    );
     assert_eq!(r["rows"], 0, "{r}");
     assert_within_bound(stored, &r, "InfluxDB partial write");
 }

@@ -27,7 +27,11 @@ fn run(dir: &Path, url: &str, kind: &str, sets: &[&str]) -> (Output, serde_json:
         .output()
         .expect("start tsload");
     let path = dir.join("r.json");
-    let r = if path.exists() { json(&path) } else { serde_json::Value::Null };
+    let r = if path.exists() {
+        json(&path)
+    } else {
+        serde_json::Value::Null
+    };
     let _ = std::fs::remove_file(path);
     (out, r)
 }
@@ -71,7 +75,10 @@ fn victoria_metrics_dropping_old_samples_fails_the_run_with_its_reason() {
         dir.path(),
         &url,
         "influx",
-        &["workload.end=\"2016-01-01T00:10:00Z\"", "output.verify=false"],
+        &[
+            "workload.end=\"2016-01-01T00:10:00Z\"",
+            "output.verify=false",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(r.get("stored").is_none(), "{r}");

@@ -334,7 +334,7 @@ pub async fn run<S: Sink>(
         None
     };
     let tally_before = if cfg.verify_stored {
-        Some(sink.tally(&schema).await)
+        Some(sink.tally(&schema, false).await)
     } else {
         None
     };
@@ -403,7 +403,7 @@ pub async fn run<S: Sink>(
     };
     let stored = match tally_before {
         None => None,
-        Some(before) => Some(match (before, sink.tally(&schema).await) {
+        Some(before) => Some(match (before, sink.tally(&schema, true).await) {
             (Ok(Some(b)), Ok(Some(a))) => crate::stored::stored_between(&b, &a),
             (Ok(None), _) | (_, Ok(None)) => Err("the target cannot tell".to_string()),
             (Err(e), _) | (_, Err(e)) => Err(format!("asking the server failed: {e}")),

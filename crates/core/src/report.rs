@@ -113,7 +113,7 @@ mod hdr_base64 {
 
     use base64::Engine as _;
     use hdrhistogram::Histogram;
-    use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
     use serde::{Deserialize as _, Serializer};
 
     pub fn serialize<S: Serializer>(
@@ -147,13 +147,10 @@ mod hdr_base64 {
     }
 
     /// The histogram [`encode`] wrote.
+    /// Through [`crate::hlog::decode_checked`]: a forged payload is an error, never a
+    /// panic or an allocation the payload declares.
     pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(|e| e.to_string())?;
-        Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("{e:?}"))
+        crate::hlog::decode_checked(text).map_err(|e| e.to_string())
     }
 }
 
@@ -316,7 +313,11 @@ impl Summary {
                 Some(Err(e)) => Some(e.clone()),
                 _ => None,
             },
-            stored: outcome.stored.as_ref().and_then(|s| s.as_ref().ok()).cloned(),
+            stored: outcome
+                .stored
+                .as_ref()
+                .and_then(|s| s.as_ref().ok())
+                .cloned(),
             stored_error: match &outcome.stored {
                 Some(Err(e)) => Some(e.clone()),
                 _ => None,

@@ -111,7 +111,11 @@ mod tests {
     #[test]
     fn the_difference_of_two_tallies() {
         let before = tally(Some(10), None, &[("small_timestamp", 5)]);
-        let after = tally(Some(110), None, &[("small_timestamp", 5), ("big_timestamp", 2)]);
+        let after = tally(
+            Some(110),
+            None,
+            &[("small_timestamp", 5), ("big_timestamp", 2)],
+        );
         let s = stored_between(&before, &after).unwrap();
         assert_eq!(s.rows, Some(100));
         assert_eq!(s.samples, None);
@@ -124,9 +128,17 @@ mod tests {
         let before = tally(Some(10), None, &[]);
         let mut after = tally(Some(20), None, &[]);
         after.epoch = Some("t1".into());
-        assert!(stored_between(&before, &after).unwrap_err().contains("restarted"));
+        assert!(
+            stored_between(&before, &after)
+                .unwrap_err()
+                .contains("restarted")
+        );
         let after = tally(Some(5), None, &[]);
-        assert!(stored_between(&before, &after).unwrap_err().contains("went down"));
+        assert!(
+            stored_between(&before, &after)
+                .unwrap_err()
+                .contains("went down")
+        );
     }
 
     #[test]
@@ -137,7 +149,10 @@ mod tests {
             refused: [("small_timestamp".to_string(), 2_000)].into(),
         };
         let why = s.shortfall(200, 2_000).unwrap();
-        assert!(why.contains("0 new samples") && why.contains("of the 2000"), "{why}");
+        assert!(
+            why.contains("0 new samples") && why.contains("of the 2000"),
+            "{why}"
+        );
         assert!(why.contains("2000 small_timestamp"), "{why}");
         let all = Stored {
             rows: Some(200),

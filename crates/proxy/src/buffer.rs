@@ -4,7 +4,8 @@
 //! buffer ([`with_scratch`], 64 KiB per thread, shared by every connection the thread
 //! runs) and are written on at once; only what a receiver does not take at once is kept,
 //! in a [`Held`] buffer of the connection, given back once the lane has caught up and
-//! waits for more to read. A delay line queues each chunk in an allocation of its own size,
+//! waits for more to read (a lane watched by faults keeps one 64 KiB buffer from its first
+//! bytes on: its writes may wait on the faults). A delay line queues each chunk in an allocation of its own size,
 //! and counts its [`footprint`] (the allocation as the allocator rounds it, plus the queue
 //! entry), not its payload, against [`crate::ProxyConfig::queue_limit`]: a thousand 1-byte
 //! chunks take some 80 KB, not 1 KB.

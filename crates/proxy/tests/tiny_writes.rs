@@ -85,22 +85,24 @@ fn one_byte_writes_into_a_long_delay_stay_within_the_queue_limit() {
             proxy.stats().buffered_bytes
         );
     }
+    // The queue is what stopped the reading: it is full, by its real size, to within the
+    // room for one more chunk (64 KiB and its entry) that the reader waits for. (Waited
+    // for: a proxy held up on a busy machine may still be catching up.)
+    let full = LIMIT - 64 * 1024 - 100;
+    wait_until("the queue is full", Duration::from_secs(10), || {
+        proxy.stats().buffered_bytes > full
+    });
     let stats = proxy.stats();
     let grown = rss_bytes().saturating_sub(rss0);
     eprintln!(
         "{written} 1-byte writes in {:?} before the push-back; the proxy holds {} bytes \
-         (limit {LIMIT}, peak {peak_buffered}), the resident set grew by {:.1} MB",
+         (limit {LIMIT}, peak seen {peak_buffered}), the resident set grew by {:.1} MB",
         t0.elapsed() - PUSHED_BACK,
         stats.buffered_bytes,
         grown as f64 / 1e6
     );
     assert_eq!(stats.bytes_up, 0, "the delay released bytes early");
-    // The queue is what stopped the reading: it is (nearly) full, by its real size.
-    assert!(
-        stats.buffered_bytes > LIMIT - 64 * 1024 - 100,
-        "the queue holds {} bytes of {LIMIT}: something else pushed back",
-        stats.buffered_bytes
-    );
+    assert!(stats.buffered_bytes <= LIMIT, "{stats:?}");
     assert!(grown <= RSS_BOUND, "grew by {grown} bytes");
     rt.block_on(proxy.shutdown());
     assert_eq!(proxy_panics(), 0);

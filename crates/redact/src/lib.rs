@@ -197,7 +197,17 @@ impl Parts {
                     let q = rest[first_at..]
                         .find('?')
                         .map_or(rest.len(), |q| first_at + q);
-                    let at = rest[..q].rfind('@').unwrap_or(first_at);
+                    let mut at = rest[..q].rfind('@').unwrap_or(first_at);
+                    // A password may hold a raw '?' too: the last '@' of all ends the user
+                    // info when what follows it reads as a host (no '=' or '&' before
+                    // the path), not as a query value.
+                    if let Some(last) = rest.rfind('@').filter(|l| *l > at) {
+                        let host = &rest[last + 1..];
+                        let host = &host[..host.find(['/', '?', '#']).unwrap_or(host.len())];
+                        if !host.contains(['=', '&']) {
+                            at = last;
+                        }
+                    }
                     (start, start + at)
                 })
             }

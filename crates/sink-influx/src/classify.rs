@@ -40,7 +40,10 @@ pub fn partial_write_dropped(body: &str) -> Option<u64> {
         return None;
     }
     let at = body.rfind("dropped=")? + "dropped=".len();
-    let digits: String = body[at..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = body[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
@@ -151,7 +154,10 @@ mod tests {
         let e = status_error(StatusCode::BAD_REQUEST, body, None);
         assert!(e.ambiguous && e.kind == ErrorKind::Rejected, "{e:?}");
         assert!(e.message.contains("dropped 30 points"), "{}", e.message);
-        assert_eq!(partial_write_dropped("{\"error\":\"unable to parse\"}"), None);
+        assert_eq!(
+            partial_write_dropped("{\"error\":\"unable to parse\"}"),
+            None
+        );
         assert_eq!(partial_write_dropped("partial write: dropped=x"), None);
     }
 

@@ -325,14 +325,24 @@ impl Sink for InfluxSink {
     /// by reason. InfluxDB 1.x: the points its shards of the database wrote
     /// (`writePointsOk`), and the points it dropped past a retention policy. QuestDB: the
     /// rows of the schema's tables once its write-ahead log is applied.
-    async fn tally(&self, schema: &Arc<Schema>) -> Result<Option<ServerTally>, SinkError> {
+    async fn tally(
+        &self,
+        schema: &Arc<Schema>,
+        settled: bool,
+    ) -> Result<Option<ServerTally>, SinkError> {
         let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
         let client = self.client()?;
         let get = |path: &str| self.get(&client, join(&base, path)).send();
         if let Ok(r) = get("metrics").await
             && r.status().is_success()
-            && vm_tally(&body_text(r).await.unwrap_or_default()).is_some()
+            && let Some(t) = vm_tally(&body_text(r).await.unwrap_or_default())
         {
+            if !settled {
+                // Before the load the latest figures do: they may lack up to a second of
+                // earlier writes, which the run's difference then counts in (an
+                // overcount, never a hidden drop), and not delay the clock.
+                return Ok(Some(t));
+            }
             // VictoriaMetrics serves the counters of a scrape up to a second old: read
             // them once they include every write before this moment.
             tokio::time::sleep(VM_METRICS_REFRESH).await;
@@ -391,8 +401,13 @@ impl InfluxSink {
         client: &reqwest::Client,
         schema: &Schema,
     ) -> Result<Option<u64>, SinkError> {
-        self.questdb_per_table(base, client, schema, "select sum(diskSize) from table_partitions('{}')")
-            .await
+        self.questdb_per_table(
+            base,
+            client,
+            schema,
+            "select sum(diskSize) from table_partitions('{}')",
+        )
+        .await
     }
 
     /// The sum over the schema's existing tables of `sql` (one long; `{}` is the table's
@@ -577,7 +592,10 @@ fn vm_tally(text: &str) -> Option<ServerTally> {
         let Some((name, value)) = line.rsplit_once(' ') else {
             continue;
         };
-        let Some(value) = value.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+        let Some(value) = value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
         else {
             continue;
         };

@@ -425,6 +425,7 @@ impl Sink for MysqlSink {
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        _settled: bool,
     ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
         let mut conn = self.inner.open().await?;
         let mut rows = 0u64;
@@ -436,7 +437,11 @@ impl Sink for MysqlSink {
                 .map_err(|e| {
                     SinkError::new(
                         error::kind_of(&e),
-                        format!("counting the rows of {}: {}", table.name, error::describe(&e)),
+                        format!(
+                            "counting the rows of {}: {}",
+                            table.name,
+                            error::describe(&e)
+                        ),
                     )
                 })?;
             rows = rows.saturating_add(n.max(0) as u64);

@@ -494,6 +494,7 @@ impl Sink for PostgresSink {
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        _settled: bool,
     ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
         let mut conn = self.connector.open().await?;
         let mut rows = 0u64;

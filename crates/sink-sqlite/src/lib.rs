@@ -152,6 +152,7 @@ impl Sink for SqliteSink {
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        _settled: bool,
     ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
         let mut conn = self.open().await?;
         let mut rows = 0u64;

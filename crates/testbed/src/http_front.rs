@@ -1,6 +1,7 @@
 //! An HTTP/1.1 front for a testbed server that answers a storm of errors first: the first
-//! `failures` requests get `status` (with `Retry-After` when asked), the rest pass through
-//! to the server unchanged. Faults are counted by request, so tests are deterministic.
+//! `failures` POST requests (writes) get `status` (with `Retry-After` when asked), the
+//! rest pass through to the server unchanged. Faults are counted by request, so tests are
+//! deterministic.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -61,7 +62,7 @@ impl HttpFront {
         HttpFront { url, seen }
     }
 
-    /// Requests seen so far, injected answers included.
+    /// POST requests seen so far, injected answers included.
     pub fn seen(&self) -> usize {
         self.seen.load(Ordering::SeqCst)
     }
@@ -109,7 +110,10 @@ fn serve(conn: TcpStream, upstream: SocketAddr, storm: Storm, seen: &AtomicUsize
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        if seen.fetch_add(1, Ordering::SeqCst) < storm.failures {
+        // Only writes (POST) meet the storm: the client's reads of the server's own
+        // figures (GET /metrics, /debug/vars) pass through and are not counted.
+        let post = head.starts_with(b"POST ");
+        if post && seen.fetch_add(1, Ordering::SeqCst) < storm.failures {
             let msg = "injected failure";
             let retry = storm
                 .retry_after

@@ -360,9 +360,7 @@ impl Server {
             sql,
         } = match kind {
             ServerKind::InfluxDb1 => influxdb::launch(dir.path(), &mut ports, tls)?,
-            ServerKind::VictoriaMetrics => {
-                victoria::launch(dir.path(), &mut ports, settings, tls)?
-            }
+            ServerKind::VictoriaMetrics => victoria::launch(dir.path(), &mut ports, settings, tls)?,
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,

@@ -221,9 +221,10 @@ fn settings_reach_the_server_and_survive_a_restart() {
 
     let err = Server::start_with(ServerKind::Postgres, &[("fsync=off", "x")]).unwrap_err();
     assert!(err.to_string().contains("fsync=off"), "{err}");
-    let err = Server::start_with(ServerKind::VictoriaMetrics, &[("a", "b")]).unwrap_err();
+    let err = Server::start_with(ServerKind::InfluxDb1, &[("a", "b")]).unwrap_err();
     assert!(
-        err.to_string().contains("only PostgreSQL and MariaDB"),
+        err.to_string()
+            .contains("only PostgreSQL, MariaDB and VictoriaMetrics"),
         "{err}"
     );
 }
