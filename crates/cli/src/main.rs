@@ -302,11 +302,52 @@ fn cmd_import_taosbenchmark(
     Ok(ExitCode::SUCCESS)
 }
 
+/// One man page for the whole tool: every subcommand (`tsload netem apply` too) in a
+/// section of its own with its synopsis and options (there are no `tsload-run(1)` pages
+/// to refer to).
 fn cmd_man() -> anyhow::Result<ExitCode> {
     use clap::CommandFactory;
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone());
     let mut text = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut text)?;
+    man.render_title(&mut text)?;
+    man.render_name_section(&mut text)?;
+    man.render_synopsis_section(&mut text)?;
+    man.render_description_section(&mut text)?;
+    for sub in cmd.get_subcommands() {
+        man_section(&mut text, "tsload", sub)?;
+    }
+    man.render_version_section(&mut text)?;
     print_bytes(&text)
+}
+
+/// `sub`'s section of the man page: its name, what it does, its synopsis and options;
+/// then its own subcommands' sections.
+fn man_section(out: &mut Vec<u8>, parent: &str, sub: &clap::Command) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if sub.get_name() == "help" {
+        return Ok(());
+    }
+    let full = format!("{parent} {}", sub.get_name());
+    writeln!(out, ".SH \"{}\"", full.to_uppercase())?;
+    if let Some(about) = sub.get_long_about().or(sub.get_about()) {
+        writeln!(out, "{}", about.to_string().replace('\\', "\\\\"))?;
+    }
+    let named = sub.clone().bin_name(full.clone());
+    let man = clap_mangen::Man::new(named);
+    let mut body = Vec::new();
+    man.render_synopsis_section(&mut body)?;
+    if sub.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut body)?;
+    }
+    let body = String::from_utf8_lossy(&body)
+        .replace(".SH SYNOPSIS", ".SS Synopsis")
+        .replace(".SH OPTIONS", ".SS Options");
+    out.write_all(body.as_bytes())?;
+    for nested in sub.get_subcommands() {
+        man_section(out, &full, nested)?;
+    }
+    Ok(())
 }
 
 fn cmd_keys(section: Option<&str>) -> anyhow::Result<ExitCode> {
@@ -396,9 +437,9 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(|q| {
             format!(
-                "; queries: {} with {} workers",
+                "; queries: {} with {}",
                 q.workload.kind(),
-                q.config.workers
+                counted(q.config.workers as u64, "worker")
             )
         })
         .unwrap_or_default();
@@ -407,16 +448,25 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
         .map(|n| format!(", {n} sweep points"))
         .unwrap_or_default();
     errln!(
-        "ok: {}: {} mode, {} ({} rows) into {}, {} workers x batch {}, {load}{queries}{sweep}",
+        "ok: {}: {} mode, {} ({} rows) into {}, {} x batch {}, {load}{queries}{sweep}",
         plan.source,
         plan.mode.as_str(),
         plan.workload.kind(),
         rows,
         plan.target.kind(),
-        plan.load.workers,
+        counted(plan.load.workers as u64, "worker"),
         plan.load.batch,
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `1 worker`, `4 workers`.
+fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Creates the missing directories of the files a run writes (a fresh volume in a
@@ -449,36 +499,73 @@ pub fn create_parent_dir(path: &std::path::Path) -> Result<(), String> {
 }
 
 /// The quick flags of `run` as the `--set`s they stand for (after the user's own).
-fn quick_sets(args: &RunArgs) -> Result<Vec<String>, String> {
+/// The `--set`s the run's shorthand flags stand for, each with the flag as the user typed
+/// it (for messages: an error names `-d 5`, not a `--set` nobody wrote).
+fn quick_sets(args: &RunArgs) -> Result<Vec<(String, String)>, String> {
     let mut sets = Vec::new();
     if let Some(url) = &args.target {
         let kind = target_kind_of_url(url)?;
-        sets.push(format!("target.kind=\"{kind}\""));
+        let flag = format!("--target {url}");
+        sets.push((format!("target.kind=\"{kind}\""), flag.clone()));
         if kind != "null" {
-            sets.push(format!(
-                "target.url={}",
-                toml_edit::Value::from(url.as_str())
+            sets.push((
+                format!("target.url={}", toml_edit::Value::from(url.as_str())),
+                flag,
             ));
         }
     }
     let load = [
-        ("workers", args.workers.map(|v| v.to_string())),
-        ("batch", args.batch.map(|v| v.to_string())),
-        ("rate", args.rate.map(|v| format!("{v:?}"))),
+        (
+            "workers",
+            "-w",
+            args.workers.map(|v| (v.to_string(), v.to_string())),
+        ),
+        (
+            "batch",
+            "-b",
+            args.batch.map(|v| (v.to_string(), v.to_string())),
+        ),
+        (
+            "rate",
+            "-r",
+            args.rate.map(|v| (format!("{v:?}"), v.to_string())),
+        ),
         (
             "duration",
+            "-d",
             args.duration
                 .as_ref()
-                .map(|v| toml_edit::Value::from(v.as_str()).to_string()),
+                .map(|v| (toml_edit::Value::from(v.as_str()).to_string(), v.clone())),
         ),
-        ("rows", args.rows.map(|v| v.to_string())),
+        (
+            "rows",
+            "-n",
+            args.rows.map(|v| (v.to_string(), v.to_string())),
+        ),
     ];
-    for (key, value) in load {
-        if let Some(v) = value {
-            sets.push(format!("load.{key}={v}"));
+    for (key, flag, value) in load {
+        if let Some((v, typed)) = value {
+            sets.push((format!("load.{key}={v}"), format!("{flag} {typed}")));
         }
     }
     Ok(sets)
+}
+
+/// `message` with each shorthand's `--set` named as the flag the user typed.
+fn name_flags(message: &str, quick: &[(String, String)]) -> String {
+    let mut m = message.to_string();
+    for (set, flag) in quick {
+        let shown = crate::plan::shown_set(set);
+        if m.contains(&format!("--set {shown}")) {
+            m = m.replace(&format!("--set {shown}"), flag);
+            m = m.replacen(
+                "--set: ",
+                &format!("{}: ", flag.split(' ').next().unwrap_or(flag)),
+                1,
+            );
+        }
+    }
+    m
 }
 
 /// The target kind a URL's scheme names.
@@ -511,16 +598,22 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    match quick_sets(&args) {
-        Ok(sets) => args.scenario.set.extend(sets),
+    let quick = match quick_sets(&args) {
+        Ok(sets) => sets,
         Err(e) => {
             errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
-    }
-    let mut plan = match load_plan(&args.scenario) {
+    };
+    args.scenario
+        .set
+        .extend(quick.iter().map(|(set, _)| set.clone()));
+    let mut plan = match scenario::load(args.scenario.scenario.as_deref(), &args.scenario.set) {
         Ok(p) => p,
-        Err(code) => return Ok(code),
+        Err(e) => {
+            errln!("error: {}", name_flags(&e.to_string(), &quick));
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
     };
     if let Some(p) = args.json {
         plan.output.json = Some(p);

@@ -117,10 +117,16 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         let request = QdiscRequest::root(op, ifindex as i32, 0, &spec, &Psched::read())
             .with_context(|| format!("encoding `{spec}`"))?;
         let bytes = request.to_bytes();
+        // tbf and htb name themselves; netem's options do not.
+        let shown = spec.to_string();
+        let shown = if shown.split_whitespace().next() == Some(spec.kind()) {
+            shown
+        } else {
+            format!("{} {shown}", spec.kind())
+        };
         outln!(
-            "{} root qdisc of {target} (ifindex {ifindex}): {} {spec} ({} bytes)",
+            "{} root qdisc of {target} (ifindex {ifindex}): {shown} ({} bytes)",
             op.name(),
-            spec.kind(),
             bytes.len()
         );
         if args.hex {

@@ -70,6 +70,15 @@ fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result
 
 /// The read workload of the plan's `[query]` section.
 pub fn build(plan: &Plan) -> Result<Arc<dyn QueryWorkload>, String> {
+    build_part(plan, plan)
+}
+
+/// The read workload of `part`, this process's part of `whole` ([`crate::shard::split`]).
+/// TSBS queries are numbered over the whole run: `whole`'s `query.queries` is their limit,
+/// and a shard's workload (`tsload_core::shard::ShardedQueries`) runs its block of them.
+/// (`part`'s `query.queries`, the shard's share, is what its engine counts to.)
+pub fn build_part(whole: &Plan, part: &Plan) -> Result<Arc<dyn QueryWorkload>, String> {
+    let plan = part;
     let q = plan
         .query
         .as_ref()
@@ -87,7 +96,10 @@ pub fn build(plan: &Plan) -> Result<Arc<dyn QueryWorkload>, String> {
             let mut cfg =
                 TsbsQueriesConfig::new(*seed, data.scale, data.start_ns, data.end_ns, dialect);
             cfg.types = types.clone();
-            cfg.queries = q.config.requests;
+            cfg.queries = whole
+                .query
+                .as_ref()
+                .map_or(q.config.requests, |w| w.config.requests);
             let w = TsbsQueries::new(cfg).map_err(|e| {
                 at(format!(
                     "{e} (the queries read the data set [workload] describes: scale {}, {} to {})",

@@ -178,7 +178,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
     };
     let query_workload = match plan.mode {
         RunMode::Write => None,
-        RunMode::Query | RunMode::Mixed => match queries::build(plan) {
+        RunMode::Query | RunMode::Mixed => match queries::build_part(whole, plan) {
             Ok(w) if shard.is_whole() => Some(w),
             Ok(w) => Some(Arc::new(ShardedQueries::new(w, shard)) as Arc<dyn QueryWorkload>),
             Err(e) => {

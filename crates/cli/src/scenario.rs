@@ -788,6 +788,24 @@ impl Ctx<'_> {
                 "only mode \"mixed\" starts the queries after the writes".into(),
             ));
         }
+        // What the run would refuse once the writes are done: queries that start after the
+        // writes' end never run.
+        if let Some(q) = &query
+            && mode == RunMode::Mixed
+            && let (Some(after), Some(duration)) = (q.start_after, load.duration)
+            && after >= duration
+        {
+            return Err(self.error(
+                None,
+                "query.start_after",
+                format!(
+                    "the queries would start {} after the writes began, but the writes end after {} \
+                     (load.duration): they would never run; start them earlier or write for longer",
+                    humantime::format_duration(after),
+                    humantime::format_duration(duration)
+                ),
+            ));
+        }
         let network = raw
             .network
             .as_ref()

@@ -156,6 +156,17 @@ pub fn check(plan: &Plan, run: &ShardRun) -> Result<(), String> {
             run.shard, run.shard.count, e.key, e.devices, e.devices, e.noun, e.devices, e.key
         ));
     }
+    if let Some(q) = &plan.query
+        && plan.mode != RunMode::Write
+        && let Some(total) = q.config.requests
+        && total < u64::from(run.shard.count)
+    {
+        return Err(format!(
+            "--shard {}: query.queries = {total} is fewer than the {} shards, so some shard \
+             would have no query to run; use at most {total} shards (or raise query.queries)",
+            run.shard, run.shard.count
+        ));
+    }
     if plan.target.drops_existing() && run.barrier.is_none() {
         return Err(format!(
             "--shard {}: target.drop_existing = true needs --barrier DIR, so that shard 0 drops and creates the tables before the other shards write (or set it to false)",
@@ -590,6 +601,33 @@ mod tests {
             "target.drop_existing=false",
         ]);
         assert_eq!(check(&query, &shard_run(2, 3)), Ok(()));
+    }
+
+    #[test]
+    fn a_query_limit_below_the_shard_count_is_refused_and_otherwise_sums_to_the_whole() {
+        let p = plan(&[
+            "mode=\"query\"",
+            "query.kind=\"oltp_point_select\"",
+            "query.queries=3",
+            "target.drop_existing=false",
+        ]);
+        let e = check(&p, &shard_run(0, 4)).unwrap_err();
+        assert!(
+            e.contains("query.queries = 3 is fewer than the 4 shards"),
+            "{e}"
+        );
+        assert_eq!(check(&p, &shard_run(2, 3)), Ok(()));
+        let parts: Vec<u64> = (0..3)
+            .map(|i| {
+                split(&p, &shard_run(i, 3))
+                    .query
+                    .unwrap()
+                    .config
+                    .requests
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(parts, [1, 1, 1]);
     }
 
     #[test]

@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use tsload_core::engine::LoadMode;
 use tsload_sweep::{
-    Grid, PlotOptions, RttStats, SweepRow, SweepTable, SweepValue, TRequestSource, choose_plot,
+    Grid, Measure, PlotOptions, Rates, RttStats, SweepRow, SweepTable, SweepValue, TRequestSource,
+    choose_plot,
 };
 
-use crate::plan::Plan;
+use crate::plan::{Plan, QueryWorkloadPlan, RunMode};
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, ScenarioArgs, run, scenario, workloads};
 
 /// Keys whose values are a delay, so the fit and plot use the measured RTT against them.
@@ -118,7 +119,11 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         TRequestSource::ServiceMean
     };
 
-    let mut table = SweepTable::new(&grid);
+    let measure = match measure_of_sweep(&plans) {
+        Ok(m) => m,
+        Err(e) => return usage(format!("{}: [sweep]: {e}", base.source)),
+    };
+    let mut table = SweepTable::measuring(&grid, measure);
     let mut failed = 0usize;
     let mut interrupted = false;
     let total = plans.len();
@@ -137,7 +142,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         }
         // A query run's row comes from its read stream; a write or mixed run's from the
         // writes (a mixed sweep is about write rate and latency under queries).
-        let query_row = plan.mode == crate::plan::RunMode::Query;
+        let query_row = measure != Measure::Writes;
         if let Some(q) = executed.query_summary.as_ref().filter(|_| query_row) {
             let rtt = executed.probe.as_ref().map(|p| RttStats {
                 method: p.kind.as_str().to_string(),
@@ -147,14 +152,25 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 max_ms: Some(p.latency.max_ms),
             });
             let qp = plan.query.as_ref();
-            // A read run's row: result rows, statements as "metrics", requests as requests.
+            // A read run's row: requests (transactions), statements and rows read.
+            let rates = if measure == Measure::Transactions {
+                Rates::Transactions {
+                    transactions_per_s: q.requests_per_s,
+                    statements_per_s: q.statements_per_s,
+                    rows_read_per_s: q.rows_per_s,
+                }
+            } else {
+                Rates::Queries {
+                    requests_per_s: q.requests_per_s,
+                    statements_per_s: q.statements_per_s,
+                    rows_read_per_s: q.rows_per_s,
+                }
+            };
             table
                 .push(SweepRow {
                     point: point.clone(),
                     rtt,
-                    rows_per_s: q.rows_per_s,
-                    metrics_per_s: q.statements_per_s,
-                    requests_per_s: q.requests_per_s,
+                    rates,
                     latency_mean_ms: q.latency.mean_ms,
                     latency_p50_ms: q.latency.p50_ms,
                     latency_p99_ms: q.latency.p99_ms,
@@ -169,7 +185,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                     stop_reason: q.stop_reason.clone(),
                 })
                 .context("recording the point")?;
-        } else if let Some(s) = &executed.summary {
+        } else if let Some(s) = executed.summary.as_ref().filter(|_| !query_row) {
             let requests_per_s = if s.elapsed_s > 0.0 {
                 s.requests as f64 / s.elapsed_s
             } else {
@@ -186,9 +202,11 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 .push(SweepRow {
                     point: point.clone(),
                     rtt,
-                    rows_per_s: s.rows_per_s,
-                    metrics_per_s: s.metrics_per_s,
-                    requests_per_s,
+                    rates: Rates::Writes {
+                        rows_per_s: s.rows_per_s,
+                        metrics_per_s: s.metrics_per_s,
+                        requests_per_s,
+                    },
                     latency_mean_ms: s.latency.mean_ms,
                     latency_p50_ms: s.latency.p50_ms,
                     latency_p99_ms: s.latency.p99_ms,
@@ -312,7 +330,7 @@ fn write_outputs(
     let options = PlotOptions {
         title: Some(format!(
             "tsload sweep: {name} ({})",
-            tsload_sweep::Throughput::default_for(&kind).unit()
+            tsload_sweep::Throughput::default_for(&kind, table.measure).unit()
         )),
         rtt_keys: RTT_KEYS.iter().map(|k| k.to_string()).collect(),
         t_request_source: source,
@@ -325,6 +343,43 @@ fn write_outputs(
         Err(_) => {}
     }
     Ok(())
+}
+
+/// What a point's run measures, which names the sweep's rate columns: a query run's
+/// requests (transactions for sysbench's `oltp_read_write` and `oltp_read_only`, unless
+/// `skip_trx`), statements and rows read; a write or mixed run's rows, metrics and
+/// requests (a mixed sweep is about the writes under queries).
+fn measure_of(plan: &Plan) -> Measure {
+    match (&plan.query, plan.mode) {
+        (Some(q), RunMode::Query) => match &q.workload {
+            QueryWorkloadPlan::Oltp { config, .. }
+                if matches!(
+                    config.kind,
+                    tsload_oltp::OltpKind::ReadWrite | tsload_oltp::OltpKind::ReadOnly
+                ) && !config.skip_trx =>
+            {
+                Measure::Transactions
+            }
+            _ => Measure::Queries,
+        },
+        _ => Measure::Writes,
+    }
+}
+
+/// What the whole sweep measures: its points' [`measure_of`], requests when some points'
+/// requests are transactions and others' are not; writes and queries do not mix.
+fn measure_of_sweep(plans: &[Plan]) -> Result<Measure, String> {
+    let mut measures = plans.iter().map(measure_of);
+    let first = measures.next().unwrap_or_default();
+    measures.try_fold(first, |m, next| match (m, next) {
+        (a, b) if a == b => Ok(a),
+        (Measure::Writes, _) | (_, Measure::Writes) => Err(
+            "some points are query runs and others write runs; a sweep's table measures one \
+             or the other (sweep them separately)"
+                .to_string(),
+        ),
+        _ => Ok(Measure::Queries),
+    })
 }
 
 /// A figure of the report's `[monitor]` server block, if it has one.

@@ -1077,14 +1077,30 @@ fn completions_are_valid_shell_and_the_man_page_names_every_command() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let page = text(&out.stdout);
     assert!(page.contains(".TH tsload 1"), "{page}");
+    // Every subcommand has its own section with its options; no page it names is missing.
     for sub in [
-        "run", "validate", "generate", "netem", "sweep", "proxy", "probe",
+        "RUN",
+        "VALIDATE",
+        "GENERATE",
+        "NETEM APPLY",
+        "SWEEP",
+        "PROXY",
+        "PROBE APP",
+        "MERGE",
+        "COMPARE",
     ] {
         assert!(
-            page.contains(&format!("tsload\\-{sub}")) || page.contains(&format!("\\fB{sub}\\fR")),
+            page.contains(&format!(".SH \"TSLOAD {sub}\"")),
             "man page lacks {sub}"
         );
     }
+    for option in ["\\-\\-json", "\\-\\-max\\-connections", "\\-\\-fail\\-if"] {
+        assert!(page.contains(option), "man page lacks {option}");
+    }
+    assert!(
+        !page.contains("tsload\\-run(1)"),
+        "a page that does not exist"
+    );
 }
 
 /// `GET /metrics` on `addr`: the body.

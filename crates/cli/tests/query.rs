@@ -497,3 +497,149 @@ fn a_query_report_has_no_write_figures_and_keeps_cpu_per_request() {
     assert!(stdout.contains("us per request"), "{stdout}");
     assert!(!stdout.contains("per 1,000 metrics"), "{stdout}");
 }
+
+/// The requests of each kind in a query report.
+fn per_kind(r: &serde_json::Value) -> Vec<(String, u64)> {
+    r["kinds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no kinds: {r}"))
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap().to_string(),
+                k["requests"].as_u64().unwrap() + k["failed"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_open_loop_query_run_that_falls_short_says_so_and_keeps_its_type_mix() {
+    // The defect: with as many workers as types each worker ran one type, so a slow type
+    // (here double-groupby-all, a scan of the whole data set, against 1-host lookups) fell
+    // far behind the others when time cut the run; and the report said nothing of the
+    // rate it fell short of.
+    let pg = start(ServerKind::Postgres);
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = tsbs_data();
+    base.extend(target_sets(&pg));
+    let mut load = base.clone();
+    load.push(s("mode=\"write\""));
+    let (out, _) = run(dir.path(), &load);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    base.retain(|t| !t.starts_with("target.drop_existing"));
+    let workers = 4u64;
+    base.extend([
+        s("mode=\"query\""),
+        s("query.kind=\"tsbs\""),
+        s("query.types=[\"single-groupby-1-1-1\", \"single-groupby-5-1-1\", \"cpu-max-all-1\", \"double-groupby-all\"]"),
+        format!("query.workers={workers}"),
+        // Far above what 4 connections can do when a quarter of the queries scan the
+        // whole table (10,000/s is 0.4 ms per query per worker): it falls short by
+        // construction, whatever the machine.
+        s("query.rate=10000"),
+        s("query.duration=\"2s\""),
+    ]);
+    let (out, r) = run(dir.path(), &base);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    assert_eq!(r["stop_reason"], "duration", "{r}");
+
+    // Each worker runs the types in turn, so when time cuts the run each type has had its
+    // share: within one request per worker of every other type.
+    let kinds = per_kind(&r);
+    assert_eq!(kinds.len(), 4);
+    let (lo, hi) = (
+        kinds.iter().map(|k| k.1).min().unwrap(),
+        kinds.iter().map(|k| k.1).max().unwrap(),
+    );
+    assert!(lo > 0, "{kinds:?}");
+    assert!(hi - lo <= workers, "the type mix: {kinds:?}");
+
+    // Offered vs achieved, in JSON and text, with the warning.
+    assert_eq!(r["offered_requests_per_s"], 10000.0, "{r}");
+    let achieved = r["achieved_ratio"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{r}"));
+    let rate = r["requests_per_s"].as_f64().unwrap();
+    assert!((achieved - rate / 10000.0).abs() < 1e-9, "{r}");
+    assert!(achieved < 0.95, "{r}");
+    let unsent = r["unsent_requests"].as_u64().unwrap();
+    assert!(unsent > 0, "requests were due and never sent: {r}");
+    let offered = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("offered"))
+        .unwrap_or_else(|| panic!("no offered line: {stdout}"));
+    assert!(
+        offered.contains("10,000 requests/s")
+            && offered.contains(&format!("achieved {:.1}%", achieved * 100.0)),
+        "{offered}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "WARNING    the queries fell behind the offered rate: {} requests were due but never sent",
+            tsload_core::report::group(unsent)
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_mixed_runs_queries_end_on_their_duration_or_say_the_writes_ended_them() {
+    // The defect: without a limit of its own the read stream was stopped as "data end"
+    // whenever the writes ended, and said nothing else.
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = tsbs_data();
+    sets.extend(target_sets(&vm));
+    sets.extend([
+        s("mode=\"mixed\""),
+        s("load.batch=500"),
+        s("query.kind=\"tsbs\""),
+        s("query.types=[\"single-groupby-1-1-1\", \"cpu-max-all-1\"]"),
+        s("query.workers=2"),
+        s("query.rate=20"),
+        s("query.start_after=\"1s\""),
+    ]);
+    // Writes for 2.5 s at 10,000 rows/s: 25,000 of the 43,200 rows. The queries end on
+    // their own clock, at the writes' end, and say what they were offered.
+    let mut enough = sets.clone();
+    enough.extend([s("load.rate=10000"), s("load.duration=\"2500ms\"")]);
+    let (out, r) = run(dir.path(), &enough);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
+    assert_eq!(r["write"]["stop_reason"], "duration", "{r}");
+    assert_eq!(r["query"]["stop_reason"], "duration", "{r}");
+    assert_eq!(r["query"]["offered_requests_per_s"], 20.0, "{r}");
+    assert!(r["query"]["achieved_ratio"].as_f64().is_some(), "{r}");
+    assert!(
+        !text(&out.stderr).contains("warning: the writes"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Writes for 10 s at 20,000 rows/s would need 200,000 rows: the data set ends after
+    // about 2.2 s, which tsload says before it starts, and the queries end with the writes,
+    // which the report says too.
+    let mut short = sets.clone();
+    short.extend([s("load.rate=20000"), s("load.duration=\"10s\"")]);
+    let (out, r) = run(dir.path(), &short);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(
+        stderr.contains("warning: the writes have 43,200 rows, 2.2 s at load.rate = 20,000 rows/s, less than load.duration = 10s"),
+        "{stderr}"
+    );
+    assert_eq!(r["write"]["stop_reason"], "data end", "{r}");
+    assert_eq!(r["queries_ended_with_writes"], "data end", "{r}");
+    assert!(
+        stdout.contains(
+            "the queries, without a limit of their own, ended with the writes: data end after"
+        ),
+        "{stdout}"
+    );
+}

@@ -410,3 +410,83 @@ fn sharded_query_runs_load_their_parts_and_merge_per_kind() {
     });
     assert_eq!((rows, indexes), (3_000, 1));
 }
+
+/// TSBS queries over `n` shards of `workers` workers each, 400 queries of R5's four types
+/// against a SQLite file holding the data set: the shards' counts sum to `query.queries`
+/// and each shard runs every type, in the run's proportions.
+fn sharded_tsbs_queries(db: &Path, n: u32, workers: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+    let mut args: Vec<String> = ["run", "--progress", "none"].map(String::from).to_vec();
+    for set in [
+        "workload.scale=10".to_string(),
+        "workload.end=\"2016-01-01T08:00:00Z\"".to_string(),
+        "target.kind=\"sqlite\"".to_string(),
+        format!("target.url=\"sqlite:{}\"", db.display()),
+        "mode=\"query\"".to_string(),
+        "query.kind=\"tsbs\"".to_string(),
+        "query.types=[\"single-groupby-1-1-1\", \"single-groupby-1-8-1\", \"single-groupby-5-1-1\", \"cpu-max-all-1\"]".to_string(),
+        format!("query.workers={workers}"),
+        "query.queries=400".to_string(),
+    ] {
+        args.push("--set".into());
+        args.push(set);
+    }
+    let merged = run_shards(n, &args, &[], dir.path());
+    // (requests, stop reason, requests per kind) of a report.
+    let counts = |r: &serde_json::Value| {
+        let kinds: Vec<(String, u64)> = r["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| {
+                (
+                    k["name"].as_str().unwrap().to_string(),
+                    k["requests"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        (r["requests"].as_u64().unwrap(), kinds)
+    };
+    let what = format!("{n} shards x {workers} workers");
+    let (total, kinds) = counts(&merged);
+    assert_eq!(total, 400, "{what}: merged {kinds:?}");
+    assert_eq!(merged["failed_requests"], 0, "{what}");
+    assert_eq!(kinds.len(), 4, "{what}");
+    assert!(
+        kinds.iter().all(|(_, k)| *k == 100),
+        "{what}: merged {kinds:?}"
+    );
+    let share = 400 / u64::from(n);
+    for i in 0..n {
+        let r = json(&dir.path().join(format!("reports/r{i}.json")));
+        let (requests, kinds) = counts(&r);
+        assert_eq!(requests, share, "{what}, shard {i}: {kinds:?}");
+        assert_eq!(r["stop_reason"], "request limit", "{what}, shard {i}");
+        // Every type, in the run's proportion.
+        assert!(
+            kinds.iter().all(|(_, k)| *k == share / 4),
+            "{what}, shard {i}: {kinds:?}"
+        );
+    }
+}
+
+#[test]
+fn sharded_tsbs_queries_sum_to_the_limit_and_each_shard_runs_every_type() {
+    // The defect: query.queries was split twice (by the CLI, then again by the shards'
+    // interleaving), so N shards ran queries / N² in all, and with as many shards as
+    // types each shard ran one type.
+    let data = tempfile::tempdir().unwrap();
+    let db = data.path().join("tsbs.db");
+    let mut args = base_args(&[
+        "workload.end=\"2016-01-01T08:00:00Z\"",
+        "target.kind=\"sqlite\"",
+        &format!("target.url=\"sqlite:{}\"", db.display()),
+    ]);
+    args.extend(["--set".to_string(), "mode=\"write\"".to_string()]);
+    let out = tsload(&args, data.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (n, workers) in [(2, 2), (4, 1), (4, 3)] {
+        sharded_tsbs_queries(&db, n, workers);
+    }
+}

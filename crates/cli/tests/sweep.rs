@@ -151,3 +151,163 @@ fn validate_checks_every_point_of_a_sweep() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("sweep point 2 (batch=1 workers=0)"), "{err}");
 }
+
+/// A query sweep's scenario: sysbench's `kind` on SQLite, 60 requests per point, one and
+/// two workers.
+fn query_sweep(dir: &std::path::Path, kind: &str) -> std::process::Output {
+    let scenario = dir.join("q.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name = \"q\"\nmode = \"query\"\n\n[target]\nkind = \"sqlite\"\nurl = \"sqlite:./{kind}.db\"\n\n\
+             [query]\nkind = \"{kind}\"\ntable_size = 1000\nworkers = 1\nqueries = 60\n\n\
+             [sweep]\n\"query.workers\" = [1, 2]\n"
+        ),
+    )
+    .unwrap();
+    tsload()
+        .args(["sweep", "q.toml", "--out", kind])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_query_sweep_names_its_columns_and_axis_for_what_it_measured() {
+    // The defect: a query sweep's `metrics_per_s` held statements/s, its `rows_per_s` the
+    // rows read, and the plot of sysbench transactions said "rows/s".
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, measure, first, unit, text_header) in [
+        (
+            "oltp_read_write",
+            "transactions",
+            "transactions_per_s",
+            "transactions/s",
+            "txn/s",
+        ),
+        (
+            "oltp_point_select",
+            "queries",
+            "requests_per_s",
+            "requests/s",
+            "req/s",
+        ),
+    ] {
+        let out = query_sweep(dir.path(), kind);
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{kind}: {}\n{stdout}",
+            text(&out.stderr)
+        );
+        let table = stdout.split("=== sweep: 2 points ===").nth(1).unwrap();
+        let header = table.lines().find(|l| !l.trim().is_empty()).unwrap();
+        let columns: Vec<&str> = header
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            columns[2..5],
+            [text_header, "stmt/s", "rows read/s"],
+            "{kind}: {table}"
+        );
+        assert!(!table.contains("metrics/s"), "{kind}: {table}");
+
+        let csv = std::fs::read_to_string(dir.path().join(kind).join("sweep.csv")).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let at = header.iter().position(|c| *c == first);
+        assert!(at.is_some(), "{kind}: {header:?}");
+        let at = at.unwrap();
+        assert_eq!(
+            header[at..at + 3],
+            [first, "statements_per_s", "rows_read_per_s"],
+            "{kind}: {header:?}"
+        );
+        for gone in ["rows_per_s", "metrics_per_s"] {
+            assert!(!header.contains(&gone), "{kind}: {gone} in {header:?}");
+        }
+        assert_eq!(csv.lines().count(), 3, "{kind}: header + 2 points:\n{csv}");
+
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(kind).join("sweep.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["measure"], measure, "{kind}");
+        for row in json["rows"].as_array().unwrap() {
+            let rate = row[first].as_f64().unwrap();
+            let statements = row["statements_per_s"].as_f64().unwrap();
+            assert!(rate > 0.0, "{kind}: {row}");
+            assert!(
+                row["rows_read_per_s"].as_f64().unwrap() > 0.0,
+                "{kind}: {row}"
+            );
+            if kind == "oltp_read_write" {
+                // sysbench's 18 statements per transaction (BEGIN and COMMIT not counted).
+                assert!(statements > 10.0 * rate, "{kind}: {row}");
+            } else {
+                assert!((statements - rate).abs() < 1e-6 * rate, "{kind}: {row}");
+            }
+            for gone in ["rows_per_s", "metrics_per_s"] {
+                assert!(row.get(gone).is_none(), "{kind}: {gone} in {row}");
+            }
+        }
+
+        let svg = std::fs::read_to_string(dir.path().join(kind).join("sweep.svg")).unwrap();
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        let texts: Vec<String> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| n.text().unwrap_or("").trim().to_string())
+            .collect();
+        assert!(
+            texts.iter().any(|t| t == unit),
+            "{kind}: no y axis label {unit} in {texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t == &format!("tsload sweep: q ({unit})")),
+            "{kind}: {texts:?}"
+        );
+        assert!(
+            !texts
+                .iter()
+                .any(|t| t.contains("rows/s") || t.contains("metrics")),
+            "{kind}: {texts:?}"
+        );
+    }
+}
+
+#[test]
+fn a_write_sweep_keeps_its_columns() {
+    // Other tooling reads write sweeps' CSV: its columns stay as they were.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "name = \"w\"\n\n[target]\nkind = \"null\"\n\n[load]\nrows = 2000\nbatch = 100\n\n\
+         [sweep]\nworkers = [1, 2]\n",
+    )
+    .unwrap();
+    let out = tsload()
+        .args(["sweep", "w.toml", "--out", "w"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("w/sweep.csv")).unwrap();
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "workers,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,rows_per_s,\
+         metrics_per_s,requests_per_s,latency_mean_ms,latency_p50_ms,latency_p99_ms,\
+         service_mean_ms,errors,client_cpu_s,server_cpu_s,bytes_per_metric,batch,in_flight,\
+         stop_reason"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("w/sweep.json")).unwrap())
+            .unwrap();
+    assert!(json.get("measure").is_none(), "{json}");
+    assert!(json["rows"][1]["rows_per_s"].as_f64().is_some(), "{json}");
+    let svg = std::fs::read_to_string(dir.path().join("w/sweep.svg")).unwrap();
+    assert!(svg.contains("rows/s"), "axis label");
+}

@@ -2,8 +2,11 @@
 //! tasks in closed loop (next request on ack) or open loop (request i of a worker is due at
 //! `t0 + i * batch / rate_per_worker`, sent within tens of microseconds of it, latency
 //! measured from that due time), while the calling task acts as the reporter that merges
-//! interval records.
+//! interval records. A write counts in the report interval in which it completed: workers
+//! hand each interval over when it ends (even while they wait), and the reporter reports an
+//! interval once every worker has handed it over (`report_intervals`, both engines').
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -13,7 +16,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::batch::Batch;
 use crate::pacing::Pacer;
-use crate::recorder::{Counters, IntervalRecord, WorkerRecorder, new_histogram};
+use crate::recorder::{
+    Counters, HandOver, IntervalRecord, WorkerRecorder, boundary, flushing, new_histogram,
+};
 use crate::shard::Gate;
 use crate::sink::{BatchId, ErrorKind, MAX_RETRY_AFTER, Sink, SinkConn, SinkError, WriteAck};
 use crate::workload::{BatchSource, Workload};
@@ -377,10 +382,15 @@ pub async fn run<S: Sink>(
     }
     drop(tx);
 
-    // The reporter: merge records as they come, emit one report per interval.
-    let reported = run_reporter(rx, t0, cfg.report_interval, observer, |record, current| {
-        current.add(record)
-    })
+    // The reporter: file records by interval, report each once every worker is past it.
+    let reported = report_intervals(
+        rx,
+        t0,
+        cfg.report_interval,
+        cfg.workers,
+        observer,
+        |record, into| into.add(record),
+    )
     .await;
 
     while let Some(joined) = tasks.join_next().await {
@@ -480,17 +490,43 @@ pub(crate) struct Reported {
     pub(crate) intervals: u64,
 }
 
-/// The reporter of both engines: merges the workers' records with `merge` as they come
-/// until every worker has hung up, hands the observer one [`IntervalReport`] per report
-/// interval (and one for the rest at the end), and returns the run's totals.
-pub(crate) async fn run_reporter<R>(
+impl Reported {
+    /// Adds one interval, ending at `end`, to the totals and shows it to the observer.
+    fn emit(&mut self, acc: IntervalAccumulator, end: Duration, observer: &mut dyn Observer) {
+        self.counters.add(&acc.counters);
+        let _ = self.latency.add(&acc.latency);
+        let _ = self.service.add(&acc.service);
+        let report = IntervalReport {
+            index: self.intervals,
+            start: self.end,
+            end,
+            counters: acc.counters,
+            latency: acc.latency,
+            service: acc.service,
+            totals: self.counters.clone(),
+        };
+        observer.on_interval(&report);
+        self.intervals += 1;
+        self.end = end;
+    }
+}
+
+/// The reporter of both engines: files each worker's hand-overs under the interval they
+/// belong to (merged with `merge`), and reports an interval once every worker has handed
+/// it over (or has finished), until every worker has hung up; returns the run's totals.
+/// A worker that has not handed an interval over half an interval after its end (a stuck
+/// thread) does not hold the report back longer: the interval is reported without it, and
+/// its late records count in the interval that is open when they come. The last interval
+/// ends with the last record that held anything.
+pub(crate) async fn report_intervals<R: HandOver>(
     mut rx: mpsc::UnboundedReceiver<R>,
     t0: Instant,
     interval: Duration,
+    workers: usize,
     observer: &mut dyn Observer,
     mut merge: impl FnMut(&R, &mut IntervalAccumulator),
 ) -> Reported {
-    let mut current = IntervalAccumulator::new();
+    let grace = interval / 2;
     let mut reported = Reported {
         counters: Counters::default(),
         latency: new_histogram(),
@@ -498,53 +534,76 @@ pub(crate) async fn run_reporter<R>(
         end: Duration::ZERO,
         intervals: 0,
     };
-    let mut ticker =
-        tokio::time::interval_at(tokio::time::Instant::from_std(t0 + interval), interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // open[i] holds interval first + i.
+    let mut first: u64 = 0;
+    let mut open: VecDeque<IntervalAccumulator> = VecDeque::new();
+    // Per worker: the intervals before this one it has handed over.
+    let mut next = vec![0u64; workers];
     let mut last_record = t0;
     loop {
+        // Report every interval that all workers have handed over, unless all have
+        // finished: the rest (the last interval ends with the last record) comes below.
+        while next.iter().all(|&n| n > first) && next.iter().any(|&n| n != u64::MAX) {
+            let acc = open.pop_front().unwrap_or_else(IntervalAccumulator::new);
+            reported.emit(acc, boundary(interval, first + 1), observer);
+            first += 1;
+        }
+        let overdue = t0
+            .checked_add(boundary(interval, first + 1))
+            .and_then(|end| end.checked_add(grace));
+        let overdue = async {
+            match overdue {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            // Records already come are filed before an interval is declared overdue (a
+            // reporter woken late finds both ready).
+            biased;
             record = rx.recv() => match record {
                 Some(record) => {
-                    last_record = Instant::now();
-                    merge(&record, &mut current);
+                    if !record.is_empty() {
+                        last_record = Instant::now();
+                        // Records of an interval already reported count in the open one.
+                        let slot = usize::try_from(record.interval().saturating_sub(first))
+                            .unwrap_or(usize::MAX);
+                        if open.len() <= slot {
+                            open.resize_with(slot.saturating_add(1), IntervalAccumulator::new);
+                        }
+                        merge(&record, &mut open[slot]);
+                    }
+                    if let Some(n) = next.get_mut(record.worker()) {
+                        *n = (*n).max(record.next());
+                    }
                 }
                 None => break,
             },
-            _ = ticker.tick() => emit(&mut current, t0.elapsed(), &mut reported, observer),
+            _ = overdue => {
+                let acc = open.pop_front().unwrap_or_else(IntervalAccumulator::new);
+                reported.emit(acc, boundary(interval, first + 1), observer);
+                first += 1;
+            }
         }
     }
+    // Every worker has finished: report what is left, up to the last interval that holds
+    // anything, which ends with the last record.
     let end = last_record.saturating_duration_since(t0).max(reported.end);
-    if !current.is_empty() {
-        emit(&mut current, end, &mut reported, observer);
+    while open.back().is_some_and(|r| r.is_empty()) {
+        open.pop_back();
     }
-    reported.end = end;
+    let left = open.len();
+    for (i, acc) in open.into_iter().enumerate() {
+        let k = first + i as u64;
+        let until = if i + 1 == left {
+            end
+        } else {
+            boundary(interval, k + 1).min(end)
+        };
+        reported.emit(acc, until.max(reported.end), observer);
+    }
+    reported.end = reported.end.max(end);
     reported
-}
-
-/// Closes the interval in progress at `end`: adds it to the totals and reports it.
-fn emit(
-    current: &mut IntervalAccumulator,
-    end: Duration,
-    reported: &mut Reported,
-    observer: &mut dyn Observer,
-) {
-    let acc = std::mem::replace(current, IntervalAccumulator::new());
-    reported.counters.add(&acc.counters);
-    let _ = reported.latency.add(&acc.latency);
-    let _ = reported.service.add(&acc.service);
-    let report = IntervalReport {
-        index: reported.intervals,
-        start: reported.end,
-        end,
-        counters: acc.counters,
-        latency: acc.latency,
-        service: acc.service,
-        totals: reported.counters.clone(),
-    };
-    observer.on_interval(&report);
-    reported.intervals += 1;
-    reported.end = end;
 }
 
 /// One request's result, handed back with the connection and batch it borrowed.
@@ -728,14 +787,25 @@ async fn run_worker<C: SinkConn>(
             };
             let now = Instant::now();
             if intended > now {
-                tokio::select! {
-                    _ = pacer.wait_until(intended) => {}
-                    Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                // The recorder hands its interval over if one ends while this waits.
+                let waited = flushing(&mut recorder, async {
+                    tokio::select! {
+                        _ = pacer.wait_until(intended) => Waited::Due,
+                        Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                            Waited::Completed(done)
+                        }
+                        _ = stop.stopped() => Waited::Stopped,
+                    }
+                })
+                .await;
+                match waited {
+                    Waited::Due => {}
+                    Waited::Completed(done) => {
                         pending = Some((conn, batch));
                         finish(done, &mut free, &mut recorder, &shared);
                         continue;
                     }
-                    _ = stop.stopped() => {
+                    Waited::Stopped => {
                         free.push((conn, batch));
                         continue;
                     }
@@ -761,7 +831,8 @@ async fn run_worker<C: SinkConn>(
             }
         }
 
-        match in_flight.next().await {
+        // Answers and retry backoffs: the recorder hands its interval over meanwhile.
+        match flushing(&mut recorder, in_flight.next()).await {
             Some(done) => finish(done, &mut free, &mut recorder, &shared),
             None => {
                 if exhausted || stop.is_stopped() || free.is_empty() {
@@ -789,7 +860,14 @@ async fn run_worker<C: SinkConn>(
             recorder.record_unsent(unsent, unsent.saturating_mul(cfg.batch as u64));
         }
     }
-    recorder.flush();
+    recorder.finish();
+}
+
+/// What an open-loop wait for a due time ended with.
+enum Waited<T> {
+    Due,
+    Completed(T),
+    Stopped,
 }
 
 fn finish<C>(
@@ -798,6 +876,9 @@ fn finish<C>(
     recorder: &mut WorkerRecorder,
     shared: &Shared,
 ) {
+    // The completion counts in the interval in which it completed: one comparison, and a
+    // hand-over of the interval before when this is its first completion past it.
+    recorder.advance(done.done);
     for kind in &done.retried {
         recorder.record_error(*kind, true);
     }
@@ -837,5 +918,4 @@ fn finish<C>(
         }
     }
     free.push((done.conn, done.batch));
-    recorder.maybe_flush(done.done);
 }

@@ -594,6 +594,9 @@ pub fn merge_queries(
     );
     // As floats: requests + failed may pass u64 even when each does not.
     let sent = requests as f64 + failed as f64;
+    let offered = checked_fsum(reports, "offered_requests_per_s", |s| {
+        s.offered_requests_per_s
+    })?;
     let summary = QuerySummary {
         tsload_version: first.summary.tsload_version.clone(),
         target: first.summary.target.clone(),
@@ -627,9 +630,9 @@ pub fn merge_queries(
         } else {
             0.0
         },
-        offered_requests_per_s: checked_fsum(reports, "offered_requests_per_s", |s| {
-            s.offered_requests_per_s
-        })?,
+        offered_requests_per_s: offered,
+        achieved_ratio: crate::query_report::achieved_ratio(rate(requests, window), offered),
+        unsent_requests: sum("unsent_requests", |s| s.unsent_requests)?,
         client,
         scenario: first.summary.scenario.clone(),
     };
@@ -1120,6 +1123,35 @@ mod tests {
             AnyReport::Query(r) => r,
             AnyReport::Write(_) => panic!("{name}: read as a write report"),
         }
+    }
+
+    #[test]
+    fn open_loop_query_shards_sum_what_was_offered_and_never_sent() {
+        // Reports written before `unsent_requests` existed read as 0.
+        assert_eq!(
+            read_query("old.json", &query_json(0))
+                .summary
+                .unsent_requests,
+            0
+        );
+        let shard = |index: u32, unsent: u64| {
+            let mut q = query_json(index);
+            q["offered_requests_per_s"] = 8.0.into();
+            q["unsent_requests"] = unsent.into();
+            read_query(&format!("q{index}.json"), &q)
+        };
+        let m = merge_queries(&[shard(0, 2), shard(1, 3)], false).unwrap();
+        assert_eq!(m.summary.offered_requests_per_s, Some(16.0));
+        assert_eq!(m.summary.unsent_requests, 5);
+        // 10 requests in the shards' 1 s window against 16 offered.
+        assert_eq!(m.summary.achieved_ratio, Some(0.625));
+        assert!(
+            m.summary
+                .render_text()
+                .contains("5 requests were due but never sent"),
+            "{}",
+            m.summary.render_text()
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 
+use crate::shard::Shard;
 use crate::sink::SinkError;
 
 /// A bind parameter of a [`Statement`], in order of its placeholders.
@@ -89,6 +90,16 @@ pub trait QueryWorkload: Send + Sync {
 
     /// The request source of worker `worker` of `workers` for the timed load.
     fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource>;
+
+    /// The request source of local worker `worker` of `workers` of `shard`, one of the
+    /// processes a run is split over: the shards' sources together must make exactly the
+    /// requests one process makes. By default the global worker `worker * N + index` of
+    /// `workers * N` ([`Shard::global_worker`]); a workload whose requests are numbered up
+    /// to a limit may give the shard its block of them ([`Shard::part`]) instead.
+    fn shard_source(&self, worker: usize, workers: usize, shard: Shard) -> Box<dyn QuerySource> {
+        let (w, n) = shard.global_worker(worker, workers);
+        self.source(w, n)
+    }
 }
 
 /// Streams one worker's requests.

@@ -13,7 +13,7 @@
 //! the connection is kept and the worker goes on. Only an exceeded error budget
 //! ([`QueryConfig::max_errors`]), a limit or the [`StopHandle`] stops it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -21,10 +21,14 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
-use crate::engine::{EngineError, IntervalReport, LoadMode, Observer, StopHandle, StopReason};
+use crate::engine::{
+    EngineError, LoadMode, Observer, Reported, StopHandle, StopReason, report_intervals,
+};
 use crate::pacing::Pacer;
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
-use crate::recorder::{Counters, nanos, new_histogram};
+use crate::recorder::{
+    Counters, HandOver, HandsOver, IntervalClock, flushing, nanos, new_histogram,
+};
 use crate::shard::Gate;
 use crate::sink::{ErrorKind, SinkError};
 
@@ -166,6 +170,8 @@ struct Shared {
     /// A worker's next request was due at or after the deadline: it ended (the others
     /// still send what is due before it).
     deadline_reached: std::sync::atomic::AtomicBool,
+    /// Open loop: requests due before the deadline that workers lagging behind never sent.
+    unsent: AtomicU64,
 }
 
 impl Shared {
@@ -254,10 +260,19 @@ struct QueryIntervalRecord {
     kinds: Vec<(usize, Counters, Histogram<u64>, Histogram<u64>)>,
 }
 
-/// `interval * k` from the run's start (saturating).
-fn boundary(interval: Duration, k: u64) -> Duration {
-    let ns = interval.as_nanos().saturating_mul(u128::from(k));
-    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+impl HandOver for QueryIntervalRecord {
+    fn worker(&self) -> usize {
+        self.worker
+    }
+    fn interval(&self) -> u64 {
+        self.interval
+    }
+    fn next(&self) -> u64 {
+        self.next
+    }
+    fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
 }
 
 /// One query worker's recorder: per-kind histograms and counters of the interval in
@@ -272,12 +287,8 @@ fn boundary(interval: Duration, k: u64) -> Duration {
 struct QueryRecorder {
     worker: usize,
     kinds: Vec<KindRecord>,
-    t0: Instant,
-    interval: Duration,
-    /// The interval being recorded, and when it ends (`None`: past what an `Instant` holds).
-    index: u64,
-    next_flush: Option<Instant>,
-    finished: bool,
+    /// The interval being recorded, and when it ends.
+    clock: IntervalClock,
     tx: UnboundedSender<QueryIntervalRecord>,
 }
 
@@ -292,11 +303,7 @@ impl QueryRecorder {
         QueryRecorder {
             worker,
             kinds: (0..kinds).map(|_| KindRecord::new()).collect(),
-            t0,
-            interval,
-            index: 0,
-            next_flush: t0.checked_add(interval),
-            finished: false,
+            clock: IntervalClock::new(t0, interval),
             tx,
         }
     }
@@ -337,27 +344,19 @@ impl QueryRecorder {
     /// Moves on to the interval that holds `now`, handing over the one recorded so far
     /// (and marking any skipped ones complete) when `now` is past its end.
     fn advance(&mut self, now: Instant) {
-        if self.finished || self.next_flush.is_none_or(|end| now < end) {
-            return;
+        if let Some((left, next)) = self.clock.advance(now) {
+            self.send(left, next);
         }
-        let elapsed = now.saturating_duration_since(self.t0).as_nanos();
-        let next = u64::try_from(elapsed / self.interval.as_nanos().max(1))
-            .unwrap_or(u64::MAX - 1)
-            .max(self.index + 1);
-        self.send(next);
-        self.index = next;
-        self.next_flush = self.t0.checked_add(boundary(self.interval, next + 1));
     }
 
     /// Hands over what was recorded and says that the worker is done.
     fn finish(&mut self) {
-        if !self.finished {
-            self.send(u64::MAX);
-            self.finished = true;
+        if let Some(last) = self.clock.finish() {
+            self.send(last, u64::MAX);
         }
     }
 
-    fn send(&mut self, next: u64) {
+    fn send(&mut self, interval: u64, next: u64) {
         let mut kinds = Vec::new();
         for (i, k) in self.kinds.iter_mut().enumerate() {
             if !k.active {
@@ -377,7 +376,7 @@ impl QueryRecorder {
         // The reporter outlives the workers; if it is gone the run is over anyway.
         let _ = self.tx.send(QueryIntervalRecord {
             worker: self.worker,
-            interval: self.index,
+            interval,
             next,
             kinds,
         });
@@ -392,179 +391,35 @@ impl Drop for QueryRecorder {
     }
 }
 
-/// Awaits `fut`, handing over the recorder's interval whenever one ends meanwhile, so a
-/// worker waiting for a due time or an answer never holds back an interval's records.
-async fn flushing<F: Future>(recorder: &mut QueryRecorder, fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        let tick = async {
-            match recorder.next_flush {
-                Some(end) => tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            out = &mut fut => return out,
-            _ = tick => {}
-        }
-        recorder.advance(Instant::now());
+impl HandsOver for QueryRecorder {
+    fn clock(&mut self) -> &mut IntervalClock {
+        &mut self.clock
+    }
+    fn advance(&mut self, now: Instant) {
+        QueryRecorder::advance(self, now);
     }
 }
 
-/// One interval's records, merged over the workers.
-struct IntervalRecords {
-    counters: Counters,
-    latency: Histogram<u64>,
-    service: Histogram<u64>,
-    /// Hand-overs that recorded anything.
-    records: usize,
-}
-
-impl IntervalRecords {
-    fn new() -> Self {
-        IntervalRecords {
-            counters: Counters::default(),
-            latency: new_histogram(),
-            service: new_histogram(),
-            records: 0,
-        }
-    }
-}
-
-/// What the reporter merged over the whole timed run.
-struct Reported {
-    counters: Counters,
-    latency: Histogram<u64>,
-    service: Histogram<u64>,
-    /// From the start to the last answer (at least to the last reported interval's end).
-    end: Duration,
-    intervals: u64,
-}
-
-impl Reported {
-    /// Adds one interval, ending at `end`, to the totals and shows it to the observer.
-    fn emit(&mut self, records: IntervalRecords, end: Duration, observer: &mut dyn Observer) {
-        self.counters.add(&records.counters);
-        // Auto-resizing histograms accept any other histogram's range.
-        let _ = self.latency.add(&records.latency);
-        let _ = self.service.add(&records.service);
-        let report = IntervalReport {
-            index: self.intervals,
-            start: self.end,
-            end,
-            counters: records.counters,
-            latency: records.latency,
-            service: records.service,
-            totals: self.counters.clone(),
-        };
-        observer.on_interval(&report);
-        self.intervals += 1;
-        self.end = end;
-    }
-}
-
-/// The query run's reporter: files each worker's records under the interval they belong
-/// to, and reports an interval once every worker has handed it over (or has finished).
-/// A worker that has not handed an interval over half an interval after its end (a stuck
-/// thread) does not hold the report back longer: the interval is reported without it,
-/// and its late records count in the interval that is open when they come. Also adds
-/// each record to its kind's totals in `kinds`.
+/// The query run's reporter: [`report_intervals`], which also adds each record to its
+/// kind's totals in `kinds`.
 async fn report_queries(
-    mut rx: mpsc::UnboundedReceiver<QueryIntervalRecord>,
+    rx: mpsc::UnboundedReceiver<QueryIntervalRecord>,
     t0: Instant,
     interval: Duration,
     workers: usize,
     observer: &mut dyn Observer,
     kinds: &mut [KindOutcome],
 ) -> Reported {
-    let grace = interval / 2;
-    let mut reported = Reported {
-        counters: Counters::default(),
-        latency: new_histogram(),
-        service: new_histogram(),
-        end: Duration::ZERO,
-        intervals: 0,
-    };
-    // open[i] holds interval first + i.
-    let mut first: u64 = 0;
-    let mut open: VecDeque<IntervalRecords> = VecDeque::new();
-    // Per worker: the intervals before this one it has handed over.
-    let mut next = vec![0u64; workers];
-    let mut last_record = t0;
-    loop {
-        // Report every interval that all workers have handed over, unless all have
-        // finished: the rest (the last interval ends with the last answer) comes below.
-        while next.iter().all(|&n| n > first) && next.iter().any(|&n| n != u64::MAX) {
-            let records = open.pop_front().unwrap_or_else(IntervalRecords::new);
-            reported.emit(records, boundary(interval, first + 1), observer);
-            first += 1;
+    report_intervals(rx, t0, interval, workers, observer, |record, into| {
+        for (kind, counters, latency, service) in &record.kinds {
+            let k = &mut kinds[*kind];
+            k.counters.add(counters);
+            let _ = k.latency.add(latency);
+            let _ = k.service.add(service);
+            into.add_parts(counters, latency, service);
         }
-        let overdue = t0
-            .checked_add(boundary(interval, first + 1))
-            .and_then(|end| end.checked_add(grace));
-        let overdue = async {
-            match overdue {
-                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            record = rx.recv() => match record {
-                Some(record) => {
-                    if !record.kinds.is_empty() {
-                        last_record = Instant::now();
-                    }
-                    // Records of an interval already reported count in the open one.
-                    let slot = usize::try_from(record.interval.saturating_sub(first))
-                        .unwrap_or(usize::MAX);
-                    if open.len() <= slot {
-                        open.resize_with(slot.saturating_add(1), IntervalRecords::new);
-                    }
-                    let into = &mut open[slot];
-                    for (kind, counters, latency, service) in &record.kinds {
-                        let k = &mut kinds[*kind];
-                        k.counters.add(counters);
-                        let _ = k.latency.add(latency);
-                        let _ = k.service.add(service);
-                        into.counters.add(counters);
-                        let _ = into.latency.add(latency);
-                        let _ = into.service.add(service);
-                    }
-                    if !record.kinds.is_empty() {
-                        into.records += 1;
-                    }
-                    if let Some(n) = next.get_mut(record.worker) {
-                        *n = (*n).max(record.next);
-                    }
-                }
-                None => break,
-            },
-            _ = overdue => {
-                let records = open.pop_front().unwrap_or_else(IntervalRecords::new);
-                reported.emit(records, boundary(interval, first + 1), observer);
-                first += 1;
-            }
-        }
-    }
-    // Every worker has finished: report what is left, up to the last interval that holds
-    // anything, which ends with the last answer.
-    let end = last_record.saturating_duration_since(t0).max(reported.end);
-    while open.back().is_some_and(|r| r.records == 0) {
-        open.pop_back();
-    }
-    let left = open.len();
-    for (i, records) in open.into_iter().enumerate() {
-        let k = first + i as u64;
-        let until = if i + 1 == left {
-            end
-        } else {
-            boundary(interval, k + 1).min(end)
-        };
-        reported.emit(records, until.max(reported.end), observer);
-    }
-    reported.end = reported.end.max(end);
-    reported
+    })
+    .await
 }
 
 /// Runs setup, the data load and the timed query load, and returns what it measured.
@@ -645,6 +500,7 @@ pub async fn run_queries<T: QueryTarget>(
         stop_error: Mutex::new(None),
         first_error: Mutex::new(None),
         deadline_reached: std::sync::atomic::AtomicBool::new(false),
+        unsent: AtomicU64::new(0),
     });
 
     let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
@@ -691,7 +547,10 @@ pub async fn run_queries<T: QueryTarget>(
         elapsed: reported.end,
         load_elapsed,
         load_counters,
-        counters: reported.counters,
+        counters: Counters {
+            unsent_requests: shared.unsent.load(Ordering::Relaxed),
+            ..reported.counters
+        },
         latency: reported.latency,
         service: reported.service,
         kinds,
@@ -860,6 +719,15 @@ async fn run_worker<T: QueryTarget>(
         {
             // This worker is done; the others still send what falls due before the deadline.
             shared.deadline_reached.store(true, Ordering::Relaxed);
+            if let Some(p) = period {
+                let unsent = unsent_before(
+                    deadline.saturating_duration_since(shared.t0),
+                    p,
+                    offset,
+                    seq,
+                );
+                shared.unsent.fetch_add(unsent, Ordering::Relaxed);
+            }
             break;
         }
         let due = match due {
@@ -972,6 +840,18 @@ async fn run_worker<T: QueryTarget>(
     recorder.finish();
 }
 
+/// Open loop: how many of a worker's requests fall due in the first `window` of the run
+/// (request `i` is due at `period * (i + offset)` seconds) beyond the `sent` it sent.
+fn unsent_before(window: Duration, period: f64, offset: f64, sent: u64) -> u64 {
+    let due = (window.as_secs_f64() / period - offset).ceil();
+    let due = if due.is_finite() && due > 0.0 {
+        due.min(u64::MAX as f64) as u64
+    } else {
+        0
+    };
+    due.saturating_sub(sent)
+}
+
 /// Whether a failure of `kind` makes the worker wait before its next request: the server
 /// could not be reached, timed out or said it is overloaded. A refused query (the server
 /// answered) is sent on at the load's pace.
@@ -994,6 +874,7 @@ pub fn failure_backoff(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::IntervalReport;
 
     #[test]
     fn recorder_hands_over_each_interval_with_what_ended_in_it() {
@@ -1110,6 +991,18 @@ mod tests {
         assert_eq!(reported.counters.requests, 45);
         assert_eq!(kinds[0].counters.requests, 45);
         assert_eq!(reported.intervals, 4);
+    }
+
+    #[test]
+    fn unsent_requests_are_those_due_before_the_deadline_beyond_what_was_sent() {
+        let s = Duration::from_secs;
+        // 10 requests/s for 2 s, offset 0: requests 0..20 are due (the 20th at 2 s is not).
+        assert_eq!(unsent_before(s(2), 0.1, 0.0, 20), 0);
+        assert_eq!(unsent_before(s(2), 0.1, 0.0, 12), 8);
+        // Offset half a period: due at 0.05, 0.15, ..., 1.95: 20 of them.
+        assert_eq!(unsent_before(s(2), 0.1, 0.5, 0), 20);
+        assert_eq!(unsent_before(s(2), 0.1, 0.0, 25), 0, "never negative");
+        assert_eq!(unsent_before(Duration::ZERO, 0.1, 0.5, 0), 0);
     }
 
     #[test]

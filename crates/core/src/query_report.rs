@@ -93,6 +93,13 @@ pub struct QuerySummary {
     /// achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_requests_per_s: Option<f64>,
+    /// Open loop: `requests_per_s / offered_requests_per_s` (below 0.95 the text warns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_ratio: Option<f64>,
+    /// Open loop: requests due before the run's deadline that were never sent (a worker
+    /// still waiting for earlier answers when its time was up).
+    #[serde(default)]
+    pub unsent_requests: u64,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -106,6 +113,11 @@ fn error_names(c: &Counters) -> BTreeMap<String, u64> {
 
 fn per_s(v: u64, secs: f64) -> f64 {
     if secs > 0.0 { v as f64 / secs } else { 0.0 }
+}
+
+/// Achieved over offered requests per second (open loop only; 1 for an offered rate of 0).
+pub fn achieved_ratio(requests_per_s: f64, offered: Option<f64>) -> Option<f64> {
+    offered.map(|o| if o > 0.0 { requests_per_s / o } else { 1.0 })
 }
 
 impl KindSummary {
@@ -177,6 +189,8 @@ impl QuerySummary {
                 0.0
             },
             offered_requests_per_s: outcome.offered_requests_per_s,
+            achieved_ratio: achieved_ratio(per_s(c.requests, secs), outcome.offered_requests_per_s),
+            unsent_requests: c.unsent_requests,
             scenario,
         }
     }
@@ -284,6 +298,27 @@ impl QuerySummary {
             group(self.rows),
             per_second(self.rows_per_s)
         );
+        if let Some(offered) = self.offered_requests_per_s {
+            let share = 100.0 * self.achieved_ratio.unwrap_or(1.0);
+            let _ = writeln!(
+                s,
+                "  offered    {:>16}   {:>14} requests/s   achieved {share:.1}%",
+                "",
+                per_second(offered)
+            );
+            if self.unsent_requests > 0 {
+                let _ = writeln!(
+                    s,
+                    "  WARNING    the queries fell behind the offered rate: {} requests were due but never sent",
+                    group(self.unsent_requests)
+                );
+            } else if share < 95.0 {
+                let _ = writeln!(
+                    s,
+                    "  WARNING    the queries fell behind the offered rate: requests left late (the wait is in the latency)"
+                );
+            }
+        }
         if self.errors.is_empty() {
             let _ = writeln!(s, "  errors     none");
         } else {
@@ -488,6 +523,68 @@ mod tests {
             ["cpu_s", "cpu_system_s", "cpu_user_s", "peak_rss_bytes"]
         );
         assert_eq!(v["client"]["peak_rss_bytes"], 30 << 20);
+    }
+
+    #[test]
+    fn open_loop_says_what_was_offered_and_warns_when_it_fell_behind() {
+        let mut o = outcome();
+        // 5 requests in 2 s against 10 offered per second: 25%.
+        o.offered_requests_per_s = Some(10.0);
+        o.counters.unsent_requests = 7;
+        let s = QuerySummary::new(&o, &Usage::default(), "pg", "mix", serde_json::Value::Null);
+        assert_eq!(s.achieved_ratio, Some(0.25));
+        assert_eq!(s.unsent_requests, 7);
+        let text = s.render_text();
+        let offered = text.lines().find(|l| l.starts_with("  offered ")).unwrap();
+        assert!(
+            offered.ends_with(" 10.0 requests/s   achieved 25.0%"),
+            "{text}"
+        );
+        // The rate lines up with the other rates.
+        let requests = text.lines().find(|l| l.starts_with("  requests ")).unwrap();
+        assert_eq!(offered.find("requests/s"), requests.find("requests/s"));
+        assert!(
+            text.contains(
+                "WARNING    the queries fell behind the offered rate: 7 requests were due but never sent"
+            ),
+            "{text}"
+        );
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["offered_requests_per_s"], 10.0);
+        assert_eq!(v["achieved_ratio"], 0.25);
+        assert_eq!(v["unsent_requests"], 7);
+        let back: QuerySummary = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+
+        // Late but all sent: the wait is in the latency.
+        o.counters.unsent_requests = 0;
+        let late = QuerySummary::new(&o, &Usage::default(), "pg", "mix", serde_json::Value::Null);
+        assert!(
+            late.render_text().contains("requests left late"),
+            "{}",
+            late.render_text()
+        );
+
+        // Kept up: no warning.
+        o.offered_requests_per_s = Some(2.56);
+        let kept = QuerySummary::new(&o, &Usage::default(), "pg", "mix", serde_json::Value::Null);
+        let text = kept.render_text();
+        assert!(
+            text.contains("achieved 97.7%") && !text.contains("WARNING"),
+            "{text}"
+        );
+
+        // Closed loop: neither line nor field.
+        let closed = QuerySummary::new(
+            &outcome(),
+            &Usage::default(),
+            "pg",
+            "mix",
+            serde_json::Value::Null,
+        );
+        assert!(!closed.render_text().contains("offered"));
+        let v = serde_json::to_value(&closed).unwrap();
+        assert!(v.get("achieved_ratio").is_none() && v.get("offered_requests_per_s").is_none());
     }
 
     #[test]

@@ -1,8 +1,13 @@
 //! Latency recording without locks: each worker records into its own HDR histograms and
 //! counters and, once per report interval, hands them to the reporter over a channel.
-//! Nothing per request leaves a worker but these records.
+//! Nothing per request leaves a worker but these records. Both engines file records the
+//! same way (`IntervalClock`, `flushing`): a completion counts in the report interval
+//! in which it completed, and a worker hands each interval over when it ends, even when it
+//! recorded nothing and even while it waits, so the reporter can report an interval once
+//! every worker is past it.
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -72,10 +77,16 @@ impl Counters {
     }
 }
 
-/// What a worker sends to the reporter once per interval (and once at its end).
+/// What a worker hands the reporter when a report interval ends (even when it recorded
+/// nothing), and once when it finishes.
 #[derive(Debug)]
 pub struct IntervalRecord {
     pub worker: usize,
+    /// The interval the records belong to (0 = the first `report_interval` of the run).
+    pub interval: u64,
+    /// Every interval before this one is complete for this worker: it sends nothing more
+    /// for them. `u64::MAX` once the worker has finished.
+    pub next: u64,
     pub counters: Counters,
     /// Latency from the intended send time (coordinated-omission corrected), ns.
     pub latency: Histogram<u64>,
@@ -83,20 +94,163 @@ pub struct IntervalRecord {
     pub service: Histogram<u64>,
 }
 
+/// A worker's hand-over of one report interval, as the reporter files it (the write
+/// engine's [`IntervalRecord`] and the query engine's per-kind record).
+pub(crate) trait HandOver {
+    fn worker(&self) -> usize;
+    /// The interval the records belong to.
+    fn interval(&self) -> u64;
+    /// Every interval before this one is complete for this worker; `u64::MAX` once it
+    /// has finished.
+    fn next(&self) -> u64;
+    /// Whether it holds no records.
+    fn is_empty(&self) -> bool;
+}
+
+impl HandOver for IntervalRecord {
+    fn worker(&self) -> usize {
+        self.worker
+    }
+    fn interval(&self) -> u64 {
+        self.interval
+    }
+    fn next(&self) -> u64 {
+        self.next
+    }
+    fn is_empty(&self) -> bool {
+        self.latency.is_empty() && self.counters == Counters::default()
+    }
+}
+
+/// `interval * k` from the run's start (saturating).
+pub(crate) fn boundary(interval: Duration, k: u64) -> Duration {
+    let ns = interval.as_nanos().saturating_mul(u128::from(k));
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// Which report interval a worker is recording, and when it ends: the part of the
+/// recorders that both engines share.
+///
+/// A recorder moves on ([`IntervalClock::advance`]) before it records a completion, so the
+/// completion counts in the interval in which it completed, and hands the interval it
+/// leaves over, even when empty: the reporter then knows this worker is past it.
+#[derive(Debug)]
+pub(crate) struct IntervalClock {
+    t0: Instant,
+    interval: Duration,
+    /// The interval being recorded.
+    index: u64,
+    /// When interval `index` ends; `None` past what an `Instant` holds, or once finished.
+    end: Option<Instant>,
+    finished: bool,
+    /// Fires at `end` (for [`flushing`]); made on the first wait and reset once per
+    /// interval, so a wait costs no timer registration.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl IntervalClock {
+    pub(crate) fn new(t0: Instant, interval: Duration) -> Self {
+        IntervalClock {
+            t0,
+            interval,
+            index: 0,
+            end: t0.checked_add(interval),
+            finished: false,
+            timer: None,
+        }
+    }
+
+    /// When `now` is past the end of the interval being recorded: moves on to the
+    /// interval that holds `now` and returns `(left, next)`, the interval to hand over and
+    /// the one now recorded (any between them are complete, and empty). One comparison
+    /// otherwise.
+    #[inline]
+    pub(crate) fn advance(&mut self, now: Instant) -> Option<(u64, u64)> {
+        match self.end {
+            Some(end) if now >= end => Some(self.step(now)),
+            _ => None,
+        }
+    }
+
+    fn step(&mut self, now: Instant) -> (u64, u64) {
+        let elapsed = now.saturating_duration_since(self.t0).as_nanos();
+        let next = u64::try_from(elapsed / self.interval.as_nanos().max(1))
+            .unwrap_or(u64::MAX - 1)
+            .max(self.index.saturating_add(1))
+            .min(u64::MAX - 1);
+        let left = self.index;
+        self.index = next;
+        self.end = self
+            .t0
+            .checked_add(boundary(self.interval, next.saturating_add(1)));
+        if let (Some(end), Some(timer)) = (self.end, self.timer.as_mut()) {
+            timer.as_mut().reset(tokio::time::Instant::from_std(end));
+        }
+        (left, next)
+    }
+
+    /// The interval being recorded, to hand over as the worker's last; `None` when
+    /// finished already.
+    pub(crate) fn finish(&mut self) -> Option<u64> {
+        if self.finished {
+            return None;
+        }
+        self.finished = true;
+        self.end = None;
+        Some(self.index)
+    }
+
+    /// Resolves at the end of the interval being recorded, with that end (never once the
+    /// clock is finished or past what an `Instant` holds).
+    async fn ended(&mut self) -> Instant {
+        let Some(end) = self.end else {
+            return std::future::pending().await;
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(end.into())));
+        timer.as_mut().await;
+        end
+    }
+}
+
+/// A recorder that hands its intervals over on an [`IntervalClock`].
+pub(crate) trait HandsOver {
+    fn clock(&mut self) -> &mut IntervalClock;
+    /// Moves on to the interval that holds `now`, handing over the one left.
+    fn advance(&mut self, now: Instant);
+}
+
+/// Awaits `fut`, handing over the recorder's interval whenever one ends meanwhile, so a
+/// worker waiting for a due time, an answer or a backoff never holds back an interval's
+/// records. A `fut` that is ready at once costs nothing more.
+pub(crate) async fn flushing<R: HandsOver, F: Future>(recorder: &mut R, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        let end = tokio::select! {
+            biased;
+            out = &mut fut => return out,
+            end = recorder.clock().ended() => end,
+        };
+        // At least the end the timer fired for, whatever clock the runtime keeps.
+        recorder.advance(Instant::now().max(end));
+    }
+}
+
 /// Where workers hand their raw latencies (debugging).
 type RawLatencies = Arc<Mutex<Vec<u64>>>;
 
-/// One worker's recorder.
+/// One write worker's recorder. Call [`WorkerRecorder::advance`] with a completion's time
+/// before recording it (and wrap the worker's waits in `flushing`).
 #[derive(Debug)]
 pub struct WorkerRecorder {
     worker: usize,
     counters: Counters,
     latency: Histogram<u64>,
     service: Histogram<u64>,
-    interval: Duration,
-    next_flush: Instant,
+    clock: IntervalClock,
     tx: UnboundedSender<IntervalRecord>,
-    /// Debugging: every latency recorded (ns), handed to `raw_out` at each flush.
+    /// Debugging: every latency recorded (ns), handed to `raw_out` at each hand-over.
     raw: Option<(Vec<u64>, RawLatencies)>,
 }
 
@@ -112,16 +266,25 @@ impl WorkerRecorder {
             counters: Counters::default(),
             latency: new_histogram(),
             service: new_histogram(),
-            interval,
-            next_flush: t0 + interval,
+            clock: IntervalClock::new(t0, interval),
             tx,
             raw: None,
         }
     }
 
-    /// Debugging: also keeps every latency recorded, appended to `out` at each flush.
+    /// Debugging: also keeps every latency recorded, appended to `out` at each hand-over.
     pub fn keep_raw_latencies(&mut self, out: Arc<Mutex<Vec<u64>>>) {
         self.raw = Some((Vec::new(), out));
+    }
+
+    /// Moves on to the report interval that holds `now` when `now` is past the current
+    /// one, handing that one over (even when empty). Call it before recording what
+    /// completed at `now`.
+    #[inline]
+    pub fn advance(&mut self, now: Instant) {
+        if let Some((left, next)) = self.clock.advance(now) {
+            self.send(left, next);
+        }
     }
 
     /// Records one acknowledged request.
@@ -181,21 +344,19 @@ impl WorkerRecorder {
         self.counters.unsent_rows += rows;
     }
 
-    /// Hands the interval's records to the reporter when the interval is over.
-    pub fn maybe_flush(&mut self, now: Instant) {
-        if now >= self.next_flush {
-            self.flush();
-            // Skip intervals in which this worker was blocked rather than bunching flushes.
-            while self.next_flush <= now {
-                self.next_flush += self.interval;
-            }
+    /// Hands over the interval being recorded and says that the worker is done (once;
+    /// dropping the recorder does it too).
+    pub fn finish(&mut self) {
+        if let Some(last) = self.clock.finish() {
+            self.send(last, u64::MAX);
         }
     }
 
-    /// Hands everything recorded so far to the reporter.
-    pub fn flush(&mut self) {
+    fn send(&mut self, interval: u64, next: u64) {
         let record = IntervalRecord {
             worker: self.worker,
+            interval,
+            next,
             counters: std::mem::take(&mut self.counters),
             latency: self.latency.clone(),
             service: self.service.clone(),
@@ -203,23 +364,31 @@ impl WorkerRecorder {
         self.latency.reset();
         self.service.reset();
         if let Some((raw, out)) = &mut self.raw
+            && !raw.is_empty()
             && let Ok(mut out) = out.lock()
         {
             out.append(raw);
         }
+        // Sent even when empty: the reporter learns that this worker is past the interval.
         // The reporter outlives the workers; if it is gone the run is over anyway.
         let _ = self.tx.send(record);
     }
 }
 
+impl HandsOver for WorkerRecorder {
+    fn clock(&mut self) -> &mut IntervalClock {
+        &mut self.clock
+    }
+    fn advance(&mut self, now: Instant) {
+        WorkerRecorder::advance(self, now);
+    }
+}
+
 impl Drop for WorkerRecorder {
     fn drop(&mut self) {
-        if self.counters != Counters::default()
-            || !self.latency.is_empty()
-            || self.raw.as_ref().is_some_and(|(raw, _)| !raw.is_empty())
-        {
-            self.flush();
-        }
+        // A worker that panicked still hands over what it recorded, and the reporter
+        // stops waiting for it.
+        self.finish();
     }
 }
 
@@ -232,31 +401,65 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flush_hands_over_and_resets() {
+    fn each_interval_is_handed_over_with_what_completed_in_it() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let us = Duration::from_micros;
         let mut r = WorkerRecorder::new(3, t0, Duration::from_secs(1), tx);
-        r.record_success(
-            Duration::from_micros(10),
-            Duration::from_micros(8),
-            5,
-            50,
-            100,
-        );
+        r.advance(ms(10));
+        r.record_success(us(10), us(8), 5, 50, 100);
         r.record_error(ErrorKind::Timeout, true);
-        r.maybe_flush(t0); // interval not over yet
-        assert!(rx.try_recv().is_err());
-        r.maybe_flush(t0 + Duration::from_millis(2500));
+        r.advance(ms(999));
+        assert!(rx.try_recv().is_err(), "interval not over yet");
+        // A completion 1.5 intervals in: interval 0 is handed over before it is recorded.
+        r.advance(ms(1500));
+        r.record_success(us(1), us(1), 1, 1, 0);
         let rec = rx.try_recv().unwrap();
-        assert_eq!(rec.worker, 3);
+        assert_eq!((rec.worker, rec.interval, rec.next), (3, 0, 1));
         assert_eq!(rec.counters.rows, 5);
         assert_eq!(rec.counters.retries, 1);
         assert_eq!(rec.counters.errors[&ErrorKind::Timeout], 1);
         assert_eq!(rec.latency.len(), 1);
-        r.record_success(Duration::from_micros(1), Duration::from_micros(1), 1, 1, 0);
+        assert!(rx.try_recv().is_err());
+        // 2.2 intervals later: interval 1 is handed over, 2 is skipped (complete, empty).
+        r.advance(ms(3700));
+        let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.interval, rec.next), (1, 3));
+        assert_eq!((rec.counters.rows, rec.latency.len()), (1, 1));
+        // An interval that recorded nothing is handed over too, empty.
+        r.advance(ms(4000));
+        let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.interval, rec.next), (3, 4));
+        assert!(HandOver::is_empty(&rec));
+        r.record_unsent(2, 20);
         drop(r);
         let last = rx.try_recv().unwrap();
-        assert_eq!(last.counters.rows, 1);
-        assert_eq!(last.latency.len(), 1);
+        assert_eq!((last.interval, last.next), (4, u64::MAX));
+        assert_eq!(last.counters.unsent_rows, 20);
+        assert!(rx.try_recv().is_err(), "finished once");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_worker_hands_its_interval_over_at_the_end() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let t0 = Instant::now();
+        let mut r = WorkerRecorder::new(0, t0, Duration::from_millis(100), tx);
+        r.record_success(Duration::ZERO, Duration::ZERO, 7, 7, 0);
+        // A wait of 250 ms (paused clock): intervals 0 and 1 are handed over meanwhile.
+        let out = flushing(&mut r, async {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            42
+        })
+        .await;
+        assert_eq!(out, 42);
+        let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.interval, rec.next, rec.counters.rows), (0, 1, 7));
+        let rec = rx.try_recv().unwrap();
+        assert_eq!((rec.interval, rec.next), (1, 2));
+        assert!(rx.try_recv().is_err());
+        // A future ready at once hands nothing over.
+        assert_eq!(flushing(&mut r, async { 1 }).await, 1);
+        assert!(rx.try_recv().is_err());
     }
 }

@@ -13,9 +13,13 @@
 //!   shard has a device when `N <= D` ([`Shard::devices`]). A row budget is split in
 //!   proportion to those devices ([`Shard::share_by_devices`]), so each shard's part is
 //!   one its devices can fill.
-//! - queries ([`ShardedQueries`]): interleaved, `w * N + i`, which keeps query workloads'
-//!   rule "query `q` belongs to worker `q mod workers`" as "query `q` belongs to shard
-//!   `q mod N`".
+//! - queries ([`ShardedQueries`]): each local worker's source comes from
+//!   [`QueryWorkload::shard_source`]. By default that is global worker `w * N + i` of
+//!   `W * N`, interleaved (sysbench's transactions, and a time-limited TSBS run, whose
+//!   workers each cycle through every query type). A workload whose requests are numbered
+//!   up to a limit gives shard `i` its block of them instead ([`Shard::part`]: TSBS runs
+//!   queries `Q * i / N` up to `Q * (i + 1) / N`), so that the shards' parts sum to the
+//!   limit and each part has the whole run's mix of query types.
 
 use std::fmt;
 use std::future::Future;
@@ -125,12 +129,20 @@ impl Shard {
     }
 
     /// This shard's part of a total (a row or request budget): the parts of all shards
-    /// differ by at most one and sum to `total`.
+    /// differ by at most one and sum to `total`. The length of [`Shard::part`].
     pub fn share(&self, total: u64) -> u64 {
+        let part = self.part(total);
+        part.end - part.start
+    }
+
+    /// This shard's block of `0..total`, `total * i / N .. total * (i + 1) / N`: the
+    /// shards' blocks follow each other, cover `0..total`, and differ in length by at most
+    /// one ([`Shard::share`]).
+    pub fn part(&self, total: u64) -> std::ops::Range<u64> {
         let (i, n) = (u128::from(self.index), u128::from(self.count));
         let t = u128::from(total);
         // Both fit: t * (i + 1) / n <= t.
-        (t * (i + 1) / n - t * i / n) as u64
+        (t * i / n) as u64..(t * (i + 1) / n) as u64
     }
 
     /// This shard's part of a rate (rows or requests per second over all shards).
@@ -183,7 +195,8 @@ impl Workload for ShardedWorkload {
 }
 
 /// A query workload seen by one shard: shard 0 alone runs the setup (the others wait for
-/// it at the start gate), loaders and workers take their global parts.
+/// it at the start gate), loaders take their global parts, and workers the shard's part
+/// the workload gives ([`QueryWorkload::shard_source`]).
 pub struct ShardedQueries {
     inner: Arc<dyn QueryWorkload>,
     shard: Shard,
@@ -214,8 +227,7 @@ impl QueryWorkload for ShardedQueries {
     }
 
     fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource> {
-        let (w, n) = self.shard.global_worker(worker, workers);
-        self.inner.source(w, n)
+        self.inner.shard_source(worker, workers, self.shard)
     }
 }
 
@@ -327,6 +339,24 @@ mod tests {
                 assert!(hi - lo <= 1, "{total} over {count}: {parts:?}");
             }
         }
+    }
+
+    #[test]
+    fn parts_are_consecutive_blocks_of_the_total() {
+        for total in [0u64, 1, 7, 1000, 4000, 1_000_003, u64::MAX] {
+            for count in [1u32, 2, 3, 4, 7, 64] {
+                let mut next = 0;
+                for i in 0..count {
+                    let shard = Shard::new(i, count).unwrap();
+                    let part = shard.part(total);
+                    assert_eq!(part.start, next, "{total} over {count}");
+                    assert_eq!(part.end - part.start, shard.share(total));
+                    next = part.end;
+                }
+                assert_eq!(next, total, "{total} over {count}");
+            }
+        }
+        assert_eq!(Shard::new(1, 4).unwrap().part(4000), 1000..2000);
     }
 
     #[test]

@@ -254,13 +254,47 @@ impl Threshold {
             Ok(())
         } else {
             Err(format!(
-                "threshold `{}` broken: {} was {actual}{unit} (wanted {} {}{unit})",
+                "threshold `{}` broken: {} was {}{unit} (wanted {} {}{unit})",
                 self.text,
                 self.metric,
+                self.shown(actual),
                 self.op.as_str(),
                 self.value
             ))
         }
+    }
+}
+
+impl Threshold {
+    /// `actual` rounded for a person (`99990.73` -> `99991`, `0.123456` -> `0.1235`), with
+    /// as many more decimals as it takes for the shown figure still to break the threshold.
+    fn shown(&self, actual: f64) -> String {
+        if !actual.is_finite() {
+            return actual.to_string();
+        }
+        let a = actual.abs();
+        let first = if a >= 1000.0 {
+            0
+        } else if a >= 1.0 {
+            2
+        } else {
+            4
+        };
+        for decimals in first..=9 {
+            let text = format!("{actual:.decimals$}");
+            let text = if text.contains('.') {
+                text.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                text
+            };
+            if text
+                .parse::<f64>()
+                .is_ok_and(|v| !self.op.holds(v, self.value))
+            {
+                return text;
+            }
+        }
+        actual.to_string()
     }
 }
 
@@ -425,7 +459,7 @@ mod tests {
         assert!(
             t("error_rate<0.1")
                 .unwrap_err()
-                .contains("error_rate was 0.1666")
+                .contains("error_rate was 0.1667")
         );
         // Closed loop: no offered rate, not measured, broken.
         assert!(t("achieved_ratio>=0.99").is_err());
@@ -433,6 +467,15 @@ mod tests {
         let t = |t: &str| Threshold::parse(t).unwrap().check(&s);
         assert!(t("achieved_ratio>=50%").is_ok());
         assert!(t("achieved_ratio>=99%").unwrap_err().contains("was 0.5"));
+        // A person's figure, with the decimals it takes to still break the threshold.
+        let th = Threshold::parse("rows_per_s>99990.8").unwrap();
+        assert_eq!(th.shown(99990.72596015793), "99990.7");
+        assert_eq!(
+            Threshold::parse("rows_per_s>100000")
+                .unwrap()
+                .shown(99990.72596015793),
+            "99991"
+        );
         let e = Threshold::parse("error_rate<lots").unwrap_err();
         assert!(e.reason.contains("not a ratio"), "{e}");
     }

@@ -39,12 +39,25 @@ pub enum ProbeError {
     Http { url: String, source: reqwest::Error },
 
     /// An HTTP answer with a status other than 2xx.
-    #[error("HTTP status {status} from {url}")]
+    #[error("HTTP status {status} from {url}{}", not_found_hint(*status, url))]
     HttpStatus { url: String, status: u16 },
 
     /// A SQL error (connecting or running the query).
     #[error("SQL: {0}")]
     Sql(#[from] sqlx::Error),
+}
+
+/// For a 404 of a URL without a path: the endpoint every line-protocol server answers.
+fn not_found_hint(status: u16, url: &str) -> &'static str {
+    let path = url
+        .split_once("://")
+        .map(|(_, rest)| rest.split_once('/').map_or("", |(_, p)| p))
+        .unwrap_or("");
+    if status == 404 && path.trim_matches('/').is_empty() {
+        " (the URL has no path: InfluxDB, VictoriaMetrics and QuestDB answer at `/ping`, e.g. `tsload probe app http://HOST:8086/ping`)"
+    } else {
+        ""
+    }
 }
 
 impl ProbeError {
@@ -125,6 +138,16 @@ mod tests {
             s.to_string(),
             "HTTP status 503 from http://127.0.0.1:1/ping"
         );
+        let root = ProbeError::HttpStatus {
+            url: "http://127.0.0.1:8086/".into(),
+            status: 404,
+        };
+        assert!(root.to_string().contains("`/ping`"), "{root}");
+        let pathed = ProbeError::HttpStatus {
+            url: "http://127.0.0.1:8086/health".into(),
+            status: 404,
+        };
+        assert!(!pathed.to_string().contains("/ping"), "{pathed}");
         let unreachable = io::Error::from_raw_os_error(nix::libc::EHOSTUNREACH);
         assert_eq!(io_reason(&unreachable), "host unreachable");
     }

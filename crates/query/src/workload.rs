@@ -2,10 +2,19 @@
 //!
 //! TSBS generates one file per query type and runs one file at a time; a tsload run may
 //! mix types: query `i` of the run has type `types[i % types.len()]` (round robin, so the
-//! mix is exact at any moment), and its spec is drawn from `(seed, i)`. Worker `w` of `W`
-//! runs queries `w, w + W, w + 2W, ...` below the `queries` limit, so the run's queries are
-//! the same whatever the worker count.
+//! mix is exact at any moment), and its spec is drawn from `(seed, i)`.
+//!
+//! Which worker runs which queries: with `T` types, query `i` is in round `r = i / T` and
+//! has type `t = i % T`; worker `w` of `W` runs, in order, the queries below the `queries`
+//! limit whose `(r + t) % W == w`. So the run's queries are the same whatever the worker
+//! count (the workers' sets partition them), and every worker cycles through every type:
+//! any `W` consecutive rounds give each worker each type once. (Striding, worker `w`
+//! running `w, w + W, ...`, gave a worker only the types `t` with `t = w (mod gcd(W, T))`:
+//! with as many workers as types, one type each, and a slow type then fell behind the
+//! others in a run cut by time.) A shard of a run with a limit runs its block of the
+//! queries ([`Shard::part`]), split over its workers by the same rule.
 
+use tsload_core::shard::Shard;
 use tsload_core::{Param, QueryRequest, QuerySource, QueryWorkload, Statement};
 
 use crate::QueryError;
@@ -148,55 +157,132 @@ fn render_checked(spec: &QuerySpec, dialect: &Dialect, text: &mut String, params
     }
 }
 
-impl QueryWorkload for TsbsQueries {
-    fn kinds(&self) -> &[String] {
-        &self.kinds
+impl TsbsQueries {
+    /// The source of worker `worker` of `workers` over the run's queries `start..end`
+    /// (`None`: no end).
+    fn range_source(
+        &self,
+        start: u64,
+        end: Option<u64>,
+        worker: usize,
+        workers: usize,
+    ) -> Box<dyn QuerySource> {
+        Box::new(self.tsbs_source(start, end, worker, workers))
     }
 
-    fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource> {
+    fn tsbs_source(
+        &self,
+        start: u64,
+        end: Option<u64>,
+        worker: usize,
+        workers: usize,
+    ) -> TsbsSource {
         let workers = workers.max(1) as u64;
-        Box::new(TsbsSource {
+        let types = self.types.len() as u64;
+        TsbsSource {
             generator: self.generator,
             types: self.types.clone(),
             dialect: self.cfg.dialect,
-            next: worker as u64,
-            stride: workers,
-            limit: self.cfg.queries,
+            worker: worker as u64 % workers,
+            workers,
+            round: start / types,
+            min_type: start % types,
+            end,
             spec: QuerySpec {
                 query_type: self.types[0],
                 hosts: Vec::with_capacity(8),
                 window: None,
             },
             text_capacity: 256,
-        })
+        }
     }
 }
 
-/// One worker's queries.
+impl QueryWorkload for TsbsQueries {
+    fn kinds(&self) -> &[String] {
+        &self.kinds
+    }
+
+    fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource> {
+        self.range_source(0, self.cfg.queries, worker, workers)
+    }
+
+    /// With a query limit `Q`, shard `i` of `N` runs the block `Q * i / N .. Q * (i + 1) / N`
+    /// ([`Shard::part`]): the blocks sum to `Q` and each has the run's type mix. Without
+    /// one, the shard's workers are global workers ([`Shard::global_worker`]).
+    fn shard_source(&self, worker: usize, workers: usize, shard: Shard) -> Box<dyn QuerySource> {
+        match self.cfg.queries {
+            Some(total) => {
+                let part = shard.part(total);
+                self.range_source(part.start, Some(part.end), worker, workers)
+            }
+            None => {
+                let (w, n) = shard.global_worker(worker, workers);
+                self.source(w, n)
+            }
+        }
+    }
+}
+
+/// One worker's queries: those of the run (from a start, below an end) whose round plus
+/// type is the worker's number modulo the worker count, in order.
 struct TsbsSource {
     generator: SpecGenerator,
     types: Vec<QueryType>,
     dialect: Dialect,
-    /// Index of this worker's next query in the run.
-    next: u64,
-    stride: u64,
-    limit: Option<u64>,
+    worker: u64,
+    workers: u64,
+    /// The round of the next query (`index / types`), and the smallest type still to come
+    /// in it.
+    round: u64,
+    min_type: u64,
+    /// Queries from this index on are not this source's.
+    end: Option<u64>,
     /// Reused for every query.
     spec: QuerySpec,
     /// The longest text so far: each new text is allocated once, at this size.
     text_capacity: usize,
 }
 
+impl TsbsSource {
+    /// The run index of this worker's next query; `None` past the end.
+    fn next_index(&mut self) -> Option<u64> {
+        let types = self.types.len() as u64;
+        let n = self.workers;
+        loop {
+            // This worker's types in this round: t = worker - round (mod workers).
+            let first = (self.worker + n - self.round % n) % n;
+            let t = if self.min_type <= first {
+                first
+            } else {
+                first + (self.min_type - first).div_ceil(n) * n
+            };
+            if t < types {
+                let index = self.round.checked_mul(types)?.checked_add(t)?;
+                if self.end.is_some_and(|end| index >= end) {
+                    return None;
+                }
+                self.min_type = t + 1;
+                return Some(index);
+            }
+            // On to the next round that holds one of this worker's types: with more
+            // workers than types, `first` falls by one per round until it is below `types`.
+            let skip = if first >= types {
+                first - (types - 1)
+            } else {
+                1
+            };
+            self.round = self.round.checked_add(skip)?;
+            self.min_type = 0;
+        }
+    }
+}
+
 impl QuerySource for TsbsSource {
     fn next(&mut self, request: &mut QueryRequest) -> bool {
-        let index = self.next;
-        if self.limit.is_some_and(|limit| index >= limit) {
-            return false;
-        }
-        let Some(next) = index.checked_add(self.stride) else {
+        let Some(index) = self.next_index() else {
             return false;
         };
-        self.next = next;
         let k = (index % self.types.len() as u64) as usize;
         fill_checked(&self.generator, index, self.types[k], &mut self.spec);
         let mut statement = Statement {
@@ -324,32 +410,183 @@ mod tests {
     }
 
     #[test]
-    fn workers_cycle_through_the_types_and_split_the_limit() {
+    fn one_worker_runs_the_queries_in_order() {
         let mut c = cfg(pg());
         c.queries = Some(100);
         let w = TsbsQueries::new(c).unwrap();
-        let mut total = 0;
-        let mut all = Vec::new();
-        for worker in 0..3 {
-            let reqs = drain(&w, worker, 3, 1000);
-            assert_eq!(reqs.len(), if worker == 0 { 34 } else { 33 });
-            for (k, r) in reqs.iter().enumerate() {
-                let index = (worker + 3 * k) as u64;
-                assert_eq!(r.kind, (index % 15) as usize);
-                assert_eq!(r.statements.len(), 1);
-                assert!(!r.transaction);
-                assert_eq!(r.statements[0], w.statement(index));
-                all.push((index, r.statements[0].clone()));
-            }
-            total += reqs.len();
-        }
-        assert_eq!(total, 100);
-        // One worker produces the same 100 queries.
         let one = drain(&w, 0, 1, 1000);
         assert_eq!(one.len(), 100);
-        all.sort_by_key(|(i, _)| *i);
-        for (r, (_, s)) in one.iter().zip(&all) {
-            assert_eq!(&r.statements[0], s);
+        for (i, r) in one.iter().enumerate() {
+            assert_eq!(r.kind, i % 15);
+            assert_eq!(r.statements.len(), 1);
+            assert!(!r.transaction);
+            assert_eq!(r.statements[0], w.statement(i as u64));
+        }
+        // Three workers run the same 100 queries between them.
+        let mut all: Vec<Statement> = (0..3)
+            .flat_map(|worker| drain(&w, worker, 3, 1000))
+            .map(|r| r.statements[0].clone())
+            .collect();
+        assert_eq!(all.len(), 100);
+        let mut expected: Vec<Statement> = (0..100).map(|i| w.statement(i)).collect();
+        let key = |s: &Statement| s.text.clone();
+        all.sort_by_key(key);
+        expected.sort_by_key(key);
+        assert_eq!(all, expected);
+    }
+
+    /// The run indices worker `worker` of `workers` runs in `start..end`.
+    fn indices(
+        w: &TsbsQueries,
+        start: u64,
+        end: Option<u64>,
+        worker: usize,
+        workers: usize,
+        max: usize,
+    ) -> Vec<u64> {
+        let mut src = w.tsbs_source(start, end, worker, workers);
+        std::iter::from_fn(|| src.next_index()).take(max).collect()
+    }
+
+    fn with_types(n: usize) -> TsbsQueries {
+        let mut c = cfg(pg());
+        c.types = Some(QueryType::ALL[..n].to_vec());
+        TsbsQueries::new(c).unwrap()
+    }
+
+    #[test]
+    fn workers_partition_the_queries_whatever_their_count() {
+        for types in [1usize, 2, 4, 15] {
+            let w = with_types(types);
+            for (start, end) in [
+                (0u64, 0u64),
+                (0, 1),
+                (0, 14),
+                (0, 100),
+                (0, 1000),
+                (7, 7),
+                (3, 250),
+                (1000, 2000),
+            ] {
+                for workers in [1usize, 2, 3, 4, 5, 8, 15, 16, 80, 320] {
+                    let mut seen = vec![0u32; (end - start) as usize];
+                    let mut counts = Vec::new();
+                    for worker in 0..workers {
+                        let mine = indices(&w, start, Some(end), worker, workers, usize::MAX);
+                        assert!(mine.windows(2).all(|p| p[0] < p[1]), "in order");
+                        for &i in &mine {
+                            assert!((start..end).contains(&i), "{i} outside {start}..{end}");
+                            seen[(i - start) as usize] += 1;
+                        }
+                        counts.push(mine.len());
+                    }
+                    assert!(
+                        seen.iter().all(|&n| n == 1),
+                        "{types} types, {start}..{end} over {workers}: {seen:?}"
+                    );
+                    let (lo, hi) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+                    assert!(
+                        hi - lo <= types.max(2),
+                        "{types} types, {start}..{end} over {workers}: {counts:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_worker_cycles_through_every_type() {
+        // The defect: worker w ran queries w, w + W, ..., so with 4 workers and 4 types
+        // each worker ran one type, and with 80 workers each ran one of the 4.
+        for types in [2usize, 3, 4, 15] {
+            let w = with_types(types);
+            for workers in [1usize, 2, 3, 4, 5, 6, 8, 15, 16, 30, 80, 320] {
+                for worker in [0, 1, workers / 2, workers - 1] {
+                    let mine = indices(&w, 0, None, worker, workers, types * 6);
+                    assert_eq!(mine.len(), types * 6);
+                    let mut count = vec![0usize; types];
+                    for &i in &mine {
+                        count[(i % types as u64) as usize] += 1;
+                        // At any moment the worker's types are within one of each other.
+                        let (lo, hi) = (count.iter().min().unwrap(), count.iter().max().unwrap());
+                        assert!(
+                            hi - lo <= 1,
+                            "{types} types, worker {worker}/{workers}: {count:?} after {mine:?}"
+                        );
+                    }
+                    assert!(count.iter().all(|&c| c == 6), "{count:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shards_of_a_limited_run_take_blocks_with_the_whole_mix() {
+        let mut c = cfg(pg());
+        c.types = Some(QueryType::ALL[..4].to_vec());
+        c.queries = Some(4000);
+        let w = TsbsQueries::new(c).unwrap();
+        for count in [1u32, 2, 3, 4, 7] {
+            let mut seen = vec![false; 4000];
+            for index in 0..count {
+                let shard = Shard::new(index, count).unwrap();
+                for workers in [1usize, 2, 3, 4] {
+                    let mut kinds = [0u64; 4];
+                    let mut total = 0;
+                    for worker in 0..workers {
+                        let mut src = w.shard_source(worker, workers, shard);
+                        let mut req = QueryRequest::default();
+                        loop {
+                            req.clear();
+                            if !src.next(&mut req) {
+                                break;
+                            }
+                            kinds[req.kind] += 1;
+                            total += 1;
+                        }
+                    }
+                    assert_eq!(total, shard.share(4000), "shard {shard} x {workers}");
+                    for k in kinds {
+                        assert!(
+                            k.abs_diff(total / 4) <= 1,
+                            "shard {shard} x {workers}: {kinds:?}"
+                        );
+                    }
+                }
+                for worker in 0..2 {
+                    let part = shard.part(4000);
+                    let mut src = w.tsbs_source(part.start, Some(part.end), worker, 2);
+                    while let Some(i) = src.next_index() {
+                        assert!(!seen[i as usize], "query {i} twice");
+                        seen[i as usize] = true;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "{count} shards");
+        }
+    }
+
+    #[test]
+    fn shards_of_an_unlimited_run_are_global_workers_that_cycle_through_every_type() {
+        let mut c = cfg(pg());
+        c.types = Some(QueryType::ALL[..4].to_vec());
+        let w = TsbsQueries::new(c).unwrap();
+        for index in 0..4 {
+            let shard = Shard::new(index, 4).unwrap();
+            let reqs: Vec<usize> = {
+                let mut src = w.shard_source(0, 1, shard);
+                let mut req = QueryRequest::default();
+                (0..8)
+                    .map(|_| {
+                        req.clear();
+                        assert!(src.next(&mut req));
+                        req.kind
+                    })
+                    .collect()
+            };
+            for k in 0..4 {
+                assert_eq!(reqs.iter().filter(|&&r| r == k).count(), 2, "{reqs:?}");
+            }
         }
     }
 

@@ -158,6 +158,10 @@ pub struct MysqlConfig {
     pub delivery: Delivery,
     /// This run's id in the ledger.
     pub run_id: i64,
+    /// Connections the run will open (workers x in flight; 0: not known). `prepare`
+    /// checks them against the server's `max_connections` and refuses, naming the limit,
+    /// a run that would hit it.
+    pub connections: u64,
 }
 
 impl MysqlConfig {
@@ -176,6 +180,7 @@ impl MysqlConfig {
             connect_timeout: Duration::from_secs(10),
             delivery: Delivery::ExactlyOnce,
             run_id: tsload_core::new_run_id(),
+            connections: 0,
         }
     }
 }
@@ -358,6 +363,46 @@ impl Inner {
     }
 }
 
+/// Refuses a run that would open more connections than the server has room for: its
+/// `max_connections` less those open now (this one included), less one for the figures
+/// read after the run.
+async fn check_connection_limit(
+    conn: &mut sqlx::MySqlConnection,
+    wanted: u64,
+) -> Result<(), SinkError> {
+    let read = |e: sqlx::Error| {
+        SinkError::new(
+            error::kind_of(&e),
+            format!("reading max_connections: {}", error::describe(&e)),
+        )
+    };
+    let max: i64 = sqlx::query_scalar("SELECT CAST(@@max_connections AS SIGNED)")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(read)?;
+    let open: i64 =
+        sqlx::query_scalar("SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.PROCESSLIST")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(read)?;
+    let room = u64::try_from(max.saturating_sub(open).saturating_sub(1)).unwrap_or(0);
+    if wanted > room {
+        return Err(SinkError::new(
+            ErrorKind::Schema,
+            format!(
+                "the run opens {wanted} connections (load.workers x load.in_flight), but the \
+                 server's max_connections is {max} and {open} are open: room for {room}. Raise \
+                 it (SET GLOBAL max_connections = {}; or max_connections in the server's \
+                 config) or run fewer workers",
+                wanted
+                    .saturating_add(u64::try_from(open).unwrap_or(0))
+                    .saturating_add(10)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Sink for MysqlSink {
     type Conn = MysqlConn;
 
@@ -378,6 +423,9 @@ impl Sink for MysqlSink {
             .await?;
         }
         let mut conn = inner.open().await?;
+        if cfg.connections > 0 {
+            check_connection_limit(&mut conn, cfg.connections).await?;
+        }
         let options = sql::TableOptions {
             engine: &cfg.engine,
             primary_key: cfg.primary_key,

@@ -40,10 +40,11 @@ impl SweepRow {
         let t = match source {
             TRequestSource::ClosedLoop => {
                 let slots = self.workers as f64 * self.in_flight as f64;
-                if slots <= 0.0 || self.requests_per_s <= 0.0 {
+                let requests_per_s = self.rates.requests_per_s();
+                if slots <= 0.0 || requests_per_s <= 0.0 {
                     return None;
                 }
-                slots * 1000.0 / self.requests_per_s
+                slots * 1000.0 / requests_per_s
             }
             TRequestSource::ServiceMean => self.service_mean_ms,
         };
@@ -290,7 +291,7 @@ impl SweepTable {
 mod tests {
     use super::*;
     use crate::grid::{Grid, SweepValue};
-    use crate::table::RttStats;
+    use crate::table::{Rates, RttStats};
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1.0)
@@ -453,9 +454,11 @@ mod tests {
                 avg_ms: None,
                 max_ms: None,
             }),
-            rows_per_s,
-            metrics_per_s: rows_per_s * 11.0,
-            requests_per_s: rows_per_s / 10.0,
+            rates: Rates::Writes {
+                rows_per_s,
+                metrics_per_s: rows_per_s * 11.0,
+                requests_per_s: rows_per_s / 10.0,
+            },
             latency_mean_ms: 0.0,
             latency_p50_ms: 0.0,
             latency_p99_ms: 0.0,
@@ -481,7 +484,11 @@ mod tests {
         assert_eq!(r.t_request_ms(TRequestSource::ClosedLoop), Some(20.0));
         r.service_mean_ms = 7.5;
         assert_eq!(r.t_request_ms(TRequestSource::ServiceMean), Some(7.5));
-        r.requests_per_s = 0.0;
+        r.rates = Rates::Writes {
+            rows_per_s: 0.0,
+            metrics_per_s: 0.0,
+            requests_per_s: 0.0,
+        };
         assert_eq!(r.t_request_ms(TRequestSource::ClosedLoop), None);
         r.service_mean_ms = 0.0;
         assert_eq!(r.t_request_ms(TRequestSource::ServiceMean), None);
@@ -510,7 +517,11 @@ mod tests {
             let t = 1.0 + k * rtt;
             let mut row = r1_row(p, rtt, 0.0);
             row.workers = w as u64;
-            row.requests_per_s = w * 1000.0 / t;
+            row.rates = Rates::Writes {
+                rows_per_s: 0.0,
+                metrics_per_s: 0.0,
+                requests_per_s: w * 1000.0 / t,
+            };
             table.push(row).unwrap();
         }
         let groups = table.fit_groups(DEFAULT_RTT_KEYS, TRequestSource::ClosedLoop);

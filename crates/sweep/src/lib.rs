@@ -4,7 +4,8 @@
 //! - [`grid`]: the `[sweep]` table's lists validated ([`Grid::new`]) and expanded into
 //!   points, first key outermost ([`Grid::points`]).
 //! - [`table`]: one [`SweepRow`] per point (the point plus what its run measured) in a
-//!   [`SweepTable`], written as aligned text, CSV or JSON.
+//!   [`SweepTable`], written as aligned text, CSV or JSON; its [`Measure`] (writes, queries
+//!   or transactions) names the rate columns.
 //! - [`fit`]: least squares of `t_request = t_service + k * RTT` ([`fit_rtt`],
 //!   [`SweepTable::fit_groups`]): round trips per request, the zero-RTT cost, R² and the
 //!   RTT at which throughput halves.
@@ -38,4 +39,4 @@ pub use plot::{
     PlotError, PlotKind, PlotOptions, Throughput, choose_plot, format_compact, render_svg,
     write_svg,
 };
-pub use table::{RttStats, SweepRow, SweepTable, TableError, write_csv_record};
+pub use table::{Measure, Rates, RttStats, SweepRow, SweepTable, TableError, write_csv_record};

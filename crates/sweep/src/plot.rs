@@ -20,7 +20,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::fit::{DEFAULT_RTT_KEYS, RttFit, TRequestSource, fit_rows};
 use crate::grid::{Axis, SweepValue};
-use crate::table::{SweepRow, SweepTable};
+use crate::table::{Measure, Rates, SweepRow, SweepTable};
 
 /// Which plot to draw (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,39 +33,83 @@ pub enum PlotKind {
     Lines { x_key: String },
 }
 
-/// Which rate the plot shows.
+/// Which rate the plot shows: a write sweep's rows, metrics or requests (batches); a query
+/// sweep's requests, transactions, statements or rows read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Throughput {
     Rows,
     Metrics,
+    /// Write batches, or queries.
     Requests,
+    /// Query transactions (TPS).
+    Transactions,
+    /// Query statements (QPS).
+    Statements,
+    /// Result rows a query sweep read.
+    RowsRead,
 }
 
 impl Throughput {
-    /// The rate of this kind in `row`.
-    pub fn of(self, row: &SweepRow) -> f64 {
-        match self {
-            Throughput::Rows => row.rows_per_s,
-            Throughput::Metrics => row.metrics_per_s,
-            Throughput::Requests => row.requests_per_s,
+    /// The rate of this kind in `row`; `None` when the row's run does not measure it
+    /// (rows/s of a query run, statements/s of a write run).
+    pub fn of(self, row: &SweepRow) -> Option<f64> {
+        match (self, row.rates) {
+            (Throughput::Rows, Rates::Writes { rows_per_s, .. }) => Some(rows_per_s),
+            (Throughput::Metrics, Rates::Writes { metrics_per_s, .. }) => Some(metrics_per_s),
+            (
+                Throughput::Requests,
+                Rates::Writes { requests_per_s, .. } | Rates::Queries { requests_per_s, .. },
+            ) => Some(requests_per_s),
+            (
+                Throughput::Transactions,
+                Rates::Transactions {
+                    transactions_per_s, ..
+                },
+            ) => Some(transactions_per_s),
+            (
+                Throughput::Statements,
+                Rates::Queries {
+                    statements_per_s, ..
+                }
+                | Rates::Transactions {
+                    statements_per_s, ..
+                },
+            ) => Some(statements_per_s),
+            (
+                Throughput::RowsRead,
+                Rates::Queries {
+                    rows_read_per_s, ..
+                }
+                | Rates::Transactions {
+                    rows_read_per_s, ..
+                },
+            ) => Some(rows_read_per_s),
+            _ => None,
         }
     }
 
-    /// The axis unit: `rows/s`, `metrics/s`, `requests/s`.
+    /// The axis unit: `rows/s`, `metrics/s`, `requests/s`, `transactions/s`,
+    /// `statements/s`, `rows read/s`.
     pub fn unit(self) -> &'static str {
         match self {
             Throughput::Rows => "rows/s",
             Throughput::Metrics => "metrics/s",
             Throughput::Requests => "requests/s",
+            Throughput::Transactions => "transactions/s",
+            Throughput::Statements => "statements/s",
+            Throughput::RowsRead => "rows read/s",
         }
     }
 
-    /// The default for a kind: rows/s against RTT (as R1 reports), metrics/s in the heat
-    /// map (as R4's fields/s), rows/s in line plots.
-    pub fn default_for(kind: &PlotKind) -> Throughput {
-        match kind {
-            PlotKind::Heatmap { .. } => Throughput::Metrics,
-            PlotKind::RateVsRtt | PlotKind::Lines { .. } => Throughput::Rows,
+    /// The default for a kind of plot of runs that measured `measure`: for writes rows/s
+    /// against RTT (as R1 reports), metrics/s in the heat map (as R4's fields/s), rows/s
+    /// in line plots; for queries requests/s (transactions/s, TPS, for transactions).
+    pub fn default_for(kind: &PlotKind, measure: Measure) -> Throughput {
+        match (measure, kind) {
+            (Measure::Writes, PlotKind::Heatmap { .. }) => Throughput::Metrics,
+            (Measure::Writes, PlotKind::RateVsRtt | PlotKind::Lines { .. }) => Throughput::Rows,
+            (Measure::Queries, _) => Throughput::Requests,
+            (Measure::Transactions, _) => Throughput::Transactions,
         }
     }
 }
@@ -74,7 +118,7 @@ impl Throughput {
 /// RTT keys [`DEFAULT_RTT_KEYS`], closed-loop request times for the fit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlotOptions {
-    /// `None`: [`Throughput::default_for`] the kind.
+    /// `None`: [`Throughput::default_for`] the kind and the table's measure.
     pub throughput: Option<Throughput>,
     /// `None`: a title naming what is plotted.
     pub title: Option<String>,
@@ -105,6 +149,11 @@ impl Default for PlotOptions {
 pub enum PlotError {
     #[error("nothing to plot: the sweep has no results")]
     NoRows,
+    #[error("the sweep's runs did not measure {unit}: they measured {measure:?}")]
+    NotMeasured {
+        unit: &'static str,
+        measure: Measure,
+    },
     #[error("the plot names key `{key}`, which the sweep does not have (keys: {keys})")]
     UnknownKey { key: String, keys: String },
     #[error(
@@ -166,7 +215,15 @@ pub fn render_svg(
     if table.rows.is_empty() {
         return Err(PlotError::NoRows);
     }
-    let throughput = opts.throughput.unwrap_or(Throughput::default_for(kind));
+    let throughput = opts
+        .throughput
+        .unwrap_or(Throughput::default_for(kind, table.measure));
+    if table.rows.iter().all(|r| throughput.of(r).is_none()) {
+        return Err(PlotError::NotMeasured {
+            unit: throughput.unit(),
+            measure: table.measure,
+        });
+    }
     let mut svg = String::new();
     match kind {
         PlotKind::RateVsRtt => rate_vs_rtt(table, throughput, opts, &mut svg)?,
@@ -304,7 +361,7 @@ fn rate_vs_rtt(
     let mut points: Vec<(f64, f64)> = table
         .rows
         .iter()
-        .filter_map(|r| Some((axis.x(r)?, throughput.of(r))))
+        .filter_map(|r| Some((axis.x(r)?, throughput.of(r)?)))
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
 
@@ -314,7 +371,7 @@ fn rate_vs_rtt(
         let cs: Vec<f64> = table
             .rows
             .iter()
-            .filter_map(|r| Some(throughput.of(r) * r.t_request_ms(opts.t_request_source)?))
+            .filter_map(|r| Some(throughput.of(r)? * r.t_request_ms(opts.t_request_source)?))
             .collect();
         (!cs.is_empty()).then(|| (fit, cs.iter().sum::<f64>() / cs.len() as f64))
     });
@@ -433,7 +490,7 @@ fn heatmap(
         ) else {
             continue;
         };
-        cells[i][j] = Some(throughput.of(row));
+        cells[i][j] = throughput.of(row);
     }
     let finite: Vec<f64> = cells
         .iter()
@@ -622,7 +679,9 @@ fn lines(
             })
             .collect::<Vec<_>>()
             .join(" ");
-        let y = throughput.of(row);
+        let Some(y) = throughput.of(row) else {
+            continue;
+        };
         match series.iter_mut().find(|(l, _)| *l == label) {
             Some((_, pts)) => pts.push((x, y)),
             None => series.push((label, vec![(x, y)])),

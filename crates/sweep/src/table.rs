@@ -21,19 +21,126 @@ pub struct RttStats {
     pub max_ms: Option<f64>,
 }
 
-/// One grid point and what its run measured. The CLI fills it from the run's `Summary`:
-/// `rows_per_s`, `metrics_per_s`, `requests / elapsed_s`, `latency.{mean,p50,p99}_ms`,
-/// `service.mean_ms`, `failed_requests` (or the sum of `errors`), `stop_reason`, and the
-/// run's effective `workers`, `batch` (rows per request) and `in_flight` (requests in
-/// flight per worker).
+/// What a sweep's runs measured: it names the rate columns of the table, the CSV and the
+/// JSON, and the plot's axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// Write runs: rows, metrics (field values) and requests (batches) per second.
+    #[default]
+    Writes,
+    /// Query runs: requests (queries), statements and result rows read per second.
+    Queries,
+    /// Query runs whose requests are transactions (sysbench's `oltp_read_write` and
+    /// `oltp_read_only`): transactions (TPS), statements (QPS) and rows read per second.
+    Transactions,
+}
+
+impl Measure {
+    /// The rate columns' names in the CSV and the JSON rows, in order.
+    pub fn columns(self) -> [&'static str; 3] {
+        match self {
+            Measure::Writes => ["rows_per_s", "metrics_per_s", "requests_per_s"],
+            Measure::Queries => ["requests_per_s", "statements_per_s", "rows_read_per_s"],
+            Measure::Transactions => ["transactions_per_s", "statements_per_s", "rows_read_per_s"],
+        }
+    }
+
+    /// The rate columns' headers in the text table, in order.
+    fn headers(self) -> [&'static str; 3] {
+        match self {
+            Measure::Writes => ["rows/s", "metrics/s", "req/s"],
+            Measure::Queries => ["req/s", "stmt/s", "rows read/s"],
+            Measure::Transactions => ["txn/s", "stmt/s", "rows read/s"],
+        }
+    }
+}
+
+/// A point's rates, per second, each named for what it counts (as [`Measure::columns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rates {
+    /// A write run's rows, metrics and requests (batches) acknowledged per second.
+    Writes {
+        rows_per_s: f64,
+        metrics_per_s: f64,
+        requests_per_s: f64,
+    },
+    /// A query run's successful transactions (TPS), their statements (QPS) and the result
+    /// rows they read, per second.
+    Transactions {
+        transactions_per_s: f64,
+        statements_per_s: f64,
+        rows_read_per_s: f64,
+    },
+    /// A query run's successful requests (queries), their statements and the result rows
+    /// they read, per second.
+    Queries {
+        requests_per_s: f64,
+        statements_per_s: f64,
+        rows_read_per_s: f64,
+    },
+}
+
+impl Rates {
+    /// What the rates measure.
+    pub fn measure(&self) -> Measure {
+        match self {
+            Rates::Writes { .. } => Measure::Writes,
+            Rates::Queries { .. } => Measure::Queries,
+            Rates::Transactions { .. } => Measure::Transactions,
+        }
+    }
+
+    /// Requests completed per second: batches, queries or transactions, what one
+    /// in-flight slot does one at a time (the fit's request time comes from it).
+    pub fn requests_per_s(&self) -> f64 {
+        match *self {
+            Rates::Writes { requests_per_s, .. } | Rates::Queries { requests_per_s, .. } => {
+                requests_per_s
+            }
+            Rates::Transactions {
+                transactions_per_s, ..
+            } => transactions_per_s,
+        }
+    }
+
+    /// The rates in the order of [`Measure::columns`].
+    pub fn values(&self) -> [f64; 3] {
+        match *self {
+            Rates::Writes {
+                rows_per_s,
+                metrics_per_s,
+                requests_per_s,
+            } => [rows_per_s, metrics_per_s, requests_per_s],
+            Rates::Queries {
+                requests_per_s,
+                statements_per_s,
+                rows_read_per_s,
+            } => [requests_per_s, statements_per_s, rows_read_per_s],
+            Rates::Transactions {
+                transactions_per_s,
+                statements_per_s,
+                rows_read_per_s,
+            } => [transactions_per_s, statements_per_s, rows_read_per_s],
+        }
+    }
+}
+
+/// One grid point and what its run measured. The CLI fills it from the run's report:
+/// for writes `rows_per_s`, `metrics_per_s` and `requests / elapsed_s`; for queries
+/// `requests_per_s` (or transactions), `statements_per_s` and the rows read per second;
+/// then `latency.{mean,p50,p99}_ms`, `service.mean_ms`, `failed_requests` (or the sum of
+/// `errors`), `stop_reason`, and the run's effective `workers`, `batch` (rows per request)
+/// and `in_flight` (requests in flight per worker).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
     pub point: Point,
     /// `None` when no probe ran or every probe failed.
     pub rtt: Option<RttStats>,
-    pub rows_per_s: f64,
-    pub metrics_per_s: f64,
-    pub requests_per_s: f64,
+    /// Written as its own columns (`rows_per_s`, ... or `requests_per_s`, ...).
+    #[serde(flatten)]
+    pub rates: Rates,
     /// Latency from the intended send time (coordinated-omission corrected), ms.
     pub latency_mean_ms: f64,
     pub latency_p50_ms: f64,
@@ -65,25 +172,33 @@ pub enum TableError {
         "the row's point has {key} = {value}, which is not one of the sweep's values for `{key}`"
     )]
     ValueNotInGrid { key: String, value: String },
+    #[error("the row measures {row:?} but the sweep's table measures {table:?}")]
+    MeasureMismatch { table: Measure, row: Measure },
 }
 
-/// The results of a sweep: the grid's axes and one row per point that ran, in run order.
+/// The results of a sweep: the grid's axes, what its runs measured, and one row per
+/// point that ran, in run order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepTable {
     pub axes: Vec<Axis>,
+    /// Writes unless said (a write sweep's JSON has no `measure`).
+    #[serde(default)]
+    pub measure: Measure,
     pub rows: Vec<SweepRow>,
 }
 
-/// Columns after the key columns, in the CSV (the text table shows a subset).
-const MEASURE_COLUMNS: [&str; 16] = [
+/// Columns after the key columns and before the rates, in the CSV.
+const RTT_COLUMNS: [&str; 5] = [
     "rtt_method",
     "rtt_median_ms",
     "rtt_min_ms",
     "rtt_avg_ms",
     "rtt_max_ms",
-    "rows_per_s",
-    "metrics_per_s",
-    "requests_per_s",
+];
+
+/// Columns after the rates ([`Measure::columns`]), in the CSV (the text table shows a
+/// subset).
+const MEASURE_COLUMNS: [&str; 8] = [
     "latency_mean_ms",
     "latency_p50_ms",
     "latency_p99_ms",
@@ -99,17 +214,29 @@ const MEASURE_COLUMNS: [&str; 16] = [
 const SETTING_COLUMNS: [&str; 3] = ["workers", "batch", "in_flight"];
 
 impl SweepTable {
-    /// An empty table for `grid`'s points.
+    /// An empty table of write runs for `grid`'s points.
     pub fn new(grid: &Grid) -> SweepTable {
+        SweepTable::measuring(grid, Measure::Writes)
+    }
+
+    /// An empty table for `grid`'s points whose runs measure `measure`.
+    pub fn measuring(grid: &Grid, measure: Measure) -> SweepTable {
         SweepTable {
             axes: grid.axes().to_vec(),
+            measure,
             rows: Vec::new(),
         }
     }
 
     /// Appends a row; its point must have the grid's keys, in order, with values from the
-    /// grid's lists.
+    /// grid's lists, and its rates must be of the table's [`Measure`].
     pub fn push(&mut self, row: SweepRow) -> Result<(), TableError> {
+        if row.rates.measure() != self.measure {
+            return Err(TableError::MeasureMismatch {
+                table: self.measure,
+                row: row.rates.measure(),
+            });
+        }
         let keys_match = row.point.values().len() == self.axes.len()
             && row
                 .point
@@ -154,11 +281,16 @@ impl SweepTable {
     }
 
     /// The CSV header: the sweep keys, then `rtt_method, rtt_median_ms, rtt_min_ms,
-    /// rtt_avg_ms, rtt_max_ms, rows_per_s, metrics_per_s, requests_per_s, latency_mean_ms,
-    /// latency_p50_ms, latency_p99_ms, service_mean_ms, errors`, then those of `workers,
-    /// batch, in_flight` that are not sweep keys, then `stop_reason`.
+    /// rtt_avg_ms, rtt_max_ms`, the rates ([`Measure::columns`]: `rows_per_s,
+    /// metrics_per_s, requests_per_s` for writes; `requests_per_s, statements_per_s,
+    /// rows_read_per_s` for queries, `transactions_per_s, ...` for transactions), then
+    /// `latency_mean_ms, latency_p50_ms, latency_p99_ms, service_mean_ms, errors,
+    /// client_cpu_s, server_cpu_s, bytes_per_metric`, then those of `workers, batch,
+    /// in_flight` that are not sweep keys, then `stop_reason`.
     pub fn csv_header(&self) -> Vec<String> {
         let mut h: Vec<String> = self.axes.iter().map(|a| a.key.clone()).collect();
+        h.extend(RTT_COLUMNS.iter().map(|c| c.to_string()));
+        h.extend(self.measure.columns().iter().map(|c| c.to_string()));
         h.extend(MEASURE_COLUMNS.iter().map(|c| c.to_string()));
         h.extend(self.setting_columns().iter().map(|c| c.to_string()));
         h.push("stop_reason".to_string());
@@ -186,15 +318,12 @@ impl SweepTable {
             rec.push(opt(rtt.and_then(|r| r.min_ms)));
             rec.push(opt(rtt.and_then(|r| r.avg_ms)));
             rec.push(opt(rtt.and_then(|r| r.max_ms)));
-            for v in [
-                row.rows_per_s,
-                row.metrics_per_s,
-                row.requests_per_s,
+            for v in row.rates.values().into_iter().chain([
                 row.latency_mean_ms,
                 row.latency_p50_ms,
                 row.latency_p99_ms,
                 row.service_mean_ms,
-            ] {
+            ]) {
                 rec.push(v.to_string());
             }
             rec.push(row.errors.to_string());
@@ -218,23 +347,17 @@ impl SweepTable {
     }
 
     /// The table as aligned text, one line per row, for a terminal: the sweep keys, then
-    /// `rtt ms` (median), `rows/s`, `metrics/s`, `req/s`, `lat mean`, `p50`, `p99`,
+    /// `rtt ms` (median), the rates (`rows/s`, `metrics/s`, `req/s` for writes; `req/s`
+    /// or `txn/s`, `stmt/s`, `rows read/s` for queries), `lat mean`, `p50`, `p99`,
     /// `svc mean` (ms), `errors`, `stop`. Numbers are right-aligned, text left-aligned.
     pub fn render_text(&self) -> String {
         let mut header: Vec<String> = self.axes.iter().map(|a| a.key.clone()).collect();
         let n_keys = header.len();
+        let rates = self.measure.headers();
         header.extend(
             [
-                "rtt ms",
-                "rows/s",
-                "metrics/s",
-                "req/s",
-                "lat mean",
-                "p50",
-                "p99",
-                "svc mean",
-                "errors",
-                "stop",
+                "rtt ms", rates[0], rates[1], rates[2], "lat mean", "p50", "p99", "svc mean",
+                "errors", "stop",
             ]
             .iter()
             .map(|s| s.to_string()),
@@ -253,9 +376,19 @@ impl SweepTable {
                     .map(|r| format!("{:.3}", r.median_ms))
                     .unwrap_or_else(|| "-".to_string()),
             );
-            line.push(format!("{:.0}", row.rows_per_s));
-            line.push(format!("{:.0}", row.metrics_per_s));
-            line.push(format!("{:.1}", row.requests_per_s));
+            let [a, b, c] = row.rates.values();
+            match self.measure {
+                Measure::Writes => {
+                    line.push(format!("{a:.0}"));
+                    line.push(format!("{b:.0}"));
+                    line.push(format!("{c:.1}"));
+                }
+                Measure::Queries | Measure::Transactions => {
+                    line.push(format!("{a:.1}"));
+                    line.push(format!("{b:.1}"));
+                    line.push(format!("{c:.0}"));
+                }
+            }
             line.push(format!("{:.3}", row.latency_mean_ms));
             line.push(format!("{:.3}", row.latency_p50_ms));
             line.push(format!("{:.3}", row.latency_p99_ms));
@@ -309,12 +442,16 @@ impl SweepTable {
     }
 
     /// Writes `{"axes": [...], "rows": [...], "fits": [...]}` (pretty-printed, newline at
-    /// the end). `fits` is what [`SweepTable::fit_groups`] returned (may be empty): each
+    /// the end), with `"measure": "queries"` or `"transactions"` after the axes for a
+    /// query sweep (whose rows' rates have their own names, [`Measure::columns`]). `fits`
+    /// is what [`SweepTable::fit_groups`] returned (may be empty): each
     /// `{"fixed": {key: value}, "fit": {...} | null, "error": "..." | null}`.
     pub fn write_json<W: io::Write>(&self, fits: &[FitGroup], mut w: W) -> io::Result<()> {
         #[derive(Serialize)]
         struct Report<'a> {
             axes: &'a [Axis],
+            #[serde(skip_serializing_if = "is_writes")]
+            measure: Measure,
             rows: &'a [SweepRow],
             fits: &'a [FitGroup],
         }
@@ -322,12 +459,17 @@ impl SweepTable {
             &mut w,
             &Report {
                 axes: &self.axes,
+                measure: self.measure,
                 rows: &self.rows,
                 fits,
             },
         )?;
         w.write_all(b"\n")
     }
+}
+
+fn is_writes(m: &Measure) -> bool {
+    *m == Measure::Writes
 }
 
 /// Writes one CSV record (RFC 4180 quoting, CRLF).
@@ -364,9 +506,11 @@ mod tests {
                 avg_ms: None,
                 max_ms: Some(m * 1.5),
             }),
-            rows_per_s,
-            metrics_per_s: rows_per_s * 10.0,
-            requests_per_s: rows_per_s / 10.0,
+            rates: Rates::Writes {
+                rows_per_s,
+                metrics_per_s: rows_per_s * 10.0,
+                requests_per_s: rows_per_s / 10.0,
+            },
             latency_mean_ms: 1.25,
             latency_p50_ms: 1.0,
             latency_p99_ms: 4.5,
@@ -501,8 +645,113 @@ mod tests {
         assert_eq!(back.rows.len(), t.rows.len());
         for (b, r) in back.rows.iter().zip(&t.rows) {
             assert_eq!(b.point, r.point);
-            assert_eq!(b.rows_per_s, r.rows_per_s);
+            assert_eq!(b.rates, r.rates);
             assert_eq!(b.stop_reason, r.stop_reason);
         }
+        assert_eq!(back.measure, Measure::Writes);
+        // A write sweep's JSON is as it was: no `measure`, the rows' rates by their names.
+        assert!(v.get("measure").is_none(), "{v}");
+        let row = v["rows"][0].as_object().unwrap();
+        let keys: Vec<&str> = row.keys().map(|k| k.as_str()).collect();
+        for k in ["rows_per_s", "metrics_per_s", "requests_per_s"] {
+            assert!(keys.contains(&k), "{keys:?}");
+        }
+    }
+
+    /// A query sweep's table: requests (or transactions), statements and rows read.
+    fn query_table(measure: Measure) -> SweepTable {
+        let grid = Grid::new(vec![(
+            "query.workers",
+            vec![SweepValue::Int(1), SweepValue::Int(8)],
+        )])
+        .unwrap();
+        let mut t = SweepTable::measuring(&grid, measure);
+        for (i, p) in grid.points().iter().enumerate() {
+            let mut r = row(p, None, 0.0);
+            let n = (i + 1) as f64;
+            r.rates = match measure {
+                Measure::Queries => Rates::Queries {
+                    requests_per_s: 100.0 * n,
+                    statements_per_s: 100.0 * n,
+                    rows_read_per_s: 6000.0 * n,
+                },
+                _ => Rates::Transactions {
+                    transactions_per_s: 50.5 * n,
+                    statements_per_s: 1010.0 * n,
+                    rows_read_per_s: 7070.0 * n,
+                },
+            };
+            t.push(r).unwrap();
+        }
+        t
+    }
+
+    #[test]
+    fn a_query_sweep_names_its_rates_for_what_they_count() {
+        let t = query_table(Measure::Transactions);
+        let mut out = Vec::new();
+        t.write_csv(&mut out).unwrap();
+        let csv = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = csv.split("\r\n").collect();
+        assert_eq!(
+            lines[0],
+            "query.workers,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,\
+             transactions_per_s,statements_per_s,rows_read_per_s,latency_mean_ms,\
+             latency_p50_ms,latency_p99_ms,service_mean_ms,errors,client_cpu_s,\
+             server_cpu_s,bytes_per_metric,workers,batch,in_flight,stop_reason"
+        );
+        assert!(
+            lines[2].starts_with("8,,,,,,101,2020,14140,"),
+            "{}",
+            lines[2]
+        );
+        let text = t.render_text();
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("txn/s  stmt/s  rows read/s"),
+            "{text}"
+        );
+        assert!(!text.contains("metrics"), "{text}");
+
+        let mut out = Vec::new();
+        t.write_json(&[], &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["measure"], "transactions");
+        let row = &v["rows"][1];
+        assert_eq!(row["transactions_per_s"], 101.0);
+        assert_eq!(row["statements_per_s"], 2020.0);
+        assert_eq!(row["rows_read_per_s"], 14140.0);
+        for gone in ["rows_per_s", "metrics_per_s", "requests_per_s"] {
+            assert!(row.get(gone).is_none(), "{gone} in {row}");
+        }
+        let back: SweepTable = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back, t);
+
+        let q = query_table(Measure::Queries);
+        let header = q.csv_header().join(",");
+        assert!(
+            header.contains(",requests_per_s,statements_per_s,rows_read_per_s,"),
+            "{header}"
+        );
+        let mut out = Vec::new();
+        q.write_json(&[], &mut out).unwrap();
+        let back: SweepTable = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back, q);
+        assert_eq!(back.rows[1].rates.requests_per_s(), 200.0);
+    }
+
+    #[test]
+    fn a_row_of_another_measure_is_refused() {
+        let mut t = query_table(Measure::Queries);
+        let p = t.rows[0].point.clone();
+        assert_eq!(
+            t.push(row(&p, None, 1.0)).unwrap_err(),
+            TableError::MeasureMismatch {
+                table: Measure::Queries,
+                row: Measure::Writes
+            }
+        );
     }
 }

@@ -3,8 +3,8 @@
 //! point and one annotated cell per grid point. Set `TSLOAD_SWEEP_SVG_DIR` to keep the files.
 
 use tsload_sweep::{
-    Grid, PlotKind, PlotOptions, RttStats, SweepRow, SweepTable, SweepValue, Throughput,
-    choose_plot, format_compact, render_svg,
+    Grid, Measure, PlotKind, PlotOptions, Rates, RttStats, SweepRow, SweepTable, SweepValue,
+    Throughput, choose_plot, format_compact, render_svg,
 };
 
 fn row(point: tsload_sweep::Point, rtt: Option<f64>, rows_per_s: f64) -> SweepRow {
@@ -17,9 +17,11 @@ fn row(point: tsload_sweep::Point, rtt: Option<f64>, rows_per_s: f64) -> SweepRo
             avg_ms: None,
             max_ms: None,
         }),
-        rows_per_s,
-        metrics_per_s: rows_per_s * 11.0,
-        requests_per_s: rows_per_s / 10.0,
+        rates: Rates::Writes {
+            rows_per_s,
+            metrics_per_s: rows_per_s * 11.0,
+            requests_per_s: rows_per_s / 10.0,
+        },
         latency_mean_ms: 1.0,
         latency_p50_ms: 1.0,
         latency_p99_ms: 2.0,
@@ -108,7 +110,11 @@ fn r4_table() -> SweepTable {
     for (n, p) in grid.points().into_iter().enumerate() {
         let fields = R4[n / 5][n % 5];
         let mut r = row(p, None, fields / 101.0);
-        r.metrics_per_s = fields;
+        r.rates = Rates::Writes {
+            rows_per_s: fields / 101.0,
+            metrics_per_s: fields,
+            requests_per_s: fields / 1010.0,
+        };
         t.push(r).unwrap();
     }
     t
@@ -436,6 +442,84 @@ fn plot_errors() {
         render_svg(&t, &PlotKind::RateVsRtt, &PlotOptions::default()),
         Err(tsload_sweep::PlotError::NoRows)
     ));
+}
+
+/// R2's shape: OLTP transactions against the RTT, as a query sweep measures them.
+fn r2_table(measure: Measure) -> SweepTable {
+    let grid = Grid::new(vec![(
+        "delay",
+        vec![SweepValue::from("0.25ms"), SweepValue::from("10ms")],
+    )])
+    .unwrap();
+    let mut t = SweepTable::measuring(&grid, measure);
+    for (p, (rtt, tps)) in grid
+        .points()
+        .into_iter()
+        .zip([(0.38, 787.36), (10.2, 47.4)])
+    {
+        let mut r = row(p, Some(rtt), 0.0);
+        r.workers = 10;
+        r.batch = 1;
+        r.rates = match measure {
+            Measure::Transactions => Rates::Transactions {
+                transactions_per_s: tps,
+                statements_per_s: tps * 18.0,
+                rows_read_per_s: tps * 313.6,
+            },
+            _ => Rates::Queries {
+                requests_per_s: tps,
+                statements_per_s: tps,
+                rows_read_per_s: tps * 60.0,
+            },
+        };
+        t.push(r).unwrap();
+    }
+    t
+}
+
+#[test]
+fn a_query_sweep_plots_what_it_measured() {
+    for (measure, unit) in [
+        (Measure::Transactions, "transactions/s"),
+        (Measure::Queries, "requests/s"),
+    ] {
+        let t = r2_table(measure);
+        let kind = choose_plot(&t.axes, &["delay"]);
+        let svg = render_svg(&t, &kind, &PlotOptions::default()).unwrap();
+        keep(&format!("r2-{unit}.svg").replace('/', "-"), &svg);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let texts = texts(&doc);
+        for wanted in [format!("{unit} vs RTT"), unit.to_string()] {
+            assert!(
+                texts.contains(&wanted),
+                "no <text>{wanted}</text> in {texts:?}"
+            );
+        }
+        assert!(
+            !texts.iter().any(|t| t.contains("rows/s")),
+            "a query sweep plotted as rows/s: {texts:?}"
+        );
+        assert_eq!(count(&doc, "circle"), 2);
+        // Its statements and rows read, when asked for.
+        let opts = PlotOptions {
+            throughput: Some(Throughput::RowsRead),
+            ..PlotOptions::default()
+        };
+        let svg = render_svg(&t, &kind, &opts).unwrap();
+        assert!(svg.contains("rows read/s"), "{svg}");
+        // Not what it did not measure.
+        let opts = PlotOptions {
+            throughput: Some(Throughput::Rows),
+            ..PlotOptions::default()
+        };
+        let err = render_svg(&t, &kind, &opts).unwrap_err();
+        assert!(err.to_string().contains("did not measure rows/s"), "{err}");
+    }
+    // A write sweep's heat map is of metrics, its lines and RTT plots of rows.
+    assert_eq!(
+        Throughput::default_for(&PlotKind::RateVsRtt, Measure::Writes),
+        Throughput::Rows
+    );
 }
 
 #[test]

@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use tsload_core::engine::{EngineError, IntervalReport, Observer, RunOutcome, StopReason};
+use tsload_core::engine::{
+    EngineError, IntervalReport, LoadMode, Observer, RunOutcome, StopReason,
+};
 use tsload_core::query::QueryWorkload;
 use tsload_core::query_engine::QueryOutcome;
 use tsload_core::recorder::new_histogram;
-use tsload_core::report::LatencySummary;
+use tsload_core::report::{LatencySummary, group};
 use tsload_core::rusage::Usage;
 
 use super::report::Reporter;
@@ -19,11 +21,15 @@ use crate::plan::QueryPlan;
 use crate::progress::RunObserver;
 use crate::queries;
 
-/// Write latency of a mixed run, split by whether the queries were running.
+/// Write latency of a mixed run, split by whether the queries were running; and why the
+/// queries ended when the writes ended them.
 #[derive(Default)]
 pub(super) struct WriteSplit {
     alone: Option<Histogram<u64>>,
     with_queries: Option<Histogram<u64>>,
+    /// The queries (without a limit of their own) were still running when the writes
+    /// stopped, after these seconds of writes.
+    queries_ended_with_writes: Option<f64>,
 }
 
 /// When the read stream's timed run started and ended (shared by the two streams).
@@ -104,6 +110,22 @@ pub(super) async fn run(
         window: window.clone(),
     };
     let own_limit = q.config.duration.is_some() || q.config.requests.is_some();
+    let mut config = q.config.clone();
+    if !own_limit {
+        // Without a limit of its own the read stream ends with the writes: when they have a
+        // duration, the queries' clock knows it, so that requests still due at the end
+        // count as never sent and the read stream ends on its duration too.
+        config.duration = s
+            .plan
+            .load
+            .duration
+            .and_then(|d| d.checked_sub(delay))
+            .filter(|d| !d.is_zero());
+    }
+    if let Some(warning) = short_data_warning(s) {
+        errln!("warning: {warning}");
+    }
+    let write_ended = Arc::new(Mutex::new(None));
     let write = async {
         let r = crate::targets::run(
             s.plan,
@@ -113,9 +135,18 @@ pub(super) async fn run(
             s.run_id,
         )
         .await;
-        if !own_limit {
-            // Without a limit of its own, the read stream ends with the writes.
-            s.query_stop.stop(StopReason::DataEnd);
+        let queries_ended = window.lock().map_or(true, |w| w.1.is_some());
+        if !own_limit && !queries_ended {
+            // Without a limit of its own, the read stream ends with the writes, for the
+            // writes' reason (a write stream that failed ends it as its data's end).
+            let (reason, secs) = match &r {
+                Ok(o) => (o.stop_reason, o.elapsed.as_secs_f64()),
+                Err(_) => (StopReason::DataEnd, 0.0),
+            };
+            if let Ok(mut e) = write_ended.lock() {
+                *e = Some(secs);
+            }
+            s.query_stop.stop(reason);
         }
         r
     };
@@ -133,7 +164,7 @@ pub(super) async fn run(
             &s.plan.target,
             q,
             workload,
-            q.config.clone(),
+            config,
             s.query_stop.clone(),
             &mut window_observer,
         )
@@ -144,12 +175,42 @@ pub(super) async fn run(
         r
     };
     let (write, query) = tokio::join!(write, read);
-    let split = split_observer.split;
+    let mut split = split_observer.split;
+    split.queries_ended_with_writes = write_ended.lock().ok().and_then(|e| *e);
     Outcomes::Mixed {
         write,
         query,
         split,
     }
+}
+
+/// Why the writes of a mixed run will end before `load.duration` (the queries, ending with
+/// them, end early too): open loop at `load.rate` wants more rows than the data set (or
+/// `load.rows`) holds.
+fn short_data_warning(s: &Streams<'_>) -> Option<String> {
+    let load = &s.plan.load;
+    let duration = load.duration?;
+    let LoadMode::Open { rate } = load.mode else {
+        return None;
+    };
+    let (rows, end) = match (load.rows, s.workload.total_rows()) {
+        (Some(limit), Some(total)) if total < limit => (total, "data end"),
+        (Some(limit), _) => (limit, "row limit"),
+        (None, Some(total)) => (total, "data end"),
+        (None, None) => return None,
+    };
+    let wanted = rate * duration.as_secs_f64();
+    (rate > 0.0 && (rows as f64) < wanted).then(|| {
+        format!(
+            "the writes have {} rows, {:.1} s at load.rate = {} rows/s, less than load.duration = {}: \
+             they will stop early ({end}) and the queries with them; lengthen the data set \
+             (workload.end, workload.scale) or shorten load.duration",
+            group(rows),
+            rows as f64 / rate,
+            group(rate.round() as u64),
+            humantime::format_duration(duration)
+        )
+    })
 }
 
 pub(super) fn report(
@@ -201,6 +262,21 @@ pub(super) fn report(
         out!("{}", s.render_text());
         r.json.insert("query".into(), serde_json::to_value(s)?);
     }
+    // The read stream's stop reason is the writes' when they ended it: say so.
+    let ended_with_writes = split.queries_ended_with_writes.map(|secs| {
+        let why = executed
+            .summary
+            .as_ref()
+            .map_or("an error", |s| s.stop_reason.as_str());
+        outln!(
+            "  (the queries, without a limit of their own, ended with the writes: {why} after {secs:.3} s of writes)"
+        );
+        why.to_string()
+    });
+    r.json.insert(
+        "queries_ended_with_writes".into(),
+        serde_json::to_value(&ended_with_writes)?,
+    );
     outln!("  (client cpu in both reports: the whole process, writes and queries together)");
     r.json.insert("mode".into(), "mixed".into());
     Ok(())

@@ -656,3 +656,46 @@ fn a_password_goes_into_the_url_percent_encoded() {
         "{e}"
     );
 }
+
+/// What `run` would refuse once the writes are over, validation refuses first: a mixed
+/// run whose queries start after its writes end (configs/mixed-influx.toml with a short
+/// duration).
+#[test]
+fn mixed_queries_that_would_start_after_the_writes_end_are_refused() {
+    let text = include_str!("../../../../configs/mixed-influx.toml");
+    let e = parse("mixed-influx.toml", text, &["load.duration=\"8s\"".into()]).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("query.start_after"), "{e}");
+    assert!(
+        e.message.contains("10s") && e.message.contains("8s") && e.message.contains("never run"),
+        "{e}"
+    );
+    assert!(parse("mixed-influx.toml", text, &["load.duration=\"12s\"".into()]).is_ok());
+}
+
+/// An unset environment variable read by a secret is named the same way from the file
+/// and from `--set` (it was "not shown: a secret" from a file, which hid the cause).
+#[test]
+fn an_unset_environment_variable_is_named_wherever_the_secret_was_given() {
+    let var = "TSLOAD_TEST_SURELY_UNSET_PASSWORD";
+    let file = format!(
+        "[target]\nkind = \"influx\"\nurl = \"http://127.0.0.1:8086\"\npassword = \"${var}\"\n"
+    );
+    let e = parse("s.toml", &file, &[]).unwrap_err();
+    assert!(
+        e.message
+            .contains(&format!("environment variable {var} is not set")),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(4), "{e}");
+    let e = parse(
+        "s.toml",
+        "[target]\nkind = \"influx\"\nurl = \"http://127.0.0.1:8086\"\n",
+        &[format!("target.password=\"${var}\"")],
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains(&format!("environment variable {var} is not set")),
+        "{e}"
+    );
+}
