@@ -86,6 +86,14 @@ pub struct ServerSummary {
     pub client_server_cpu_ratio: f64,
     /// Which side limited the run, in a line.
     pub saturated: String,
+    /// The processes the selector matched at the end (a name may match other users'
+    /// servers: the report names them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<i32>,
+    /// What makes a figure doubtful, in words (a data directory that did not grow
+    /// while metrics were written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Reads the counters of the processes `selector` names, and the size of `data_dir`.
@@ -258,6 +266,15 @@ pub fn summarize(
             .map(|b| b as f64 / run.metrics as f64),
         client_server_cpu_ratio: if cpu_s > 0.0 { client_s / cpu_s } else { 0.0 },
         saturated: saturation(per(cpu_s), per(client_s), run),
+        pids: Vec::new(),
+        warnings: match disk_bytes_added {
+            Some(0) if run.metrics > 0 => vec![format!(
+                "the data directory did not grow while {} metrics were written: is it the \
+                 server's (a server started elsewhere keeps its data in its own directory)?",
+                run.metrics
+            )],
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -413,9 +430,12 @@ impl Monitor {
                 message: e.clone(),
             });
         }
-        Ok(st
-            .start
-            .map(|start| summarize(&self.selector.to_string(), &start, &end, st.peak_rss, run)))
+        let pids = select(&self.selector).unwrap_or_default();
+        Ok(st.start.map(|start| {
+            let mut s = summarize(&self.selector.to_string(), &start, &end, st.peak_rss, run);
+            s.pids = pids;
+            s
+        }))
     }
 
     fn stop_thread(&mut self) {
@@ -455,6 +475,35 @@ mod tests {
             processes: 3,
             disk_bytes: disk,
         }
+    }
+
+    #[test]
+    fn a_data_dir_that_did_not_grow_while_metrics_were_written_is_a_warning() {
+        let flat = summarize(
+            "x",
+            &at(0, 1, Some(500)),
+            &at(100, 1, Some(500)),
+            1,
+            &run(1, 10, 1, true),
+        );
+        assert_eq!(flat.warnings.len(), 1, "{flat:?}");
+        assert!(flat.warnings[0].contains("did not grow"), "{flat:?}");
+        let grew = summarize(
+            "x",
+            &at(0, 1, Some(500)),
+            &at(100, 1, Some(900)),
+            1,
+            &run(1, 10, 1, true),
+        );
+        assert!(grew.warnings.is_empty(), "{grew:?}");
+        let nothing = summarize(
+            "x",
+            &at(0, 1, Some(500)),
+            &at(100, 1, Some(500)),
+            1,
+            &run(1, 0, 1, true),
+        );
+        assert!(nothing.warnings.is_empty(), "{nothing:?}");
     }
 
     #[test]

@@ -409,10 +409,30 @@ fn server_text(s: &tsload_monitor::ServerSummary, queries: bool) -> String {
     if let Some(b) = s.bytes_per_metric {
         t += &format!(" ({b:.2} bytes per metric)");
     }
+    let pids = if s.pids.is_empty() {
+        String::new()
+    } else {
+        let shown: Vec<String> = s.pids.iter().take(12).map(i32::to_string).collect();
+        let more = s.pids.len().saturating_sub(12);
+        format!(
+            " ({} process{}: {}{})",
+            s.pids.len(),
+            if s.pids.len() == 1 { "" } else { "es" },
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
     t += &format!(
-        "\n            watched: {}; saturated: {}\n",
+        "\n            watched: {}{pids}; saturated: {}\n",
         s.watched, s.saturated
     );
+    for w in &s.warnings {
+        t += &format!("  WARNING   {w}\n");
+    }
     t
 }
 
