@@ -166,6 +166,44 @@ pub struct Comparison {
     pub changes: Vec<Change>,
     /// The `--regress-if` limits broken (by a change outside the noise band).
     pub regressions: Vec<String>,
+    /// Where this run's scenario differs from the baseline's (`load.workers: 4 -> 1`):
+    /// its figures then compare different loads.
+    pub differences: Vec<String>,
+}
+
+/// The keys of the resolved scenarios (the reports' `scenario`) whose values differ,
+/// as `key: baseline -> this`; names, sources and outputs do not count.
+fn scenario_differences(baseline: &Value, current: &Value) -> Vec<String> {
+    fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                for k in keys {
+                    if path.is_empty()
+                        && matches!(k.as_str(), "name" | "description" | "source" | "output")
+                    {
+                        continue;
+                    }
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(
+                        &p,
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        out,
+                    );
+                }
+            }
+            _ if a != b => out.push(format!("{path}: {a} -> {b}")),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", &baseline["scenario"], &current["scenario"], &mut out);
+    out
 }
 
 /// Compares `current` reports with `baseline` reports, figure by figure.
@@ -226,12 +264,17 @@ pub fn compare(
             )),
         }
     }
+    let differences = match (baseline.first(), current.first()) {
+        (Some(b), Some(c)) => scenario_differences(b, c),
+        _ => Vec::new(),
+    };
     Comparison {
         baseline: name.to_string(),
         baseline_runs: baseline.len(),
         runs: current.len(),
         changes,
         regressions,
+        differences,
     }
 }
 
@@ -253,6 +296,25 @@ impl Comparison {
             "baseline '{}' ({} run(s)) vs this ({} run(s)): medians, [min .. max] of the runs; a change inside the baseline's spread is noise",
             self.baseline, self.baseline_runs, self.runs
         );
+        if !self.differences.is_empty() {
+            let shown: Vec<&str> = self
+                .differences
+                .iter()
+                .take(8)
+                .map(String::as_str)
+                .collect();
+            let more = self.differences.len().saturating_sub(shown.len());
+            let _ = writeln!(
+                s,
+                "  NOTE      the scenarios differ, so these figures compare different loads: {}{}",
+                shown.join("; "),
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
         for c in &self.changes {
             let unit = FIGURES.iter().find(|f| f.0 == c.figure).map_or("", |f| f.1);
             let verdict = match (c.outside_noise, c.worse) {
@@ -338,6 +400,23 @@ mod tests {
                          "p99_ms": p99, "p99_9_ms": 5.0, "max_ms": 9.0},
             "client": {"cpu_us_per_1000_metrics": 20.0},
         })
+    }
+
+    #[test]
+    fn a_baseline_of_another_load_is_noted() {
+        let with = |workers: u64, name: &str| {
+            let mut r = report(1000.0, 4.0);
+            r["scenario"] = json!({"name": name, "source": name, "output": {"json": name},
+                                   "load": {"workers": workers, "batch": 100}});
+            r
+        };
+        let c = compare("main", &[with(4, "a")], &[with(1, "b")], &[]);
+        assert_eq!(c.differences, ["load.workers: 4 -> 1"], "{c:?}");
+        assert!(
+            c.render_text().contains("NOTE") && c.render_text().contains("load.workers: 4 -> 1")
+        );
+        let same = compare("main", &[with(4, "a")], &[with(4, "b")], &[]);
+        assert!(same.differences.is_empty() && !same.render_text().contains("NOTE"));
     }
 
     #[test]
