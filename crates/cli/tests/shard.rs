@@ -433,7 +433,7 @@ fn sharded_tsbs_queries(db: &Path, n: u32, workers: u32) {
         args.push(set);
     }
     let merged = run_shards(n, &args, &[], dir.path());
-    // (requests, stop reason, requests per kind) of a report.
+    // (requests, requests per kind) of a report.
     let counts = |r: &serde_json::Value| {
         let kinds: Vec<(String, u64)> = r["kinds"]
             .as_array()
@@ -450,7 +450,11 @@ fn sharded_tsbs_queries(db: &Path, n: u32, workers: u32) {
     };
     let what = format!("{n} shards x {workers} workers");
     let (total, kinds) = counts(&merged);
-    assert_eq!(total, 400, "{what}: merged {kinds:?}");
+    assert_eq!(
+        total, 400,
+        "{what}: merged {kinds:?}, failed {} ({}), shards {}",
+        merged["failed_requests"], merged["errors"], merged["shards"]
+    );
     assert_eq!(merged["failed_requests"], 0, "{what}");
     assert_eq!(kinds.len(), 4, "{what}");
     assert!(

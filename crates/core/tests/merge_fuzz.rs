@@ -260,6 +260,7 @@ const QUERY_NUMBER_PATHS: &[&str] = &[
     "/errors/rejected",
     "/rows_per_s",
     "/offered_requests_per_s",
+    "/unsent_requests",
     "/kinds/0/requests",
     "/kinds/0/failed",
     "/kinds/0/rows",

@@ -135,7 +135,9 @@ pub(super) async fn run(
             s.run_id,
         )
         .await;
-        let queries_ended = window.lock().map_or(true, |w| w.1.is_some());
+        let (queries_started, queries_ended) = window
+            .lock()
+            .map_or((false, true), |w| (w.0.is_some(), w.1.is_some()));
         if !own_limit && !queries_ended {
             // Without a limit of its own, the read stream ends with the writes, for the
             // writes' reason (a write stream that failed ends it as its data's end).
@@ -143,7 +145,7 @@ pub(super) async fn run(
                 Ok(o) => (o.stop_reason, o.elapsed.as_secs_f64()),
                 Err(_) => (StopReason::DataEnd, 0.0),
             };
-            if let Ok(mut e) = write_ended.lock() {
+            if queries_started && let Ok(mut e) = write_ended.lock() {
                 *e = Some(secs);
             }
             s.query_stop.stop(reason);
