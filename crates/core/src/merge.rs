@@ -659,6 +659,8 @@ pub fn merge_queries(
                     cpu_s: c.cpu_s,
                     cpu_us_per_1000_metrics: 0.0,
                     peak_rss_bytes: c.peak_rss_bytes,
+                    // A query report has no flag: judged by its CPU.
+                    cpu_split_rough: split_rough(c.cpu_s, false),
                 },
             }
         })
@@ -809,7 +811,18 @@ fn summed_client(reports: &[ShardReport], metrics: u64) -> Result<ClientSummary,
         peak_rss_bytes: checked_sum(reports, "client.peak_rss_bytes", |s| {
             s.client.peak_rss_bytes
         })?,
+        // Each shard's split is its own kernel's tick sample: the sum is as rough as its
+        // roughest part.
+        cpu_split_rough: reports
+            .iter()
+            .any(|r| split_rough(r.summary.client.cpu_s, r.summary.client.cpu_split_rough)),
     })
+}
+
+/// Whether a report's user/system split is rough: it says so, or (a report from before
+/// the flag) its CPU is under [`crate::rusage::SPLIT_MIN_CPU`].
+fn split_rough(cpu_s: f64, flagged: bool) -> bool {
+    flagged || cpu_s < crate::rusage::SPLIT_MIN_CPU.as_secs_f64()
 }
 
 /// A shard's report of either kind, as [`read_report`] found it.
@@ -1060,6 +1073,47 @@ mod tests {
         assert!((m.summary.rows_per_s - 10_000.0 / 1.5).abs() < 1e-6);
         assert_eq!(m.shards.len(), 2);
         assert!(m.render_text().contains("merged from 2 shard report(s)"));
+    }
+
+    #[test]
+    fn merged_cpu_split_is_as_rough_as_its_roughest_shard() {
+        let (mut a, mut b) = (
+            report("0/2", 0, 1000, &[1000]),
+            report("1/2", 0, 1000, &[1000]),
+        );
+        for (r, user, system) in [(&mut a, 2.0, 0.5), (&mut b, 1.5, 0.25)] {
+            let c = &mut r.summary.client;
+            (c.cpu_user_s, c.cpu_system_s, c.cpu_s) = (user, system, user + system);
+            c.cpu_split_rough = false;
+        }
+        let m = merge(&[a.clone(), b.clone()], false).unwrap();
+        assert!(!m.summary.client.cpu_split_rough);
+        assert!(!m.render_text().contains("split rough"));
+        // One shard that says its split is rough makes the sum's rough.
+        b.summary.client.cpu_split_rough = true;
+        let m = merge(&[a.clone(), b.clone()], false).unwrap();
+        assert!(m.summary.client.cpu_split_rough);
+        assert!(
+            m.render_text().contains("split rough"),
+            "{}",
+            m.render_text()
+        );
+        // A report from before the flag is judged by its CPU: 0.2 s is too short.
+        let mut old = serde_json::to_value(&b.summary).unwrap();
+        old["client"]
+            .as_object_mut()
+            .unwrap()
+            .remove("cpu_split_rough");
+        old["client"]["cpu_s"] = 0.2.into();
+        b.summary = serde_json::from_value(old).unwrap();
+        assert!(!b.summary.client.cpu_split_rough);
+        assert!(
+            merge(&[a, b], false)
+                .unwrap()
+                .summary
+                .client
+                .cpu_split_rough
+        );
     }
 
     #[test]

@@ -159,12 +159,41 @@ pub use hdr_base64::{decode as decode_histogram, encode as encode_histogram};
 /// What the client itself cost.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClientSummary {
+    /// The kernel's split of `cpu_s`, tick-sampled: see `cpu_split_rough`.
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
+    /// User plus system CPU of the whole process over the load: exact (the scheduler's
+    /// own run time).
     pub cpu_s: f64,
     /// Client CPU microseconds spent per 1,000 metrics written.
     pub cpu_us_per_1000_metrics: f64,
     pub peak_rss_bytes: u64,
+    /// The run used too little CPU (under [`crate::rusage::SPLIT_MIN_CPU`]) for the
+    /// kernel's user/system split, sampled at timer ticks, to mean much; `cpu_s` is exact
+    /// either way. Reports without the field are judged by their `cpu_s` when merged.
+    #[serde(default)]
+    pub cpu_split_rough: bool,
+}
+
+impl ClientSummary {
+    /// The text report's CPU figures: `cpu 0.015 s (user 0.012, sys 0.003)`, marked when
+    /// the split is too rough to read.
+    pub fn cpu_text(&self) -> String {
+        format!(
+            "cpu {:.3} s (user {:.3}, sys {:.3}{})",
+            self.cpu_s,
+            self.cpu_user_s,
+            self.cpu_system_s,
+            if self.cpu_split_rough {
+                format!(
+                    "; split rough: tick-sampled, under {} s",
+                    crate::rusage::SPLIT_MIN_CPU.as_secs()
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
 }
 
 /// The whole final report.
@@ -292,6 +321,7 @@ impl Summary {
                     0.0
                 },
                 peak_rss_bytes: usage.peak_rss_bytes,
+                cpu_split_rough: usage.split_is_rough(),
             },
             storage: match &outcome.storage_bytes {
                 Some(Ok((before, after))) => {
@@ -450,10 +480,8 @@ impl Summary {
         latency_table(&mut s, "(ms)", &self.latency, &self.service);
         let _ = writeln!(
             s,
-            "  client    cpu {:.3} s (user {:.3}, sys {:.3})   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
-            self.client.cpu_s,
-            self.client.cpu_user_s,
-            self.client.cpu_system_s,
+            "  client    {}   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
+            self.client.cpu_text(),
             self.client.cpu_us_per_1000_metrics,
             self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
         );
@@ -596,6 +624,53 @@ mod tests {
             serde_json::Value::Null,
         )
         .render_text()
+    }
+
+    #[test]
+    fn a_cpu_split_too_short_to_sample_is_marked_rough() {
+        let summary = |user_ms, system_ms| {
+            let usage = Usage {
+                user: std::time::Duration::from_millis(user_ms),
+                system: std::time::Duration::from_millis(system_ms),
+                peak_rss_bytes: 15 << 20,
+            };
+            let counters = Counters {
+                rows: 864_000,
+                metrics: 8_640_000,
+                ..Counters::default()
+            };
+            Summary::new(
+                &outcome(counters, None),
+                &usage,
+                "null",
+                "cpu-only",
+                serde_json::Value::Null,
+            )
+        };
+        // A 15 ms closed-loop run into null: the total is exact, its split a few ticks.
+        let short = summary(12, 3);
+        assert!(short.client.cpu_split_rough);
+        assert!(
+            short.render_text().contains(
+                "client    cpu 0.015 s (user 0.012, sys 0.003; split rough: tick-sampled, \
+                 under 1 s)   1.74 us per 1,000 metrics"
+            ),
+            "{}",
+            short.render_text()
+        );
+        let json = serde_json::to_value(&short).unwrap();
+        assert_eq!(json["client"]["cpu_split_rough"], true);
+        assert_eq!(json["client"]["cpu_s"], 0.015);
+        let long = summary(2_000, 500);
+        assert!(!long.client.cpu_split_rough);
+        assert!(
+            long.render_text()
+                .contains("client    cpu 2.500 s (user 2.000, sys 0.500)   289.35 us per"),
+            "{}",
+            long.render_text()
+        );
+        let json = serde_json::to_value(&long).unwrap();
+        assert_eq!(json["client"]["cpu_split_rough"], false);
     }
 
     #[test]
