@@ -608,7 +608,7 @@ impl Plan {
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }
-        redact(&mut v);
+        tsload_redact::json(&mut v);
         v
     }
 }
@@ -621,19 +621,9 @@ pub use tsload_redact::is_secret_key;
 pub fn shown_set(given: &str) -> String {
     match given.split_once('=') {
         Some((k, _)) if is_secret_key(k) => format!("{k}=***"),
-        Some((k, v)) => format!("{k}={}", redact_in_text(v)),
-        None => redact_in_text(given),
+        Some((k, v)) => format!("{k}={}", tsload_redact::text(v)),
+        None => tsload_redact::text(given),
     }
-}
-
-/// `text` with every secret in it hidden: tsload's one redaction.
-pub fn redact_in_text(text: &str) -> String {
-    tsload_redact::text(text)
-}
-
-/// Replaces secrets in place: values of secret-named keys, and every string's secrets.
-pub fn redact(v: &mut Value) {
-    tsload_redact::json(v)
 }
 
 #[cfg(test)]
@@ -650,7 +640,7 @@ mod tests {
         );
         assert_eq!(shown_set("load.workers=x"), "load.workers=x");
         assert_eq!(
-            redact_in_text("a `postgres://u:p@h/d` and http://h:80/x"),
+            tsload_redact::text("a `postgres://u:p@h/d` and http://h:80/x"),
             "a `postgres://u:***@h/d` and http://h:80/x"
         );
     }
@@ -659,7 +649,7 @@ mod tests {
     fn secrets_are_redacted() {
         let mut v = json!({"target": {"url": "postgres://bob:hunter2@127.0.0.1:5432/db", "password": "hunter2",
                             "token": "abc", "user": "bob"}});
-        redact(&mut v);
+        tsload_redact::json(&mut v);
         let s = v.to_string();
         assert!(!s.contains("hunter2") && !s.contains("abc"), "{s}");
         assert!(s.contains("postgres://bob:***@127.0.0.1:5432/db"), "{s}");

@@ -379,7 +379,7 @@ impl Ctx<'_> {
             let message = if crate::plan::is_secret_key(key) {
                 hide_value(&message, given)
             } else {
-                crate::plan::redact_in_text(&message)
+                tsload_redact::text(&message)
             };
             return ScenarioError {
                 file: "--set".into(),
@@ -453,7 +453,7 @@ impl Ctx<'_> {
             let key = given.split_once('=').map(|(k, _)| k.trim().to_string());
             let message = match &key {
                 Some(k) if crate::plan::is_secret_key(k) => hide_value(&message, given),
-                _ => crate::plan::redact_in_text(&message),
+                _ => tsload_redact::text(&message),
             };
             return ScenarioError {
                 file: "--set".into(),
@@ -465,12 +465,12 @@ impl Ctx<'_> {
         let secret_line = name.is_some_and(crate::plan::is_secret_key);
         let snippet = line_text
             .filter(|_| !secret_line)
-            .map(|l| format!(" (in `{}`)", crate::plan::redact_in_text(l)))
+            .map(|l| format!(" (in `{}`)", tsload_redact::text(l)))
             .unwrap_or_default();
         let message = if secret_line {
             "the value is not allowed (not shown: a secret)".to_string()
         } else {
-            crate::plan::redact_in_text(&message)
+            tsload_redact::text(&message)
         };
         ScenarioError {
             file: self.file.clone(),

@@ -365,10 +365,7 @@ impl Sink for InfluxSink {
         let rows = self
             .questdb_per_table(&base, &client, schema, "select count() from '{}'")
             .await?;
-        Ok(rows.map(|rows| ServerTally {
-            rows: Some(rows),
-            ..ServerTally::default()
-        }))
+        Ok(rows.map(ServerTally::of_rows))
     }
 
     async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<InfluxConn, SinkError> {

@@ -495,10 +495,7 @@ impl Sink for MysqlSink {
             rows = rows.saturating_add(n.max(0) as u64);
         }
         let _ = sqlx::Connection::close(conn).await;
-        Ok(Some(tsload_core::stored::ServerTally {
-            rows: Some(rows),
-            ..Default::default()
-        }))
+        Ok(Some(tsload_core::stored::ServerTally::of_rows(rows)))
     }
 
     async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {

@@ -507,10 +507,7 @@ impl Sink for PostgresSink {
             rows = rows.saturating_add(n.max(0) as u64);
         }
         let _ = conn.close().await;
-        Ok(Some(tsload_core::stored::ServerTally {
-            rows: Some(rows),
-            ..Default::default()
-        }))
+        Ok(Some(tsload_core::stored::ServerTally::of_rows(rows)))
     }
 
     async fn connect(
