@@ -77,6 +77,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("postgresql", "/usr/lib/postgresql/15/bin/postgres"),
     ("mariadb-server", "mariadbd"),
     ("sysbench", "sysbench"),
+    // `man ./tsload.1`, a README command the doc test runs (crates/cli/tests/docs.rs).
+    ("man-db", "man"),
     // Makes the test CAs and certificates of the TLS tests (tsload_testbed::TestCa).
     ("openssl", "openssl"),
     // Build and run the Dockerfile's image (crates/cli/tests/container.rs): no image

@@ -583,6 +583,9 @@ pub fn merge_queries(
         cpu_system_s: cpu_sum(reports, "client.cpu_system_s", |s| s.client.cpu_system_s)?,
         cpu_s: cpu_sum(reports, "client.cpu_s", |s| s.client.cpu_s)?,
         peak_rss_bytes: sum("client.peak_rss_bytes", |s| s.client.peak_rss_bytes)?,
+        cpu_split_rough: reports
+            .iter()
+            .any(|r| split_rough(r.summary.client.cpu_s, r.summary.client.cpu_split_rough)),
     };
     let (requests, failed) = (
         sum("requests", |s| s.requests)?,

@@ -44,6 +44,10 @@ pub struct QueryClientSummary {
     pub cpu_system_s: f64,
     pub cpu_s: f64,
     pub peak_rss_bytes: u64,
+    /// As a write run's [`ClientSummary::cpu_split_rough`](crate::report::ClientSummary):
+    /// the user/system split of under 1 s of CPU is too roughly sampled to read.
+    #[serde(default)]
+    pub cpu_split_rough: bool,
 }
 
 /// The whole final report of a query run.
@@ -182,6 +186,7 @@ impl QuerySummary {
                 cpu_system_s: usage.system.as_secs_f64(),
                 cpu_s,
                 peak_rss_bytes: usage.peak_rss_bytes,
+                cpu_split_rough: usage.split_is_rough(),
             },
             cpu_us_per_request: if sent > 0 {
                 cpu_s * 1e6 / sent as f64
@@ -327,10 +332,13 @@ impl QuerySummary {
         latency_table(&mut s, "(ms, all kinds)", &self.latency, &self.service);
         let _ = writeln!(
             s,
-            "  client    cpu {:.3} s (user {:.3}, sys {:.3})   {:.2} us per request   peak RSS {:.1} MiB",
-            self.client.cpu_s,
-            self.client.cpu_user_s,
-            self.client.cpu_system_s,
+            "  client    {}   {:.2} us per request   peak RSS {:.1} MiB",
+            crate::report::cpu_text(
+                self.client.cpu_s,
+                self.client.cpu_user_s,
+                self.client.cpu_system_s,
+                self.client.cpu_split_rough
+            ),
             self.cpu_us_per_request,
             self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
         );
@@ -460,6 +468,13 @@ mod tests {
         // 50 ms of CPU over 10 requests sent (5 ok, 5 failed).
         assert!((s.cpu_us_per_request - 5000.0).abs() < 1e-6);
         assert!((s.client.cpu_s - 0.05).abs() < 1e-9);
+        // 50 ms of CPU: the user/system split is tick-sampled noise, and says so.
+        assert!(s.client.cpu_split_rough);
+        assert!(
+            s.render_text().contains("split rough"),
+            "{}",
+            s.render_text()
+        );
         assert_eq!(s.client.peak_rss_bytes, 1 << 20);
         let json = serde_json::to_string(&s).unwrap();
         let back: QuerySummary = serde_json::from_str(&json).unwrap();
@@ -520,7 +535,13 @@ mod tests {
         client.sort_unstable();
         assert_eq!(
             client,
-            ["cpu_s", "cpu_system_s", "cpu_user_s", "peak_rss_bytes"]
+            [
+                "cpu_s",
+                "cpu_split_rough",
+                "cpu_system_s",
+                "cpu_user_s",
+                "peak_rss_bytes"
+            ]
         );
         assert_eq!(v["client"]["peak_rss_bytes"], 30 << 20);
     }

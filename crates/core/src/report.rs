@@ -179,21 +179,29 @@ impl ClientSummary {
     /// The text report's CPU figures: `cpu 0.015 s (user 0.012, sys 0.003)`, marked when
     /// the split is too rough to read.
     pub fn cpu_text(&self) -> String {
-        format!(
-            "cpu {:.3} s (user {:.3}, sys {:.3}{})",
+        cpu_text(
             self.cpu_s,
             self.cpu_user_s,
             self.cpu_system_s,
-            if self.cpu_split_rough {
-                format!(
-                    "; split rough: tick-sampled, under {} s",
-                    crate::rusage::SPLIT_MIN_CPU.as_secs()
-                )
-            } else {
-                String::new()
-            }
+            self.cpu_split_rough,
         )
     }
+}
+
+/// `cpu 0.015 s (user 0.012, sys 0.003)`, the split marked when too rough to read: the
+/// client CPU line of write and query reports.
+pub(crate) fn cpu_text(cpu_s: f64, user_s: f64, system_s: f64, split_rough: bool) -> String {
+    format!(
+        "cpu {cpu_s:.3} s (user {user_s:.3}, sys {system_s:.3}{})",
+        if split_rough {
+            format!(
+                "; split rough: tick-sampled, under {} s",
+                crate::rusage::SPLIT_MIN_CPU.as_secs()
+            )
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// The whole final report.
