@@ -29,6 +29,7 @@ pub async fn run(
         TargetPlan::Postgres(cfg) => {
             let mut cfg = cfg.clone();
             cfg.run_id = run_id;
+            cfg.connections = (load.workers as u64).saturating_mul(load.in_flight as u64);
             let sink = PostgresSink::new(cfg).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await
         }

@@ -105,3 +105,35 @@ fn a_server_connection_limit_is_named_before_the_run_hits_it() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+#[test]
+fn a_postgres_connection_limit_is_named_before_the_run_hits_it() {
+    // A small limit, so the test opens few connections: 20, 3 of them kept for superusers.
+    let pg = tsload_testbed::Server::start_with(ServerKind::Postgres, &[("max_connections", "20")])
+        .unwrap_or_else(|e| panic!("PostgreSQL did not start: {e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = tsload()
+        .args(["run", "--progress", "none"])
+        .args(["--target", &pg.database_url().unwrap()])
+        .args(["-w", "30", "-b", "10", "-n", "2000"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the run opens 30 connections")
+            && stderr.contains("max_connections is 20")
+            && stderr.contains("ALTER SYSTEM SET max_connections"),
+        "{stderr}"
+    );
+    // Within the limit, the run goes ahead.
+    let out = tsload()
+        .args(["run", "--progress", "none"])
+        .args(["--target", &pg.database_url().unwrap()])
+        .args(["-w", "4", "-b", "10", "-n", "200"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -164,6 +164,10 @@ pub struct PostgresConfig {
     pub delivery: Delivery,
     /// This run's id in the ledger.
     pub run_id: i64,
+    /// Connections the run will open (workers x in flight; 0: not known). `prepare`
+    /// checks them against the server's `max_connections` and refuses, naming the limit,
+    /// a run that would hit it.
+    pub connections: u64,
 }
 
 impl PostgresConfig {
@@ -183,6 +187,7 @@ impl PostgresConfig {
             connect_timeout: Duration::from_secs(10),
             delivery: Delivery::ExactlyOnce,
             run_id: tsload_core::new_run_id(),
+            connections: 0,
         }
     }
 }
@@ -402,12 +407,54 @@ async fn ddl(conn: &mut PgConnection, text: &str, context: &str) -> Result<(), S
         .map_err(|e| schema_error(context, &e))
 }
 
+/// Refuses a run that would open more connections than the server has room for: its
+/// `max_connections` less the client connections open now (this one included), less
+/// the slots kept for superusers (unless we are one), less one for the figures read
+/// after the run.
+async fn check_connection_limit(conn: &mut PgConnection, wanted: u64) -> Result<(), SinkError> {
+    let (max, reserved, open, superuser): (i32, i32, i64, bool) = sqlx::query_as(
+        "SELECT current_setting('max_connections')::int, \
+                current_setting('superuser_reserved_connections')::int, \
+                (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'), \
+                (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)",
+    )
+    .persistent(false)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(|e| error::sink_error("reading max_connections", &e))?;
+    let kept = if superuser { 0 } else { i64::from(reserved) };
+    let room = u64::try_from(i64::from(max) - kept - open - 1).unwrap_or(0);
+    if wanted > room {
+        let kept_text = if kept > 0 {
+            format!(" ({kept} kept for superusers)")
+        } else {
+            String::new()
+        };
+        return Err(SinkError::new(
+            ErrorKind::Schema,
+            format!(
+                "the run opens {wanted} connections (load.workers x load.in_flight), but the \
+                 server's max_connections is {max}{kept_text} and {open} are open: room for \
+                 {room}. Raise it (ALTER SYSTEM SET max_connections = {}; or max_connections \
+                 in postgresql.conf, then restart the server) or run fewer workers",
+                wanted
+                    .saturating_add(u64::try_from(open + kept).unwrap_or(0))
+                    .saturating_add(10)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Sink for PostgresSink {
     type Conn = PostgresConn;
 
     async fn prepare(&self, schema: &Arc<Schema>) -> Result<(), SinkError> {
         let slots = self.check(schema)?;
         let mut conn = self.connector.open().await?;
+        if self.cfg.connections > 0 {
+            check_connection_limit(&mut conn, self.cfg.connections).await?;
+        }
         // Before anything is dropped: a missing extension changes nothing.
         if self.cfg.hypertable {
             self.ensure_timescaledb(&mut conn).await?;
