@@ -488,7 +488,13 @@ fn a_query_report_has_no_write_figures_and_keeps_cpu_per_request() {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["cpu_s", "cpu_system_s", "cpu_user_s", "peak_rss_bytes"],
+        [
+            "cpu_s",
+            "cpu_split_rough",
+            "cpu_system_s",
+            "cpu_user_s",
+            "peak_rss_bytes"
+        ],
         "{r}"
     );
     assert!(r["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{r}");
