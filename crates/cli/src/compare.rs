@@ -210,9 +210,7 @@ fn resolve(
         return Err("compare runs write loads: the scenario's mode must be \"write\"".into());
     }
     // A fresh state for each target.
-    if let Some(d) = plan.target.drop_existing_mut() {
-        *d = true;
-    }
+    plan.target.set_drop_existing(true);
     plan.output.progress = match plan.output.progress {
         ProgressMode::None => ProgressMode::None,
         _ => ProgressMode::Plain,

@@ -28,7 +28,7 @@ pub fn target_url(target: &TargetPlan) -> Option<&str> {
         TargetPlan::Mysql(c) => Some(&c.url),
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => Some(&c.dsn),
-        TargetPlan::Null | TargetPlan::Sqlite { .. } => None,
+        TargetPlan::Registered(t) => t.url(),
     }
 }
 
@@ -39,7 +39,7 @@ fn set_target_url(target: &mut TargetPlan, url: String) {
         TargetPlan::Mysql(c) => c.url = url,
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => c.dsn = url,
-        TargetPlan::Null | TargetPlan::Sqlite { .. } => {}
+        TargetPlan::Registered(t) => t.set_url(url),
     }
 }
 
@@ -308,7 +308,7 @@ pub async fn app_probe(
         TargetPlan::Tdengine(_) => {
             bail!("target kind \"{}\" has no application probe", target.kind())
         }
-        TargetPlan::Null | TargetPlan::Sqlite { .. } => {
+        TargetPlan::Registered(_) => {
             bail!("target kind \"{}\" has no application probe", target.kind())
         }
     })

@@ -75,23 +75,25 @@ pub struct InfluxPlan {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetPlan {
-    Null,
+    /// A kind defined in its own crate, through `tsload_target`'s traits (the registry
+    /// in `targets.rs`): `null` and `sqlite` so far; the others move there one by one.
+    Registered(Box<dyn tsload_target::Target>),
     Influx(InfluxPlan),
     Postgres(PostgresConfig),
     Mysql(MysqlConfig),
     #[cfg(feature = "tdengine")]
     Tdengine(TdengineConfig),
-    Sqlite {
-        url: String,
-        drop_existing: bool,
-        synchronous: String,
-        journal_mode: String,
-        busy_timeout: Duration,
-        delivery: Delivery,
-    },
 }
 
 impl TargetPlan {
+    /// Whether it keeps what it is sent (`null` does not: nothing to verify or query).
+    pub fn stores(&self) -> bool {
+        match self {
+            TargetPlan::Registered(t) => t.stores(),
+            _ => true,
+        }
+    }
+
     /// Whether the target drops and recreates the run's tables in prepare.
     pub fn drops_existing(&self) -> bool {
         match self {
@@ -99,21 +101,21 @@ impl TargetPlan {
             TargetPlan::Mysql(c) => c.drop_existing,
             #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(c) => c.drop_existing,
-            TargetPlan::Sqlite { drop_existing, .. } => *drop_existing,
-            TargetPlan::Null | TargetPlan::Influx(_) => false,
+            TargetPlan::Registered(t) => t.drop_existing().unwrap_or(false),
+            TargetPlan::Influx(_) => false,
         }
     }
 
-    /// The target's `drop_existing` setting; `None` for targets that have none (the
-    /// line-protocol servers, `null`).
-    pub fn drop_existing_mut(&mut self) -> Option<&mut bool> {
+    /// Sets the target's `drop_existing`, where it has one (not the line-protocol
+    /// servers, not `null`).
+    pub fn set_drop_existing(&mut self, on: bool) {
         match self {
-            TargetPlan::Postgres(c) => Some(&mut c.drop_existing),
-            TargetPlan::Mysql(c) => Some(&mut c.drop_existing),
+            TargetPlan::Postgres(c) => c.drop_existing = on,
+            TargetPlan::Mysql(c) => c.drop_existing = on,
             #[cfg(feature = "tdengine")]
-            TargetPlan::Tdengine(c) => Some(&mut c.drop_existing),
-            TargetPlan::Sqlite { drop_existing, .. } => Some(drop_existing),
-            TargetPlan::Null | TargetPlan::Influx(_) => None,
+            TargetPlan::Tdengine(c) => c.drop_existing = on,
+            TargetPlan::Registered(t) => t.set_drop_existing(on),
+            TargetPlan::Influx(_) => {}
         }
     }
 
@@ -122,20 +124,19 @@ impl TargetPlan {
         match self {
             TargetPlan::Postgres(c) => c.delivery == Delivery::ExactlyOnce,
             TargetPlan::Mysql(c) => c.delivery == Delivery::ExactlyOnce,
-            TargetPlan::Sqlite { delivery, .. } => *delivery == Delivery::ExactlyOnce,
+            TargetPlan::Registered(t) => t.has_ledger(),
             _ => false,
         }
     }
 
     pub fn kind(&self) -> &'static str {
         match self {
-            TargetPlan::Null => "null",
+            TargetPlan::Registered(t) => t.kind(),
             TargetPlan::Influx(_) => "influx",
             TargetPlan::Postgres(_) => "postgres",
             TargetPlan::Mysql(_) => "mysql",
             #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(_) => "tdengine",
-            TargetPlan::Sqlite { .. } => "sqlite",
         }
     }
 }
@@ -478,7 +479,7 @@ impl Plan {
             }),
         };
         let target = match &self.target {
-            TargetPlan::Null => json!({"kind": "null"}),
+            TargetPlan::Registered(t) => t.settings(),
             TargetPlan::Postgres(c) => json!({
                 "kind": "postgres", "url": c.url, "layout": c.layout.as_str(),
                 "method": c.method.as_str(), "copy_format": c.copy_format.as_str(),
@@ -533,19 +534,6 @@ impl Plan {
                 }
                 v
             }
-            TargetPlan::Sqlite {
-                url,
-                drop_existing,
-                synchronous,
-                journal_mode,
-                busy_timeout,
-                delivery,
-            } => json!({
-                "kind": "sqlite", "url": url, "drop_existing": drop_existing,
-                "synchronous": synchronous, "journal_mode": journal_mode,
-                "busy_timeout": humantime::format_duration(*busy_timeout).to_string(),
-                "delivery": delivery.as_str(),
-            }),
         };
         let l = &self.load;
         let load = json!({

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use tsload_core::SinkError;
 use tsload_core::engine::{EngineError, Observer, StopHandle};
 use tsload_core::query::{QueryRequest, QuerySource, QueryWorkload};
 use tsload_core::query_engine::{QueryConfig, QueryOutcome, run_queries};
@@ -16,12 +15,11 @@ use tsload_query::{TdPrecision, TdengineOptions};
 use tsload_sink_influx::{InfluxQueryTarget, QueryApi};
 use tsload_sink_mysql::MysqlQueryTarget;
 use tsload_sink_postgres::PostgresQueryTarget;
-use tsload_sink_sqlite::SqliteQueryTarget;
 #[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineQueryTarget;
 
 use crate::plan::{Plan, QueryPlan, QueryWorkloadPlan, TargetPlan};
-use crate::targets::{influx_config, sqlite_config};
+use crate::targets::influx_config;
 
 /// The query language of a line-protocol target (`influxql` unless the scenario says).
 fn influx_api(q: &QueryPlan) -> QueryApi {
@@ -54,7 +52,6 @@ fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result
                 tsload_sink_mysql::TsType::BigIntNs => MysqlTs::BigIntNs,
             },
         }),
-        TargetPlan::Sqlite { .. } => Dialect::Sqlite,
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => Dialect::Tdengine(TdengineOptions {
             precision: match c.db_options.precision {
@@ -64,7 +61,7 @@ fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result
             },
             schemaless: c.mode == tsload_sink_tdengine::InsertMode::Schemaless,
         }),
-        TargetPlan::Null => return Err("target kind \"null\" stores nothing to query".into()),
+        TargetPlan::Registered(t) => t.tsbs_dialect(time_bucket)?,
     })
 }
 
@@ -166,14 +163,14 @@ pub async fn run(
                 .map_err(EngineError::Prepare)?;
             run_queries(workload, Arc::new(t), cfg, stop, observer).await
         }
-        TargetPlan::Sqlite { .. } => {
-            let c = sqlite_config(target).expect("a sqlite target");
-            let t = SqliteQueryTarget::new(&c).map_err(EngineError::Prepare)?;
-            run_queries(workload, Arc::new(t), cfg, stop, observer).await
+        TargetPlan::Registered(t) => {
+            t.query(tsload_target::QueryRun {
+                workload,
+                cfg,
+                stop,
+                observer,
+            })
+            .await
         }
-        TargetPlan::Null => Err(EngineError::Prepare(SinkError::new(
-            tsload_core::ErrorKind::Schema,
-            "target kind \"null\" stores nothing to query",
-        ))),
     }
 }

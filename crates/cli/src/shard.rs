@@ -196,10 +196,8 @@ pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
                 rate: shard.share_of_rate(rate),
             };
         }
-        if shard.index != 0
-            && let Some(d) = p.target.drop_existing_mut()
-        {
-            *d = false;
+        if shard.index != 0 {
+            p.target.set_drop_existing(false);
         }
         if let Some(q) = &mut p.query {
             // Built "after the load" the index would wait for loaders of other processes

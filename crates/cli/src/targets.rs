@@ -1,18 +1,28 @@
-//! Target dispatch: the one place that knows every sink crate. A new database is one new
-//! crate and one match arm here.
+//! Target dispatch: the one place that knows every sink crate. The registry of kinds
+//! defined through `tsload_target` ([`KINDS`]); the kinds not moved there yet are matched
+//! here by hand.
 
 use std::sync::Arc;
 
+use tsload_core::Workload;
 use tsload_core::engine::{self, EngineError, Observer, RunOutcome, StopHandle};
-use tsload_core::{NullSink, Workload};
 use tsload_sink_influx::{Api, InfluxConfig, InfluxSink, Precision};
 use tsload_sink_mysql::MysqlSink;
 use tsload_sink_postgres::PostgresSink;
-use tsload_sink_sqlite::{JournalMode, SqliteConfig, SqliteSink, Synchronous};
 #[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineSink;
 
 use crate::plan::{InfluxPlan, Plan, TargetPlan};
+
+/// Every kind defined in its own crate through `tsload_target::TargetKind`: adding one is
+/// a line here.
+pub static KINDS: &[&dyn tsload_target::TargetKind] =
+    &[&tsload_target::NullKind, &tsload_sink_sqlite::KIND];
+
+/// The registered kind named `name`.
+pub fn kind(name: &str) -> Option<&'static dyn tsload_target::TargetKind> {
+    KINDS.iter().copied().find(|k| k.name() == name)
+}
 
 /// Runs the plan's load against its target; `run_id` identifies this run's batches in
 /// the ledger of an exactly-once target (fresh for every run: [`tsload_core::new_run_id`]).
@@ -25,7 +35,16 @@ pub async fn run(
 ) -> Result<RunOutcome, EngineError> {
     let load = plan.load.clone();
     match &plan.target {
-        TargetPlan::Null => engine::run(workload, Arc::new(NullSink), load, stop, observer).await,
+        TargetPlan::Registered(t) => {
+            t.write(tsload_target::WriteRun {
+                workload,
+                load,
+                stop,
+                observer,
+                run_id,
+            })
+            .await
+        }
         TargetPlan::Postgres(cfg) => {
             let mut cfg = cfg.clone();
             cfg.run_id = run_id;
@@ -49,18 +68,6 @@ pub async fn run(
             let cfg = influx_config(i);
             let sink = InfluxSink::new(cfg).map_err(EngineError::Prepare)?;
             engine::run(workload, Arc::new(sink), load, stop, observer).await
-        }
-        TargetPlan::Sqlite { .. } => {
-            let mut cfg = sqlite_config(&plan.target).expect("a sqlite target");
-            cfg.run_id = run_id;
-            engine::run(
-                workload,
-                Arc::new(SqliteSink::new(cfg)),
-                load,
-                stop,
-                observer,
-            )
-            .await
         }
     }
 }
@@ -97,34 +104,28 @@ pub fn influx_config(i: &InfluxPlan) -> InfluxConfig {
     }
 }
 
-/// The SQLite target's settings in the sink's terms (`None` for other targets).
-pub fn sqlite_config(target: &TargetPlan) -> Option<SqliteConfig> {
-    let TargetPlan::Sqlite {
-        url,
-        drop_existing,
-        synchronous,
-        journal_mode,
-        busy_timeout,
-        delivery,
-    } = target
-    else {
-        return None;
-    };
-    Some(SqliteConfig {
-        url: url.clone(),
-        drop_existing: *drop_existing,
-        synchronous: match synchronous.as_str() {
-            "off" => Synchronous::Off,
-            "full" => Synchronous::Full,
-            _ => Synchronous::Normal,
-        },
-        journal_mode: match journal_mode.as_str() {
-            "delete" => JournalMode::Delete,
-            "memory" => JournalMode::Memory,
-            _ => JournalMode::Wal,
-        },
-        busy_timeout: *busy_timeout,
-        delivery: *delivery,
-        run_id: 0,
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::sections::TARGET;
+
+    /// While the reference is still rendered from `scenario/sections.rs`, a registered
+    /// kind's own key list and the reference's must name the same keys with the same
+    /// types.
+    #[test]
+    fn each_registered_kind_reads_the_keys_the_reference_gives_it() {
+        for kind in KINDS {
+            let mut own: Vec<&str> = kind.keys().iter().map(|k| k.name).collect();
+            let mut reference = TARGET.keys_of(kind.name());
+            own.sort_unstable();
+            reference.sort_unstable();
+            assert_eq!(own, reference, "kind {}", kind.name());
+            for key in kind.keys() {
+                let doc = TARGET.keys.iter().find(|k| k.name == key.name).unwrap();
+                if doc.kinds == [kind.name()] {
+                    assert_eq!(doc.ty, key.ty, "{}.{}", kind.name(), key.name);
+                }
+            }
+        }
+    }
 }

@@ -8,6 +8,7 @@
 
 mod conn;
 mod error;
+mod kind;
 mod query;
 mod sql;
 
@@ -20,6 +21,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::SqliteConn;
+pub use kind::{DEFAULT_BUSY_TIMEOUT, DEFAULT_URL, KIND, SqliteKind};
 pub use query::{SqliteQueryConn, SqliteQueryTarget};
 
 /// `PRAGMA synchronous`: how often SQLite waits for the disk.
@@ -60,15 +62,15 @@ pub struct SqliteConfig {
 }
 
 impl SqliteConfig {
-    /// `url` with the defaults: keep existing tables, synchronous=normal, WAL, 5 s busy
-    /// timeout.
+    /// `url` with the defaults: keep existing tables, synchronous=normal, WAL, 30 s busy
+    /// timeout (the scenario's defaults: [`crate::SqliteKind`]).
     pub fn new(url: impl Into<String>) -> Self {
         SqliteConfig {
             url: url.into(),
             drop_existing: false,
             synchronous: Synchronous::default(),
             journal_mode: JournalMode::default(),
-            busy_timeout: Duration::from_secs(5),
+            busy_timeout: kind::DEFAULT_BUSY_TIMEOUT,
             delivery: Delivery::ExactlyOnce,
             run_id: tsload_core::new_run_id(),
         }

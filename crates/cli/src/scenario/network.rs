@@ -58,7 +58,7 @@ impl Ctx<'_> {
                 _ => None,
             },
         };
-        let addressable = !matches!(target, TargetPlan::Null | TargetPlan::Sqlite { .. });
+        let addressable = crate::network::target_url(target).is_some();
         if !addressable {
             return Err(self.error(
                 Some(&section.span()),

@@ -106,7 +106,7 @@ impl Ctx<'_> {
                         "a setting of PostgreSQL/TimescaleDB targets only".into(),
                     ));
                 }
-                if matches!(target, TargetPlan::Null) {
+                if !target.stores() {
                     return Err(self.error(
                         kind_span.as_ref(),
                         "query.kind",
@@ -166,7 +166,9 @@ impl Ctx<'_> {
                 let dialect = match target {
                     TargetPlan::Postgres(_) => tsload_oltp::Dialect::Postgres,
                     TargetPlan::Mysql(_) => tsload_oltp::Dialect::Mysql,
-                    TargetPlan::Sqlite { .. } => tsload_oltp::Dialect::Sqlite,
+                    TargetPlan::Registered(t) if t.oltp_dialect().is_some() => {
+                        t.oltp_dialect().expect("checked")
+                    }
                     other => {
                         return Err(self.error(
                             kind_span.as_ref(),

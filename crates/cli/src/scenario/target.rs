@@ -38,8 +38,10 @@ impl Ctx<'_> {
             }
         };
         let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
+        if let Some(registered) = crate::targets::kind(kind) {
+            return self.registered_target(registered, t);
+        }
         match kind {
-            "null" => Ok(TargetPlan::Null),
             "postgres" => {
                 self.target_postgres(t, url("postgres://postgres@127.0.0.1:5432/postgres")?)
             }
@@ -55,47 +57,6 @@ impl Ctx<'_> {
                  `cargo install --path crates/cli`"
                     .into(),
             )),
-            "sqlite" => {
-                let synchronous = match &t.synchronous {
-                    None => "normal".to_string(),
-                    Some(s) => self
-                        .choice(s, "target.synchronous", &["off", "normal", "full"])?
-                        .to_string(),
-                };
-                let journal_mode = match &t.journal_mode {
-                    None => "wal".to_string(),
-                    Some(s) => self
-                        .choice(s, "target.journal_mode", &["wal", "delete", "memory"])?
-                        .to_string(),
-                };
-                let busy_timeout = match &t.busy_timeout {
-                    None => Duration::from_secs(30),
-                    Some(s) => {
-                        let d = self.duration(s, "target.busy_timeout", Duration::ZERO)?;
-                        // SQLite takes its busy timeout in milliseconds as a C int.
-                        if d.as_millis() > i32::MAX as u128 {
-                            return Err(self.error(
-                                Some(&s.span()),
-                                "target.busy_timeout",
-                                format!(
-                                    "\"{}\" is too long; allowed: at most 24 days \
-                                     (SQLite counts it in milliseconds in 32 bits)",
-                                    s.get_ref()
-                                ),
-                            ));
-                        }
-                        d
-                    }
-                };
-                Ok(TargetPlan::Sqlite {
-                    url: url("sqlite:./tsload.db")?,
-                    drop_existing: t.drop_existing.as_ref().is_some_and(|v| *v.get_ref()),
-                    synchronous,
-                    journal_mode,
-                    busy_timeout,
-                    delivery: self.delivery(t, Delivery::ExactlyOnce)?,
-                })
-            }
             _ => {
                 let mut url = url("http://127.0.0.1:8086")?;
                 // Schemes are case-insensitive: `HTTPS://h` is https.
@@ -143,6 +104,40 @@ impl Ctx<'_> {
                 }))
             }
         }
+    }
+
+    /// A kind defined in its own crate: its section's values (the keys it reads) parsed
+    /// by the kind itself; its error located here, by key.
+    fn registered_target(
+        &self,
+        kind: &dyn tsload_target::TargetKind,
+        t: &TargetSection,
+    ) -> Result<TargetPlan, ScenarioError> {
+        let table = self
+            .text
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut doc| match doc.remove("target") {
+                Some(toml::Value::Table(t)) => Some(t),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let reads: Vec<&str> = kind.keys().iter().map(|k| k.name).collect();
+        let values = table
+            .into_iter()
+            .filter(|(k, _)| reads.contains(&k.as_str()))
+            .collect();
+        let section = tsload_target::Section::new("target", values);
+        let target = kind.parse(&section).map_err(|e| {
+            let short = e.key.strip_prefix("target.").unwrap_or(&e.key);
+            let span = t
+                .present()
+                .into_iter()
+                .find(|(k, _)| *k == short)
+                .map(|(_, s)| s);
+            self.error(span.as_ref(), &e.key, e.message)
+        })?;
+        Ok(TargetPlan::Registered(target))
     }
 
     fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {

@@ -1,0 +1,257 @@
+//! `target.kind = "sqlite"`: its keys, the pure parse of its section into a
+//! [`SqliteConfig`], and the runs it serves (the write sink, the read target).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use tsload_core::Delivery;
+use tsload_core::engine::{EngineError, RunOutcome};
+use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_target::{
+    KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun, same,
+};
+
+use crate::{JournalMode, SqliteConfig, SqliteQueryTarget, SqliteSink, Synchronous};
+
+/// The SQLite kind, as registered with the CLI.
+pub static KIND: SqliteKind = SqliteKind;
+
+/// `target.kind = "sqlite"`, the embedded default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SqliteKind;
+
+/// `target.url` when unset.
+pub const DEFAULT_URL: &str = "sqlite:./tsload.db";
+
+/// `target.busy_timeout` when unset.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+const KEYS: &[KeyDoc] = &[
+    KeyDoc {
+        name: "url",
+        ty: "string",
+        default: KeyDefault::Toml("\"sqlite:./tsload.db\""),
+        meaning: "the database file (`sqlite:./x.db`, `sqlite::memory:`)",
+    },
+    KeyDoc {
+        name: "delivery",
+        ty: "`exactly_once` | `at_least_once`",
+        default: KeyDefault::Toml("\"exactly_once\""),
+        meaning: "the ledger on or off",
+    },
+    KeyDoc {
+        name: "drop_existing",
+        ty: "bool",
+        default: KeyDefault::Toml("false"),
+        meaning: "drop tsload's tables first",
+    },
+    KeyDoc {
+        name: "synchronous",
+        ty: "`off` | `normal` | `full`",
+        default: KeyDefault::Toml("\"normal\""),
+        meaning: "PRAGMA synchronous",
+    },
+    KeyDoc {
+        name: "journal_mode",
+        ty: "`wal` | `delete` | `memory`",
+        default: KeyDefault::Toml("\"wal\""),
+        meaning: "PRAGMA journal_mode",
+    },
+    KeyDoc {
+        name: "busy_timeout",
+        ty: "duration",
+        default: KeyDefault::Toml("\"30s\""),
+        meaning: "wait for a locked database",
+    },
+];
+
+impl Word for Synchronous {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("off", Synchronous::Off),
+        ("normal", Synchronous::Normal),
+        ("full", Synchronous::Full),
+    ];
+}
+
+impl Word for JournalMode {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("wal", JournalMode::Wal),
+        ("delete", JournalMode::Delete),
+        ("memory", JournalMode::Memory),
+    ];
+}
+
+impl TargetKind for SqliteKind {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn url_schemes(&self) -> &'static [&'static str] {
+        &["sqlite"]
+    }
+
+    fn keys(&self) -> &'static [KeyDoc] {
+        KEYS
+    }
+
+    fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
+        let mut cfg = SqliteConfig::new(s.url(DEFAULT_URL)?);
+        cfg.drop_existing = s.flag("drop_existing", false)?;
+        cfg.synchronous = s.word("synchronous")?.unwrap_or_default();
+        cfg.journal_mode = s.word("journal_mode")?.unwrap_or_default();
+        cfg.busy_timeout = match s.duration("busy_timeout", Duration::ZERO)? {
+            None => DEFAULT_BUSY_TIMEOUT,
+            // SQLite takes its busy timeout in milliseconds as a C int.
+            Some(d) if d.as_millis() > i32::MAX as u128 => {
+                return Err(s.error(
+                    "busy_timeout",
+                    format!(
+                        "\"{}\" is too long; allowed: at most 24 days (SQLite counts it in \
+                         milliseconds in 32 bits)",
+                        s.text("busy_timeout")?.unwrap_or_default()
+                    ),
+                ));
+            }
+            Some(d) => d,
+        };
+        cfg.delivery = s.delivery(Delivery::ExactlyOnce)?;
+        // Each run gets a fresh ledger id when its sink is made (`Target::write`).
+        cfg.run_id = 0;
+        Ok(Box::new(cfg))
+    }
+}
+
+impl Target for SqliteConfig {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn clone_box(&self) -> Box<dyn Target> {
+        Box::new(self.clone())
+    }
+
+    fn eq_dyn(&self, other: &dyn Target) -> bool {
+        same(self, other)
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kind": "sqlite", "url": self.url, "drop_existing": self.drop_existing,
+            "synchronous": self.synchronous.word(), "journal_mode": self.journal_mode.word(),
+            "busy_timeout": humantime::format_duration(self.busy_timeout).to_string(),
+            "delivery": self.delivery.as_str(),
+        })
+    }
+
+    fn drop_existing(&self) -> Option<bool> {
+        Some(self.drop_existing)
+    }
+
+    fn set_drop_existing(&mut self, on: bool) {
+        self.drop_existing = on;
+    }
+
+    fn has_ledger(&self) -> bool {
+        self.delivery == Delivery::ExactlyOnce
+    }
+
+    fn write<'a>(
+        &'a self,
+        run: WriteRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
+        let mut cfg = self.clone();
+        cfg.run_id = run.run_id;
+        Box::pin(tsload_core::engine::run(
+            run.workload,
+            Arc::new(SqliteSink::new(cfg)),
+            run.load,
+            run.stop,
+            run.observer,
+        ))
+    }
+
+    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+        Ok(tsload_query::Dialect::Sqlite)
+    }
+
+    fn oltp_dialect(&self) -> Option<tsload_oltp::Dialect> {
+        Some(tsload_oltp::Dialect::Sqlite)
+    }
+
+    fn query<'a>(
+        &'a self,
+        run: QueryRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
+        Box::pin(async move {
+            let t = SqliteQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(pairs: &[(&str, toml::Value)]) -> Section {
+        Section::new(
+            "target",
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn an_empty_section_gets_the_documented_defaults() {
+        let t = KIND.parse(&section(&[])).unwrap();
+        let v = t.settings();
+        assert_eq!(v["url"], DEFAULT_URL);
+        assert_eq!(v["synchronous"], "normal");
+        assert_eq!(v["journal_mode"], "wal");
+        assert_eq!(v["busy_timeout"], "30s");
+        assert_eq!(v["delivery"], "exactly_once");
+        assert!(t.has_ledger());
+        // Each documented TOML default means the same as leaving the key out.
+        for key in KEYS {
+            let KeyDefault::Toml(text) = key.default else {
+                continue;
+            };
+            let value: toml::Value =
+                toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();
+            let with = KIND.parse(&section(&[(key.name, value)])).unwrap();
+            assert!(with.eq_dyn(t.as_ref()), "{}: {with:?} vs {t:?}", key.name);
+        }
+    }
+
+    #[test]
+    fn each_key_refuses_a_bad_value_naming_itself() {
+        for (key, value, says) in [
+            (
+                "synchronous",
+                toml::Value::from("sometimes"),
+                "allowed: off, normal, full",
+            ),
+            (
+                "journal_mode",
+                "wal2".into(),
+                "allowed: wal, delete, memory",
+            ),
+            ("busy_timeout", "forever".into(), "not a duration"),
+            ("busy_timeout", "30d".into(), "at most 24 days"),
+            (
+                "delivery",
+                "twice".into(),
+                "allowed: exactly_once, at_least_once",
+            ),
+            ("drop_existing", "yes".into(), "true or false"),
+            ("url", "".into(), "must not be empty"),
+        ] {
+            let e = KIND.parse(&section(&[(key, value)])).unwrap_err();
+            assert_eq!(e.key, format!("target.{key}"));
+            assert!(e.message.contains(says), "{key}: {}", e.message);
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! What a database kind is to tsload: its name, URL schemes and scenario keys, a pure
+//! parse of its `[target]` section ([`TargetKind`]), and everything a run asks of the
+//! parsed target ([`Target`]): its settings as the plan shows them, its address for the
+//! `[network]` section, drop-existing and ledger semantics, the write and read runs.
+//!
+//! Each sink crate implements both traits for its kind; the CLI holds one list of
+//! registered kinds (`crates/cli/src/targets.rs`) and asks every question through these
+//! traits, so a new database is a new crate and one line in that list. The hot path stays
+//! monomorphised: [`Target::write`] runs core's generic engine with the crate's concrete
+//! sink.
+
+mod duration;
+mod section;
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use futures_util::future::LocalBoxFuture;
+use tsload_core::Workload;
+use tsload_core::engine::{EngineError, LoadConfig, Observer, RunOutcome, StopHandle};
+use tsload_core::query::QueryWorkload;
+use tsload_core::query_engine::{QueryConfig, QueryOutcome};
+
+pub use duration::{DurationError, MAX_DURATION, parse_duration};
+pub use section::{KeyError, Section, Word};
+
+/// One key of a kind's `[target]` section: everything said about it, in one place.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    pub name: &'static str,
+    /// The type as the reference shows it (`integer`, `` `a` | `b` ``).
+    pub ty: &'static str,
+    pub default: KeyDefault,
+    pub meaning: &'static str,
+}
+
+/// What a key is when a scenario leaves it out.
+#[derive(Debug, Clone, Copy)]
+pub enum KeyDefault {
+    /// Nothing: the feature is off or the figure is not used.
+    Unset,
+    /// The TOML value that means the same as leaving the key out.
+    Toml(&'static str),
+    /// Depends on other keys or on the server: said in words.
+    Said(&'static str),
+}
+
+/// A database kind: what `target.kind = "NAME"` means.
+pub trait TargetKind: Sync {
+    /// The word of `target.kind`.
+    fn name(&self) -> &'static str;
+
+    /// The URL schemes its `url` takes (empty: no URL, or any).
+    fn url_schemes(&self) -> &'static [&'static str];
+
+    /// The keys its section reads (besides `kind`).
+    fn keys(&self) -> &'static [KeyDoc];
+
+    /// Parses and validates its section, pure: no I/O, every default applied, every word
+    /// parsed into its enum. The only place its keys are checked.
+    fn parse(&self, section: &Section) -> Result<Box<dyn Target>, KeyError>;
+}
+
+/// One write run's part of the plan, handed to [`Target::write`].
+pub struct WriteRun<'a> {
+    pub workload: Arc<dyn Workload>,
+    pub load: LoadConfig,
+    pub stop: StopHandle,
+    pub observer: &'a mut dyn Observer,
+    /// This run's id in an exactly-once target's ledger (fresh for every run).
+    pub run_id: i64,
+}
+
+/// One read run's part of the plan, handed to [`Target::query`].
+pub struct QueryRun<'a> {
+    pub workload: Arc<dyn QueryWorkload>,
+    pub cfg: QueryConfig,
+    pub stop: StopHandle,
+    pub observer: &'a mut dyn Observer,
+}
+
+/// A parsed, validated target: immutable settings of one kind.
+pub trait Target: fmt::Debug + Send + Sync + Any {
+    /// Its kind's name.
+    fn kind(&self) -> &'static str;
+
+    fn clone_box(&self) -> Box<dyn Target>;
+
+    /// Equality with another target (of any kind): [`same`] for a `PartialEq` type.
+    fn eq_dyn(&self, other: &dyn Target) -> bool;
+
+    /// Its settings as the plan and the reports show them, `kind` included.
+    fn settings(&self) -> serde_json::Value;
+
+    /// The URL (or DSN) it is reached at over TCP; `None` for an embedded or null target.
+    fn url(&self) -> Option<&str> {
+        None
+    }
+
+    /// Reaches it at `url` instead (the `[network]` proxy's address).
+    fn set_url(&mut self, _url: String) {}
+
+    /// Whether it drops and recreates the run's tables first; `None`: it has no such
+    /// setting.
+    fn drop_existing(&self) -> Option<bool> {
+        None
+    }
+
+    /// Sets `drop_existing`, where it has one.
+    fn set_drop_existing(&mut self, _on: bool) {}
+
+    /// Whether it records each batch in a ledger (exactly-once delivery).
+    fn has_ledger(&self) -> bool {
+        false
+    }
+
+    /// Whether it keeps what it is sent: `false` for `null`, which has nothing to verify
+    /// or query.
+    fn stores(&self) -> bool {
+        true
+    }
+
+    /// Runs the write load into it.
+    fn write<'a>(
+        &'a self,
+        run: WriteRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>>;
+
+    /// The TSBS query language that matches what its writer stored.
+    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+        Err(format!(
+            "target kind \"{}\" cannot run TSBS queries",
+            self.kind()
+        ))
+    }
+
+    /// The SQL the OLTP workloads speak to it; `None`: it runs none.
+    fn oltp_dialect(&self) -> Option<tsload_oltp::Dialect> {
+        None
+    }
+
+    /// Runs a read workload against it.
+    fn query<'a>(
+        &'a self,
+        _run: QueryRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
+        let kind = self.kind();
+        Box::pin(async move {
+            Err(EngineError::Prepare(tsload_core::SinkError::new(
+                tsload_core::ErrorKind::Schema,
+                format!("target kind \"{kind}\" cannot be queried"),
+            )))
+        })
+    }
+}
+
+/// [`Target::eq_dyn`] for a target type with `PartialEq`.
+pub fn same<T: Target + PartialEq>(this: &T, other: &dyn Target) -> bool {
+    (other as &dyn Any)
+        .downcast_ref::<T>()
+        .is_some_and(|o| this == o)
+}
+
+impl Clone for Box<dyn Target> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+impl PartialEq for Box<dyn Target> {
+    fn eq(&self, other: &Self) -> bool {
+        self.eq_dyn(other.as_ref())
+    }
+}
+
+/// The `null` kind: stores nothing; measures the generator and engine alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NullKind;
+
+/// The `null` target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NullTarget;
+
+impl TargetKind for NullKind {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+
+    fn url_schemes(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn keys(&self) -> &'static [KeyDoc] {
+        &[]
+    }
+
+    fn parse(&self, _section: &Section) -> Result<Box<dyn Target>, KeyError> {
+        Ok(Box::new(NullTarget))
+    }
+}
+
+impl Target for NullTarget {
+    fn kind(&self) -> &'static str {
+        "null"
+    }
+
+    fn clone_box(&self) -> Box<dyn Target> {
+        Box::new(*self)
+    }
+
+    fn eq_dyn(&self, other: &dyn Target) -> bool {
+        same(self, other)
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({"kind": "null"})
+    }
+
+    fn stores(&self) -> bool {
+        false
+    }
+
+    fn write<'a>(
+        &'a self,
+        run: WriteRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
+        Box::pin(tsload_core::engine::run(
+            run.workload,
+            Arc::new(tsload_core::NullSink),
+            run.load,
+            run.stop,
+            run.observer,
+        ))
+    }
+
+    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+        Err("target kind \"null\" stores nothing to query".into())
+    }
+
+    fn query<'a>(
+        &'a self,
+        _run: QueryRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
+        Box::pin(async {
+            Err(EngineError::Prepare(tsload_core::SinkError::new(
+                tsload_core::ErrorKind::Schema,
+                "target kind \"null\" stores nothing to query",
+            )))
+        })
+    }
+}
