@@ -13,6 +13,7 @@ pub fn remote_drop_host(plan: &Plan) -> Option<String> {
         TargetPlan::Mysql(c) if c.drop_existing => &c.url,
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) if c.drop_existing => &c.dsn,
+        TargetPlan::Registered(t) if t.drop_existing() == Some(true) => t.url()?,
         _ => return None,
     };
     let host = url_host(url)?;

@@ -19,7 +19,6 @@ mod queries;
 mod run;
 mod scenario;
 mod shard;
-mod sql_tls;
 mod sweep;
 mod targets;
 mod tools;

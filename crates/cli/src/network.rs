@@ -56,7 +56,7 @@ fn point_at_proxy(
 ) -> anyhow::Result<Option<String>> {
     let parsed =
         url::Url::parse(url).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
-    if let Some(name) = crate::sql_tls::host_name(&parsed) {
+    if let Some(name) = tsload_target::sql_tls::host_name(&parsed) {
         if let TargetPlan::Influx(i) = target
             && parsed.scheme() == "https"
         {
@@ -72,7 +72,7 @@ fn point_at_proxy(
             i.connect_to = Some(local);
             return Ok(Some(name.to_string()));
         }
-        if let Some(host) = crate::sql_tls::name_checked_host(url) {
+        if let Some(host) = tsload_target::sql_tls::name_checked_host(url) {
             // Refused when the scenario was read too; the environment may have changed.
             anyhow::bail!("{}", proxy_refusal(&host, &local.to_string()));
         }
@@ -308,9 +308,12 @@ pub async fn app_probe(
         TargetPlan::Tdengine(_) => {
             bail!("target kind \"{}\" has no application probe", target.kind())
         }
-        TargetPlan::Registered(_) => {
-            bail!("target kind \"{}\" has no application probe", target.kind())
-        }
+        TargetPlan::Registered(t) => match t.app_probe() {
+            tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(&url, opts).await?,
+            tsload_target::AppProbe::None => {
+                bail!("target kind \"{}\" has no application probe", target.kind())
+            }
+        },
     })
 }
 

@@ -86,6 +86,15 @@ pub enum TargetPlan {
 }
 
 impl TargetPlan {
+    /// Whether its TSBS queries can use TimescaleDB's `time_bucket`.
+    pub fn takes_time_bucket(&self) -> bool {
+        match self {
+            TargetPlan::Registered(t) => t.takes_time_bucket(),
+            TargetPlan::Postgres(_) => true,
+            _ => false,
+        }
+    }
+
     /// Whether it keeps what it is sent (`null` does not: nothing to verify or query).
     pub fn stores(&self) -> bool {
         match self {

@@ -272,18 +272,7 @@ fn flag(v: &Option<Spanned<bool>>, default: bool) -> bool {
     v.as_ref().map_or(default, |v| *v.get_ref())
 }
 
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-pub(crate) fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub(crate) use tsload_target::percent_encode;
 
 /// A section's keys, or none when the file leaves the section out.
 fn section<T: Default>(s: Option<Spanned<T>>) -> T {

@@ -11,8 +11,8 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeError, ProbeReport, TcpOptions};
 
-use crate::sql_tls::SqlFamily;
 use tsload_proxy::{Direction, Fault, Proxy, ProxyConfig};
+use tsload_target::sql_tls::SqlFamily;
 
 #[derive(Args)]
 pub struct ProxyArgs {
@@ -292,15 +292,17 @@ pub fn cmd_probe(command: ProbeCommand) -> anyhow::Result<ExitCode> {
                     Some("http" | "https") => tsload_probe::http_rtt(&a.url, &o).await,
                     _ => match SqlFamily::of_url(&a.url) {
                         // sqlx reads TLS from the URL: the flags become its keys there.
-                        Some(family) => match crate::sql_tls::url_with_tls(a.url, family, &o.tls) {
-                            Ok(url) => {
-                                o.tls = tsload_tls::TlsOptions::default();
-                                tsload_probe::sql_rtt(&url, &o).await
+                        Some(family) => {
+                            match tsload_target::sql_tls::url_with_tls(a.url, family, &o.tls) {
+                                Ok(url) => {
+                                    o.tls = tsload_tls::TlsOptions::default();
+                                    tsload_probe::sql_rtt(&url, &o).await
+                                }
+                                Err(e) => Err(ProbeError::InvalidOptions(format!(
+                                    "--ca-file/--insecure-skip-verify: {e}"
+                                ))),
                             }
-                            Err(e) => Err(ProbeError::InvalidOptions(format!(
-                                "--ca-file/--insecure-skip-verify: {e}"
-                            ))),
-                        },
+                        }
                         None => tsload_probe::sql_rtt(&a.url, &o).await,
                     },
                 };

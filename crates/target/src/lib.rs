@@ -11,6 +11,7 @@
 
 mod duration;
 mod section;
+pub mod sql_tls;
 
 use std::any::Any;
 use std::fmt;
@@ -80,6 +81,16 @@ pub struct QueryRun<'a> {
     pub observer: &'a mut dyn Observer,
 }
 
+/// How the application probe (`[network] probe = "app"`) measures the round trip to a
+/// target: its own cheapest request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AppProbe {
+    /// It has none.
+    None,
+    /// `SELECT 1` over a connection opened from this URL.
+    Sql { url: String },
+}
+
 /// A parsed, validated target: immutable settings of one kind.
 pub trait Target: fmt::Debug + Send + Sync + Any {
     /// Its kind's name.
@@ -121,6 +132,11 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
         true
     }
 
+    /// How `[network] probe = "app"` reaches it.
+    fn app_probe(&self) -> AppProbe {
+        AppProbe::None
+    }
+
     /// Runs the write load into it.
     fn write<'a>(
         &'a self,
@@ -133,6 +149,12 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
             "target kind \"{}\" cannot run TSBS queries",
             self.kind()
         ))
+    }
+
+    /// Whether its TSBS queries can bucket time with TimescaleDB's `time_bucket`
+    /// (`query.time_bucket`).
+    fn takes_time_bucket(&self) -> bool {
+        false
     }
 
     /// The SQL the OLTP workloads speak to it; `None`: it runs none.
@@ -249,4 +271,17 @@ impl Target for NullTarget {
             )))
         })
     }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

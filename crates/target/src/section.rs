@@ -16,6 +16,9 @@ pub struct KeyError {
     /// `section.key`, e.g. `target.journal_mode`.
     pub key: String,
     pub message: String,
+    /// The message quotes no value, so it may be said whole even for a secret key (whose
+    /// other messages the CLI replaces, as they might quote it).
+    pub says_no_value: bool,
 }
 
 impl fmt::Display for KeyError {
@@ -73,6 +76,7 @@ impl Section {
         KeyError {
             key: format!("{}.{key}", self.name),
             message: message.into(),
+            says_no_value: false,
         }
     }
 
@@ -172,6 +176,137 @@ impl Section {
                     format!("\"{text}\" is not allowed; allowed: {}", allowed.join(", ")),
                 )
             })
+    }
+
+    /// A secret, if set: the value itself, or `$NAME` / `${NAME}` to read it from the
+    /// environment (so scenario files need not hold passwords). A value read is made known
+    /// to the redaction before anything can print it.
+    pub fn secret(&self, key: &str) -> Result<Option<String>, KeyError> {
+        let Some(raw) = self.text(key)? else {
+            return Ok(None);
+        };
+        let name = raw
+            .strip_prefix("${")
+            .and_then(|r| r.strip_suffix('}'))
+            .or_else(|| raw.strip_prefix('$'));
+        match name {
+            None => Ok(Some(raw.to_string())),
+            Some(name) => match std::env::var(name) {
+                Ok(value) => {
+                    tsload_redact::register(&value);
+                    Ok(Some(value))
+                }
+                Err(_) => Err(KeyError {
+                    says_no_value: true,
+                    ..self.error(
+                        key,
+                        format!(
+                            "environment variable {name} is not set (the value \"{raw}\" reads it)"
+                        ),
+                    )
+                }),
+            },
+        }
+    }
+
+    /// `url` with `password` (if given) put in as the URL's password, percent-encoded,
+    /// after checking that the URL starts with one of `schemes` (`postgres://`).
+    pub fn url_with_password(&self, url: String, schemes: &[&str]) -> Result<String, KeyError> {
+        let Some(scheme) = schemes.iter().find(|s| url.starts_with(**s)) else {
+            return Err(self.error(
+                "url",
+                format!("the URL must start with {}", schemes.join(" or ")),
+            ));
+        };
+        let Some(password) = self.secret("password")? else {
+            return Ok(url);
+        };
+        let rest = &url[scheme.len()..];
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        let Some((user, host)) = authority.split_once('@') else {
+            return Err(self.error(
+                "url",
+                "a `password` needs a user name in the URL, e.g. scheme://USER@host",
+            ));
+        };
+        if user.contains(':') {
+            return Err(self.error(
+                "password",
+                "the URL has a password already; give it in one place",
+            ));
+        }
+        Ok(format!(
+            "{scheme}{user}:{}@{host}{}",
+            crate::percent_encode(&password),
+            &rest[authority_end..]
+        ))
+    }
+
+    /// `ca_file` and `insecure_skip_verify`, checked: the CA file must hold certificates,
+    /// the two exclude each other, and either needs a TLS URL (`tls_url`).
+    pub fn tls(&self, tls_url: bool) -> Result<tsload_tls::TlsOptions, KeyError> {
+        let insecure = self.flag("insecure_skip_verify", false)?;
+        let ca = self.text("ca_file")?;
+        if ca.is_some() && insecure {
+            return Err(self.error(
+                "ca_file",
+                "is pointless with insecure_skip_verify = true, which trusts any certificate; \
+                 give one of the two",
+            ));
+        }
+        let ca_file = match ca {
+            None => None,
+            Some(v) => {
+                let path = std::path::PathBuf::from(v);
+                tsload_tls::read_ca_file(&path)
+                    .map_err(|e| self.error("ca_file", e.to_string()))?;
+                Some(path)
+            }
+        };
+        if (ca_file.is_some() || insecure) && !tls_url {
+            let key = if ca_file.is_some() {
+                "ca_file"
+            } else {
+                "insecure_skip_verify"
+            };
+            return Err(self.error(
+                key,
+                "is a TLS setting, but target.url does not ask for TLS (use https://, or \
+                 sslmode/ssl-mode in a SQL URL)",
+            ));
+        }
+        Ok(tsload_tls::TlsOptions {
+            ca_file,
+            insecure_skip_verify: insecure,
+        })
+    }
+
+    /// A SQL URL with the TLS keys folded into its query: `ca_file` verifies the server
+    /// against that CA and its name, `insecure_skip_verify = true` encrypts without
+    /// checking. A URL that sets TLS keys itself keeps them, and then the keys are
+    /// refused (one place for one setting).
+    pub fn sql_url_with_tls(
+        &self,
+        url: String,
+        family: crate::sql_tls::SqlFamily,
+    ) -> Result<String, KeyError> {
+        let tls = self.tls(true)?;
+        crate::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
+            let key = if self.values.contains_key("ca_file") {
+                "ca_file"
+            } else {
+                "insecure_skip_verify"
+            };
+            self.error(
+                key,
+                format!(
+                    "target.url sets {} already; give TLS settings in one place (the URL, \
+                     or these keys)",
+                    e.key
+                ),
+            )
+        })
     }
 
     /// `delivery`, or `default`.

@@ -70,8 +70,8 @@ impl Ctx<'_> {
             ));
         }
         if let Some(url) = crate::network::target_url(target)
-            && let Some(family) = crate::sql_tls::SqlFamily::of_url(url)
-            && let Some((key, value)) = crate::sql_tls::endpoint_key_in_url(url, family)
+            && let Some(family) = tsload_target::sql_tls::SqlFamily::of_url(url)
+            && let Some((key, value)) = tsload_target::sql_tls::endpoint_key_in_url(url, family)
         {
             return Err(self.error(
                 Some(&section.span()),
@@ -98,8 +98,8 @@ impl Ctx<'_> {
             n.present(),
         )?;
         let (backend, spec, default_probe) = if backend == "proxy" {
-            if let Some(host) =
-                crate::network::target_url(target).and_then(crate::sql_tls::name_checked_host)
+            if let Some(host) = crate::network::target_url(target)
+                .and_then(tsload_target::sql_tls::name_checked_host)
             {
                 return Err(self.error(
                     n.backend.as_ref().map(|b| b.span()).as_ref(),

@@ -98,7 +98,7 @@ impl Ctx<'_> {
                     }
                 };
                 if let Some(tb) = &q.time_bucket
-                    && !matches!(target, TargetPlan::Postgres(_))
+                    && !target.takes_time_bucket()
                 {
                     return Err(self.error(
                         Some(&tb.span()),

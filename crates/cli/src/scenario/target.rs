@@ -135,7 +135,11 @@ impl Ctx<'_> {
                 .into_iter()
                 .find(|(k, _)| *k == short)
                 .map(|(_, s)| s);
-            self.error(span.as_ref(), &e.key, e.message)
+            let mut error = self.error(span.as_ref(), &e.key, e.message.clone());
+            if e.says_no_value && error.file != "--set" {
+                error.message = e.message;
+            }
+            error
         })?;
         Ok(TargetPlan::Registered(target))
     }
@@ -143,7 +147,7 @@ impl Ctx<'_> {
     fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_postgres::{CopyFormat, InsertMethod, Layout, PostgresConfig};
         let url = self.url_with_password(t, url, &["postgres://", "postgresql://"])?;
-        let url = self.sql_url_with_tls(t, url, crate::sql_tls::SqlFamily::Postgres)?;
+        let url = self.sql_url_with_tls(t, url, tsload_target::sql_tls::SqlFamily::Postgres)?;
         let mut cfg = PostgresConfig::new(url);
         if let Some(v) = &t.layout {
             cfg.layout = match self.choice(v, "target.layout", &["wide", "tags"])? {
@@ -210,7 +214,7 @@ impl Ctx<'_> {
     fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
         use tsload_sink_mysql::{MysqlConfig, PrimaryKey, TransactionMode, TsType};
         let url = self.url_with_password(t, url, &["mysql://", "mariadb://"])?;
-        let url = self.sql_url_with_tls(t, url, crate::sql_tls::SqlFamily::Mysql)?;
+        let url = self.sql_url_with_tls(t, url, tsload_target::sql_tls::SqlFamily::Mysql)?;
         let mut cfg = MysqlConfig::new(url);
         if let Some(v) = &t.engine {
             cfg.engine = v.get_ref().clone();
@@ -425,10 +429,10 @@ impl Ctx<'_> {
         &self,
         t: &TargetSection,
         url: String,
-        family: crate::sql_tls::SqlFamily,
+        family: tsload_target::sql_tls::SqlFamily,
     ) -> Result<String, ScenarioError> {
         let tls = self.tls_options(t, true)?;
-        crate::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
+        tsload_target::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
             let (span, key) = match (&t.ca_file, &t.insecure_skip_verify) {
                 (Some(v), _) => (Some(v.span()), "target.ca_file"),
                 (None, v) => (v.as_ref().map(|v| v.span()), "target.insecure_skip_verify"),

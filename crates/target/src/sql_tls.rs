@@ -173,7 +173,7 @@ pub fn url_with_tls(
     Ok(match &options.ca_file {
         Some(ca) => format!(
             "{url}{sep}{mode_key}={verify_mode}&{ca_key}={}",
-            crate::scenario::percent_encode(&ca.display().to_string())
+            crate::percent_encode(&ca.display().to_string())
         ),
         None => format!("{url}{sep}{mode_key}={require_mode}"),
     })
