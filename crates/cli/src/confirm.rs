@@ -9,8 +9,6 @@ use crate::plan::{Plan, TargetPlan};
 /// The host whose data `plan` drops, when that host is not this machine.
 pub fn remote_drop_host(plan: &Plan) -> Option<String> {
     let url = match &plan.target {
-        TargetPlan::Postgres(c) if c.drop_existing => &c.url,
-        TargetPlan::Mysql(c) if c.drop_existing => &c.url,
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) if c.drop_existing => &c.dsn,
         TargetPlan::Registered(t) if t.drop_existing() == Some(true) => t.url()?,
@@ -20,11 +18,11 @@ pub fn remote_drop_host(plan: &Plan) -> Option<String> {
     (!is_loopback(&host)).then_some(host)
 }
 
-/// The host a URL connects to: its host part, else a `host=` query parameter (as libpq
-/// and sqlx read it), else `PGHOST` for a PostgreSQL URL; `None` for a Unix socket (a path)
-/// or no host at all (the local socket).
+/// The host a URL connects to: for PostgreSQL a `host=` query parameter first (sqlx, as
+/// libpq, lets it override the URL's host), else the URL's host part, else `PGHOST`; for
+/// others the host part. `None` for a Unix socket (a path) or no host at all (the local
+/// socket).
 fn url_host(url: &str) -> Option<String> {
-    // `scheme://user@/db?host=...` has no host part, which the url crate refuses to parse.
     let parsed = url::Url::parse(url).ok();
     let host = match parsed.as_ref().and_then(url::Url::host) {
         Some(url::Host::Domain(d)) if !d.is_empty() => Some(d.to_string()),
@@ -34,17 +32,17 @@ fn url_host(url: &str) -> Option<String> {
     };
     let query = url.split_once('?').map_or("", |(_, q)| q);
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
-    let host = host
-        .or_else(|| {
+    let postgres = matches!(scheme, "postgres" | "postgresql");
+    let param = postgres
+        .then(|| {
             url::form_urlencoded::parse(query.as_bytes())
                 .find(|(k, _)| k == "host")
                 .map(|(_, v)| v.into_owned())
         })
-        .or_else(|| {
-            matches!(scheme, "postgres" | "postgresql")
-                .then(|| std::env::var("PGHOST").ok())
-                .flatten()
-        })?;
+        .flatten();
+    let host = param
+        .or(host)
+        .or_else(|| postgres.then(|| std::env::var("PGHOST").ok()).flatten())?;
     // A Unix socket directory is this machine.
     (!host.starts_with('/') && !host.is_empty()).then_some(host)
 }
@@ -129,10 +127,11 @@ mod tests {
         }
         let p = plan(&["target.kind=sqlite", "target.drop_existing=true"]);
         assert_eq!(remote_drop_host(&p), None);
-        // A host given as a parameter counts; a socket directory is this machine.
+        // A host given as a parameter counts, before the URL's own (sqlx connects to
+        // it); a socket directory is this machine.
         for (url, remote) in [
-            ("postgres://u@/d?host=db.example", Some("db.example")),
-            ("postgres://u@/d?host=/var/run/postgresql", None),
+            ("postgres://u@localhost/d?host=db.example", Some("db.example")),
+            ("postgres://u@db.example/d?host=/var/run/postgresql", None),
         ] {
             let p = plan(&[
                 pg,

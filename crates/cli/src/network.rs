@@ -24,8 +24,6 @@ pub struct ActiveNetwork {
 pub fn target_url(target: &TargetPlan) -> Option<&str> {
     match target {
         TargetPlan::Influx(i) => Some(&i.url),
-        TargetPlan::Postgres(c) => Some(&c.url),
-        TargetPlan::Mysql(c) => Some(&c.url),
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => Some(&c.dsn),
         TargetPlan::Registered(t) => t.url(),
@@ -35,8 +33,6 @@ pub fn target_url(target: &TargetPlan) -> Option<&str> {
 fn set_target_url(target: &mut TargetPlan, url: String) {
     match target {
         TargetPlan::Influx(i) => i.url = url,
-        TargetPlan::Postgres(c) => c.url = url,
-        TargetPlan::Mysql(c) => c.url = url,
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => c.dsn = url,
         TargetPlan::Registered(t) => t.set_url(url),
@@ -302,8 +298,6 @@ pub async fn app_probe(
             opts.connect_to = i.connect_to;
             tsload_probe::http_rtt(&url, &opts).await?
         }
-        TargetPlan::Postgres(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
-        TargetPlan::Mysql(c) => tsload_probe::sql_rtt(&c.url, opts).await?,
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(_) => {
             bail!("target kind \"{}\" has no application probe", target.kind())

@@ -5,11 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tsload_core::Delivery;
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
-use tsload_sink_mysql::MysqlConfig;
-use tsload_sink_postgres::PostgresConfig;
 #[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineConfig;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
@@ -79,8 +76,6 @@ pub enum TargetPlan {
     /// in `targets.rs`): `null` and `sqlite` so far; the others move there one by one.
     Registered(Box<dyn tsload_target::Target>),
     Influx(InfluxPlan),
-    Postgres(PostgresConfig),
-    Mysql(MysqlConfig),
     #[cfg(feature = "tdengine")]
     Tdengine(TdengineConfig),
 }
@@ -90,7 +85,6 @@ impl TargetPlan {
     pub fn takes_time_bucket(&self) -> bool {
         match self {
             TargetPlan::Registered(t) => t.takes_time_bucket(),
-            TargetPlan::Postgres(_) => true,
             _ => false,
         }
     }
@@ -106,8 +100,6 @@ impl TargetPlan {
     /// Whether the target drops and recreates the run's tables in prepare.
     pub fn drops_existing(&self) -> bool {
         match self {
-            TargetPlan::Postgres(c) => c.drop_existing,
-            TargetPlan::Mysql(c) => c.drop_existing,
             #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(c) => c.drop_existing,
             TargetPlan::Registered(t) => t.drop_existing().unwrap_or(false),
@@ -119,8 +111,6 @@ impl TargetPlan {
     /// servers, not `null`).
     pub fn set_drop_existing(&mut self, on: bool) {
         match self {
-            TargetPlan::Postgres(c) => c.drop_existing = on,
-            TargetPlan::Mysql(c) => c.drop_existing = on,
             #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(c) => c.drop_existing = on,
             TargetPlan::Registered(t) => t.set_drop_existing(on),
@@ -131,8 +121,6 @@ impl TargetPlan {
     /// Whether the target records each batch in a ledger (exactly-once delivery).
     pub fn has_ledger(&self) -> bool {
         match self {
-            TargetPlan::Postgres(c) => c.delivery == Delivery::ExactlyOnce,
-            TargetPlan::Mysql(c) => c.delivery == Delivery::ExactlyOnce,
             TargetPlan::Registered(t) => t.has_ledger(),
             _ => false,
         }
@@ -142,8 +130,6 @@ impl TargetPlan {
         match self {
             TargetPlan::Registered(t) => t.kind(),
             TargetPlan::Influx(_) => "influx",
-            TargetPlan::Postgres(_) => "postgres",
-            TargetPlan::Mysql(_) => "mysql",
             #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(_) => "tdengine",
         }
@@ -489,24 +475,6 @@ impl Plan {
         };
         let target = match &self.target {
             TargetPlan::Registered(t) => t.settings(),
-            TargetPlan::Postgres(c) => json!({
-                "kind": "postgres", "url": c.url, "layout": c.layout.as_str(),
-                "method": c.method.as_str(), "copy_format": c.copy_format.as_str(),
-                "hypertable": c.hypertable,
-                "chunk_time_interval": c.chunk_time_interval.map(|d| humantime::format_duration(d).to_string()),
-                "synchronous_commit": c.synchronous_commit, "drop_existing": c.drop_existing,
-                "create_index": c.create_index,
-                "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
-                "delivery": c.delivery.as_str(),
-            }),
-            TargetPlan::Mysql(c) => json!({
-                "kind": "mysql", "url": c.url, "engine": c.engine,
-                "primary_key": c.primary_key.as_str(),
-                "transaction": c.transaction.as_str(), "ts_type": c.ts_type.as_str(),
-                "drop_existing": c.drop_existing, "create_database": c.create_database,
-                "connect_timeout": humantime::format_duration(c.connect_timeout).to_string(),
-                "delivery": c.delivery.as_str(),
-            }),
             #[cfg(feature = "tdengine")]
             TargetPlan::Tdengine(c) => json!({
                 "kind": "tdengine", "url": c.redacted_dsn(), "database": c.database,

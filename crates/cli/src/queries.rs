@@ -7,14 +7,10 @@ use std::sync::Arc;
 use tsload_core::engine::{EngineError, Observer, StopHandle};
 use tsload_core::query::{QueryRequest, QuerySource, QueryWorkload};
 use tsload_core::query_engine::{QueryConfig, QueryOutcome, run_queries};
-use tsload_query::{
-    Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, TsbsQueries, TsbsQueriesConfig,
-};
+use tsload_query::{Dialect, TsbsQueries, TsbsQueriesConfig};
 #[cfg(feature = "tdengine")]
 use tsload_query::{TdPrecision, TdengineOptions};
 use tsload_sink_influx::{InfluxQueryTarget, QueryApi};
-use tsload_sink_mysql::MysqlQueryTarget;
-use tsload_sink_postgres::PostgresQueryTarget;
 #[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineQueryTarget;
 
@@ -39,19 +35,6 @@ fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result
             QueryApi::PromQl => Dialect::PromQl,
             QueryApi::QuestDb => Dialect::QuestDb,
         },
-        TargetPlan::Postgres(c) => Dialect::Postgres(PostgresOptions {
-            layout: match c.layout {
-                tsload_sink_postgres::Layout::Wide => PgLayout::Wide,
-                tsload_sink_postgres::Layout::TagsTable => PgLayout::TagsTable,
-            },
-            time_bucket,
-        }),
-        TargetPlan::Mysql(c) => Dialect::Mysql(MysqlOptions {
-            ts: match c.ts_type {
-                tsload_sink_mysql::TsType::DateTime6 => MysqlTs::DateTime,
-                tsload_sink_mysql::TsType::BigIntNs => MysqlTs::BigIntNs,
-            },
-        }),
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => Dialect::Tdengine(TdengineOptions {
             precision: match c.db_options.precision {
@@ -145,14 +128,6 @@ pub async fn run(
     observer: &mut dyn Observer,
 ) -> Result<QueryOutcome, EngineError> {
     match target {
-        TargetPlan::Postgres(c) => {
-            let t = PostgresQueryTarget::new(c).map_err(EngineError::Prepare)?;
-            run_queries(workload, Arc::new(t), cfg, stop, observer).await
-        }
-        TargetPlan::Mysql(c) => {
-            let t = MysqlQueryTarget::new(c).map_err(EngineError::Prepare)?;
-            run_queries(workload, Arc::new(t), cfg, stop, observer).await
-        }
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(c) => {
             let t = TdengineQueryTarget::new(c).map_err(EngineError::Prepare)?;

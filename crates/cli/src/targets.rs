@@ -7,8 +7,6 @@ use std::sync::Arc;
 use tsload_core::Workload;
 use tsload_core::engine::{self, EngineError, Observer, RunOutcome, StopHandle};
 use tsload_sink_influx::{Api, InfluxConfig, InfluxSink, Precision};
-use tsload_sink_mysql::MysqlSink;
-use tsload_sink_postgres::PostgresSink;
 #[cfg(feature = "tdengine")]
 use tsload_sink_tdengine::TdengineSink;
 
@@ -16,8 +14,12 @@ use crate::plan::{InfluxPlan, Plan, TargetPlan};
 
 /// Every kind defined in its own crate through `tsload_target::TargetKind`: adding one is
 /// a line here.
-pub static KINDS: &[&dyn tsload_target::TargetKind] =
-    &[&tsload_target::NullKind, &tsload_sink_sqlite::KIND];
+pub static KINDS: &[&dyn tsload_target::TargetKind] = &[
+    &tsload_target::NullKind,
+    &tsload_sink_sqlite::KIND,
+    &tsload_sink_postgres::KIND,
+    &tsload_sink_mysql::KIND,
+];
 
 /// The registered kind named `name`.
 pub fn kind(name: &str) -> Option<&'static dyn tsload_target::TargetKind> {
@@ -44,20 +46,6 @@ pub async fn run(
                 run_id,
             })
             .await
-        }
-        TargetPlan::Postgres(cfg) => {
-            let mut cfg = cfg.clone();
-            cfg.run_id = run_id;
-            cfg.connections = (load.workers as u64).saturating_mul(load.in_flight as u64);
-            let sink = PostgresSink::new(cfg).map_err(EngineError::Prepare)?;
-            engine::run(workload, Arc::new(sink), load, stop, observer).await
-        }
-        TargetPlan::Mysql(cfg) => {
-            let mut cfg = cfg.clone();
-            cfg.run_id = run_id;
-            cfg.connections = (load.workers as u64).saturating_mul(load.in_flight as u64);
-            let sink = MysqlSink::new(cfg).map_err(EngineError::Prepare)?;
-            engine::run(workload, Arc::new(sink), load, stop, observer).await
         }
         #[cfg(feature = "tdengine")]
         TargetPlan::Tdengine(cfg) => {

@@ -26,6 +26,7 @@
 
 mod conn;
 mod error;
+mod kind;
 mod query;
 mod sql;
 mod url;
@@ -40,6 +41,7 @@ use sqlx::{ConnectOptions, Executor};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::MysqlConn;
+pub use kind::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENGINE, DEFAULT_URL, KIND, MysqlKind};
 
 /// Storage engines without transactions: their rows are not rolled back with the ledger
 /// row, so exactly-once delivery cannot be kept on them.
@@ -103,31 +105,21 @@ pub enum TransactionMode {
 impl TsType {
     /// The scenario's spelling (`target.ts_type`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            TsType::DateTime6 => "datetime",
-            TsType::BigIntNs => "bigint_ns",
-        }
+        tsload_target::Word::word(self)
     }
 }
 
 impl PrimaryKey {
     /// The scenario's spelling (`target.primary_key`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            PrimaryKey::None => "none",
-            PrimaryKey::AutoIncrement => "auto_increment",
-            PrimaryKey::TagsTs => "tags_ts",
-        }
+        tsload_target::Word::word(self)
     }
 }
 
 impl TransactionMode {
     /// The scenario's spelling (`target.transaction`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            TransactionMode::PerBatch => "per_batch",
-            TransactionMode::Autocommit => "autocommit",
-        }
+        tsload_target::Word::word(self)
     }
 }
 
@@ -171,16 +163,43 @@ impl MysqlConfig {
     pub fn new(url: impl Into<String>) -> Self {
         MysqlConfig {
             url: url.into(),
-            engine: "InnoDB".to_string(),
+            engine: kind::DEFAULT_ENGINE.to_string(),
             primary_key: PrimaryKey::default(),
             transaction: TransactionMode::default(),
             ts_type: TsType::default(),
             drop_existing: false,
             create_database: false,
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: kind::DEFAULT_CONNECT_TIMEOUT,
             delivery: Delivery::ExactlyOnce,
             run_id: tsload_core::new_run_id(),
             connections: 0,
+        }
+    }
+
+    /// What keeps each batch out of a transaction of its own: `transaction =
+    /// "autocommit"`, or an engine without transactions (whose rows are not rolled back
+    /// with the ledger row); `None` when each batch has one.
+    pub(crate) fn lacks_batch_transaction(&self) -> Option<String> {
+        if self.transaction == TransactionMode::Autocommit {
+            Some("transaction = \"autocommit\"".to_string())
+        } else if is_non_transactional_engine(&self.engine) {
+            Some(format!("engine {:?}", self.engine))
+        } else {
+            None
+        }
+    }
+
+    /// Refuses exactly-once delivery where a batch has no transaction of its own to
+    /// record it in. The one check: the kind's parse says it under `target.delivery`,
+    /// [`MysqlSink::new`] for a configuration built by hand (which would otherwise write
+    /// without a ledger, or keep rows a failed batch inserted).
+    pub(crate) fn check_delivery(&self) -> Result<(), String> {
+        match (self.delivery, self.lacks_batch_transaction()) {
+            (Delivery::ExactlyOnce, Some(why)) => Err(format!(
+                "exactly_once records each batch in its own transaction, which {why} does \
+                 not have; allowed with it: at_least_once"
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -236,7 +255,8 @@ impl fmt::Debug for MysqlSink {
 
 impl MysqlSink {
     /// Checks the configuration: the URL must parse and name a database, the engine must
-    /// be one word.
+    /// be one word, and exactly-once delivery needs a transaction per batch (the check
+    /// the kind's parse makes, for a configuration built by hand).
     pub fn new(cfg: MysqlConfig) -> Result<Self, SinkError> {
         let label = url::redact(&cfg.url);
         let options = parse_url(&cfg.url, &label)?;
@@ -258,23 +278,8 @@ impl MysqlSink {
                 ),
             ));
         }
-        if cfg.delivery == Delivery::ExactlyOnce && cfg.transaction == TransactionMode::Autocommit {
-            return Err(SinkError::new(
-                ErrorKind::Schema,
-                "exactly-once delivery records each batch in its own transaction: it needs \
-                 transaction = per_batch (with autocommit, use delivery = at_least_once)",
-            ));
-        }
-        if cfg.delivery == Delivery::ExactlyOnce && is_non_transactional_engine(&cfg.engine) {
-            return Err(SinkError::new(
-                ErrorKind::Schema,
-                format!(
-                    "exactly-once delivery needs a transactional storage engine; {} has no \
-                     transactions (use InnoDB, or delivery = at_least_once)",
-                    cfg.engine
-                ),
-            ));
-        }
+        cfg.check_delivery()
+            .map_err(|m| SinkError::new(ErrorKind::Schema, m))?;
         Ok(MysqlSink {
             inner: Arc::new(Inner {
                 cfg,

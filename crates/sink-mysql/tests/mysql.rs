@@ -686,9 +686,16 @@ async fn exactly_once_without_transactions_is_a_clear_error() {
     let mut cfg = config(&server);
     cfg.transaction = TransactionMode::Autocommit;
     let e = MysqlSink::new(cfg).unwrap_err();
-    assert!(e.message.contains("per_batch"), "{e}");
+    assert!(
+        e.message
+            .contains("which transaction = \"autocommit\" does not have"),
+        "{e}"
+    );
     let mut cfg = config(&server);
     cfg.engine = "myisam".to_string();
     let e = MysqlSink::new(cfg).unwrap_err();
-    assert!(e.message.contains("myisam has no transactions"), "{e}");
+    assert!(
+        e.message.contains("which engine \"myisam\" does not have"),
+        "{e}"
+    );
 }

@@ -40,6 +40,7 @@ mod bind;
 mod conn;
 mod encode;
 mod error;
+mod kind;
 mod query;
 mod sql;
 
@@ -54,6 +55,7 @@ use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::PostgresConn;
 pub use error::redact_url;
+pub use kind::{KIND, PostgresKind};
 pub use query::{PostgresQueryConn, PostgresQueryTarget};
 
 /// How tags are stored.
@@ -113,6 +115,10 @@ macro_rules! word_enum {
             }
         }
 
+        impl tsload_target::Word for $t {
+            const WORDS: &'static [(&'static str, Self)] = &[$(($word, $v)),+];
+        }
+
         impl fmt::Display for $t {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.as_str())
@@ -131,9 +137,33 @@ word_enum!(
 );
 word_enum!(CopyFormat, "copy format", "text" => CopyFormat::Text, "binary" => CopyFormat::Binary);
 
-/// The values `synchronous_commit` accepts.
-pub const SYNCHRONOUS_COMMIT_VALUES: [&str; 5] =
-    ["off", "local", "remote_write", "remote_apply", "on"];
+/// `synchronous_commit`, set on every connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SynchronousCommit {
+    Off,
+    Local,
+    RemoteWrite,
+    RemoteApply,
+    On,
+}
+
+word_enum!(
+    SynchronousCommit,
+    "synchronous_commit",
+    "off" => SynchronousCommit::Off,
+    "local" => SynchronousCommit::Local,
+    "remote_write" => SynchronousCommit::RemoteWrite,
+    "remote_apply" => SynchronousCommit::RemoteApply,
+    "on" => SynchronousCommit::On,
+);
+
+/// A setting the sink cannot work with: its key and why ([`PostgresConfig::check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// The scenario key (`url`, `chunk_time_interval`, `connect_timeout`).
+    pub key: &'static str,
+    pub message: String,
+}
 
 /// Where and how to write. `Debug` shows the URL with its password redacted.
 #[derive(Clone, PartialEq, Eq)]
@@ -149,9 +179,9 @@ pub struct PostgresConfig {
     pub hypertable: bool,
     /// The hypertables' chunk interval (TimescaleDB's default, 7 days, when `None`).
     pub chunk_time_interval: Option<Duration>,
-    /// `SET synchronous_commit = <value>` on every connection (one of
-    /// [`SYNCHRONOUS_COMMIT_VALUES`]); the server's setting when `None`.
-    pub synchronous_commit: Option<String>,
+    /// `SET synchronous_commit = <value>` on every connection; the server's setting when
+    /// `None`.
+    pub synchronous_commit: Option<SynchronousCommit>,
     /// Drop the schema's tables (and the `tags` table) before creating them.
     pub drop_existing: bool,
     /// Create a `(<tags>, ts DESC)` index (`(tags_id, ts DESC)` in the tags layout) on every
@@ -192,6 +222,40 @@ impl PostgresConfig {
     }
 }
 
+impl PostgresConfig {
+    /// The checks no type makes: the URL parses into the driver's options, the chunk
+    /// interval is at least 1 us, the connect timeout positive. Its one definition, called
+    /// by the kind's parse (so `tsload validate` says it, by key) and by
+    /// [`PostgresSink::new`] (for a configuration built by hand).
+    pub fn check(&self) -> Result<PgConnectOptions, Invalid> {
+        let shown = redact_url(&self.url);
+        let url = |message: String| Invalid {
+            key: "url",
+            message,
+        };
+        if !(self.url.starts_with("postgres://") || self.url.starts_with("postgresql://")) {
+            return Err(url(format!(
+                "invalid PostgreSQL URL {shown:?}: expected postgres://user[:password]@host[:port]/database"
+            )));
+        }
+        let options = PgConnectOptions::from_str(&self.url)
+            .map_err(|e| url(format!("invalid PostgreSQL URL {shown:?}: {e}")))?;
+        if self.chunk_time_interval.is_some_and(|d| d.as_micros() == 0) {
+            return Err(Invalid {
+                key: "chunk_time_interval",
+                message: "must be at least 1 microsecond".into(),
+            });
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Invalid {
+                key: "connect_timeout",
+                message: "must be positive".into(),
+            });
+        }
+        Ok(options)
+    }
+}
+
 impl fmt::Debug for PostgresConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresConfig")
@@ -217,7 +281,7 @@ pub(crate) struct Connector {
     options: PgConnectOptions,
     /// `host:port/database (user ...)`, for messages (never the password).
     target: String,
-    synchronous_commit: Option<String>,
+    synchronous_commit: Option<SynchronousCommit>,
     timeout: Duration,
 }
 
@@ -264,8 +328,8 @@ impl Connector {
             }
             Ok(Ok(conn)) => conn,
         };
-        if let Some(value) = &self.synchronous_commit {
-            sqlx::query(&sql::set_synchronous_commit(value))
+        if let Some(value) = self.synchronous_commit {
+            sqlx::query(&sql::set_synchronous_commit(value.as_str()))
                 .persistent(false)
                 .execute(&mut conn)
                 .await
@@ -283,34 +347,12 @@ pub struct PostgresSink {
 }
 
 impl PostgresSink {
-    /// Checks the configuration (URL, synchronous_commit, chunk interval) without
-    /// connecting: a bad value is an error naming it, never a panic.
+    /// Checks the configuration ([`PostgresConfig::check`]) without connecting: a bad
+    /// value is an error naming it, never a panic.
     pub fn new(cfg: PostgresConfig) -> Result<Self, SinkError> {
-        let invalid = |what: String| Err(SinkError::new(ErrorKind::Other, what));
-        let shown = redact_url(&cfg.url);
-        if !(cfg.url.starts_with("postgres://") || cfg.url.starts_with("postgresql://")) {
-            return invalid(format!(
-                "invalid PostgreSQL URL {shown:?}: expected postgres://user[:password]@host[:port]/database"
-            ));
-        }
-        let options = match PgConnectOptions::from_str(&cfg.url) {
-            Ok(o) => o,
-            Err(e) => return invalid(format!("invalid PostgreSQL URL {shown:?}: {e}")),
-        };
-        if let Some(v) = &cfg.synchronous_commit
-            && !SYNCHRONOUS_COMMIT_VALUES.contains(&v.as_str())
-        {
-            return invalid(format!(
-                "invalid synchronous_commit {v:?}: expected one of {}",
-                SYNCHRONOUS_COMMIT_VALUES.join(", ")
-            ));
-        }
-        if cfg.chunk_time_interval.is_some_and(|d| d.as_micros() == 0) {
-            return invalid("chunk_time_interval must be at least 1 microsecond".into());
-        }
-        if cfg.connect_timeout.is_zero() {
-            return invalid("connect_timeout must be positive".into());
-        }
+        let options = cfg
+            .check()
+            .map_err(|e| SinkError::new(ErrorKind::Other, e.message))?;
         let target = format!(
             "{}:{}/{} (user {})",
             options.get_host(),
@@ -327,7 +369,7 @@ impl PostgresSink {
             connector: Arc::new(Connector {
                 options,
                 target,
-                synchronous_commit: cfg.synchronous_commit.clone(),
+                synchronous_commit: cfg.synchronous_commit,
                 timeout: cfg.connect_timeout,
             }),
             cfg,
@@ -629,16 +671,8 @@ mod tests {
         );
 
         let mut cfg = PostgresConfig::new("postgres://u@h/db");
-        cfg.synchronous_commit = Some("off; DROP TABLE x".into());
-        let e = err(cfg);
-        assert!(
-            e.message.contains("synchronous_commit") && e.message.contains("remote_apply"),
-            "{e}"
-        );
-
-        let mut cfg = PostgresConfig::new("postgres://u@h/db");
         cfg.chunk_time_interval = Some(Duration::from_nanos(10));
-        assert!(err(cfg).message.contains("chunk_time_interval"));
+        assert!(err(cfg).message.contains("at least 1 microsecond"));
     }
 
     #[test]

@@ -813,7 +813,7 @@ async fn wrong_database_and_settings_are_reported() {
         InsertMethod::Copy,
         CopyFormat::Binary,
     );
-    cfg.synchronous_commit = Some("off".into());
+    cfg.synchronous_commit = Some(tsload_sink_postgres::SynchronousCommit::Off);
     let (_sink, mut conn) = open(cfg, &schema).await;
     conn.write(&batch(&schema, 0..3, 0), next_id())
         .await

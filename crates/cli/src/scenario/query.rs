@@ -164,8 +164,6 @@ impl Ctx<'_> {
             }
             Some(k) => {
                 let dialect = match target {
-                    TargetPlan::Postgres(_) => tsload_oltp::Dialect::Postgres,
-                    TargetPlan::Mysql(_) => tsload_oltp::Dialect::Mysql,
                     TargetPlan::Registered(t) if t.oltp_dialect().is_some() => {
                         t.oltp_dialect().expect("checked")
                     }

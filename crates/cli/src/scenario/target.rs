@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use toml::Spanned;
-use tsload_core::Delivery;
 
 use super::sections::{TARGET, TARGET_KINDS, TargetSection};
 use super::{Ctx, ScenarioError, flag, percent_encode};
@@ -42,10 +41,6 @@ impl Ctx<'_> {
             return self.registered_target(registered, t);
         }
         match kind {
-            "postgres" => {
-                self.target_postgres(t, url("postgres://postgres@127.0.0.1:5432/postgres")?)
-            }
-            "mysql" => self.target_mysql(t, url("mysql://root@127.0.0.1:3306/tsload")?),
             #[cfg(feature = "tdengine")]
             "tdengine" => self.target_tdengine(t, url("ws://root:taosdata@127.0.0.1:6041")?),
             #[cfg(not(feature = "tdengine"))]
@@ -142,141 +137,6 @@ impl Ctx<'_> {
             error
         })?;
         Ok(TargetPlan::Registered(target))
-    }
-
-    fn target_postgres(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
-        use tsload_sink_postgres::{CopyFormat, InsertMethod, Layout, PostgresConfig};
-        let url = self.url_with_password(t, url, &["postgres://", "postgresql://"])?;
-        let url = self.sql_url_with_tls(t, url, tsload_target::sql_tls::SqlFamily::Postgres)?;
-        let mut cfg = PostgresConfig::new(url);
-        if let Some(v) = &t.layout {
-            cfg.layout = match self.choice(v, "target.layout", &["wide", "tags"])? {
-                "tags" => Layout::TagsTable,
-                _ => Layout::Wide,
-            };
-        }
-        if let Some(v) = &t.method {
-            cfg.method = match self.choice(v, "target.method", &["copy", "insert", "unnest"])? {
-                "insert" => InsertMethod::Insert,
-                "unnest" => InsertMethod::Unnest,
-                _ => InsertMethod::Copy,
-            };
-        }
-        if let Some(v) = &t.copy_format {
-            cfg.copy_format = match self.choice(v, "target.copy_format", &["binary", "text"])? {
-                "text" => CopyFormat::Text,
-                _ => CopyFormat::Binary,
-            };
-        }
-        cfg.hypertable = flag(&t.hypertable, false);
-        cfg.chunk_time_interval = self.opt_duration(
-            &t.chunk_time_interval,
-            "target.chunk_time_interval",
-            Duration::from_micros(1),
-        )?;
-        cfg.synchronous_commit = t
-            .synchronous_commit
-            .as_ref()
-            .map(|v| {
-                self.choice(
-                    v,
-                    "target.synchronous_commit",
-                    &tsload_sink_postgres::SYNCHRONOUS_COMMIT_VALUES,
-                )
-                .map(str::to_string)
-            })
-            .transpose()?;
-        cfg.drop_existing = flag(&t.drop_existing, false);
-        cfg.create_index = flag(&t.create_index, false);
-        if let Some(v) = &t.connect_timeout {
-            cfg.connect_timeout =
-                self.duration(v, "target.connect_timeout", Duration::from_millis(1))?;
-        }
-        cfg.delivery = self.delivery(t, Delivery::ExactlyOnce)?;
-        // Each run gets a fresh ledger id when its sink is made (targets::run).
-        cfg.run_id = 0;
-        Ok(TargetPlan::Postgres(cfg))
-    }
-
-    /// `target.delivery`, or `default`.
-    fn delivery(&self, t: &TargetSection, default: Delivery) -> Result<Delivery, ScenarioError> {
-        match &t.delivery {
-            None => Ok(default),
-            Some(v) => Ok(
-                match self.choice(v, "target.delivery", &["exactly_once", "at_least_once"])? {
-                    "at_least_once" => Delivery::AtLeastOnce,
-                    _ => Delivery::ExactlyOnce,
-                },
-            ),
-        }
-    }
-
-    fn target_mysql(&self, t: &TargetSection, url: String) -> Result<TargetPlan, ScenarioError> {
-        use tsload_sink_mysql::{MysqlConfig, PrimaryKey, TransactionMode, TsType};
-        let url = self.url_with_password(t, url, &["mysql://", "mariadb://"])?;
-        let url = self.sql_url_with_tls(t, url, tsload_target::sql_tls::SqlFamily::Mysql)?;
-        let mut cfg = MysqlConfig::new(url);
-        if let Some(v) = &t.engine {
-            cfg.engine = v.get_ref().clone();
-        }
-        if let Some(v) = &t.primary_key {
-            cfg.primary_key = match self.choice(
-                v,
-                "target.primary_key",
-                &["none", "auto_increment", "tags_ts"],
-            )? {
-                "auto_increment" => PrimaryKey::AutoIncrement,
-                "tags_ts" => PrimaryKey::TagsTs,
-                _ => PrimaryKey::None,
-            };
-        }
-        if let Some(v) = &t.transaction {
-            cfg.transaction =
-                match self.choice(v, "target.transaction", &["per_batch", "autocommit"])? {
-                    "autocommit" => TransactionMode::Autocommit,
-                    _ => TransactionMode::PerBatch,
-                };
-        }
-        if let Some(v) = &t.ts_type {
-            cfg.ts_type = match self.choice(v, "target.ts_type", &["datetime", "bigint_ns"])? {
-                "bigint_ns" => TsType::BigIntNs,
-                _ => TsType::DateTime6,
-            };
-        }
-        cfg.drop_existing = flag(&t.drop_existing, false);
-        cfg.create_database = flag(&t.create_database, false);
-        if let Some(v) = &t.connect_timeout {
-            cfg.connect_timeout = self.duration(v, "target.connect_timeout", Duration::ZERO)?;
-        }
-        // Autocommit, or an engine without transactions, has no transaction to record a
-        // batch in: at least once, unless asked for exactly once, which is then an error.
-        let autocommit = cfg.transaction == TransactionMode::Autocommit;
-        let no_transactions = tsload_sink_mysql::is_non_transactional_engine(&cfg.engine);
-        cfg.delivery = self.delivery(
-            t,
-            if autocommit || no_transactions {
-                Delivery::AtLeastOnce
-            } else {
-                Delivery::ExactlyOnce
-            },
-        )?;
-        if cfg.delivery == Delivery::ExactlyOnce && (autocommit || no_transactions) {
-            let why = if autocommit {
-                "transaction = \"autocommit\"".to_string()
-            } else {
-                format!("engine {:?}", cfg.engine)
-            };
-            return Err(self.error(
-                t.delivery.as_ref().map(|v| v.span()).as_ref(),
-                "target.delivery",
-                format!(
-                    "exactly_once records each batch in its own transaction, which {why} \
-                     does not have; allowed with it: at_least_once"
-                ),
-            ));
-        }
-        cfg.run_id = 0;
-        Ok(TargetPlan::Mysql(cfg))
     }
 
     #[cfg(feature = "tdengine")]
@@ -418,34 +278,6 @@ impl Ctx<'_> {
         Ok(tsload_tls::TlsOptions {
             ca_file,
             insecure_skip_verify: insecure.is_some(),
-        })
-    }
-
-    /// A SQL URL with the TLS keys folded into its query: `ca_file` verifies the server
-    /// against that CA and its name, `insecure_skip_verify = true` encrypts without
-    /// checking. A URL that sets TLS keys itself keeps them, and then the keys are
-    /// refused (one place for one setting).
-    fn sql_url_with_tls(
-        &self,
-        t: &TargetSection,
-        url: String,
-        family: tsload_target::sql_tls::SqlFamily,
-    ) -> Result<String, ScenarioError> {
-        let tls = self.tls_options(t, true)?;
-        tsload_target::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
-            let (span, key) = match (&t.ca_file, &t.insecure_skip_verify) {
-                (Some(v), _) => (Some(v.span()), "target.ca_file"),
-                (None, v) => (v.as_ref().map(|v| v.span()), "target.insecure_skip_verify"),
-            };
-            self.error(
-                span.as_ref(),
-                key,
-                format!(
-                    "target.url sets {} already; give TLS settings in one place (the URL, \
-                     or these keys)",
-                    e.key
-                ),
-            )
         })
     }
 
