@@ -4,16 +4,14 @@
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
-use crate::plan::{Plan, TargetPlan};
+use crate::plan::Plan;
 
 /// The host whose data `plan` drops, when that host is not this machine.
 pub fn remote_drop_host(plan: &Plan) -> Option<String> {
-    let url = match &plan.target {
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) if c.drop_existing => &c.dsn,
-        TargetPlan::Registered(t) if t.drop_existing() == Some(true) => t.url()?,
-        _ => return None,
-    };
+    if !plan.target.drops_existing() {
+        return None;
+    }
+    let url = plan.target.url()?;
     let host = url_host(url)?;
     (!is_loopback(&host)).then_some(host)
 }
@@ -130,7 +128,10 @@ mod tests {
         // A host given as a parameter counts, before the URL's own (sqlx connects to
         // it); a socket directory is this machine.
         for (url, remote) in [
-            ("postgres://u@localhost/d?host=db.example", Some("db.example")),
+            (
+                "postgres://u@localhost/d?host=db.example",
+                Some("db.example"),
+            ),
             ("postgres://u@db.example/d?host=/var/run/postgresql", None),
         ] {
             let p = plan(&[

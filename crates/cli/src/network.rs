@@ -22,21 +22,11 @@ pub struct ActiveNetwork {
 
 /// The URL (or DSN) through which the target is reached, if it is reached over TCP.
 pub fn target_url(target: &TargetPlan) -> Option<&str> {
-    match target {
-        TargetPlan::Influx(i) => Some(&i.url),
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => Some(&c.dsn),
-        TargetPlan::Registered(t) => t.url(),
-    }
+    target.url()
 }
 
 fn set_target_url(target: &mut TargetPlan, url: String) {
-    match target {
-        TargetPlan::Influx(i) => i.url = url,
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => c.dsn = url,
-        TargetPlan::Registered(t) => t.set_url(url),
-    }
+    target.set_url(url);
 }
 
 /// Sends the target's connections to the proxy at `local`. An address in the URL is
@@ -53,9 +43,7 @@ fn point_at_proxy(
     let parsed =
         url::Url::parse(url).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
     if let Some(name) = tsload_target::sql_tls::host_name(&parsed) {
-        if let TargetPlan::Influx(i) = target
-            && parsed.scheme() == "https"
-        {
+        if parsed.scheme() == "https" {
             // reqwest's resolve override keeps the URL's port: the URL names the proxy's.
             let mut via = parsed.clone();
             via.set_port(Some(local.port()))
@@ -64,9 +52,9 @@ fn point_at_proxy(
             if !url.ends_with('/') && text.ends_with('/') && via.path() == "/" {
                 text.pop();
             }
-            i.url = text;
-            i.connect_to = Some(local);
-            return Ok(Some(name.to_string()));
+            if target.connect_via(text, local) {
+                return Ok(Some(name.to_string()));
+            }
         }
         if let Some(host) = tsload_target::sql_tls::name_checked_host(url) {
             // Refused when the scenario was read too; the environment may have changed.
@@ -290,24 +278,18 @@ pub async fn app_probe(
     path: &str,
     opts: &AppOptions,
 ) -> anyhow::Result<ProbeReport> {
-    Ok(match target {
-        TargetPlan::Influx(i) => {
-            let url = format!("{}{path}", i.url.trim_end_matches('/'));
+    Ok(match target.app_probe() {
+        tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(&url, opts).await?,
+        tsload_target::AppProbe::Http(endpoint) => {
+            let url = format!("{}{path}", endpoint.url.trim_end_matches('/'));
             let mut opts = opts.clone();
-            opts.tls = i.tls.clone();
-            opts.connect_to = i.connect_to;
+            opts.tls = endpoint.tls;
+            opts.connect_to = endpoint.connect_to;
             tsload_probe::http_rtt(&url, &opts).await?
         }
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(_) => {
+        tsload_target::AppProbe::None => {
             bail!("target kind \"{}\" has no application probe", target.kind())
         }
-        TargetPlan::Registered(t) => match t.app_probe() {
-            tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(&url, opts).await?,
-            tsload_target::AppProbe::None => {
-                bail!("target kind \"{}\" has no application probe", target.kind())
-            }
-        },
     })
 }
 

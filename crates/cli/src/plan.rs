@@ -7,8 +7,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
-#[cfg(feature = "tdengine")]
-use tsload_sink_tdengine::TdengineConfig;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
 /// What will be generated, with every default resolved.
@@ -43,96 +41,35 @@ impl WorkloadPlan {
     }
 }
 
-/// The line-protocol HTTP target's settings. `password` and `token` are secrets: they
-/// are redacted wherever the plan is shown.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InfluxPlan {
-    pub url: String,
-    /// `v1` (`/write?db=`) or `v2` (`/api/v2/write?org=&bucket=`).
-    pub api: String,
-    pub db: String,
-    pub rp: Option<String>,
-    pub user: Option<String>,
-    pub password: Option<String>,
-    pub org: String,
-    pub bucket: String,
-    pub token: Option<String>,
-    pub precision: String,
-    pub gzip: bool,
-    pub create_database: bool,
-    pub timeout: Duration,
-    /// https only: which certificates are trusted.
-    pub tls: tsload_tls::TlsOptions,
-    /// Set by a delay proxy in front of an https server named by host name: where to
-    /// connect, the URL keeping the name the certificate is checked against.
-    pub connect_to: Option<std::net::SocketAddr>,
+/// The `[target]` section, parsed by its kind (`targets::KINDS`): every question about
+/// it goes through `tsload_target::Target`, reached by `Deref`.
+#[derive(Debug, Clone)]
+pub struct TargetPlan(pub Box<dyn tsload_target::Target>);
+
+impl PartialEq for TargetPlan {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_dyn(other.0.as_ref())
+    }
 }
 
-// One plan per run (per sweep point): the variants' sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum TargetPlan {
-    /// A kind defined in its own crate, through `tsload_target`'s traits (the registry
-    /// in `targets.rs`): `null` and `sqlite` so far; the others move there one by one.
-    Registered(Box<dyn tsload_target::Target>),
-    Influx(InfluxPlan),
-    #[cfg(feature = "tdengine")]
-    Tdengine(TdengineConfig),
+impl std::ops::Deref for TargetPlan {
+    type Target = dyn tsload_target::Target;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref()
+    }
+}
+
+impl std::ops::DerefMut for TargetPlan {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0.as_mut()
+    }
 }
 
 impl TargetPlan {
-    /// Whether its TSBS queries can use TimescaleDB's `time_bucket`.
-    pub fn takes_time_bucket(&self) -> bool {
-        match self {
-            TargetPlan::Registered(t) => t.takes_time_bucket(),
-            _ => false,
-        }
-    }
-
-    /// Whether it keeps what it is sent (`null` does not: nothing to verify or query).
-    pub fn stores(&self) -> bool {
-        match self {
-            TargetPlan::Registered(t) => t.stores(),
-            _ => true,
-        }
-    }
-
     /// Whether the target drops and recreates the run's tables in prepare.
     pub fn drops_existing(&self) -> bool {
-        match self {
-            #[cfg(feature = "tdengine")]
-            TargetPlan::Tdengine(c) => c.drop_existing,
-            TargetPlan::Registered(t) => t.drop_existing().unwrap_or(false),
-            TargetPlan::Influx(_) => false,
-        }
-    }
-
-    /// Sets the target's `drop_existing`, where it has one (not the line-protocol
-    /// servers, not `null`).
-    pub fn set_drop_existing(&mut self, on: bool) {
-        match self {
-            #[cfg(feature = "tdengine")]
-            TargetPlan::Tdengine(c) => c.drop_existing = on,
-            TargetPlan::Registered(t) => t.set_drop_existing(on),
-            TargetPlan::Influx(_) => {}
-        }
-    }
-
-    /// Whether the target records each batch in a ledger (exactly-once delivery).
-    pub fn has_ledger(&self) -> bool {
-        match self {
-            TargetPlan::Registered(t) => t.has_ledger(),
-            _ => false,
-        }
-    }
-
-    pub fn kind(&self) -> &'static str {
-        match self {
-            TargetPlan::Registered(t) => t.kind(),
-            TargetPlan::Influx(_) => "influx",
-            #[cfg(feature = "tdengine")]
-            TargetPlan::Tdengine(_) => "tdengine",
-        }
+        self.drop_existing().unwrap_or(false)
     }
 }
 
@@ -473,45 +410,7 @@ impl Plan {
                 "columns": columns_json(&c.columns), "tags": columns_json(&c.tags),
             }),
         };
-        let target = match &self.target {
-            TargetPlan::Registered(t) => t.settings(),
-            #[cfg(feature = "tdengine")]
-            TargetPlan::Tdengine(c) => json!({
-                "kind": "tdengine", "url": c.redacted_dsn(), "database": c.database,
-                "vgroups": c.db_options.vgroups, "buffer": c.db_options.buffer,
-                "wal_level": c.db_options.wal_level,
-                "cachemodel": c.db_options.cachemodel.map(|m| m.as_str()),
-                "precision": c.db_options.precision.as_str(),
-                "child_tables": c.child_tables.as_str(), "mode": c.mode.as_str(),
-                "batch_create_tbl_num": c.batch_create_tbl_num, "max_sql_length": c.max_sql_length,
-                "drop_existing": c.drop_existing,
-                "timeout": humantime::format_duration(c.request_timeout).to_string(),
-            }),
-            TargetPlan::Influx(i) => {
-                let mut v = json!({
-                    "kind": "influx", "url": i.url, "api": i.api, "precision": i.precision,
-                    "gzip": i.gzip, "timeout": humantime::format_duration(i.timeout).to_string(),
-                });
-                if let Some(ca) = &i.tls.ca_file {
-                    v["ca_file"] = json!(ca.display().to_string());
-                }
-                if i.tls.insecure_skip_verify {
-                    v["insecure_skip_verify"] = json!(true);
-                }
-                if i.api == "v2" {
-                    v["org"] = json!(i.org);
-                    v["bucket"] = json!(i.bucket);
-                    v["token"] = json!(i.token);
-                } else {
-                    v["db"] = json!(i.db);
-                    v["rp"] = json!(i.rp);
-                    v["user"] = json!(i.user);
-                    v["password"] = json!(i.password);
-                    v["create_database"] = json!(i.create_database);
-                }
-                v
-            }
-        };
+        let target = self.target.settings();
         let l = &self.load;
         let load = json!({
             "workers": l.workers, "batch": l.batch, "in_flight": l.in_flight,

@@ -6,46 +6,22 @@ use std::sync::Arc;
 
 use tsload_core::engine::{EngineError, Observer, StopHandle};
 use tsload_core::query::{QueryRequest, QuerySource, QueryWorkload};
-use tsload_core::query_engine::{QueryConfig, QueryOutcome, run_queries};
+use tsload_core::query_engine::{QueryConfig, QueryOutcome};
 use tsload_query::{Dialect, TsbsQueries, TsbsQueriesConfig};
-#[cfg(feature = "tdengine")]
-use tsload_query::{TdPrecision, TdengineOptions};
-use tsload_sink_influx::{InfluxQueryTarget, QueryApi};
-#[cfg(feature = "tdengine")]
-use tsload_sink_tdengine::TdengineQueryTarget;
 
 use crate::plan::{Plan, QueryPlan, QueryWorkloadPlan, TargetPlan};
-use crate::targets::influx_config;
 
-/// The query language of a line-protocol target (`influxql` unless the scenario says).
-fn influx_api(q: &QueryPlan) -> QueryApi {
+/// The query language `query.dialect` chose, for a target that speaks several.
+fn language(q: &QueryPlan) -> Option<&str> {
     match &q.workload {
-        QueryWorkloadPlan::Tsbs {
-            dialect: Some(d), ..
-        } => d.parse().unwrap_or(QueryApi::InfluxQl),
-        _ => QueryApi::InfluxQl,
+        QueryWorkloadPlan::Tsbs { dialect, .. } => dialect.as_deref(),
+        QueryWorkloadPlan::Oltp { .. } => None,
     }
 }
 
 /// The TSBS query language that matches what the target's sink wrote.
 fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result<Dialect, String> {
-    Ok(match target {
-        TargetPlan::Influx(_) => match influx_api(q) {
-            QueryApi::InfluxQl => Dialect::InfluxQl,
-            QueryApi::PromQl => Dialect::PromQl,
-            QueryApi::QuestDb => Dialect::QuestDb,
-        },
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => Dialect::Tdengine(TdengineOptions {
-            precision: match c.db_options.precision {
-                tsload_sink_tdengine::Precision::Ms => TdPrecision::Ms,
-                tsload_sink_tdengine::Precision::Us => TdPrecision::Us,
-                tsload_sink_tdengine::Precision::Ns => TdPrecision::Ns,
-            },
-            schemaless: c.mode == tsload_sink_tdengine::InsertMode::Schemaless,
-        }),
-        TargetPlan::Registered(t) => t.tsbs_dialect(time_bucket)?,
-    })
+    target.tsbs_dialect(language(q), time_bucket)
 }
 
 /// The read workload of the plan's `[query]` section.
@@ -127,25 +103,13 @@ pub async fn run(
     stop: StopHandle,
     observer: &mut dyn Observer,
 ) -> Result<QueryOutcome, EngineError> {
-    match target {
-        #[cfg(feature = "tdengine")]
-        TargetPlan::Tdengine(c) => {
-            let t = TdengineQueryTarget::new(c).map_err(EngineError::Prepare)?;
-            run_queries(workload, Arc::new(t), cfg, stop, observer).await
-        }
-        TargetPlan::Influx(i) => {
-            let t = InfluxQueryTarget::new(&influx_config(i), influx_api(q))
-                .map_err(EngineError::Prepare)?;
-            run_queries(workload, Arc::new(t), cfg, stop, observer).await
-        }
-        TargetPlan::Registered(t) => {
-            t.query(tsload_target::QueryRun {
-                workload,
-                cfg,
-                stop,
-                observer,
-            })
-            .await
-        }
-    }
+    target
+        .query(tsload_target::QueryRun {
+            language: language(q),
+            workload,
+            cfg,
+            stop,
+            observer,
+        })
+        .await
 }

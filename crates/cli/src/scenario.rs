@@ -272,8 +272,6 @@ fn flag(v: &Option<Spanned<bool>>, default: bool) -> bool {
     v.as_ref().map_or(default, |v| *v.get_ref())
 }
 
-pub(crate) use tsload_target::percent_encode;
-
 /// A section's keys, or none when the file leaves the section out.
 fn section<T: Default>(s: Option<Spanned<T>>) -> T {
     s.map(Spanned::into_inner).unwrap_or_default()

@@ -7,6 +7,7 @@
 //! ([`QueryApi`]), with the same [`InfluxConfig`].
 
 mod classify;
+mod kind;
 mod query;
 
 use std::fmt;
@@ -20,6 +21,7 @@ use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, 
 use tsload_lineproto::LineEncoder;
 
 pub use classify::{classify_request_error, classify_status, parse_retry_after, status_error};
+pub use kind::{InfluxKind, KIND};
 pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
 pub use tsload_lineproto::Precision;
 

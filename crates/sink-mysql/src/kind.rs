@@ -246,7 +246,11 @@ impl Target for MysqlConfig {
         })
     }
 
-    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        _time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
         Ok(tsload_query::Dialect::Mysql(tsload_query::MysqlOptions {
             ts: match self.ts_type {
                 TsType::DateTime6 => tsload_query::MysqlTs::DateTime,
@@ -312,7 +316,7 @@ mod tests {
         );
         assert_eq!(t.oltp_dialect(), Some(tsload_oltp::Dialect::Mysql));
         assert_eq!(
-            t.tsbs_dialect(false),
+            t.tsbs_dialect(None, false),
             Ok(tsload_query::Dialect::Mysql(tsload_query::MysqlOptions {
                 ts: tsload_query::MysqlTs::DateTime
             }))
@@ -361,7 +365,7 @@ mod tests {
         );
         assert!(!t.has_ledger());
         assert_eq!(
-            t.tsbs_dialect(true),
+            t.tsbs_dialect(None, true),
             Ok(tsload_query::Dialect::Mysql(tsload_query::MysqlOptions {
                 ts: tsload_query::MysqlTs::BigIntNs
             }))
@@ -371,7 +375,7 @@ mod tests {
         moved.set_drop_existing(false);
         assert_eq!(moved.url(), Some("mysql://bench@127.0.0.1:40000/metrics"));
         assert_eq!(moved.drop_existing(), Some(false));
-        assert!(moved != t);
+        assert!(!moved.eq_dyn(t.as_ref()));
     }
 
     #[test]

@@ -223,7 +223,11 @@ impl Target for PostgresConfig {
         })
     }
 
-    fn tsbs_dialect(&self, time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
         Ok(tsload_query::Dialect::Postgres(
             tsload_query::PostgresOptions {
                 layout: match self.layout {

@@ -171,7 +171,11 @@ impl Target for SqliteConfig {
         ))
     }
 
-    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        _time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
         Ok(tsload_query::Dialect::Sqlite)
     }
 

@@ -4,7 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::dsn;
+use taos::TaosBuilder;
+use tsload_core::{ErrorKind, SinkError};
+
+use crate::dsn::{self, Endpoint};
 
 /// Database the target writes to when neither the configuration nor the DSN names one.
 pub const DEFAULT_DATABASE: &str = "tsload";
@@ -104,8 +107,8 @@ pub struct DbOptions {
     pub cachemodel: Option<CacheModel>,
     /// `BUFFER`: write buffer per vnode, MB (3..=16384).
     pub buffer: Option<u32>,
-    /// `WAL_LEVEL`: 1 (write, no fsync) or 2 (write and fsync); 0 turns the WAL off on
-    /// servers that allow it.
+    /// `WAL_LEVEL`: 1 (write, no fsync) or 2 (write and fsync), as TDengine 3.3 documents
+    /// it (`WAL_LEVEL {1 | 2}`; its parser says "only 1-2 allowed").
     pub wal_level: Option<u8>,
     /// `PRECISION`, always written: the timestamps sent are converted to it.
     pub precision: Precision,
@@ -164,6 +167,24 @@ impl InsertMode {
     }
 }
 
+/// A setting the TDengine target cannot work with ([`TdengineConfig::check`]): the
+/// scenario key it is read from, how the sink reports it, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// The `[target]` key (`url`, `database`, `mode`, `vgroups`, `timeout`, ...).
+    pub key: &'static str,
+    /// [`ErrorKind::Connection`] for the DSN, [`ErrorKind::Other`] for the rest.
+    pub kind: ErrorKind,
+    /// The message, as [`crate::TdengineSink::new`] says it (the DSN shown redacted).
+    pub message: String,
+}
+
+impl From<Invalid> for SinkError {
+    fn from(e: Invalid) -> SinkError {
+        SinkError::new(e.kind, e.message)
+    }
+}
+
 /// Where and how to write. `Debug` shows the DSN with its password and token hidden.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TdengineConfig {
@@ -211,44 +232,92 @@ impl TdengineConfig {
         dsn::redact(&self.dsn)
     }
 
-    /// Checks everything but the DSN; returns what is wrong, naming the setting.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        if self.mode == InsertMode::Stmt2 {
-            return Err(format!("mode \"stmt2\" {STMT2_UNAVAILABLE}"));
+    /// Checks everything a sink needs without connecting: the DSN (a WebSocket one, which
+    /// the driver accepts), the database's name and the DSN's database against it, the
+    /// option ranges, the insert mode (`stmt2` is refused: the `taos` crate 0.12.x has no
+    /// STMT2 API). The one check: the kind's parse calls it (so `tsload validate` says
+    /// it, by key) and [`crate::TdengineSink::new`] does (for a configuration built by
+    /// hand).
+    pub fn check(&self) -> Result<(), Invalid> {
+        self.checked().map(drop)
+    }
+
+    /// [`Self::check`], keeping what it made: the parsed endpoint and the driver's builder
+    /// logged in to the database.
+    pub(crate) fn checked(&self) -> Result<(Endpoint, TaosBuilder), Invalid> {
+        let url = |message: String| Invalid {
+            key: "url",
+            kind: ErrorKind::Connection,
+            message,
+        };
+        let endpoint = Endpoint::parse(&self.dsn).map_err(url)?;
+        self.check_settings().map_err(|(key, m)| Invalid {
+            key,
+            kind: ErrorKind::Other,
+            message: format!("TDengine target: {m}"),
+        })?;
+        if let Some(db) = dsn::database_of(&self.dsn)
+            && db != self.database
+        {
+            return Err(Invalid {
+                key: "database",
+                kind: ErrorKind::Other,
+                message: format!(
+                    "TDengine target: the DSN {} names database {db:?} but database is {:?}; \
+                     name it in one place",
+                    endpoint.shown, self.database
+                ),
+            });
         }
-        check_database_name(&self.database)?;
+        let builder = endpoint.builder(Some(&self.database)).map_err(url)?;
+        Ok((endpoint, builder))
+    }
+
+    /// Checks everything but the DSN; returns the key of what is wrong and why, naming the
+    /// setting.
+    fn check_settings(&self) -> Result<(), (&'static str, String)> {
+        if self.mode == InsertMode::Stmt2 {
+            return Err(("mode", format!("mode \"stmt2\" {STMT2_UNAVAILABLE}")));
+        }
+        check_database_name(&self.database).map_err(|m| ("database", m))?;
         let o = &self.db_options;
         if let Some(v) = o.vgroups
             && !(1..=1024).contains(&v)
         {
-            return Err(format!("vgroups = {v}: allowed 1 to 1024"));
+            return Err(("vgroups", format!("vgroups = {v}: allowed 1 to 1024")));
         }
         if let Some(v) = o.buffer
             && !(3..=16384).contains(&v)
         {
-            return Err(format!("buffer = {v}: allowed 3 to 16384 (MB)"));
+            return Err(("buffer", format!("buffer = {v}: allowed 3 to 16384 (MB)")));
         }
         if let Some(v) = o.wal_level
-            && v > 2
+            && !(1..=2).contains(&v)
         {
-            return Err(format!("wal_level = {v}: allowed 0, 1 or 2"));
+            return Err(("wal_level", format!("wal_level = {v}: allowed 1 or 2")));
         }
         if !(1..=MAX_BATCH_CREATE_TBL_NUM).contains(&self.batch_create_tbl_num) {
-            return Err(format!(
-                "batch_create_tbl_num = {}: allowed 1 to {MAX_BATCH_CREATE_TBL_NUM}",
-                self.batch_create_tbl_num
+            return Err((
+                "batch_create_tbl_num",
+                format!(
+                    "batch_create_tbl_num = {}: allowed 1 to {MAX_BATCH_CREATE_TBL_NUM}",
+                    self.batch_create_tbl_num
+                ),
             ));
         }
         // Room for one statement head plus a modest row; TDengine allows up to 1 MiB
         // (16 MiB on recent servers), so anything smaller than 1 KiB is a typo.
         if self.max_sql_length < 1024 {
-            return Err(format!(
-                "max_sql_length = {}: must be at least 1024 bytes (TDengine's default is {})",
-                self.max_sql_length, DEFAULT_MAX_SQL_LENGTH
+            return Err((
+                "max_sql_length",
+                format!(
+                    "max_sql_length = {}: must be at least 1024 bytes (TDengine's default is {})",
+                    self.max_sql_length, DEFAULT_MAX_SQL_LENGTH
+                ),
             ));
         }
         if self.request_timeout.is_zero() {
-            return Err("request_timeout must be positive".to_string());
+            return Err(("timeout", "request_timeout must be positive".to_string()));
         }
         Ok(())
     }
@@ -322,29 +391,54 @@ mod tests {
         let mut c = TdengineConfig::new("ws://localhost:6041");
         c.mode = InsertMode::Stmt2;
         let e = c.check().unwrap_err();
-        assert!(e.contains("stmt2") && e.contains("\"stmt\""), "{e}");
+        assert_eq!((e.key, e.kind), ("mode", ErrorKind::Other));
+        assert!(
+            e.message.contains("stmt2") && e.message.contains("\"stmt\""),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn checks_ranges() {
         let base = TdengineConfig::new("ws://localhost:6041");
-        let bad = |f: &dyn Fn(&mut TdengineConfig), needle: &str| {
+        // The key the scenario names it by, and what the message says.
+        let bad = |f: &dyn Fn(&mut TdengineConfig), key: &str, needle: &str| {
             let mut c = base.clone();
             f(&mut c);
             let e = c.check().unwrap_err();
-            assert!(e.contains(needle), "{e}");
+            assert_eq!((e.key, e.kind), (key, ErrorKind::Other), "{e:?}");
+            assert!(e.message.starts_with("TDengine target: "), "{e:?}");
+            assert!(e.message.contains(needle), "{e:?}");
         };
-        bad(&|c| c.db_options.vgroups = Some(0), "vgroups");
-        bad(&|c| c.db_options.buffer = Some(2), "buffer");
-        bad(&|c| c.db_options.wal_level = Some(3), "wal_level");
-        bad(&|c| c.batch_create_tbl_num = 0, "batch_create_tbl_num");
-        bad(&|c| c.batch_create_tbl_num = 3001, "batch_create_tbl_num");
-        bad(&|c| c.max_sql_length = 10, "max_sql_length");
-        bad(&|c| c.request_timeout = Duration::ZERO, "request_timeout");
-        bad(&|c| c.database = "9db".into(), "database");
-        bad(&|c| c.database = "My".into(), "database");
-        bad(&|c| c.database = "a-b".into(), "database");
-        bad(&|c| c.database = String::new(), "database");
+        bad(&|c| c.db_options.vgroups = Some(0), "vgroups", "vgroups");
+        bad(&|c| c.db_options.buffer = Some(2), "buffer", "buffer");
+        bad(
+            &|c| c.db_options.wal_level = Some(0),
+            "wal_level",
+            "allowed 1 or 2",
+        );
+        bad(
+            &|c| c.db_options.wal_level = Some(3),
+            "wal_level",
+            "allowed 1 or 2",
+        );
+        let n = "batch_create_tbl_num";
+        bad(&|c| c.batch_create_tbl_num = 0, n, n);
+        bad(&|c| c.batch_create_tbl_num = 3001, n, n);
+        bad(
+            &|c| c.max_sql_length = 10,
+            "max_sql_length",
+            "max_sql_length",
+        );
+        bad(
+            &|c| c.request_timeout = Duration::ZERO,
+            "timeout",
+            "request_timeout",
+        );
+        bad(&|c| c.database = "9db".into(), "database", "database");
+        bad(&|c| c.database = "My".into(), "database", "database");
+        bad(&|c| c.database = "a-b".into(), "database", "database");
+        bad(&|c| c.database = String::new(), "database", "database");
         let mut ok = base.clone();
         ok.db_options = DbOptions {
             vgroups: Some(4),

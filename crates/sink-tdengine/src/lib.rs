@@ -35,6 +35,7 @@ mod config;
 mod conn;
 mod dsn;
 mod error;
+mod kind;
 mod layout;
 mod query;
 mod sql;
@@ -48,11 +49,12 @@ use tsload_core::{ErrorKind, Schema, Sink, SinkError, TagValue};
 
 pub use config::{
     CacheModel, ChildTables, DEFAULT_BATCH_CREATE_TBL_NUM, DEFAULT_DATABASE,
-    DEFAULT_MAX_SQL_LENGTH, DbOptions, InsertMode, MAX_BATCH_CREATE_TBL_NUM, Precision,
+    DEFAULT_MAX_SQL_LENGTH, DbOptions, InsertMode, Invalid, MAX_BATCH_CREATE_TBL_NUM, Precision,
     STMT2_UNAVAILABLE, TdengineConfig,
 };
 pub use conn::TdengineConn;
 pub use dsn::redact as redact_dsn;
+pub use kind::{KIND, TdengineKind};
 pub use query::{TdengineQueryConn, TdengineQueryTarget};
 
 use conn::Shared;
@@ -82,30 +84,13 @@ impl fmt::Debug for TdengineSink {
 }
 
 impl TdengineSink {
-    /// Checks `cfg` (the DSN, the database name, option ranges, the insert mode) without
-    /// connecting. A bad DSN is an [`ErrorKind::Connection`] error showing the DSN with
-    /// its password hidden; other settings are [`ErrorKind::Other`] errors naming the
-    /// setting. `mode = stmt2` is refused: the `taos` crate 0.12.x has no STMT2 API.
+    /// Checks `cfg` ([`TdengineConfig::check`]: the DSN, the database name, option ranges,
+    /// the insert mode) without connecting. A bad DSN is an [`ErrorKind::Connection`] error
+    /// showing the DSN with its password hidden; other settings are [`ErrorKind::Other`]
+    /// errors naming the setting. `mode = stmt2` is refused: the `taos` crate 0.12.x has
+    /// no STMT2 API.
     pub fn new(cfg: TdengineConfig) -> Result<Self, SinkError> {
-        let endpoint =
-            Endpoint::parse(&cfg.dsn).map_err(|m| SinkError::new(ErrorKind::Connection, m))?;
-        cfg.check()
-            .map_err(|m| SinkError::new(ErrorKind::Other, format!("TDengine target: {m}")))?;
-        if let Some(db) = dsn::database_of(&cfg.dsn)
-            && db != cfg.database
-        {
-            return Err(SinkError::new(
-                ErrorKind::Other,
-                format!(
-                    "TDengine target: the DSN {} names database {db:?} but database is {:?}; \
-                     name it in one place",
-                    endpoint.shown, cfg.database
-                ),
-            ));
-        }
-        let builder = endpoint
-            .builder(Some(&cfg.database))
-            .map_err(|m| SinkError::new(ErrorKind::Connection, m))?;
+        let (endpoint, builder) = cfg.checked()?;
         let shared = Arc::new(Shared {
             mode: cfg.mode,
             child_tables: cfg.child_tables,

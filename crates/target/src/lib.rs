@@ -75,6 +75,8 @@ pub struct WriteRun<'a> {
 
 /// One read run's part of the plan, handed to [`Target::query`].
 pub struct QueryRun<'a> {
+    /// One of [`Target::query_languages`], when the target has several.
+    pub language: Option<&'a str>,
     pub workload: Arc<dyn QueryWorkload>,
     pub cfg: QueryConfig,
     pub stop: StopHandle,
@@ -89,6 +91,18 @@ pub enum AppProbe {
     None,
     /// `SELECT 1` over a connection opened from this URL.
     Sql { url: String },
+    /// `GET` of the scenario's `probe_path` under this HTTP endpoint.
+    Http(HttpEndpoint),
+}
+
+/// An HTTP server as a target reaches it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpEndpoint {
+    /// The base URL (`http://127.0.0.1:8086`).
+    pub url: String,
+    pub tls: tsload_tls::TlsOptions,
+    /// Where to connect instead of resolving the URL's host ([`Target::connect_via`]).
+    pub connect_to: Option<std::net::SocketAddr>,
 }
 
 /// A parsed, validated target: immutable settings of one kind.
@@ -111,6 +125,19 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
 
     /// Reaches it at `url` instead (the `[network]` proxy's address).
     fn set_url(&mut self, _url: String) {}
+
+    /// Reaches it at `addr` while keeping the host name of `url` (which names `addr`'s
+    /// port) for TLS to check the certificate against: the `[network]` proxy in front of
+    /// an https server named by host name. `false`: it cannot be told so.
+    fn connect_via(&mut self, _url: String, _addr: std::net::SocketAddr) -> bool {
+        false
+    }
+
+    /// Asks the server to write out what it holds in memory before its data directory is
+    /// measured (VictoriaMetrics' `/internal/force_flush`); any failure is ignored.
+    fn flush(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 
     /// Whether it drops and recreates the run's tables first; `None`: it has no such
     /// setting.
@@ -143,8 +170,19 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>>;
 
-    /// The TSBS query language that matches what its writer stored.
-    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+    /// The query languages it can be asked TSBS queries in (`query.dialect`), the default
+    /// first; empty: one, its own, not chosen by the scenario.
+    fn query_languages(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The TSBS query language that matches what its writer stored; `language` is one of
+    /// [`Target::query_languages`], when it has several.
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        _time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
         Err(format!(
             "target kind \"{}\" cannot run TSBS queries",
             self.kind()
@@ -187,12 +225,6 @@ pub fn same<T: Target + PartialEq>(this: &T, other: &dyn Target) -> bool {
 impl Clone for Box<dyn Target> {
     fn clone(&self) -> Self {
         self.clone_box()
-    }
-}
-
-impl PartialEq for Box<dyn Target> {
-    fn eq(&self, other: &Self) -> bool {
-        self.eq_dyn(other.as_ref())
     }
 }
 
@@ -256,7 +288,11 @@ impl Target for NullTarget {
         ))
     }
 
-    fn tsbs_dialect(&self, _time_bucket: bool) -> Result<tsload_query::Dialect, String> {
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        _time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
         Err("target kind \"null\" stores nothing to query".into())
     }
 

@@ -369,21 +369,7 @@ fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
 /// line-protocol servers answer 404, which is ignored, as is any failure: the figure is
 /// then what the disk held.
 fn flush_target(runtime: &tokio::runtime::Runtime, target: &crate::plan::TargetPlan) {
-    let crate::plan::TargetPlan::Influx(p) = target else {
-        return;
-    };
-    let Ok(tls) = tsload_tls::client_config(&p.tls) else {
-        return;
-    };
-    let url = format!("{}/internal/force_flush", p.url.trim_end_matches('/'));
-    runtime.block_on(async {
-        if let Ok(client) = tsload_http::client_builder(tls)
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-        {
-            let _ = client.get(url).send().await;
-        }
-    });
+    runtime.block_on(target.flush());
 }
 
 /// The report's server block.

@@ -166,14 +166,15 @@ impl Ctx<'_> {
                 _ => ProbeChoice::App,
             },
         };
-        #[cfg(feature = "tdengine")]
-        if probe == ProbeChoice::App && matches!(target, TargetPlan::Tdengine(_)) {
+        if probe == ProbeChoice::App && target.app_probe() == tsload_target::AppProbe::None {
             let span = n.probe.as_ref().map_or(section.span(), |p| p.span());
             return Err(self.error(
                 Some(&span),
                 "network.probe",
-                "target kind \"tdengine\" has no application probe here; use \"tcp\" or \"none\""
-                    .into(),
+                format!(
+                    "target kind \"{}\" has no application probe here; use \"tcp\" or \"none\"",
+                    target.kind()
+                ),
             ));
         }
         let probe_count = self

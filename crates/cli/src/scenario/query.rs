@@ -72,20 +72,20 @@ impl Ctx<'_> {
                         ),
                     ));
                 };
-                let influx = matches!(target, TargetPlan::Influx(_));
+                let languages = target.query_languages();
+                let influx = !languages.is_empty();
                 // The file's dialect belongs to the file's target: a `--set target.kind`
                 // to another kind sets it aside (a `--set query.dialect` still counts).
                 let set_aside = self.overridden.iter().any(|o| o == "target.kind")
                     && !self.overridden.iter().any(|o| o == "query.dialect");
                 let dialect = match &q.dialect {
                     // The plan names the language a line-protocol target is asked in.
-                    None if influx => Some("influxql".to_string()),
+                    None if influx => Some(languages[0].to_string()),
                     None => None,
                     Some(_) if set_aside && !influx => None,
-                    Some(d) if influx => Some(
-                        self.choice(d, "query.dialect", &["influxql", "promql", "questdb"])?
-                            .to_string(),
-                    ),
+                    Some(d) if influx => {
+                        Some(self.choice(d, "query.dialect", languages)?.to_string())
+                    }
                     Some(d) => {
                         return Err(self.error(
                             Some(&d.span()),
@@ -163,11 +163,10 @@ impl Ctx<'_> {
                 }
             }
             Some(k) => {
-                let dialect = match target {
-                    TargetPlan::Registered(t) if t.oltp_dialect().is_some() => {
-                        t.oltp_dialect().expect("checked")
-                    }
-                    other => {
+                let dialect = match target.oltp_dialect() {
+                    Some(d) => d,
+                    None => {
+                        let other = target;
                         return Err(self.error(
                             kind_span.as_ref(),
                             "query.kind",

@@ -1,0 +1,662 @@
+//! `target.kind = "tdengine"`: its keys, the pure parse of its section into a
+//! [`TdengineConfig`], and the runs it serves (the write sink, the read target).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use tsload_core::engine::{EngineError, RunOutcome};
+use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_target::{
+    AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun,
+    same,
+};
+
+use crate::{
+    CacheModel, ChildTables, InsertMode, MAX_BATCH_CREATE_TBL_NUM, Precision, STMT2_UNAVAILABLE,
+    TdengineConfig, TdengineQueryTarget, TdengineSink,
+};
+
+/// The TDengine kind, as registered with the CLI.
+pub static KIND: TdengineKind = TdengineKind;
+
+/// `target.kind = "tdengine"`: TDengine over WebSocket (taosAdapter).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TdengineKind;
+
+/// `target.url` when unset.
+pub const DEFAULT_URL: &str = "ws://root:taosdata@127.0.0.1:6041";
+
+/// The starts of the URLs `target.url` takes.
+const URL_PREFIXES: &[&str] = &["ws://", "wss://", "taos+ws://", "taos+wss://"];
+
+/// The longest `target.max_sql_length` taken (64 MiB).
+const MAX_MAX_SQL_LENGTH: i64 = 64 << 20;
+
+const KEYS: &[KeyDoc] = &[
+    KeyDoc {
+        name: "url",
+        ty: "string",
+        default: KeyDefault::Toml("\"ws://root:taosdata@127.0.0.1:6041\""),
+        meaning: "taosAdapter's WebSocket address (`ws://`, `wss://`, `taos+ws://` or \
+                  `taos+wss://`; a path names the database)",
+    },
+    KeyDoc {
+        name: "password",
+        ty: "string (`$NAME` reads the environment)",
+        default: KeyDefault::Unset,
+        meaning: "kept out of reports",
+    },
+    KeyDoc {
+        name: "drop_existing",
+        ty: "bool",
+        default: KeyDefault::Toml("false"),
+        meaning: "drop the database first (asks on another host)",
+    },
+    KeyDoc {
+        name: "precision",
+        ty: "`ms` | `us` | `ns`",
+        default: KeyDefault::Toml("\"ms\""),
+        meaning: "timestamp unit: the database's precision",
+    },
+    KeyDoc {
+        name: "timeout",
+        ty: "duration",
+        default: KeyDefault::Toml("\"1m\""),
+        meaning: "one request",
+    },
+    KeyDoc {
+        name: "database",
+        ty: "string",
+        default: KeyDefault::Said("the one the URL's path names, else `tsload`"),
+        meaning: "database",
+    },
+    KeyDoc {
+        name: "vgroups",
+        ty: "integer",
+        default: KeyDefault::Said("the server's"),
+        meaning: "CREATE DATABASE option",
+    },
+    KeyDoc {
+        name: "cachemodel",
+        ty: "`none` | `last_row` | `last_value` | `both`",
+        default: KeyDefault::Said("the server's"),
+        meaning: "CREATE DATABASE option",
+    },
+    KeyDoc {
+        name: "buffer",
+        ty: "integer",
+        default: KeyDefault::Said("the server's"),
+        meaning: "CREATE DATABASE option, MB",
+    },
+    KeyDoc {
+        name: "wal_level",
+        ty: "1 | 2",
+        default: KeyDefault::Said("the server's"),
+        meaning: "CREATE DATABASE option",
+    },
+    KeyDoc {
+        name: "child_tables",
+        ty: "`prepare` | `auto`",
+        default: KeyDefault::Toml("\"prepare\""),
+        meaning: "create tables before or while inserting",
+    },
+    KeyDoc {
+        name: "batch_create_tbl_num",
+        ty: "integer",
+        default: KeyDefault::Toml("1000"),
+        meaning: "tables per CREATE",
+    },
+    KeyDoc {
+        name: "mode",
+        ty: "`stmt` | `sql` | `schemaless`",
+        default: KeyDefault::Toml("\"stmt\""),
+        meaning: "insert API",
+    },
+    KeyDoc {
+        name: "max_sql_length",
+        ty: "integer",
+        default: KeyDefault::Toml("1048576"),
+        meaning: "split SQL inserts under it",
+    },
+];
+
+impl Word for Precision {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("ms", Precision::Ms),
+        ("us", Precision::Us),
+        ("ns", Precision::Ns),
+    ];
+}
+
+impl Word for CacheModel {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("none", CacheModel::None),
+        ("last_row", CacheModel::LastRow),
+        ("last_value", CacheModel::LastValue),
+        ("both", CacheModel::Both),
+    ];
+}
+
+impl Word for ChildTables {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("prepare", ChildTables::Prepare),
+        ("auto", ChildTables::Auto),
+    ];
+}
+
+/// The modes a scenario may ask for: `stmt2` is not one (the parse refuses it with its
+/// own message, saying what to use instead).
+impl Word for InsertMode {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("stmt", InsertMode::Stmt),
+        ("sql", InsertMode::Sql),
+        ("schemaless", InsertMode::Schemaless),
+    ];
+}
+
+impl TargetKind for TdengineKind {
+    fn name(&self) -> &'static str {
+        "tdengine"
+    }
+
+    fn url_schemes(&self) -> &'static [&'static str] {
+        &["ws", "wss", "taos+ws", "taos+wss"]
+    }
+
+    fn keys(&self) -> &'static [KeyDoc] {
+        KEYS
+    }
+
+    fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
+        let url = s.url_with_password(s.url(DEFAULT_URL)?, URL_PREFIXES)?;
+        let mut cfg = TdengineConfig::new(url);
+        if let Some(db) = s.text("database")? {
+            cfg.database = db.to_string();
+        }
+        let o = &mut cfg.db_options;
+        o.vgroups = s.int("vgroups", 1, 1024)?.map(|v| v as u32);
+        o.buffer = s.int("buffer", 3, 16_384)?.map(|v| v as u32);
+        o.wal_level = s.int("wal_level", 1, 2)?.map(|v| v as u8);
+        o.cachemodel = s.word("cachemodel")?;
+        o.precision = s.word("precision")?.unwrap_or_default();
+        cfg.child_tables = s.word("child_tables")?.unwrap_or_default();
+        if let Some(n) = s.int("batch_create_tbl_num", 1, MAX_BATCH_CREATE_TBL_NUM as i64)? {
+            cfg.batch_create_tbl_num = n as usize;
+        }
+        if s.text("mode")? == Some(InsertMode::Stmt2.as_str()) {
+            // Refused here, not when the run starts: validate says so (exit 2).
+            return Err(s.error("mode", format!("\"stmt2\" {STMT2_UNAVAILABLE}")));
+        }
+        cfg.mode = s.word("mode")?.unwrap_or_default();
+        if let Some(n) = s.int("max_sql_length", 1024, MAX_MAX_SQL_LENGTH)? {
+            cfg.max_sql_length = n as usize;
+        }
+        cfg.drop_existing = s.flag("drop_existing", false)?;
+        if let Some(d) = s.duration("timeout", Duration::from_millis(1))? {
+            cfg.request_timeout = d;
+        }
+        // The sink's own checks (the DSN; the database's name, and the DSN's database
+        // against it), so that validate finds what the run would refuse.
+        cfg.check().map_err(|e| s.error(e.key, e.message))?;
+        Ok(Box::new(cfg))
+    }
+}
+
+impl Target for TdengineConfig {
+    fn kind(&self) -> &'static str {
+        "tdengine"
+    }
+
+    fn clone_box(&self) -> Box<dyn Target> {
+        Box::new(self.clone())
+    }
+
+    fn eq_dyn(&self, other: &dyn Target) -> bool {
+        same(self, other)
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        let o = &self.db_options;
+        serde_json::json!({
+            "kind": "tdengine", "url": self.redacted_dsn(), "database": self.database,
+            "vgroups": o.vgroups, "buffer": o.buffer, "wal_level": o.wal_level,
+            "cachemodel": o.cachemodel.map(CacheModel::as_str),
+            "precision": o.precision.as_str(),
+            "child_tables": self.child_tables.as_str(), "mode": self.mode.as_str(),
+            "batch_create_tbl_num": self.batch_create_tbl_num,
+            "max_sql_length": self.max_sql_length,
+            "drop_existing": self.drop_existing,
+            "timeout": humantime::format_duration(self.request_timeout).to_string(),
+        })
+    }
+
+    fn url(&self) -> Option<&str> {
+        Some(&self.dsn)
+    }
+
+    fn set_url(&mut self, url: String) {
+        self.dsn = url;
+    }
+
+    fn drop_existing(&self) -> Option<bool> {
+        Some(self.drop_existing)
+    }
+
+    fn set_drop_existing(&mut self, on: bool) {
+        self.drop_existing = on;
+    }
+
+    /// TDengine has no transactions to record a batch in: no ledger (rows rewritten
+    /// after a retry overwrite themselves instead).
+    fn has_ledger(&self) -> bool {
+        false
+    }
+
+    fn app_probe(&self) -> AppProbe {
+        AppProbe::None
+    }
+
+    fn write<'a>(
+        &'a self,
+        run: WriteRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
+        Box::pin(async move {
+            let sink = TdengineSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            tsload_core::engine::run(
+                run.workload,
+                Arc::new(sink),
+                run.load,
+                run.stop,
+                run.observer,
+            )
+            .await
+        })
+    }
+
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        _time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
+        Ok(tsload_query::Dialect::Tdengine(
+            tsload_query::TdengineOptions {
+                precision: match self.db_options.precision {
+                    Precision::Ms => tsload_query::TdPrecision::Ms,
+                    Precision::Us => tsload_query::TdPrecision::Us,
+                    Precision::Ns => tsload_query::TdPrecision::Ns,
+                },
+                schemaless: self.mode == InsertMode::Schemaless,
+            },
+        ))
+    }
+
+    fn query<'a>(
+        &'a self,
+        run: QueryRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
+        Box::pin(async move {
+            let t = TdengineQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DbOptions;
+
+    fn section(pairs: &[(&str, toml::Value)]) -> Section {
+        Section::new(
+            "target",
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    fn parse(pairs: &[(&str, toml::Value)]) -> Result<Box<dyn Target>, KeyError> {
+        KIND.parse(&section(pairs))
+    }
+
+    #[test]
+    fn an_empty_section_gets_the_documented_defaults() {
+        let t = parse(&[]).unwrap();
+        assert_eq!(t.kind(), "tdengine");
+        assert_eq!(
+            t.settings(),
+            serde_json::json!({
+                "kind": "tdengine", "url": "ws://root:***@127.0.0.1:6041",
+                "database": "tsload", "vgroups": null, "buffer": null, "wal_level": null,
+                "cachemodel": null, "precision": "ms", "child_tables": "prepare",
+                "mode": "stmt", "batch_create_tbl_num": 1000, "max_sql_length": 1048576,
+                "drop_existing": false, "timeout": "1m",
+            })
+        );
+        assert!(!t.has_ledger());
+        assert!(t.stores());
+        assert_eq!(t.url(), Some(DEFAULT_URL));
+        assert_eq!(t.drop_existing(), Some(false));
+        assert_eq!(t.app_probe(), AppProbe::None);
+        assert_eq!(t.oltp_dialect(), None);
+        assert!(!t.takes_time_bucket());
+        assert!(t.query_languages().is_empty());
+        assert_eq!(
+            t.tsbs_dialect(None, false),
+            Ok(tsload_query::Dialect::Tdengine(
+                tsload_query::TdengineOptions {
+                    precision: tsload_query::TdPrecision::Ms,
+                    schemaless: false,
+                }
+            ))
+        );
+        // The defaults the sink's own constructor gives.
+        assert!(TdengineConfig::new(DEFAULT_URL).eq_dyn(t.as_ref()));
+        // Each documented TOML default means the same as leaving the key out.
+        for key in KEYS {
+            let KeyDefault::Toml(text) = key.default else {
+                continue;
+            };
+            let value: toml::Value =
+                toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();
+            let with = parse(&[(key.name, value)]).unwrap();
+            assert!(with.eq_dyn(t.as_ref()), "{}: {with:?} vs {t:?}", key.name);
+        }
+        // `database` is said in words: the URL's, else `tsload`.
+        assert!(
+            parse(&[("database", "tsload".into())])
+                .unwrap()
+                .eq_dyn(t.as_ref())
+        );
+        let from_url = parse(&[("url", "ws://127.0.0.1:6041/power".into())]).unwrap();
+        assert_eq!(from_url.settings()["database"], "power");
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let t = parse(&[
+            ("url", "wss://bench@td.example:443/metrics".into()),
+            ("password", "p@ss word".into()),
+            ("drop_existing", true.into()),
+            ("precision", "ns".into()),
+            ("timeout", "1m 30s".into()),
+            ("database", "metrics".into()),
+            ("vgroups", 8.into()),
+            ("cachemodel", "last_row".into()),
+            ("buffer", 512.into()),
+            ("wal_level", 2.into()),
+            ("child_tables", "auto".into()),
+            ("batch_create_tbl_num", 3000.into()),
+            ("mode", "schemaless".into()),
+            ("max_sql_length", 4_194_304.into()),
+        ])
+        .unwrap();
+        let url = "wss://bench:p%40ss%20word@td.example:443/metrics";
+        assert_eq!(t.url(), Some(url));
+        assert_eq!(
+            t.settings(),
+            serde_json::json!({
+                "kind": "tdengine", "url": "wss://bench:***@td.example:443/metrics",
+                "database": "metrics", "vgroups": 8, "buffer": 512, "wal_level": 2,
+                "cachemodel": "last_row", "precision": "ns", "child_tables": "auto",
+                "mode": "schemaless", "batch_create_tbl_num": 3000,
+                "max_sql_length": 4_194_304, "drop_existing": true, "timeout": "1m 30s",
+            })
+        );
+        let mut by_hand = TdengineConfig::new(url);
+        by_hand.db_options = DbOptions {
+            vgroups: Some(8),
+            cachemodel: Some(CacheModel::LastRow),
+            buffer: Some(512),
+            wal_level: Some(2),
+            precision: Precision::Ns,
+        };
+        by_hand.child_tables = ChildTables::Auto;
+        by_hand.batch_create_tbl_num = 3000;
+        by_hand.mode = InsertMode::Schemaless;
+        by_hand.max_sql_length = 4_194_304;
+        by_hand.drop_existing = true;
+        by_hand.request_timeout = Duration::from_secs(90);
+        assert!(by_hand.eq_dyn(t.as_ref()));
+        assert_eq!(
+            t.tsbs_dialect(None, true),
+            Ok(tsload_query::Dialect::Tdengine(
+                tsload_query::TdengineOptions {
+                    precision: tsload_query::TdPrecision::Ns,
+                    schemaless: true,
+                }
+            ))
+        );
+        let mut moved = t.clone();
+        moved.set_url("ws://127.0.0.1:40000".into());
+        moved.set_drop_existing(false);
+        assert_eq!(moved.url(), Some("ws://127.0.0.1:40000"));
+        assert_eq!(moved.drop_existing(), Some(false));
+        assert!(!moved.eq_dyn(t.as_ref()));
+    }
+
+    #[test]
+    fn the_password_goes_into_the_dsn_and_stays_out_of_the_settings() {
+        for (url, with) in [
+            (
+                "ws://root@127.0.0.1:6041",
+                "ws://root:s3cret%2F1@127.0.0.1:6041",
+            ),
+            (
+                "taos+ws://root@h:6041/db1",
+                "taos+ws://root:s3cret%2F1@h:6041/db1",
+            ),
+            ("wss://root@h?token=x", "wss://root:s3cret%2F1@h?token=x"),
+        ] {
+            let t = parse(&[("url", url.into()), ("password", "s3cret/1".into())]).unwrap();
+            assert_eq!(t.url(), Some(with));
+            let shown = t.settings().to_string();
+            assert!(!shown.contains("s3cret"), "{shown}");
+            assert!(!format!("{t:?}").contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn each_key_refuses_a_bad_value_naming_itself() {
+        // The key named, the section, what the message says.
+        type Case = (&'static str, Vec<(&'static str, toml::Value)>, &'static str);
+        let cases: Vec<Case> = vec![
+            ("url", vec![("url", "".into())], "must not be empty"),
+            ("url", vec![("url", 6041.into())], "allowed: a string"),
+            (
+                "url",
+                vec![("url", "http://127.0.0.1:6041".into())],
+                "the URL must start with ws:// or wss:// or taos+ws:// or taos+wss://",
+            ),
+            (
+                "url",
+                vec![
+                    ("url", "ws://127.0.0.1:6041".into()),
+                    ("password", "secret".into()),
+                ],
+                "a `password` needs a user name in the URL",
+            ),
+            (
+                "url",
+                vec![("url", "ws://root@h1:6041,h2:6041".into())],
+                "invalid TDengine DSN",
+            ),
+            (
+                "password",
+                vec![
+                    ("url", "ws://root:one@127.0.0.1:6041".into()),
+                    ("password", "two".into()),
+                ],
+                "the URL has a password already",
+            ),
+            (
+                "password",
+                vec![("password", 5.into())],
+                "allowed: a string",
+            ),
+            (
+                "drop_existing",
+                vec![("drop_existing", "yes".into())],
+                "true or false",
+            ),
+            (
+                "precision",
+                vec![("precision", "s".into())],
+                "\"s\" is not allowed; allowed: ms, us, ns",
+            ),
+            (
+                "timeout",
+                vec![("timeout", "soon".into())],
+                "is not a duration",
+            ),
+            (
+                "timeout",
+                vec![("timeout", "0s".into())],
+                "is too short; allowed: at least 1ms",
+            ),
+            (
+                "database",
+                vec![("database", 1.into())],
+                "allowed: a string",
+            ),
+            (
+                "database",
+                vec![("database", "9db".into())],
+                "TDengine target: database \"9db\": use 1 to 64 lower-case letters",
+            ),
+            (
+                "database",
+                vec![
+                    ("url", "ws://root:pw-123456@127.0.0.1:6041/one".into()),
+                    ("database", "two".into()),
+                ],
+                "TDengine target: the DSN ws://root:***@127.0.0.1:6041/one names database \
+                 \"one\" but database is \"two\"; name it in one place",
+            ),
+            (
+                "vgroups",
+                vec![("vgroups", 0.into())],
+                "value 0 is out of range; allowed: 1 to 1024",
+            ),
+            (
+                "vgroups",
+                vec![("vgroups", "4".into())],
+                "allowed: an integer",
+            ),
+            (
+                "cachemodel",
+                vec![("cachemodel", "last".into())],
+                "\"last\" is not allowed; allowed: none, last_row, last_value, both",
+            ),
+            (
+                "buffer",
+                vec![("buffer", 2.into())],
+                "value 2 is out of range; allowed: 3 to 16384",
+            ),
+            (
+                "wal_level",
+                vec![("wal_level", 0.into())],
+                "value 0 is out of range; allowed: 1 to 2",
+            ),
+            (
+                "wal_level",
+                vec![("wal_level", 3.into())],
+                "value 3 is out of range; allowed: 1 to 2",
+            ),
+            (
+                "child_tables",
+                vec![("child_tables", "lazy".into())],
+                "\"lazy\" is not allowed; allowed: prepare, auto",
+            ),
+            (
+                "batch_create_tbl_num",
+                vec![("batch_create_tbl_num", 3001.into())],
+                "value 3001 is out of range; allowed: 1 to 3000",
+            ),
+            (
+                "mode",
+                vec![("mode", "stmt2".into())],
+                "\"stmt2\" is not available: the taos crate 0.12.x",
+            ),
+            (
+                "mode",
+                vec![("mode", "line".into())],
+                "\"line\" is not allowed; allowed: stmt, sql, schemaless",
+            ),
+            (
+                "max_sql_length",
+                vec![("max_sql_length", 1023.into())],
+                "value 1023 is out of range; allowed: 1024 to 67108864",
+            ),
+        ];
+        for (key, pairs, says) in cases {
+            let e = parse(&pairs).unwrap_err();
+            assert_eq!(e.key, format!("target.{key}"), "{pairs:?}: {e}");
+            assert!(e.message.contains(says), "{key}: {}", e.message);
+            assert!(!e.message.contains("pw-123456"), "{e}");
+        }
+        // `stmt2`'s message says what to use instead.
+        let e = parse(&[("mode", "stmt2".into())]).unwrap_err();
+        assert!(e.message.contains("use mode = \"stmt\""), "{e}");
+    }
+
+    #[test]
+    fn parse_and_the_sink_make_one_check() {
+        // What the parse refuses through the sink's check, the sink refuses with the same
+        // words for a configuration built by hand.
+        let mut cfg = TdengineConfig::new("ws://127.0.0.1:6041/one");
+        cfg.database = "two".into();
+        let e = parse(&[
+            ("url", "ws://127.0.0.1:6041/one".into()),
+            ("database", "two".into()),
+        ])
+        .unwrap_err();
+        let sink_error = TdengineSink::new(cfg).unwrap_err();
+        assert_eq!(sink_error.kind, tsload_core::ErrorKind::Other);
+        assert_eq!(sink_error.message, e.message);
+
+        let e = parse(&[("url", "ws://root@h1:6041,h2:6041".into())]).unwrap_err();
+        let sink_error =
+            TdengineSink::new(TdengineConfig::new("ws://root@h1:6041,h2:6041")).unwrap_err();
+        assert_eq!(sink_error.kind, tsload_core::ErrorKind::Connection);
+        assert_eq!(sink_error.message, e.message);
+    }
+
+    #[test]
+    fn the_words_are_the_scenario_spellings() {
+        for (word, value) in Precision::WORDS {
+            assert_eq!(value.as_str(), *word);
+        }
+        for (word, value) in CacheModel::WORDS {
+            assert_eq!(value.as_str(), *word);
+        }
+        for (word, value) in ChildTables::WORDS {
+            assert_eq!(value.as_str(), *word);
+        }
+        for (word, value) in InsertMode::WORDS {
+            assert_eq!(value.as_str(), *word);
+        }
+        let keys: Vec<&str> = KIND.keys().iter().map(|k| k.name).collect();
+        assert_eq!(
+            keys,
+            [
+                "url",
+                "password",
+                "drop_existing",
+                "precision",
+                "timeout",
+                "database",
+                "vgroups",
+                "cachemodel",
+                "buffer",
+                "wal_level",
+                "child_tables",
+                "batch_create_tbl_num",
+                "mode",
+                "max_sql_length",
+            ]
+        );
+    }
+}
