@@ -3,12 +3,11 @@
 //! its keys, the pure parse of its section into an [`InfluxConfig`], and the runs it
 //! serves.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
-use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
     AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
     Word, WriteRun, same,
@@ -317,14 +316,7 @@ impl Target for InfluxConfig {
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
             let sink = InfluxSink::new(self.clone()).map_err(EngineError::Prepare)?;
-            tsload_core::engine::run(
-                run.workload,
-                Arc::new(sink),
-                run.load,
-                run.stop,
-                run.observer,
-            )
-            .await
+            run.into_engine(sink).await
         })
     }
 
@@ -356,7 +348,7 @@ impl Target for InfluxConfig {
                 ))
             })?;
             let t = InfluxQueryTarget::new(self, api).map_err(EngineError::Prepare)?;
-            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+            run.into_engine(t).await
         })
     }
 }
@@ -383,13 +375,7 @@ mod tests {
     use super::*;
 
     fn section(pairs: &[(&str, toml::Value)]) -> Section {
-        Section::new(
-            "target",
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
+        Section::of_pairs("target", pairs)
     }
 
     #[test]

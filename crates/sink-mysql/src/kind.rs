@@ -1,13 +1,12 @@
 //! `target.kind = "mysql"`: its keys, the pure parse of its section into a
 //! [`MysqlConfig`], and the runs it serves (the write sink, the read target).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tsload_core::Delivery;
 use tsload_core::engine::{EngineError, RunOutcome};
-use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_core::query_engine::QueryOutcome;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
     AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun,
@@ -235,14 +234,7 @@ impl Target for MysqlConfig {
         cfg.connections = (run.load.workers as u64).saturating_mul(run.load.in_flight as u64);
         Box::pin(async move {
             let sink = MysqlSink::new(cfg).map_err(EngineError::Prepare)?;
-            tsload_core::engine::run(
-                run.workload,
-                Arc::new(sink),
-                run.load,
-                run.stop,
-                run.observer,
-            )
-            .await
+            run.into_engine(sink).await
         })
     }
 
@@ -269,7 +261,7 @@ impl Target for MysqlConfig {
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
             let t = MysqlQueryTarget::new(self).map_err(EngineError::Prepare)?;
-            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+            run.into_engine(t).await
         })
     }
 }
@@ -279,13 +271,7 @@ mod tests {
     use super::*;
 
     fn section(pairs: &[(&str, toml::Value)]) -> Section {
-        Section::new(
-            "target",
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
+        Section::of_pairs("target", pairs)
     }
 
     fn parse(pairs: &[(&str, toml::Value)]) -> Result<Box<dyn Target>, KeyError> {

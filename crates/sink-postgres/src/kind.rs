@@ -1,13 +1,12 @@
 //! `target.kind = "postgres"`: its keys, the pure parse of its section into a
 //! [`PostgresConfig`], and the runs it serves (the write sink, the read target).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tsload_core::Delivery;
 use tsload_core::engine::{EngineError, RunOutcome};
-use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_core::query_engine::QueryOutcome;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
     AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, WriteRun, same,
@@ -212,14 +211,7 @@ impl Target for PostgresConfig {
             cfg.run_id = run.run_id;
             cfg.connections = (run.load.workers as u64).saturating_mul(run.load.in_flight as u64);
             let sink = PostgresSink::new(cfg).map_err(EngineError::Prepare)?;
-            tsload_core::engine::run(
-                run.workload,
-                Arc::new(sink),
-                run.load,
-                run.stop,
-                run.observer,
-            )
-            .await
+            run.into_engine(sink).await
         })
     }
 
@@ -253,7 +245,7 @@ impl Target for PostgresConfig {
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
             let t = PostgresQueryTarget::new(self).map_err(EngineError::Prepare)?;
-            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+            run.into_engine(t).await
         })
     }
 }
@@ -263,13 +255,7 @@ mod tests {
     use super::*;
 
     fn section(pairs: &[(&str, toml::Value)]) -> Section {
-        Section::new(
-            "target",
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
+        Section::of_pairs("target", pairs)
     }
 
     #[test]

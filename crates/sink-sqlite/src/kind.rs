@@ -1,13 +1,12 @@
 //! `target.kind = "sqlite"`: its keys, the pure parse of its section into a
 //! [`SqliteConfig`], and the runs it serves (the write sink, the read target).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tsload_core::Delivery;
 use tsload_core::engine::{EngineError, RunOutcome};
-use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
     KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun, same,
 };
@@ -162,13 +161,7 @@ impl Target for SqliteConfig {
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         let mut cfg = self.clone();
         cfg.run_id = run.run_id;
-        Box::pin(tsload_core::engine::run(
-            run.workload,
-            Arc::new(SqliteSink::new(cfg)),
-            run.load,
-            run.stop,
-            run.observer,
-        ))
+        Box::pin(run.into_engine(SqliteSink::new(cfg)))
     }
 
     fn tsbs_dialect(
@@ -189,7 +182,7 @@ impl Target for SqliteConfig {
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
             let t = SqliteQueryTarget::new(self).map_err(EngineError::Prepare)?;
-            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+            run.into_engine(t).await
         })
     }
 }
@@ -199,13 +192,7 @@ mod tests {
     use super::*;
 
     fn section(pairs: &[(&str, toml::Value)]) -> Section {
-        Section::new(
-            "target",
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
+        Section::of_pairs("target", pairs)
     }
 
     #[test]

@@ -1,12 +1,11 @@
 //! `target.kind = "tdengine"`: its keys, the pure parse of its section into a
 //! [`TdengineConfig`], and the runs it serves (the write sink, the read target).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
-use tsload_core::query_engine::{QueryOutcome, run_queries};
+use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
     AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun,
     same,
@@ -263,14 +262,7 @@ impl Target for TdengineConfig {
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
             let sink = TdengineSink::new(self.clone()).map_err(EngineError::Prepare)?;
-            tsload_core::engine::run(
-                run.workload,
-                Arc::new(sink),
-                run.load,
-                run.stop,
-                run.observer,
-            )
-            .await
+            run.into_engine(sink).await
         })
     }
 
@@ -297,7 +289,7 @@ impl Target for TdengineConfig {
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
             let t = TdengineQueryTarget::new(self).map_err(EngineError::Prepare)?;
-            run_queries(run.workload, Arc::new(t), run.cfg, run.stop, run.observer).await
+            run.into_engine(t).await
         })
     }
 }
@@ -308,13 +300,7 @@ mod tests {
     use crate::DbOptions;
 
     fn section(pairs: &[(&str, toml::Value)]) -> Section {
-        Section::new(
-            "target",
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
+        Section::of_pairs("target", pairs)
     }
 
     fn parse(pairs: &[(&str, toml::Value)]) -> Result<Box<dyn Target>, KeyError> {

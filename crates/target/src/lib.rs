@@ -73,6 +73,23 @@ pub struct WriteRun<'a> {
     pub run_id: i64,
 }
 
+impl WriteRun<'_> {
+    /// Runs core's write engine with `sink`: what every kind's [`Target::write`] ends in.
+    pub async fn into_engine<S: tsload_core::Sink>(
+        self,
+        sink: S,
+    ) -> Result<RunOutcome, EngineError> {
+        tsload_core::engine::run(
+            self.workload,
+            Arc::new(sink),
+            self.load,
+            self.stop,
+            self.observer,
+        )
+        .await
+    }
+}
+
 /// One read run's part of the plan, handed to [`Target::query`].
 pub struct QueryRun<'a> {
     /// One of [`Target::query_languages`], when the target has several.
@@ -103,6 +120,24 @@ pub struct HttpEndpoint {
     pub tls: tsload_tls::TlsOptions,
     /// Where to connect instead of resolving the URL's host ([`Target::connect_via`]).
     pub connect_to: Option<std::net::SocketAddr>,
+}
+
+impl QueryRun<'_> {
+    /// Runs core's query engine against `target`: what every kind's [`Target::query`]
+    /// ends in.
+    pub async fn into_engine<T: tsload_core::query::QueryTarget>(
+        self,
+        target: T,
+    ) -> Result<QueryOutcome, EngineError> {
+        tsload_core::query_engine::run_queries(
+            self.workload,
+            Arc::new(target),
+            self.cfg,
+            self.stop,
+            self.observer,
+        )
+        .await
+    }
 }
 
 /// A parsed, validated target: immutable settings of one kind.
@@ -279,13 +314,7 @@ impl Target for NullTarget {
         &'a self,
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
-        Box::pin(tsload_core::engine::run(
-            run.workload,
-            Arc::new(tsload_core::NullSink),
-            run.load,
-            run.stop,
-            run.observer,
-        ))
+        Box::pin(run.into_engine(tsload_core::NullSink))
     }
 
     fn tsbs_dialect(

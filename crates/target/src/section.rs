@@ -66,6 +66,17 @@ impl Section {
         }
     }
 
+    /// The section `name` holding `pairs` (tests of a kind's parse).
+    pub fn of_pairs(name: &str, pairs: &[(&str, toml::Value)]) -> Section {
+        Section::new(
+            name,
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
     /// The keys set, in order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.values.keys().map(String::as_str)
