@@ -628,7 +628,7 @@ impl Ctx<'_> {
         section: &SectionDoc,
         kind: &str,
         what: &str,
-        present: Vec<(&'static str, Range<usize>)>,
+        present: Vec<(&str, Range<usize>)>,
     ) -> Result<(), ScenarioError> {
         let allowed = section.keys_of(kind);
         for (key, span) in present {

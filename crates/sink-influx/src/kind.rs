@@ -9,8 +9,8 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
-    AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
-    Word, WriteRun, same,
+    AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, KeySets, QueryRun, Section, Target,
+    TargetKind, Word, WriteRun, same,
 };
 
 use crate::{Api, InfluxConfig, InfluxQueryTarget, InfluxSink, Precision, QueryApi};
@@ -45,49 +45,49 @@ const KEYS: &[KeyDoc] = &[
         name: "password",
         ty: "string (`$NAME` reads the environment)",
         default: KeyDefault::Unset,
-        meaning: "(v1) basic auth password, kept out of reports",
+        meaning: "basic auth password, kept out of reports",
     },
     KeyDoc {
         name: "db",
         ty: "string",
         default: KeyDefault::Toml("\"benchmark\""),
-        meaning: "(v1) database",
+        meaning: "database",
     },
     KeyDoc {
         name: "rp",
         ty: "string",
         default: KeyDefault::Unset,
-        meaning: "(v1) retention policy",
+        meaning: "retention policy",
     },
     KeyDoc {
         name: "user",
         ty: "string",
         default: KeyDefault::Unset,
-        meaning: "(v1) basic auth user",
+        meaning: "basic auth user",
     },
     KeyDoc {
         name: "create_database",
         ty: "bool",
         default: KeyDefault::Toml("true"),
-        meaning: "(v1) create the database first",
+        meaning: "create the database first",
     },
     KeyDoc {
         name: "org",
         ty: "string",
         default: KeyDefault::Toml("\"tsload\""),
-        meaning: "(v2) organisation",
+        meaning: "organisation",
     },
     KeyDoc {
         name: "bucket",
         ty: "string",
         default: KeyDefault::Toml("\"benchmark\""),
-        meaning: "(v2) bucket",
+        meaning: "bucket",
     },
     KeyDoc {
         name: "token",
         ty: "string (`$NAME`)",
         default: KeyDefault::Unset,
-        meaning: "(v2) API token",
+        meaning: "API token",
     },
     KeyDoc {
         name: "precision",
@@ -168,6 +168,16 @@ impl TargetKind for InfluxKind {
 
     fn keys(&self) -> &'static [KeyDoc] {
         KEYS
+    }
+
+    fn key_sets(&self) -> Option<KeySets> {
+        Some(KeySets {
+            chooser: "api",
+            sets: &[
+                ("v1", &["password", "db", "rp", "user", "create_database"]),
+                ("v2", &["org", "bucket", "token"]),
+            ],
+        })
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {

@@ -47,6 +47,15 @@ pub enum KeyDefault {
     Said(&'static str),
 }
 
+/// A kind's keys split by the value of one of them: the chooser and, for each of its
+/// values, the keys read only under it. A key in no set is read under every value.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySets {
+    /// The key whose value chooses (`api`); its default is its [`KeyDoc`]'s.
+    pub chooser: &'static str,
+    pub sets: &'static [(&'static str, &'static [&'static str])],
+}
+
 /// A database kind: what `target.kind = "NAME"` means.
 pub trait TargetKind: Sync {
     /// The word of `target.kind`.
@@ -57,6 +66,13 @@ pub trait TargetKind: Sync {
 
     /// The keys its section reads (besides `kind`).
     fn keys(&self) -> &'static [KeyDoc];
+
+    /// Keys read only when another key has a given value (influx's `api`); `None`:
+    /// every key is read whatever the others say. The CLI refuses a key of another set
+    /// as it refuses a key of another kind.
+    fn key_sets(&self) -> Option<KeySets> {
+        None
+    }
 
     /// Parses and validates its section, pure: no I/O, every default applied, every word
     /// parsed into its enum. The only place its keys are checked.

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 use super::parse;
-use super::sections::{QUERY_KINDS, TARGET_KINDS};
+use super::sections::{QUERY_KINDS, target_kinds};
 
 fn config(cases: u32) -> Config {
     Config {
@@ -76,6 +76,9 @@ static SECTIONS: LazyLock<Vec<(&str, Vec<&str>)>> = LazyLock::new(|| {
         .chain([("sweep", SWEEP_KEYS.to_vec())])
         .collect()
 });
+
+/// `target.kind`'s values.
+static TARGET_KINDS: LazyLock<Vec<&str>> = LazyLock::new(target_kinds);
 
 fn quoted(s: &str) -> String {
     let mut out = String::from("\"");
@@ -325,7 +328,7 @@ fn column_list() -> impl Strategy<Value = String> {
 fn choice_for(section: &str, key: &str) -> Option<&'static [&'static str]> {
     Some(match (section, key) {
         ("workload", "kind") => &["cpu-only", "devops", "iot", "custom", "file", "cpu"],
-        ("target", "kind") => TARGET_KINDS,
+        ("target", "kind") => &TARGET_KINDS,
         ("query", "kind") => QUERY_KINDS,
         ("network", "backend") => &["proxy", "netem", "tc"],
         ("", "mode") => &["write", "query", "mixed", "read"],

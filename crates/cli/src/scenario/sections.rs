@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -23,7 +24,7 @@ pub(crate) struct KeyDoc {
 }
 
 /// What a key is when a scenario leaves it out.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum KeyDefault {
     /// Nothing: the feature is off or the figure is not used.
     Unset,
@@ -184,114 +185,132 @@ pub(crate) struct ColumnEntry {
     pub values: Option<Vec<String>>,
 }
 
-/// `target.kind` values; `influx` is split by `api` because each API has keys of its own.
-pub(crate) const TARGET_KINDS: &[&str] =
-    &["sqlite", "influx", "postgres", "mysql", "tdengine", "null"];
-const INFLUX: &[&str] = &["influx v1", "influx v2"];
-const SQL: &[&str] = &["sqlite", "postgres", "mysql"];
-const TLS: &[&str] = &["influx v1", "influx v2", "postgres", "mysql"];
+/// `[target]`: where the rows go, and how. Its keys are its kind's (each kind lists them
+/// in its own crate: `tsload_target::TargetKind::keys`), so the section is read as a table
+/// and checked against the chosen kind's list.
+#[derive(Debug, Deserialize, Default)]
+#[serde(transparent)]
+pub(crate) struct TargetSection(pub BTreeMap<String, Spanned<toml::Value>>);
 
-section! {
-    /// `[target]`: where the rows go, and how.
-    struct TargetSection {
-        /// where rows go
-        kind: String = "`sqlite` | `influx` | `postgres` | `mysql` | `tdengine` | `null`",
-            Toml("\"sqlite\""), ALL;
-        /// the server
-        url: String = "string", Said("per kind (`sqlite:./tsload.db`, `http://127.0.0.1:8086`, \
-            `postgres://postgres@127.0.0.1:5432/postgres`, `mysql://root@127.0.0.1:3306/tsload`, \
-            `ws://root:taosdata@127.0.0.1:6041`)"),
-            &["sqlite", "influx v1", "influx v2", "postgres", "mysql", "tdengine"];
-        /// kept out of reports
-        password: String = "string (`$NAME` reads the environment)", Unset,
-            &["influx v1", "postgres", "mysql", "tdengine"];
-        /// the ledger on or off
-        delivery: String = "`exactly_once` | `at_least_once`",
-            Said("`exactly_once` (`at_least_once` for MySQL without transactions)"), SQL;
-        /// drop tsload's tables first (asks on another host)
-        drop_existing: bool = "bool", Toml("false"),
-            &["sqlite", "postgres", "mysql", "tdengine"];
-        /// connecting
-        connect_timeout: String = "duration", Toml("\"10s\""), &["postgres", "mysql"];
-        /// PEM CA certificates trusted besides Mozilla's
-        ca_file: String = "string", Unset, TLS;
-        /// TLS without checking the certificate
-        insecure_skip_verify: bool = "bool", Toml("false"), TLS;
-        /// PRAGMA synchronous
-        synchronous: String = "`off` | `normal` | `full`", Toml("\"normal\""), &["sqlite"];
-        /// PRAGMA journal_mode
-        journal_mode: String = "`wal` | `delete` | `memory`", Toml("\"wal\""), &["sqlite"];
-        /// wait for a locked database
-        busy_timeout: String = "duration", Toml("\"30s\""), &["sqlite"];
-        /// `/write?db=` or `/api/v2/write`
-        api: String = "`v1` | `v2`", Toml("\"v1\""), INFLUX;
-        /// database
-        db: String = "string", Toml("\"benchmark\""), &["influx v1"];
-        /// retention policy
-        rp: String = "string", Unset, &["influx v1"];
-        /// basic auth user
-        user: String = "string", Unset, &["influx v1"];
-        /// organisation
-        org: String = "string", Toml("\"tsload\""), &["influx v2"];
-        /// bucket
-        bucket: String = "string", Toml("\"benchmark\""), &["influx v2"];
-        /// API token
-        token: String = "string (`$NAME`)", Unset, &["influx v2"];
-        /// timestamp unit (tdengine: `ms`, `us` or `ns`, the database's precision)
-        precision: String = "`ns` | `us` | `ms` | `s`", Said("`ns` (tdengine: `ms`)"),
-            &["influx v1", "influx v2", "tdengine"];
-        /// gzip request bodies
-        gzip: bool = "bool", Toml("false"), INFLUX;
-        /// create the database first
-        create_database: bool = "bool", Said("true (influx), false (mysql)"),
-            &["influx v1", "mysql"];
-        /// one request
-        timeout: String = "duration", Toml("\"1m\""), &["influx v1", "influx v2", "tdengine"];
-        /// one table per measurement, or TSBS's tags table
-        layout: String = "`wide` | `tags`", Toml("\"wide\""), &["postgres"];
-        /// how rows are sent
-        method: String = "`copy` | `insert` | `unnest`", Toml("\"copy\""), &["postgres"];
-        /// COPY format
-        copy_format: String = "`binary` | `text`", Toml("\"binary\""), &["postgres"];
-        /// TimescaleDB hypertables
-        hypertable: bool = "bool", Toml("false"), &["postgres"];
-        /// hypertable chunks
-        chunk_time_interval: String = "duration", Said("TimescaleDB's"), &["postgres"];
-        /// per connection
-        synchronous_commit: String = "`on` | `off` | `local` | `remote_write` | `remote_apply`",
-            Said("the server's"), &["postgres"];
-        /// TSBS's indexes
-        create_index: bool = "bool", Toml("false"), &["postgres"];
-        /// table engine
-        engine: String = "string", Toml("\"InnoDB\""), &["mysql"];
-        /// key of each table
-        primary_key: String = "`none` | `auto_increment` | `tags_ts`", Toml("\"none\""),
-            &["mysql"];
-        /// how writes commit
-        transaction: String = "`per_batch` | `autocommit`", Toml("\"per_batch\""), &["mysql"];
-        /// type of `ts`
-        ts_type: String = "`datetime` | `bigint_ns`", Toml("\"datetime\""), &["mysql"];
-        /// database
-        database: String = "string", Toml("\"tsload\""), &["tdengine"];
-        /// CREATE DATABASE option
-        vgroups: i64 = "integer", Said("the server's"), &["tdengine"];
-        /// CREATE DATABASE option
-        cachemodel: String = "`none` | `last_row` | `last_value` | `both`", Said("the server's"),
-            &["tdengine"];
-        /// CREATE DATABASE option, MB
-        buffer: i64 = "integer", Said("the server's"), &["tdengine"];
-        /// CREATE DATABASE option
-        wal_level: i64 = "1 | 2", Said("the server's"), &["tdengine"];
-        /// create tables before or while inserting
-        child_tables: String = "`prepare` | `auto`", Toml("\"prepare\""), &["tdengine"];
-        /// tables per CREATE
-        batch_create_tbl_num: i64 = "integer", Toml("1000"), &["tdengine"];
-        /// insert API
-        mode: String = "`stmt` | `sql` | `schemaless`", Toml("\"stmt\""), &["tdengine"];
-        /// split SQL inserts under it
-        max_sql_length: i64 = "integer", Toml("1048576"), &["tdengine"];
+impl TargetSection {
+    /// Every key the section sets, with its place in the file.
+    pub(crate) fn present(&self) -> Vec<(&str, Range<usize>)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.span())).collect()
     }
 }
+
+/// `target.kind`'s values: the registered kinds, and those this build left out (named
+/// so that choosing one says why it is missing).
+pub(crate) fn target_kinds() -> Vec<&'static str> {
+    let mut kinds: Vec<&str> = crate::targets::KINDS.iter().map(|k| k.name()).collect();
+    kinds.extend(crate::targets::NOT_BUILT.iter().map(|(name, _)| *name));
+    kinds
+}
+
+/// The names a kind with key sets shows in the reference, one per set (`influx v1`,
+/// `influx v2`); a kind without, its name.
+fn kind_labels(kind: &dyn tsload_target::TargetKind) -> Vec<String> {
+    match kind.key_sets() {
+        Some(sets) => sets
+            .sets
+            .iter()
+            .map(|(value, _)| format!("{} {value}", kind.name()))
+            .collect(),
+        None => vec![kind.name().to_string()],
+    }
+}
+
+/// The label of the set `kind` reads with `section` (`influx v2` when `api = "v2"`), or its
+/// name for a kind without sets.
+pub(crate) fn target_selector(
+    kind: &dyn tsload_target::TargetKind,
+    chosen: Option<&str>,
+) -> String {
+    let Some(sets) = kind.key_sets() else {
+        return kind.name().to_string();
+    };
+    let default = kind
+        .keys()
+        .iter()
+        .find(|k| k.name == sets.chooser)
+        .and_then(|k| match k.default {
+            tsload_target::KeyDefault::Toml(v) => Some(v.trim_matches('"')),
+            _ => None,
+        })
+        .unwrap_or(sets.sets[0].0);
+    format!("{} {}", kind.name(), chosen.unwrap_or(default))
+}
+
+/// `[target]`'s keys as the reference shows them, from every registered kind's own list:
+/// one row per key and meaning, naming the kinds (or key sets) that read it.
+static TARGET_KEYS: LazyLock<Vec<KeyDoc>> = LazyLock::new(|| {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let kinds = target_kinds();
+    let mut rows: Vec<(KeyDoc, Vec<&'static str>)> = vec![(
+        KeyDoc {
+            name: "kind",
+            ty: leak(
+                kinds
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            ),
+            default: Toml("\"sqlite\""),
+            kinds: ALL,
+            meaning: "where rows go",
+        },
+        Vec::new(),
+    )];
+    for kind in crate::targets::KINDS {
+        let labels: Vec<&'static str> = kind_labels(*kind).into_iter().map(leak).collect();
+        for key in kind.keys() {
+            let set = kind.key_sets().and_then(|sets| {
+                sets.sets
+                    .iter()
+                    .find(|(_, keys)| keys.contains(&key.name))
+                    .map(|(value, _)| leak(format!("{} {value}", kind.name())))
+            });
+            let readers = set.map_or_else(|| labels.clone(), |l| vec![l]);
+            let default = match key.default {
+                tsload_target::KeyDefault::Unset => Unset,
+                tsload_target::KeyDefault::Toml(v) => Toml(v),
+                tsload_target::KeyDefault::Said(v) => Said(v),
+            };
+            let same = rows.iter_mut().find(|(row, _)| {
+                row.name == key.name
+                    && row.ty == key.ty
+                    && row.meaning == key.meaning
+                    && row.default == default
+            });
+            match same {
+                Some((_, k)) => k.extend(readers),
+                None => rows.push((
+                    KeyDoc {
+                        name: key.name,
+                        ty: key.ty,
+                        default,
+                        kinds: ALL,
+                        meaning: key.meaning,
+                    },
+                    readers,
+                )),
+            }
+        }
+    }
+    // Rows of one key together, in the order keys first appear.
+    let order: Vec<&str> = rows.iter().map(|(k, _)| k.name).collect();
+    let first = |name: &str| order.iter().position(|n| *n == name).unwrap_or(0);
+    rows.sort_by_key(|(k, _)| first(k.name));
+    rows.into_iter()
+        .map(|(mut key, readers)| {
+            if !readers.is_empty() {
+                key.kinds = Box::leak(readers.into_boxed_slice());
+            }
+            key
+        })
+        .collect()
+});
 
 section! {
     /// `[load]`: how hard the write stream pushes.
@@ -515,11 +534,16 @@ impl SectionDoc {
     }
 
     /// The kinds that read `key` (every kind when the key says none).
-    pub(crate) fn kinds_of(&self, key: &str) -> &'static [&'static str] {
-        match self.keys.iter().find(|k| k.name == key) {
-            Some(k) if !k.kinds.is_empty() => k.kinds,
-            _ => self.kinds,
+    pub(crate) fn kinds_of(&self, key: &str) -> Vec<&'static str> {
+        let rows: Vec<&KeyDoc> = self.keys.iter().filter(|k| k.name == key).collect();
+        if rows.is_empty() || rows.iter().any(|k| k.kinds.is_empty()) {
+            return self.kinds.to_vec();
         }
+        let mut kinds: Vec<&'static str> =
+            rows.iter().flat_map(|k| k.kinds.iter().copied()).collect();
+        kinds.sort_by_key(|k| self.kinds.iter().position(|o| o == k));
+        kinds.dedup();
+        kinds
     }
 }
 
@@ -539,22 +563,46 @@ pub(crate) const WORKLOAD: SectionDoc = SectionDoc {
     kinds: WORKLOAD_KINDS,
     kind_key: "kind",
 };
-pub(crate) const TARGET: SectionDoc = SectionDoc {
-    name: "target",
-    note: "`influx` has two sets of keys, chosen by `api`: `influx v1` and `influx v2` below.",
-    keys: TargetSection::KEYS,
-    groups: &[("influx", INFLUX)],
-    kinds: &[
-        "sqlite",
-        "influx v1",
-        "influx v2",
-        "postgres",
-        "mysql",
-        "tdengine",
-        "null",
-    ],
-    kind_key: "kind",
-};
+/// `[target]`, from the registered kinds.
+pub(crate) static TARGET: LazyLock<SectionDoc> = LazyLock::new(|| {
+    let mut groups = Vec::new();
+    let mut notes = Vec::new();
+    let mut kinds = Vec::new();
+    for kind in crate::targets::KINDS {
+        let labels: Vec<&'static str> = kind_labels(*kind)
+            .into_iter()
+            .map(|l| &*Box::leak(l.into_boxed_str()))
+            .collect();
+        if let Some(sets) = kind.key_sets() {
+            notes.push(format!(
+                "`{}` has a set of keys for each `{}`: {} below.",
+                kind.name(),
+                sets.chooser,
+                labels
+                    .iter()
+                    .map(|l| format!("`{l}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            groups.push((kind.name(), &*Box::leak(labels.clone().into_boxed_slice())));
+        }
+        kinds.extend(labels);
+    }
+    SectionDoc {
+        name: "target",
+        note: Box::leak(
+            format!(
+                "Each kind's keys are its own, listed in its crate. {}",
+                notes.join(" ")
+            )
+            .into_boxed_str(),
+        ),
+        keys: &TARGET_KEYS,
+        groups: Box::leak(groups.into_boxed_slice()),
+        kinds: Box::leak(kinds.into_boxed_slice()),
+        kind_key: "kind",
+    }
+});
 pub(crate) const LOAD: SectionDoc = SectionDoc {
     name: "load",
     note: "",
@@ -599,9 +647,11 @@ pub(crate) const QUERY: SectionDoc = SectionDoc {
 };
 
 /// Every section, in the reference's order.
-pub(crate) const SECTIONS: &[SectionDoc] = &[
-    TOP_LEVEL, WORKLOAD, TARGET, LOAD, OUTPUT, NETWORK, MONITOR, QUERY,
-];
+pub(crate) static SECTIONS: LazyLock<[&SectionDoc; 8]> = LazyLock::new(|| {
+    [
+        &TOP_LEVEL, &WORKLOAD, &*TARGET, &LOAD, &OUTPUT, &NETWORK, &MONITOR, &QUERY,
+    ]
+});
 
 /// The key reference, `docs/keys.md`, rendered from the definitions above.
 pub(crate) fn keys_markdown() -> String {
@@ -614,11 +664,12 @@ pub(crate) fn keys_markdown() -> String {
          `\"0.5ms\"`), times RFC 3339 strings. A key whose meaning starts with kinds in \
          parentheses is read\n\
          by those kinds of its section only; the others refuse it. Rendered from\n\
-         `crates/cli/src/scenario/sections.rs`, the parser's own definitions, by the test\n\
+         `crates/cli/src/scenario/sections.rs`, the parser's own definitions, and for\n\
+         `[target]` from each kind's own list in its crate, by the test\n\
          `keys_reference_is_rendered_from_the_sections` (it rewrites this file when it \
          differs).\n",
     );
-    for section in SECTIONS {
+    for section in SECTIONS.iter() {
         out.push('\n');
         out.push_str(&section_markdown(section));
     }
@@ -640,7 +691,7 @@ pub(crate) fn section_reference(name: &str) -> Option<String> {
         _ => SECTIONS
             .iter()
             .find(|s| !s.name.is_empty() && s.name == name)
-            .map(section_markdown),
+            .map(|s| section_markdown(s)),
     }
 }
 

@@ -1,45 +1,98 @@
-//! `[target]`: where the rows go, each kind's keys checked and defaulted, TLS and secrets
-//! included.
+//! `[target]`: where the rows go. The section's keys are checked against the chosen kind's
+//! own list, then the kind parses its section itself; its errors are located here.
 
-use super::sections::{TARGET, TARGET_KINDS, TargetSection};
+use std::ops::Range;
+
+use super::sections::{TARGET, TargetSection, target_kinds, target_selector};
 use super::{Ctx, ScenarioError};
 use crate::plan::TargetPlan;
 
 impl Ctx<'_> {
     pub(super) fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
-        let kind = match &t.kind {
+        let kind = match t.0.get("kind") {
             None => "sqlite",
-            Some(k) => self.choice(k, "target.kind", TARGET_KINDS)?,
+            Some(v) => self.word(v, "target.kind", &target_kinds())?,
         };
-        let api = match (&t.api, kind) {
-            (Some(a), "influx") => self.choice(a, "target.api", &["v1", "v2"])?,
-            _ => "v1",
-        };
-        let (selector, what) = match kind {
-            "influx" => (
-                format!("influx {api}"),
-                format!("target kind \"influx\" with api \"{api}\""),
-            ),
-            _ => (kind.to_string(), format!("target kind \"{kind}\"")),
-        };
-        self.check_kind_keys(&TARGET, &selector, &what, t.present())?;
-        if let Some(registered) = crate::targets::kind(kind) {
-            return self.registered_target(registered, t);
-        }
-        match kind {
-            #[cfg(not(feature = "tdengine"))]
-            "tdengine" => Err(self.error(
-                t.kind.as_ref().map(|k| k.span()).as_ref(),
+        if let Some((_, why)) = crate::targets::NOT_BUILT.iter().find(|(n, _)| *n == kind) {
+            let span = t.0.get("kind").map(|k| k.span());
+            return Err(self.error(
+                span.as_ref(),
                 "target.kind",
-                "\"tdengine\" is not in this build of tsload (it was built without the cargo \
-                 feature `tdengine`); rebuild with default features, e.g. \
-                 `cargo install --path crates/cli`"
-                    .into(),
+                format!("\"{kind}\" is not in this build of tsload ({why})"),
+            ));
+        }
+        let registered =
+            crate::targets::kind(kind).expect("target_kinds lists registered kinds only");
+        let chooser = registered.key_sets().map(|sets| sets.chooser);
+        let chosen = match chooser.and_then(|c| t.0.get(c).map(|v| (c, v))) {
+            Some((c, v)) => {
+                let values: Vec<&str> = registered
+                    .key_sets()
+                    .map(|s| s.sets.iter().map(|(v, _)| *v).collect())
+                    .unwrap_or_default();
+                Some(self.word(v, &format!("target.{c}"), &values)?)
+            }
+            None => None,
+        };
+        let selector = target_selector(registered, chosen);
+        let what = match (chooser, selector.split_once(' ')) {
+            (Some(c), Some((name, value))) => {
+                format!("target kind \"{name}\" with {c} \"{value}\"")
+            }
+            _ => format!("target kind \"{kind}\""),
+        };
+        let present = t.present();
+        self.check_unknown_target_keys(&present)?;
+        self.check_kind_keys(&TARGET, &selector, &what, present.clone())?;
+        self.registered_target(registered, t, &present)
+    }
+
+    /// A key no registered kind reads: a misspelling, named with the nearest key.
+    fn check_unknown_target_keys(
+        &self,
+        present: &[(&str, Range<usize>)],
+    ) -> Result<(), ScenarioError> {
+        let known: Vec<&str> = TARGET.keys.iter().map(|k| k.name).collect();
+        for (key, span) in present {
+            if known.contains(key) {
+                continue;
+            }
+            let hint = super::closest(key, &known)
+                .map(|k| format!("; did you mean `{k}`?"))
+                .unwrap_or_default();
+            return Err(self.error(
+                Some(span),
+                &format!("target.{key}"),
+                format!(
+                    "unknown key `{key}` in [target]: no target kind of this build reads it{hint}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A string value that must be one of `allowed`.
+    fn word<'v>(
+        &self,
+        v: &'v toml::Spanned<toml::Value>,
+        key: &str,
+        allowed: &[&str],
+    ) -> Result<&'v str, ScenarioError> {
+        match v.get_ref() {
+            toml::Value::String(s) if allowed.contains(&s.as_str()) => Ok(s),
+            toml::Value::String(s) => Err(self.error(
+                Some(&v.span()),
+                key,
+                format!("\"{s}\" is not allowed; allowed: {}", allowed.join(", ")),
             )),
             other => Err(self.error(
-                t.kind.as_ref().map(|k| k.span()).as_ref(),
-                "target.kind",
-                format!("\"{other}\" is not a kind this build knows"),
+                Some(&v.span()),
+                key,
+                format!(
+                    "invalid type: {} `{other}`, expected a string; allowed: {}",
+                    other.type_str(),
+                    allowed.join(", ")
+                ),
             )),
         }
     }
@@ -50,30 +103,19 @@ impl Ctx<'_> {
         &self,
         kind: &dyn tsload_target::TargetKind,
         t: &TargetSection,
+        present: &[(&str, Range<usize>)],
     ) -> Result<TargetPlan, ScenarioError> {
-        let table = self
-            .text
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut doc| match doc.remove("target") {
-                Some(toml::Value::Table(t)) => Some(t),
-                _ => None,
-            })
-            .unwrap_or_default();
         let reads: Vec<&str> = kind.keys().iter().map(|k| k.name).collect();
-        let values = table
-            .into_iter()
-            .filter(|(k, _)| reads.contains(&k.as_str()))
-            .collect();
+        let values =
+            t.0.iter()
+                .filter(|(k, _)| reads.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                .collect();
         let section = tsload_target::Section::new("target", values);
         let target = kind.parse(&section).map_err(|e| {
             let short = e.key.strip_prefix("target.").unwrap_or(&e.key);
-            let span = t
-                .present()
-                .into_iter()
-                .find(|(k, _)| *k == short)
-                .map(|(_, s)| s);
-            let mut error = self.error(span.as_ref(), &e.key, e.message.clone());
+            let span = present.iter().find(|(k, _)| *k == short).map(|(_, s)| s);
+            let mut error = self.error(span, &e.key, e.message.clone());
             if e.says_no_value && error.file != "--set" {
                 error.message = e.message;
             }
