@@ -77,6 +77,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("postgresql", "/usr/lib/postgresql/15/bin/postgres"),
     ("mariadb-server", "mariadbd"),
     ("sysbench", "sysbench"),
+    // The remote-write receiver of the Prometheus target's tests.
+    ("prometheus", "prometheus"),
     // `man ./tsload.1`, a README command the doc test runs (crates/cli/tests/docs.rs).
     ("man-db", "man"),
     // Makes the test CAs and certificates of the TLS tests (tsload_testbed::TestCa).

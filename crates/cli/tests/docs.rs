@@ -853,6 +853,7 @@ impl Servers {
                 ServerKind::QuestDb => "127.0.0.1:9000",
                 ServerKind::Postgres => "127.0.0.1:5432",
                 ServerKind::MariaDb => "127.0.0.1:3306",
+                ServerKind::Prometheus => "127.0.0.1:9090",
             };
             map.push((default.to_string(), s.addr().to_string()));
         }

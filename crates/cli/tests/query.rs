@@ -77,6 +77,7 @@ fn target_sets(server: &Server) -> Vec<String> {
             s("target.create_database=false"),
             s("query.dialect=\"questdb\""),
         ],
+        ServerKind::Prometheus => panic!("no target kind of this test writes to Prometheus"),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Real database servers on 127.0.0.1 for integration tests (dev-only).
 //!
-//! `Server::start(kind)` starts InfluxDB 1.x, VictoriaMetrics, QuestDB, PostgreSQL 15 or
-//! MariaDB 10.11 as a child process in its own temp dir, on free loopback ports, waits
+//! `Server::start(kind)` starts InfluxDB 1.x, VictoriaMetrics, QuestDB, PostgreSQL 15,
+//! MariaDB 10.11 or Prometheus (a remote-write receiver) as a child process in its own temp dir, on free loopback ports, waits
 //! until it answers, and stops it and removes the dir on drop (also while a failing test
 //! unwinds). Small blocking helpers write line protocol or run SQL and read counts back,
 //! so sink and CLI tests can check what the server actually stored.
@@ -52,6 +52,7 @@ mod mariadb;
 mod ports;
 mod postgres;
 mod process;
+mod prometheus;
 mod questdb;
 mod scratch;
 mod sockets;
@@ -114,15 +115,19 @@ pub enum ServerKind {
     Postgres,
     /// MariaDB 10.11 (`mariadbd`, Debian package `mariadb-server`).
     MariaDb,
+    /// Prometheus 2.x as a remote-write receiver (`prometheus`, Debian package
+    /// `prometheus`).
+    Prometheus,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 5] = [
+    pub const ALL: [ServerKind; 6] = [
         ServerKind::InfluxDb1,
         ServerKind::VictoriaMetrics,
         ServerKind::QuestDb,
         ServerKind::Postgres,
         ServerKind::MariaDb,
+        ServerKind::Prometheus,
     ];
 
     /// How long `start` (and `restart`) waits for the server to answer its readiness
@@ -133,7 +138,9 @@ impl ServerKind {
             ServerKind::QuestDb | ServerKind::Postgres | ServerKind::MariaDb => {
                 Duration::from_secs(60)
             }
-            ServerKind::InfluxDb1 | ServerKind::VictoriaMetrics => Duration::from_secs(30),
+            ServerKind::InfluxDb1 | ServerKind::VictoriaMetrics | ServerKind::Prometheus => {
+                Duration::from_secs(30)
+            }
         }
     }
 
@@ -149,6 +156,7 @@ impl ServerKind {
             ServerKind::QuestDb => "questdb",
             ServerKind::Postgres => "postgres",
             ServerKind::MariaDb => "mariadb",
+            ServerKind::Prometheus => "prometheus",
         }
     }
 
@@ -158,6 +166,7 @@ impl ServerKind {
             ServerKind::InfluxDb1 => Probe::Http("/ping", &[], 204),
             ServerKind::VictoriaMetrics => Probe::Http("/health", &[], 200),
             ServerKind::QuestDb => Probe::Http("/exec", &[("query", "select 1")], 200),
+            ServerKind::Prometheus => Probe::Http("/-/ready", &[], 200),
             ServerKind::Postgres | ServerKind::MariaDb => Probe::Tool,
         }
     }
@@ -193,6 +202,7 @@ impl fmt::Display for ServerKind {
             ServerKind::QuestDb => "QuestDB",
             ServerKind::Postgres => "PostgreSQL",
             ServerKind::MariaDb => "MariaDB",
+            ServerKind::Prometheus => "Prometheus",
         })
     }
 }
@@ -321,6 +331,10 @@ impl Server {
                 "TLS for QuestDB",
                 "its open-source edition serves no TLS",
             )),
+            ServerKind::Prometheus => Err(TestbedError::answer(
+                "TLS for Prometheus",
+                "the testbed does not offer it (a web config file would)",
+            )),
         }
     }
 
@@ -364,6 +378,7 @@ impl Server {
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,
+            ServerKind::Prometheus => prometheus::launch(dir.path(), &mut ports)?,
         };
         let child = spawn_server(&command, run_as, dir.path(), &log_path)?;
         // From here on, an early return drops `server`, which stops the process.

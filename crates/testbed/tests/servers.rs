@@ -146,6 +146,24 @@ fn victoria_metrics_stores_points_and_cleans_up() {
     stop_and_check(s);
 }
 
+/// Prometheus answers ready, scrapes nothing (no sample appended by itself), and serves
+/// the remote-write receiver: a body that is not snappy-compressed protobuf is a 400, not
+/// the 404 of a server without the receiver. (The Prometheus target's tests write real
+/// samples; the testbed has no encoder of its own.)
+#[test]
+fn prometheus_receives_remote_writes_and_cleans_up() {
+    let s = start(ServerKind::Prometheus);
+    assert_loopback_only(&s, &[s.http_addr()]);
+    assert_eq!(s.get("/-/ready", &[]).unwrap().status, 200);
+    assert_eq!(s.prometheus_samples(), 0);
+    let answer = s
+        .post("/api/v1/write", &[], "not snappy")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert_eq!(s.prometheus_samples(), 0);
+    stop_and_check(s);
+}
+
 #[test]
 fn questdb_stores_points_and_cleans_up() {
     let s = start(ServerKind::QuestDb);

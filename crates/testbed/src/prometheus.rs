@@ -1,0 +1,110 @@
+//! Prometheus (Debian's `prometheus`, 2.x) as a remote-write receiver: its generated
+//! configuration, command line and the sample counter.
+//!
+//! Started with `--web.enable-remote-write-receiver`, it takes `POST /api/v1/write`
+//! (remote write 1.0: snappy-compressed protobuf). It scrapes nothing (no scrape configs),
+//! so every sample in its head came from a remote write; `/metrics` counts them in
+//! `prometheus_tsdb_head_samples_appended_total`. It refuses a request (400) with a
+//! sample older than its head allows, out of order or a duplicate with another value, and
+//! then stores none of that request's samples.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::ports::Ports;
+use crate::{Launch, Server, ServerKind, TestbedError, locate};
+
+/// No scrape targets, and rule evaluation and scraping far apart: the server does nothing
+/// on its own while a test runs.
+const CONFIG: &str = "global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n";
+
+pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedError> {
+    let prometheus = locate::binary(
+        "prometheus",
+        "TSLOAD_PROMETHEUS",
+        "the Prometheus server",
+        "prometheus",
+    )?;
+    let http = ports.take()?;
+    let config = dir.join("prometheus.yml");
+    std::fs::write(&config, CONFIG)
+        .map_err(|e| TestbedError::io(format!("writing {}", config.display()), e))?;
+    let mut command = Command::new(prometheus);
+    command
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={http}"))
+        .arg("--web.enable-remote-write-receiver");
+    Ok(Launch {
+        command,
+        addr: http,
+        pg_addr: None,
+        ilp_tcp_addr: None,
+        run_as: None,
+        sql: None,
+    })
+}
+
+impl Server {
+    /// The samples Prometheus has appended to its head since it started (every type:
+    /// floats and histograms), from its own `/metrics`.
+    ///
+    /// # Panics
+    /// If this is not Prometheus, or it does not answer with the counter.
+    pub fn prometheus_samples(&self) -> u64 {
+        match self.try_prometheus_samples() {
+            Ok(n) => n,
+            Err(e) => self.fail("reading prometheus_tsdb_head_samples_appended_total", e),
+        }
+    }
+
+    fn try_prometheus_samples(&self) -> Result<u64, TestbedError> {
+        self.require(ServerKind::Prometheus, "prometheus_samples")?;
+        let text = self.get("/metrics", &[])?.body;
+        appended(&text).ok_or_else(|| {
+            TestbedError::answer(
+                "GET /metrics",
+                "no prometheus_tsdb_head_samples_appended_total in the answer",
+            )
+        })
+    }
+}
+
+/// The sum of `prometheus_tsdb_head_samples_appended_total` over its label sets: 0 when
+/// the TSDB's metrics are there without it (its label sets appear with the first sample).
+fn appended(text: &str) -> Option<u64> {
+    let tsdb = text
+        .lines()
+        .any(|l| l.starts_with("prometheus_tsdb_head_series "));
+    let mut sum = tsdb.then_some(0u64);
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("prometheus_tsdb_head_samples_appended_total") else {
+            continue;
+        };
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            continue;
+        }
+        let value = rest.rsplit(' ').next()?.parse::<f64>().ok()?;
+        *sum.get_or_insert(0u64) += value as u64;
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::appended;
+
+    #[test]
+    fn appended_sums_every_type_and_ignores_other_metrics() {
+        let text = "# HELP x\nprometheus_tsdb_head_samples_appended_total{type=\"float\"} 12\n\
+                    prometheus_tsdb_head_samples_appended_total{type=\"histogram\"} 3\n\
+                    prometheus_tsdb_head_samples_appended_totally 99\n\
+                    prometheus_tsdb_head_series 7\n";
+        assert_eq!(appended(text), Some(15));
+        assert_eq!(appended("prometheus_tsdb_head_series 0\n"), Some(0));
+        assert_eq!(appended("vm_rows 7\n"), None);
+    }
+}
