@@ -868,7 +868,7 @@ impl Servers {
                 ServerKind::InfluxDb1 => "/var/lib/influxdb",
                 ServerKind::VictoriaMetrics => "/var/lib/victoria-metrics",
                 ServerKind::Postgres => "/var/lib/postgresql/15/main",
-                ServerKind::QuestDb | ServerKind::MariaDb => continue,
+                ServerKind::QuestDb | ServerKind::MariaDb | ServerKind::Prometheus => continue,
             };
             map.push((
                 format!("\"{debian}\""),
