@@ -10,9 +10,10 @@
 //! | [`Dialect::QuestDb`] | QuestDB `/exec` (line protocol in) | `cpu (<SYMBOL tags>, <fields>, timestamp)` |
 //! | [`Dialect::Tdengine`] | TDengine 3 | super table `cpu (ts, <fields>) TAGS (<tags>)` |
 //! | [`Dialect::PromQl`] | VictoriaMetrics `/api/v1/query_range` | series `cpu_<field>{hostname=...}` |
+//! | [`Dialect::Prometheus`] | Prometheus `/api/v1/query_range` (PromQL without MetricsQL) | the same |
 //!
 //! What a dialect cannot express is an [`QueryError::Unsupported`] naming the type and
-//! the dialect. Only PromQL has such types, the three TSBS itself leaves out of its
+//! the dialect. Only the PromQL dialects have such types, the three TSBS itself leaves out of its
 //! VictoriaMetrics generator: `high-cpu-1`, `high-cpu-all` (rows with every column),
 //! `groupby-orderby-limit` (ORDER BY / LIMIT over buckets) and `lastpoint` (each host's
 //! last row).
@@ -118,6 +119,9 @@ pub enum Dialect {
     /// parameters are `[Int(start_ms), Int(end_ms), Int(step_seconds)]` of
     /// `/api/v1/query_range`.
     PromQl,
+    /// PromQL as Prometheus speaks it, without MetricsQL's extensions (which VictoriaMetrics
+    /// also takes): the same series and parameters as [`Dialect::PromQl`].
+    Prometheus,
 }
 
 impl Dialect {
@@ -131,21 +135,22 @@ impl Dialect {
             Dialect::QuestDb => "QuestDB",
             Dialect::Tdengine(_) => "TDengine",
             Dialect::PromQl => "PromQL",
+            Dialect::Prometheus => "PromQL (Prometheus)",
         }
     }
 
     /// Why `query_type` has no rendering in this dialect; `None` when it has one.
     pub fn unsupported_reason(&self, query_type: QueryType) -> Option<&'static str> {
         match (self, query_type.shape()) {
-            (Dialect::PromQl, QueryShape::HighCpu) => Some(
+            (Dialect::PromQl | Dialect::Prometheus, QueryShape::HighCpu) => Some(
                 "PromQL selects series samples, not the rows with usage_user > 90 with all \
                  their columns (TSBS's VictoriaMetrics generator leaves it out too)",
             ),
-            (Dialect::PromQl, QueryShape::LastBucketsBeforeEnd) => Some(
+            (Dialect::PromQl | Dialect::Prometheus, QueryShape::LastBucketsBeforeEnd) => Some(
                 "PromQL has no ORDER BY ... LIMIT over time buckets (TSBS's VictoriaMetrics \
                  generator leaves it out too)",
             ),
-            (Dialect::PromQl, QueryShape::LastPointPerHost) => Some(
+            (Dialect::PromQl | Dialect::Prometheus, QueryShape::LastPointPerHost) => Some(
                 "PromQL has no row of all columns per host (TSBS's VictoriaMetrics generator \
                  leaves it out too)",
             ),
@@ -175,7 +180,7 @@ impl Dialect {
 }
 
 /// Renders `spec` in `dialect`: the text is appended to `text`, the bind parameters to
-/// `params` (only PromQL has any). Fails, writing nothing, when the dialect cannot express
+/// `params` (only the PromQL dialects have any). Fails, writing nothing, when the dialect cannot express
 /// the type or the spec does not fit it.
 pub fn render_into(
     spec: &QuerySpec,
@@ -193,7 +198,8 @@ pub fn render_into(
         Dialect::Sqlite => sqlite::render(&q, text),
         Dialect::QuestDb => questdb::render(&q, text),
         Dialect::Tdengine(o) => tdengine::render(&q, o, text),
-        Dialect::PromQl => promql::render(&q, text, params),
+        Dialect::PromQl => promql::render(&q, false, text, params),
+        Dialect::Prometheus => promql::render(&q, true, text, params),
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! the parameters are `[start_ms, end_ms, step_seconds]` with the step the bucket width,
 //! so each point is the aggregate over the bucket ending at it (`max_over_time(...[1m])`).
 //! `keep_metric_names` (MetricsQL) keeps one series per metric where TSBS's
-//! `by (__name__)` would merge them (rollup functions drop the name).
+//! `by (__name__)` would merge them (rollup functions drop the name). Prometheus has no
+//! `keep_metric_names`: its rendering takes one aggregate per metric, labelled `metric`,
+//! joined with `or`.
 
 use tsload_core::Param;
 
@@ -34,27 +36,70 @@ fn push_selector(out: &mut String, metrics: &[&str], hosts: &[u32]) {
     }
 }
 
-pub(super) fn render(q: &Query<'_>, out: &mut String, params: &mut Vec<Param>) {
+pub(super) fn render(q: &Query<'_>, standard: bool, out: &mut String, params: &mut Vec<Param>) {
     let unit = q.bucket();
-    match q.shape {
-        QueryShape::MaxPerBucket => {
-            out.push_str("max(max_over_time(");
-            push_selector(out, q.metrics, q.hosts);
-            out.push('[');
-            out.push_str(unit.short());
-            out.push_str("]) keep_metric_names) by (__name__)");
-        }
-        QueryShape::MeanPerBucketAndHost => {
-            out.push_str("avg(avg_over_time(");
-            push_selector(out, q.metrics, &[]);
-            out.push_str("[1h]) keep_metric_names) by (__name__, hostname)");
-        }
+    let (rollup, range, by, hosts) = match q.shape {
+        QueryShape::MaxPerBucket => ("max", unit.short(), "", q.hosts),
+        QueryShape::MeanPerBucketAndHost => ("avg", "1h", "hostname", &[][..]),
         // Refused by `Dialect::check` before rendering.
         QueryShape::HighCpu | QueryShape::LastBucketsBeforeEnd | QueryShape::LastPointPerHost => {
             return;
         }
+    };
+    if standard && q.metrics.len() > 1 {
+        // Standard PromQL drops the name in a rollup, and `by (__name__)` would then merge
+        // the metrics (or two series with one label set fail the query): one aggregate
+        // per metric, named by a `metric` label, joined with `or`.
+        for (i, metric) in q.metrics.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" or ");
+            }
+            out.push_str("label_replace(");
+            push_aggregate(out, rollup, &[*metric], hosts, range, by, standard);
+            out.push_str(", 'metric', '");
+            out.push_str(metric);
+            out.push_str("', '', '')");
+        }
+    } else {
+        push_aggregate(out, rollup, q.metrics, hosts, range, by, standard);
     }
     params.push(Param::Int(q.window.start_ns.div_euclid(1_000_000)));
     params.push(Param::Int(q.window.end_ns.div_euclid(1_000_000)));
     params.push(Param::Int(unit.ns() / 1_000_000_000));
+}
+
+/// `max(max_over_time(SELECTOR[RANGE]) keep_metric_names) by (__name__)`, `by` labels
+/// after the name; in standard PromQL without `keep_metric_names` and the name.
+fn push_aggregate(
+    out: &mut String,
+    rollup: &str,
+    metrics: &[&str],
+    hosts: &[u32],
+    range: &str,
+    by: &str,
+    standard: bool,
+) {
+    out.push_str(rollup);
+    out.push('(');
+    out.push_str(rollup);
+    out.push_str("_over_time(");
+    push_selector(out, metrics, hosts);
+    out.push('[');
+    out.push_str(range);
+    out.push_str("])");
+    if standard {
+        out.push(')');
+        if !by.is_empty() {
+            out.push_str(" by (");
+            out.push_str(by);
+            out.push(')');
+        }
+    } else {
+        out.push_str(" keep_metric_names) by (__name__");
+        if !by.is_empty() {
+            out.push_str(", ");
+            out.push_str(by);
+        }
+        out.push(')');
+    }
 }

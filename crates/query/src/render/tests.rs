@@ -56,6 +56,7 @@ fn every_type_renders_in_every_dialect() {
         Dialect::QuestDb,
         Dialect::Tdengine(TdengineOptions::default()),
         Dialect::PromQl,
+        Dialect::Prometheus,
     ];
     for d in dialects {
         let mut rendered = 0;
@@ -75,15 +76,19 @@ fn every_type_renders_in_every_dialect() {
                     rendered += 1;
                 }
                 Err(e) => {
-                    assert_eq!(d, Dialect::PromQl, "{t}: {e}");
                     assert!(
-                        matches!(e, QueryError::Unsupported { query_type, dialect: "PromQL", .. } if query_type == t),
+                        matches!(d, Dialect::PromQl | Dialect::Prometheus),
+                        "{t}: {e}"
+                    );
+                    assert!(
+                        matches!(e, QueryError::Unsupported { query_type, dialect, .. } if query_type == t && dialect == d.name()),
                         "{e}"
                     );
                 }
             }
         }
-        let expected = if d == Dialect::PromQl { 11 } else { 15 };
+        let promql = matches!(d, Dialect::PromQl | Dialect::Prometheus);
+        let expected = if promql { 11 } else { 15 };
         assert_eq!(rendered, expected, "{d:?}");
         assert_eq!(d.supported_types().len(), expected);
     }
@@ -233,6 +238,35 @@ fn golden_promql() {
         );
     }
     assert_eq!(start_ms, 1_451_625_443_000);
+}
+
+/// Prometheus' rendering: the same selectors without MetricsQL's `keep_metric_names`;
+/// several metrics are one labelled aggregate each, joined with `or`.
+#[test]
+fn golden_prometheus() {
+    let d = Dialect::Prometheus;
+    let one = render(&spec(QueryType::SingleGroupby_1_1_1), &d).unwrap();
+    assert_eq!(
+        one.text,
+        "max(max_over_time(cpu_usage_user{hostname='host_3'}[1m]))"
+    );
+    assert_eq!(
+        one.params,
+        render(&spec(QueryType::SingleGroupby_1_1_1), &Dialect::PromQl)
+            .unwrap()
+            .params
+    );
+    let two = render(&spec(QueryType::DoubleGroupby_5), &d).unwrap();
+    let parts: Vec<&str> = two.text.split(" or ").collect();
+    assert_eq!(parts.len(), 5, "{}", two.text);
+    assert_eq!(
+        parts[1],
+        "label_replace(avg(avg_over_time(cpu_usage_system[1h])) by (hostname), 'metric', \
+         'usage_system', '', '')"
+    );
+    let all = render(&spec(QueryType::CpuMaxAll_8), &d).unwrap();
+    assert_eq!(all.text.matches(" or ").count(), 9, "{}", all.text);
+    assert!(!all.text.contains("keep_metric_names") && !all.text.contains("__name__"));
 }
 
 #[test]
