@@ -280,14 +280,18 @@ impl Server {
 
     /// `start` with server settings, kept for `restart`: PostgreSQL's `-c key=value`
     /// (e.g. `("synchronous_commit", "off")`), MariaDB's `--key=value` options (e.g.
-    /// `("innodb_flush_log_at_trx_commit", "2")`) or VictoriaMetrics' `-key=value` flags
-    /// (e.g. `("retentionPeriod", "1")`, its default). The other kinds take none:
+    /// `("innodb_flush_log_at_trx_commit", "2")`), VictoriaMetrics' `-key=value` flags
+    /// (e.g. `("retentionPeriod", "1")`, its default) or keys of Prometheus'
+    /// `storage.tsdb` (e.g. `("out_of_order_time_window", "1d")`). The other kinds take none:
     /// settings for them are an error.
     pub fn start_with(kind: ServerKind, settings: &[(&str, &str)]) -> Result<Server, TestbedError> {
-        if !settings.is_empty() && !kind.is_sql() && kind != ServerKind::VictoriaMetrics {
+        if !settings.is_empty()
+            && !kind.is_sql()
+            && !matches!(kind, ServerKind::VictoriaMetrics | ServerKind::Prometheus)
+        {
             return Err(TestbedError::answer(
                 format!("settings for {kind}"),
-                "only PostgreSQL, MariaDB and VictoriaMetrics take settings",
+                "only PostgreSQL, MariaDB, VictoriaMetrics and Prometheus take settings",
             ));
         }
         Server::start_attempts(kind, settings, None)
@@ -378,7 +382,7 @@ impl Server {
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,
-            ServerKind::Prometheus => prometheus::launch(dir.path(), &mut ports)?,
+            ServerKind::Prometheus => prometheus::launch(dir.path(), &mut ports, settings)?,
         };
         let child = spawn_server(&command, run_as, dir.path(), &log_path)?;
         // From here on, an early return drops `server`, which stops the process.

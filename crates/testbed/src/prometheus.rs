@@ -18,7 +18,13 @@ use crate::{Launch, Server, ServerKind, TestbedError, locate};
 /// on its own while a test runs.
 const CONFIG: &str = "global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n";
 
-pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedError> {
+/// `settings` are keys of the configuration's `storage.tsdb` block (e.g.
+/// `("out_of_order_time_window", "1d")`).
+pub(crate) fn launch(
+    dir: &Path,
+    ports: &mut Ports,
+    settings: &[(&str, &str)],
+) -> Result<Launch, TestbedError> {
     let prometheus = locate::binary(
         "prometheus",
         "TSLOAD_PROMETHEUS",
@@ -27,7 +33,14 @@ pub(crate) fn launch(dir: &Path, ports: &mut Ports) -> Result<Launch, TestbedErr
     )?;
     let http = ports.take()?;
     let config = dir.join("prometheus.yml");
-    std::fs::write(&config, CONFIG)
+    let mut text = CONFIG.to_string();
+    if !settings.is_empty() {
+        text.push_str("storage:\n  tsdb:\n");
+        for (k, v) in settings {
+            text.push_str(&format!("    {k}: {v}\n"));
+        }
+    }
+    std::fs::write(&config, text)
         .map_err(|e| TestbedError::io(format!("writing {}", config.display()), e))?;
     let mut command = Command::new(prometheus);
     command
