@@ -119,6 +119,15 @@ impl Ctx<'_> {
             if e.says_no_value && error.file != "--set" {
                 error.message = e.message;
             }
+            if self.dropped_by_kind_override("target", short) {
+                // The file's value, written for the kind it names, not for the one
+                // `--set target.kind` chose.
+                error.message.push_str(&format!(
+                    " (the file sets it for its own target kind; give target kind \"{}\" \
+                     its own with --set target.{short}=...)",
+                    kind.name()
+                ));
+            }
             error
         })?;
         Ok(TargetPlan(target))

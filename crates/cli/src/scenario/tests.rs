@@ -619,6 +619,19 @@ fn a_kind_override_sets_aside_the_files_settings_of_the_old_kind() {
     )
     .unwrap_err();
     assert_eq!(e.key.as_deref(), Some("target.url"));
+    // A key both kinds read keeps the file's value, and an error in it says where the
+    // value came from.
+    let e = parse("s.toml", file, &["target.kind=\"influx\"".into()]).unwrap_err();
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(3), Some("target.url")),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("give target kind \"influx\" its own with --set target.url="),
+        "{e}"
+    );
     let e = parse(
         "s.toml",
         "[target]\nkind = \"null\"\ndrop_existing = true\n",
