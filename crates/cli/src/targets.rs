@@ -17,6 +17,7 @@ pub static KINDS: &[&dyn tsload_target::TargetKind] = &[
     &tsload_sink_mysql::KIND,
     #[cfg(feature = "tdengine")]
     &tsload_sink_tdengine::KIND,
+    &tsload_sink_prometheus::KIND,
     &tsload_target::NullKind,
 ];
 

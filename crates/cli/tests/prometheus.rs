@@ -1,0 +1,146 @@
+//! `target.kind = "prometheus"` end to end: `tsload run` remote-writes TSBS data into a
+//! real VictoriaMetrics and a real Prometheus (Debian's), and every sample the report
+//! counts is counted by the server: in the report's `stored` block (the server's own
+//! counters, read by tsload) and again here, by the testbed, independently. Then TSBS
+//! queries in PromQL (and MetricsQL) read them back.
+#![allow(
+    clippy::disallowed_macros,
+    clippy::disallowed_methods,
+    reason = "a test: what it prints and the files it makes are not tsload's output"
+)]
+
+use std::path::Path;
+use std::process::Output;
+
+use tsload_testbed::{Server, ServerKind};
+
+mod common;
+use common::{json, start, text, tsload};
+
+fn run(dir: &Path, sets: &[String]) -> (Output, serde_json::Value) {
+    let out = tsload()
+        .args(["run", "--json", "r.json", "--progress", "none"])
+        .args(sets.iter().flat_map(|s| ["--set", s.as_str()]))
+        .current_dir(dir)
+        .output()
+        .expect("start tsload");
+    let path = dir.join("r.json");
+    let r = if path.exists() {
+        json(&path)
+    } else {
+        serde_json::Value::Null
+    };
+    let _ = std::fs::remove_file(path);
+    (out, r)
+}
+
+fn sets(server: &Server, kind: &str, workers: u32) -> Vec<String> {
+    vec![
+        "target.kind=\"prometheus\"".into(),
+        format!("target.url=\"{}/api/v1/write\"", server.base_url()),
+        format!("workload.kind=\"{kind}\""),
+        "workload.scale=20".into(),
+        "workload.end=\"2016-01-01T01:00:00Z\"".into(),
+        "load.batch=500".into(),
+        format!("load.workers={workers}"),
+    ]
+}
+
+/// A successful run whose report says the server stored every sample it counted.
+fn stored_all(name: &str, out: &Output, r: &serde_json::Value) -> u64 {
+    assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+    let metrics = r["metrics"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name}: {r}"));
+    assert!(metrics > 0, "{name}: {r}");
+    assert_eq!(r["stored"]["samples"], metrics, "{name}: {r}");
+    assert!(r.get("stored_shortfall").is_none(), "{name}: {r}");
+    assert_eq!(r["target"], "prometheus", "{name}: {r}");
+    assert_eq!(r["scenario"]["target"]["kind"], "prometheus", "{name}: {r}");
+    metrics
+}
+
+#[test]
+fn victoria_metrics_counts_every_sample_of_every_tsbs_data_set() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["cpu-only", "devops", "iot"] {
+        let vm = start(ServerKind::VictoriaMetrics);
+        let (out, r) = run(dir.path(), &sets(&vm, kind, 2));
+        let metrics = stored_all(kind, &out, &r);
+        vm.vm_flush();
+        assert_eq!(vm.vm_sample_count(r#"{__name__=~".+"}"#), metrics, "{kind}");
+        // Line protocol's names: measurement_field, tags as labels; one sample per 10 s
+        // of the hour (iot leaves some fields out: fewer).
+        let (name, samples) = match kind {
+            "iot" => (r#"{__name__="readings_velocity",name="truck_0"}"#, 1..=360),
+            _ => (
+                r#"{__name__="cpu_usage_user",hostname="host_0"}"#,
+                360..=360,
+            ),
+        };
+        let n = vm.vm_sample_count(name);
+        assert!(samples.contains(&n) && n > 300, "{kind}: {name}: {n}");
+    }
+}
+
+#[test]
+fn prometheus_counts_every_sample_and_answers_tsbs_queries_in_promql() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = start(ServerKind::Prometheus);
+    let (out, r) = run(dir.path(), &sets(&prom, "cpu-only", 1));
+    let metrics = stored_all("prometheus", &out, &r);
+    assert_eq!(prom.prometheus_samples(), metrics);
+    let mut query = sets(&prom, "cpu-only", 1);
+    query.extend([
+        "query.kind=\"tsbs\"".into(),
+        "query.types=[\"single-groupby-1-1-1\", \"single-groupby-5-8-1\"]".into(),
+        "query.queries=6".into(),
+    ]);
+    let (out, r) = run(dir.path(), &query);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["requests"], 6, "{r}");
+    assert_eq!(r["failed_requests"], 0, "{r}");
+    for k in r["kinds"].as_array().unwrap() {
+        assert!(k["rows"].as_u64().unwrap() > 0, "{k}");
+    }
+}
+
+/// Two workers walk time on their own; Prometheus with an out-of-order window takes
+/// them all.
+#[test]
+fn prometheus_with_an_out_of_order_window_takes_several_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = Server::start_with(
+        ServerKind::Prometheus,
+        &[("out_of_order_time_window", "1d")],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (out, r) = run(dir.path(), &sets(&prom, "devops", 3));
+    let metrics = stored_all("prometheus ooo", &out, &r);
+    assert_eq!(prom.prometheus_samples(), metrics);
+}
+
+/// MetricsQL, VictoriaMetrics' dialect, over remote-written data.
+#[test]
+fn victoria_metrics_answers_metricsql_over_remote_written_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let vm = start(ServerKind::VictoriaMetrics);
+    let (out, r) = run(dir.path(), &sets(&vm, "cpu-only", 2));
+    stored_all("vm", &out, &r);
+    vm.vm_flush();
+    for dialect in ["promql", "metricsql"] {
+        let mut query = sets(&vm, "cpu-only", 2);
+        query.extend([
+            "query.kind=\"tsbs\"".into(),
+            format!("query.dialect=\"{dialect}\""),
+            "query.types=[\"single-groupby-1-1-1\", \"single-groupby-5-8-1\"]".into(),
+            "query.queries=4".into(),
+        ]);
+        let (out, r) = run(dir.path(), &query);
+        assert!(out.status.success(), "{dialect}: {}", text(&out.stderr));
+        assert_eq!(r["failed_requests"], 0, "{dialect}: {r}");
+        for k in r["kinds"].as_array().unwrap() {
+            assert!(k["rows"].as_u64().unwrap() > 0, "{dialect}: {k}");
+        }
+    }
+}
