@@ -11,14 +11,17 @@ const USAGE: &str =
                  install what the tests need, then fmt check, clippy, and every test
                  (N rounds, each killed and failed past MINUTES, default 60)
   bench          criterion benchmarks of the hot path
-  bench-targets [--ledger-only] [victoria-metrics|influxdb|questdb|postgres|mariadb]...
-                [-- KEY=VALUE...]
+  bench-targets [--ledger-only] [--baseline BIN]
+                [null|victoria-metrics|influxdb|questdb|postgres|mariadb]... [-- KEY=VALUE...]
                  start each real server on loopback and load TSBS cpu-only (seed 123,
                  100 hosts, 4 workers, batch 10,000; 1 day = 8.64 M metrics over line
                  protocol, 6 h = 2.16 M metrics into the SQL servers) three times with
                  the release build, printing tsload's reports; for PostgreSQL and MariaDB
                  then what exactly-once delivery's ledger costs at batch 1, 10 and 10,000
-                 (--ledger-only: just that); KEY=VALUE are --set's
+                 (--ledger-only: just that); KEY=VALUE are --set's. --baseline BIN: this
+                 build against another tsload binary, alternated on fresh servers, three
+                 rounds, medians and ratios of rows/s and client CPU (default targets:
+                 null, victoria-metrics, postgres, mariadb)
   serve <victoria-metrics|influxdb|questdb|postgres|mariadb>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)
@@ -713,6 +716,18 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
         None => (args, &[][..]),
     };
     let ledger_only = names.iter().any(|a| a == "--ledger-only");
+    if let Some(i) = names.iter().position(|a| a == "--baseline") {
+        let baseline = names
+            .get(i + 1)
+            .context("--baseline takes the path of another tsload binary")?;
+        let rest: Vec<&String> = names
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i && *j != i + 1)
+            .map(|(_, a)| a)
+            .collect();
+        return bench_against(baseline, &rest, extra);
+    }
     let names: Vec<&String> = names.iter().filter(|a| *a != "--ledger-only").collect();
     let kinds: Vec<ServerKind> = if names.is_empty() {
         vec![
@@ -738,28 +753,7 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
             eprintln!("== {kind}, run {round}: {}", server.base_url());
             let mut cmd = Command::new("target/release/tsload");
             cmd.args(["run", "configs/cpu-only.toml", "--progress", "none"]);
-            let mut sets = vec!["load.workers=4".to_string(), "load.batch=10000".into()];
-            match kind {
-                ServerKind::Postgres | ServerKind::MariaDb => {
-                    let target = if kind == ServerKind::Postgres {
-                        "postgres"
-                    } else {
-                        "mysql"
-                    };
-                    let url = server.database_url().context("an SQL server has a URL")?;
-                    sets.push(format!("target.kind=\"{target}\""));
-                    sets.push(format!("target.url=\"{url}\""));
-                    sets.push("target.drop_existing=true".into());
-                    sets.push("workload.end=\"2016-01-01T06:00:00Z\"".into());
-                }
-                _ => {
-                    sets.push("target.kind=\"influx\"".into());
-                    sets.push(format!("target.url=\"{}\"", server.base_url()));
-                    if kind != ServerKind::InfluxDb1 {
-                        sets.push("target.create_database=false".into());
-                    }
-                }
-            }
+            let sets = bench_sets(Some(&server))?;
             for set in &sets {
                 cmd.args(["--set", set]);
             }
@@ -778,6 +772,116 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
         if matches!(kind, ServerKind::Postgres | ServerKind::MariaDb) {
             ledger_cost(kind, extra)?;
         }
+    }
+    Ok(())
+}
+
+/// The `--set`s of one bench-targets run into `server` (`None`: the null target, a
+/// larger data set so that the run lasts about a second).
+fn bench_sets(server: Option<&tsload_testbed::Server>) -> anyhow::Result<Vec<String>> {
+    use tsload_testbed::ServerKind;
+    let mut sets = vec!["load.workers=4".to_string(), "load.batch=10000".into()];
+    let Some(server) = server else {
+        sets.push("target.kind=\"null\"".into());
+        sets.push("workload.scale=4000".into());
+        return Ok(sets);
+    };
+    let kind = server.kind();
+    match kind {
+        ServerKind::Postgres | ServerKind::MariaDb => {
+            let target = if kind == ServerKind::Postgres {
+                "postgres"
+            } else {
+                "mysql"
+            };
+            let url = server.database_url().context("an SQL server has a URL")?;
+            sets.push(format!("target.kind=\"{target}\""));
+            sets.push(format!("target.url=\"{url}\""));
+            sets.push("target.drop_existing=true".into());
+            sets.push("workload.end=\"2016-01-01T06:00:00Z\"".into());
+        }
+        _ => {
+            sets.push("target.kind=\"influx\"".into());
+            sets.push(format!("target.url=\"{}\"", server.base_url()));
+            if kind != ServerKind::InfluxDb1 {
+                sets.push("target.create_database=false".into());
+            }
+        }
+    }
+    Ok(sets)
+}
+
+/// This build against `baseline` (another tsload binary, e.g. an earlier commit's release
+/// build) on the same loads: per target (`null` or a server), three rounds, each running
+/// both binaries in alternating order against a fresh server; prints the medians of
+/// rows/s and client CPU per 1,000 metrics, and the ratios this / baseline.
+fn bench_against(baseline: &str, names: &[&String], extra: &[String]) -> anyhow::Result<()> {
+    use tsload_testbed::Server;
+    let names: Vec<&str> = if names.is_empty() {
+        vec!["null", "victoria-metrics", "postgres", "mariadb"]
+    } else {
+        names.iter().map(|n| n.as_str()).collect()
+    };
+    run("cargo", &["build", "--release", "-p", "tsload"])?;
+    let current = "target/release/tsload";
+    let dir = std::env::temp_dir().join(format!("tsload-bench-against-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let report = dir.join("r.json");
+    let mut table = Vec::new();
+    for name in names {
+        let kind = match name {
+            "null" => None,
+            other => Some(server_kind(other)?),
+        };
+        // [this, baseline]: (rows/s, us per 1,000 metrics) per round.
+        let mut figures: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for round in 0..3 {
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                let server = kind
+                    .map(|k| Server::start(k).with_context(|| format!("starting {k}")))
+                    .transpose()?;
+                let bin = if i == 0 { current } else { baseline };
+                let mut cmd = Command::new(bin);
+                cmd.args(["run", "configs/cpu-only.toml", "--progress", "none", "--json"])
+                    .arg(&report)
+                    .stdout(std::process::Stdio::null());
+                for set in bench_sets(server.as_ref())?.iter().chain(extra) {
+                    cmd.args(["--set", set]);
+                }
+                let status = cmd.status().with_context(|| format!("starting {bin}"))?;
+                if !status.success() {
+                    bail!("{bin} failed against {name}: {status}");
+                }
+                let r: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&report)?)?;
+                figures[i].push((
+                    r["rows_per_s"].as_f64().unwrap_or(0.0),
+                    r["client"]["cpu_us_per_1000_metrics"]
+                        .as_f64()
+                        .unwrap_or(0.0),
+                ));
+            }
+        }
+        let median = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
+            let mut x: Vec<f64> = v.iter().map(f).collect();
+            x.sort_by(f64::total_cmp);
+            x[x.len() / 2]
+        };
+        let (rate, cpu) = (|p: &(f64, f64)| p.0, |p: &(f64, f64)| p.1);
+        let (new_rate, old_rate) = (median(&figures[0], rate), median(&figures[1], rate));
+        let (new_cpu, old_cpu) = (median(&figures[0], cpu), median(&figures[1], cpu));
+        table.push(format!(
+            "   {name:<17} rows/s {new_rate:>11.0} vs {old_rate:>11.0} (ratio {:.3}) | \
+             client CPU per 1,000 metrics {new_cpu:>8.2} us vs {old_cpu:>8.2} us (ratio {:.3})",
+            new_rate / old_rate.max(f64::MIN_POSITIVE),
+            new_cpu / old_cpu.max(f64::MIN_POSITIVE),
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("== this build vs {baseline} (median of 3 alternated runs each):");
+    for line in table {
+        eprintln!("{line}");
     }
     Ok(())
 }
