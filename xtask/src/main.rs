@@ -843,9 +843,15 @@ fn bench_against(baseline: &str, names: &[&String], extra: &[String]) -> anyhow:
                     .transpose()?;
                 let bin = if i == 0 { current } else { baseline };
                 let mut cmd = Command::new(bin);
-                cmd.args(["run", "configs/cpu-only.toml", "--progress", "none", "--json"])
-                    .arg(&report)
-                    .stdout(std::process::Stdio::null());
+                cmd.args([
+                    "run",
+                    "configs/cpu-only.toml",
+                    "--progress",
+                    "none",
+                    "--json",
+                ])
+                .arg(&report)
+                .stdout(std::process::Stdio::null());
                 for set in bench_sets(server.as_ref())?.iter().chain(extra) {
                     cmd.args(["--set", set]);
                 }

@@ -567,26 +567,45 @@ fn name_flags(message: &str, quick: &[(String, String)]) -> String {
     m
 }
 
-/// The target kind a URL's scheme names.
+/// The target kind a URL's scheme names: the first registered kind that takes the
+/// scheme (`http(s)://` is `influx`, listed before `prometheus`), or `null`.
 fn target_kind_of_url(url: &str) -> Result<&'static str, String> {
     let scheme = url
         .split_once(':')
         .map_or(url, |(s, _)| s)
         .to_ascii_lowercase();
-    Ok(match scheme.as_str() {
-        "null" => "null",
-        "http" | "https" => "influx",
-        "postgres" | "postgresql" => "postgres",
-        "mysql" | "mariadb" => "mysql",
-        "ws" | "wss" | "taos+ws" | "taos+wss" => "tdengine",
-        "sqlite" => "sqlite",
-        _ => {
-            return Err(format!(
-                "--target {url}: the scheme does not name a target kind; allowed: http(s)://, \
-                 postgres://, mysql://, mariadb://, ws(s)://, sqlite:, or null"
-            ));
-        }
-    })
+    if scheme == "null" {
+        return Ok("null");
+    }
+    let kinds = crate::targets::KINDS;
+    if let Some(kind) = kinds
+        .iter()
+        .find(|k| k.url_schemes().contains(&scheme.as_str()))
+    {
+        return Ok(kind.name());
+    }
+    // A kind this build lacks: named, so that the scenario says why it is missing.
+    if let Some(kind) = crate::targets::NOT_BUILT
+        .iter()
+        .find(|k| k.url_schemes.contains(&scheme.as_str()))
+    {
+        return Ok(kind.name);
+    }
+    let mut allowed: Vec<String> = kinds
+        .iter()
+        .flat_map(|k| k.url_schemes())
+        .chain(crate::targets::NOT_BUILT.iter().flat_map(|k| k.url_schemes))
+        .map(|s| match *s {
+            "sqlite" => "sqlite:".to_string(),
+            other => format!("{other}://"),
+        })
+        .collect();
+    allowed.dedup();
+    allowed.push("null".into());
+    Err(format!(
+        "--target {url}: the scheme does not name a target kind; allowed: {}",
+        allowed.join(", ")
+    ))
 }
 
 fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {

@@ -21,14 +21,23 @@ pub static KINDS: &[&dyn tsload_target::TargetKind] = &[
     &tsload_target::NullKind,
 ];
 
-/// Kinds this build was made without, and how to get them: choosing one says so.
-pub static NOT_BUILT: &[(&str, &str)] = &[
+/// A kind this build was made without: its name and URL schemes, and how to get it.
+#[derive(Debug)]
+pub struct NotBuilt {
+    pub name: &'static str,
+    pub url_schemes: &'static [&'static str],
+    pub why: &'static str,
+}
+
+/// Kinds this build was made without: choosing one says so.
+pub static NOT_BUILT: &[NotBuilt] = &[
     #[cfg(not(feature = "tdengine"))]
-    (
-        "tdengine",
-        "it was built without the cargo feature `tdengine`; rebuild with default features, \
-         e.g. `cargo install --path crates/cli`",
-    ),
+    NotBuilt {
+        name: "tdengine",
+        url_schemes: &["ws", "wss", "taos+ws", "taos+wss"],
+        why: "it was built without the cargo feature `tdengine`; rebuild with default \
+              features, e.g. `cargo install --path crates/cli`",
+    },
 ];
 
 /// The registered kind named `name`.

@@ -203,7 +203,7 @@ impl TargetSection {
 /// so that choosing one says why it is missing).
 pub(crate) fn target_kinds() -> Vec<&'static str> {
     let mut kinds: Vec<&str> = crate::targets::KINDS.iter().map(|k| k.name()).collect();
-    kinds.extend(crate::targets::NOT_BUILT.iter().map(|(name, _)| *name));
+    kinds.extend(crate::targets::NOT_BUILT.iter().map(|k| k.name));
     kinds
 }
 

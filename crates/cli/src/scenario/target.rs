@@ -13,7 +13,11 @@ impl Ctx<'_> {
             None => "sqlite",
             Some(v) => self.word(v, "target.kind", &target_kinds())?,
         };
-        if let Some((_, why)) = crate::targets::NOT_BUILT.iter().find(|(n, _)| *n == kind) {
+        if let Some(why) = crate::targets::NOT_BUILT
+            .iter()
+            .find(|k| k.name == kind)
+            .map(|k| k.why)
+        {
             let span = t.0.get("kind").map(|k| k.span());
             return Err(self.error(
                 span.as_ref(),
