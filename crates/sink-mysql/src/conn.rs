@@ -322,7 +322,7 @@ impl MysqlConn {
             Err(e) => return Err(rollback(conn, in_transaction, e).await),
         };
         let commit = match ledger {
-            Some(run_id) => sql::ledger_and_commit(run_id, id.worker, id.seq, batch.rows()),
+            Some(run_id) => tsload_sql::ledger_and_commit(run_id, id.worker, id.seq, batch.rows()),
             None => "COMMIT".to_string(),
         };
         match conn.execute(sqlx::raw_sql(&commit)).await {

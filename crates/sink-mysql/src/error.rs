@@ -1,6 +1,7 @@
 //! Turns sqlx / MySQL failures into [`SinkError`]s whose kind tells the engine whether a
 //! retry may succeed, by MySQL / MariaDB error number.
 
+use sqlx::error::DatabaseError;
 use sqlx::mysql::MySqlDatabaseError;
 use tsload_core::{ErrorKind, SinkError};
 
@@ -36,53 +37,39 @@ pub(crate) fn kind_for_number(number: u16) -> ErrorKind {
     }
 }
 
-/// The server's error number of a database error.
-fn number_of(error: &sqlx::Error) -> Option<u16> {
-    match error {
-        sqlx::Error::Database(db) => db
+/// MySQL's and MariaDB's server errors: their kind by error number
+/// ([`kind_for_number`]), their text with the number.
+pub(crate) struct Mysql;
+
+impl tsload_sql::ServerErrors for Mysql {
+    fn kind(error: &dyn DatabaseError) -> ErrorKind {
+        error
             .try_downcast_ref::<MySqlDatabaseError>()
-            .map(MySqlDatabaseError::number),
-        _ => None,
+            .map_or(ErrorKind::Other, |e| kind_for_number(e.number()))
+    }
+
+    fn describe(error: &dyn DatabaseError) -> String {
+        match error.try_downcast_ref::<MySqlDatabaseError>() {
+            Some(e) => format!("{} (MySQL error {})", error.message(), e.number()),
+            None => error.message().to_string(),
+        }
     }
 }
 
-/// The kind of any sqlx failure.
+/// The kind of any sqlx failure (tsload-sql's, with MySQL's server errors).
 pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
-    if tsload_tls::certificate_hint_of(error).is_some() {
-        // A certificate the client does not trust: no retry changes that.
-        return ErrorKind::Permission;
-    }
-    match error {
-        sqlx::Error::Database(_) => number_of(error).map_or(ErrorKind::Other, kind_for_number),
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::WorkerCrashed => ErrorKind::Connection,
-        sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) => ErrorKind::Rejected,
-        _ => ErrorKind::Other,
-    }
+    tsload_sql::kind_of::<Mysql>(error)
 }
 
 /// The driver's message, short: the server's own text and error number for database
 /// errors.
 pub(crate) fn describe(error: &sqlx::Error) -> String {
-    match error {
-        sqlx::Error::Database(db) => match number_of(error) {
-            Some(number) => format!("{} (MySQL error {number})", db.message()),
-            None => db.message().to_string(),
-        },
-        other => match tsload_tls::certificate_hint_of(other) {
-            Some(hint) => format!("{other}; {hint}"),
-            None => other.to_string(),
-        },
-    }
+    tsload_sql::describe::<Mysql>(error)
 }
 
 /// A failure while working on `context` (e.g. ``table `cpu` ``), kind from [`kind_of`].
 pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
-    SinkError::new(kind_of(error), format!("{context}: {}", describe(error)))
+    tsload_sql::sink_error::<Mysql>(context, error)
 }
 
 #[cfg(test)]

@@ -14,16 +14,6 @@ pub(crate) const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS tsload_ledger
 run_id BIGINT NOT NULL, worker INT NOT NULL, seq BIGINT NOT NULL, batch_rows INT NOT NULL, \
 PRIMARY KEY (run_id, worker, seq)) ENGINE=InnoDB";
 
-/// Records batch `seq` of `worker` and commits, in one round trip (a multi-statement
-/// text query: the server runs COMMIT only if the INSERT succeeded). Numbers only, so
-/// literals are safe and the text needs no prepared statement.
-pub(crate) fn ledger_and_commit(run_id: i64, worker: u32, seq: u64, rows: usize) -> String {
-    format!(
-        "INSERT INTO tsload_ledger (run_id, worker, seq, batch_rows) \
-         VALUES ({run_id}, {worker}, {seq}, {rows}); COMMIT"
-    )
-}
-
 pub(crate) const MAX_PARAMS: usize = 65_535;
 
 /// Name of the timestamp column every table has.

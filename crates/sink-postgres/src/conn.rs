@@ -911,7 +911,7 @@ impl SinkConn for PostgresConn {
                 }
             }
             Some(run_id) => {
-                let commit = sql::ledger_and_commit(run_id, id.worker, id.seq, rows);
+                let commit = tsload_sql::ledger_and_commit(run_id, id.worker, id.seq, rows);
                 write_in_transaction(conn, state, batch, &commit, &mut self.in_transaction).await
             }
             // One statement is atomic on its own: no BEGIN / COMMIT round trips.

@@ -2,6 +2,7 @@
 //! code, tells the engine whether a retry may succeed; and keeps passwords out of every
 //! message (connection URLs are shown redacted).
 
+use sqlx::error::DatabaseError;
 use sqlx::postgres::{PgDatabaseError, PgSeverity};
 use tsload_core::{ErrorKind, SinkError};
 
@@ -31,27 +32,36 @@ pub(crate) fn kind_for_sqlstate(code: &str) -> ErrorKind {
     }
 }
 
-/// The kind of any sqlx failure: database errors by SQLSTATE; I/O, TLS and protocol
-/// failures and a closed pool or crashed worker mean the connection is gone.
-pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
-    if tsload_tls::certificate_hint_of(error).is_some() {
-        // A certificate the client does not trust: no retry changes that.
-        return ErrorKind::Permission;
-    }
-    match error {
-        sqlx::Error::Database(db) => match db.code() {
+/// PostgreSQL's server errors: their kind by SQLSTATE ([`kind_for_sqlstate`]), their
+/// text with the SQLSTATE and the detail.
+pub(crate) struct Postgres;
+
+impl tsload_sql::ServerErrors for Postgres {
+    fn kind(error: &dyn DatabaseError) -> ErrorKind {
+        match error.code() {
             Some(code) => kind_for_sqlstate(&code),
             None => ErrorKind::Other,
-        },
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::WorkerCrashed => ErrorKind::Connection,
-        sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) => ErrorKind::Rejected,
-        _ => ErrorKind::Other,
+        }
     }
+
+    fn describe(error: &dyn DatabaseError) -> String {
+        let mut out = error.message().to_string();
+        if let Some(code) = error.code() {
+            out.push_str(&format!(" (SQLSTATE {code})"));
+        }
+        if let Some(detail) = error
+            .try_downcast_ref::<PgDatabaseError>()
+            .and_then(PgDatabaseError::detail)
+        {
+            out.push_str(&format!("; {detail}"));
+        }
+        out
+    }
+}
+
+/// The kind of any sqlx failure (tsload-sql's, with PostgreSQL's server errors).
+pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
+    tsload_sql::kind_of::<Postgres>(error)
 }
 
 /// Whether the connection cannot be used after `error` (the next write reconnects): the
@@ -69,28 +79,12 @@ pub(crate) fn breaks_connection(kind: ErrorKind, error: Option<&sqlx::Error>) ->
 
 /// The driver's message: for server errors the server's text, SQLSTATE and detail.
 pub(crate) fn describe(error: &sqlx::Error) -> String {
-    let sqlx::Error::Database(db) = error else {
-        return match tsload_tls::certificate_hint_of(error) {
-            Some(hint) => format!("{error}; {hint}"),
-            None => error.to_string(),
-        };
-    };
-    let mut out = db.message().to_string();
-    if let Some(code) = db.code() {
-        out.push_str(&format!(" (SQLSTATE {code})"));
-    }
-    if let Some(detail) = db
-        .try_downcast_ref::<PgDatabaseError>()
-        .and_then(PgDatabaseError::detail)
-    {
-        out.push_str(&format!("; {detail}"));
-    }
-    out
+    tsload_sql::describe::<Postgres>(error)
 }
 
 /// A failure while working on `context` (e.g. `table "cpu"`), kind from [`kind_of`].
 pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
-    SinkError::new(kind_of(error), format!("{context}: {}", describe(error)))
+    tsload_sql::sink_error::<Postgres>(context, error)
 }
 
 /// `url` with its secrets hidden, for messages: tsload's one redaction.

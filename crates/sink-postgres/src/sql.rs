@@ -34,16 +34,6 @@ pub(crate) fn with_ledger_row(statement: &str, params: usize) -> String {
     )
 }
 
-/// Records batch `seq` of `worker` and commits, in one round trip (a simple query of two
-/// statements: inside the open transaction block, COMMIT runs only if the INSERT
-/// succeeded). Numbers only, so literals are safe.
-pub(crate) fn ledger_and_commit(run_id: i64, worker: u32, seq: u64, rows: usize) -> String {
-    format!(
-        "INSERT INTO tsload_ledger (run_id, worker, seq, batch_rows) \
-         VALUES ({run_id}, {worker}, {seq}, {rows}); COMMIT"
-    )
-}
-
 pub(crate) const MAX_PARAMS: usize = 65_535;
 
 /// Longest identifier PostgreSQL keeps (NAMEDATALEN - 1 bytes); longer ones are truncated.

@@ -1,6 +1,7 @@
 //! Turns sqlx / SQLite failures into [`SinkError`]s whose kind tells the engine whether a
 //! retry may succeed.
 
+use sqlx::error::DatabaseError;
 use tsload_core::{ErrorKind, SinkError};
 
 // Primary SQLite result codes (an extended code's low byte is its primary code).
@@ -38,37 +39,33 @@ pub(crate) fn kind_for_code(code: Option<i32>, message: &str) -> ErrorKind {
     }
 }
 
-/// The kind of any sqlx failure.
-pub(crate) fn kind_of(error: &sqlx::Error) -> ErrorKind {
-    match error {
-        sqlx::Error::Database(db) => {
-            let code = db.code().and_then(|c| c.parse::<i32>().ok());
-            kind_for_code(code, db.message())
+/// SQLite's errors: their kind by result code and message ([`kind_for_code`]), their
+/// text with the code.
+pub(crate) struct Sqlite;
+
+impl tsload_sql::ServerErrors for Sqlite {
+    fn kind(error: &dyn DatabaseError) -> ErrorKind {
+        let code = error.code().and_then(|c| c.parse::<i32>().ok());
+        kind_for_code(code, error.message())
+    }
+
+    fn describe(error: &dyn DatabaseError) -> String {
+        match error.code() {
+            Some(code) => format!("{} (SQLite code {code})", error.message()),
+            None => error.message().to_string(),
         }
-        sqlx::Error::Io(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::WorkerCrashed => ErrorKind::Connection,
-        sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) => ErrorKind::Rejected,
-        _ => ErrorKind::Other,
     }
 }
 
 /// The driver's message, short: SQLite's own text and code for database errors.
 pub(crate) fn describe(error: &sqlx::Error) -> String {
-    match error {
-        sqlx::Error::Database(db) => match db.code() {
-            Some(code) => format!("{} (SQLite code {code})", db.message()),
-            None => db.message().to_string(),
-        },
-        other => other.to_string(),
-    }
+    tsload_sql::describe::<Sqlite>(error)
 }
 
-/// A failure while working on `context` (e.g. `table "cpu"`), kind from [`kind_of`].
+/// A failure while working on `context` (e.g. `table "cpu"`), kind from
+/// [`tsload_sql::kind_of`].
 pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
-    SinkError::new(kind_of(error), format!("{context}: {}", describe(error)))
+    tsload_sql::sink_error::<Sqlite>(context, error)
 }
 
 #[cfg(test)]
@@ -120,11 +117,17 @@ mod tests {
     #[test]
     fn maps_driver_errors() {
         let io = sqlx::Error::Io(std::io::Error::other("broken"));
-        assert_eq!(kind_of(&io), ErrorKind::Connection);
-        assert_eq!(kind_of(&sqlx::Error::WorkerCrashed), ErrorKind::Connection);
-        assert_eq!(kind_of(&sqlx::Error::PoolClosed), ErrorKind::Connection);
+        assert_eq!(tsload_sql::kind_of::<Sqlite>(&io), ErrorKind::Connection);
+        assert_eq!(
+            tsload_sql::kind_of::<Sqlite>(&sqlx::Error::WorkerCrashed),
+            ErrorKind::Connection
+        );
+        assert_eq!(
+            tsload_sql::kind_of::<Sqlite>(&sqlx::Error::PoolClosed),
+            ErrorKind::Connection
+        );
         let config = sqlx::Error::Configuration("bad url".into());
-        assert_eq!(kind_of(&config), ErrorKind::Other);
+        assert_eq!(tsload_sql::kind_of::<Sqlite>(&config), ErrorKind::Other);
 
         let e = sink_error("table \"cpu\"", &io);
         assert_eq!(e.kind, ErrorKind::Connection);
