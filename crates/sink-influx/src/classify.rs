@@ -34,6 +34,22 @@ pub fn status_error(status: StatusCode, body: &str, retry_after: Option<&str>) -
     e
 }
 
+/// The error of a non-success answer to a write: a redirect named as one (tsload follows
+/// none), else [`status_error`] of its status, its body (capped) and its `Retry-After`.
+pub async fn answer_error(response: reqwest::Response) -> SinkError {
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
+        return SinkError::new(ErrorKind::Rejected, message);
+    }
+    let text = tsload_http::error_text(response).await;
+    status_error(status, &text, retry_after.as_deref())
+}
+
 /// The `dropped=N` of InfluxDB's `partial write` error answer.
 pub fn partial_write_dropped(body: &str) -> Option<u64> {
     if !body.contains("partial write") {

@@ -20,7 +20,9 @@ use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
 use tsload_lineproto::LineEncoder;
 
-pub use classify::{classify_request_error, classify_status, parse_retry_after, status_error};
+pub use classify::{
+    answer_error, classify_request_error, classify_status, parse_retry_after, status_error,
+};
 pub use kind::{InfluxKind, KIND};
 pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
 pub use tsload_lineproto::Precision;
@@ -737,16 +739,7 @@ impl SinkConn for InfluxConn {
                 duplicate: false,
             });
         }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
-            return Err(SinkError::new(ErrorKind::Rejected, message));
-        }
-        let text = tsload_http::error_text(response).await;
-        Err(status_error(status, &text, retry_after.as_deref()))
+        Err(answer_error(response).await)
     }
 }
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 use reqwest::Url;
 use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
-use tsload_sink_influx::{classify_request_error, status_error};
+use tsload_sink_influx::{answer_error, classify_request_error, status_error};
 
 pub use encode::{LabelClash, RemoteWriteEncoder};
 pub use kind::{KIND, PrometheusKind};
@@ -314,18 +314,9 @@ impl SinkConn for PrometheusConn {
                 duplicate: false,
             });
         }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
-            return Err(SinkError::new(ErrorKind::Rejected, message));
-        }
-        let text = tsload_http::error_text(response).await;
-        let mut e = status_error(status, &text, retry_after.as_deref());
+        let mut e = answer_error(response).await;
         if status == reqwest::StatusCode::BAD_REQUEST
-            && (text.contains("out of bounds") || text.contains("out of order"))
+            && (e.message.contains("out of bounds") || e.message.contains("out of order"))
         {
             e.message.push_str(
                 " (Prometheus takes a series' samples in time order only, none older than an \
