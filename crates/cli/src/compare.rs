@@ -14,8 +14,9 @@ use anyhow::Context as _;
 use clap::Args;
 use tsload_sweep::compare::{CHARTS, CompareRow, bar_svg, render_text, write_csv};
 
+use crate::exit::EXIT_USAGE;
 use crate::plan::{Plan, ProgressMode, RunMode};
-use crate::{EXIT_USAGE, confirm, run, scenario, workloads};
+use crate::{confirm, run, scenario, workloads};
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {

@@ -24,20 +24,20 @@ pub fn cmd_generate(
 ) -> anyhow::Result<ExitCode> {
     if format != "influx" {
         errln!("error: --format: \"{format}\" is not supported; allowed: influx");
-        return Ok(ExitCode::from(crate::EXIT_USAGE));
+        return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
     }
     let plan = match crate::scenario::load(scenario, overrides) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
-            return Ok(ExitCode::from(crate::EXIT_USAGE));
+            return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
         }
     };
     let workload = match crate::workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
             errln!("error: {e}");
-            return Ok(ExitCode::from(crate::EXIT_USAGE));
+            return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
         }
     };
     let out = match output {

@@ -7,6 +7,7 @@ mod out;
 mod baseline;
 mod compare;
 mod confirm;
+mod exit;
 mod generate;
 mod import;
 mod merge;
@@ -30,18 +31,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use tsload_core::threshold::Threshold;
 
+use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD, EXIT_USAGE};
 use crate::plan::{Plan, ProgressMode};
-
-/// Exit code when the scenario or the command line is wrong.
-const EXIT_USAGE: u8 = 2;
-/// Exit code when a `--fail-if` threshold is broken.
-const EXIT_THRESHOLD: u8 = 3;
-/// Exit code after Ctrl-C (128 + SIGINT), as shells expect. Also what a run or sweep
-/// stopped by any signal earns inside the program; `main` then exits with the signal's
-/// own code ([`EXIT_TERMINATED`] after SIGTERM).
-const EXIT_INTERRUPTED: u8 = 130;
-/// Exit code after SIGTERM (128 + 15), as shells and service managers expect.
-const EXIT_TERMINATED: u8 = 143;
+use crate::scenario::ScenarioArgs;
 
 /// `tsload --version`: the package version and the git commit it was built from.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TSLOAD_COMMIT"), ")");
@@ -103,15 +95,6 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-}
-
-#[derive(Args)]
-pub struct ScenarioArgs {
-    /// Scenario file (TOML); the built-in quickstart when omitted.
-    scenario: Option<PathBuf>,
-    /// Override a scenario key, e.g. `--set load.workers=8` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
 }
 
 #[derive(Args)]
@@ -483,18 +466,9 @@ fn create_output_dirs(o: &plan::OutputPlan) -> Result<(), String> {
         outputs::OutSpec::Influx(_) => None,
     }));
     for (flag, path) in files {
-        create_parent_dir(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+        out::create_parent_dir(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
     }
     Ok(())
-}
-
-/// Creates the directory `path` is in, when it does not exist yet.
-pub fn create_parent_dir(path: &std::path::Path) -> Result<(), String> {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create the directory {}: {e}", dir.display())),
-        _ => Ok(()),
-    }
 }
 
 /// The quick flags of `run` as the `--set`s they stand for (after the user's own).

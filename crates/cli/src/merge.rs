@@ -17,7 +17,7 @@ use tsload_core::merge::{
     AnyReport, MAX_REPORT_BYTES, MergeError, ShardLine, merge, merge_queries,
 };
 
-use crate::EXIT_USAGE;
+use crate::exit::EXIT_USAGE;
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
@@ -81,7 +81,7 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     }
     for (flag, out) in [("--json", &args.json), ("--hlog-out", &args.hlog_out)] {
         if let Some(out) = out
-            && let Err(e) = crate::create_parent_dir(out)
+            && let Err(e) = crate::out::create_parent_dir(out)
         {
             errln!("error: {flag} {}: {e}", out.display());
             return Ok(ExitCode::from(EXIT_USAGE));

@@ -100,7 +100,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => {
             errln!("error: netem spec `{text}`: {e}");
-            return Ok(ExitCode::from(crate::EXIT_USAGE));
+            return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
         }
     };
     let target = args.dev.target();

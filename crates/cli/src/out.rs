@@ -131,6 +131,15 @@ impl Drop for TextFile {
     }
 }
 
+/// Creates the directory `path` is in, when it does not exist yet.
+pub fn create_parent_dir(path: &std::path::Path) -> Result<(), String> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the directory {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! and what is written out. `tsload validate` prints it; reports embed it (secrets redacted).
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use tsload_core::engine::{LoadConfig, LoadMode};
@@ -93,7 +93,7 @@ pub struct OutputPlan {
     /// `--metrics-addr`: where Prometheus metrics are served while the run goes on.
     pub metrics_addr: Option<String>,
     /// `--shard`, `--start-at`, `--barrier`: this process's part of the run.
-    pub shard: crate::shard::ShardRun,
+    pub shard: ShardRun,
     /// `--debug-raw-latencies`: every write's corrected latency, one per line (ns).
     pub raw_latencies: Option<PathBuf>,
     /// After a write run, ask the server what it stored (`Sink::tally`).
@@ -487,6 +487,29 @@ pub fn shown_set(given: &str) -> String {
         Some((k, _)) if is_secret_key(k) => format!("{k}=***"),
         Some((k, v)) => format!("{k}={}", tsload_redact::text(v)),
         None => tsload_redact::text(given),
+    }
+}
+
+/// How long the shards wait for each other by default.
+pub const DEFAULT_BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// This process's part of the run and how it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardRun {
+    pub shard: tsload_core::shard::Shard,
+    pub start_at: Option<SystemTime>,
+    pub barrier: Option<PathBuf>,
+    pub barrier_timeout: Duration,
+}
+
+impl Default for ShardRun {
+    fn default() -> Self {
+        ShardRun {
+            shard: tsload_core::shard::Shard::WHOLE,
+            start_at: None,
+            barrier: None,
+            barrier_timeout: DEFAULT_BARRIER_TIMEOUT,
+        }
     }
 }
 

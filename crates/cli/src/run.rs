@@ -39,7 +39,7 @@ pub struct Executed {
     pub query_summary: Option<QuerySummary>,
     /// The RTT measured before the load, when the plan asked for a probe.
     pub probe: Option<ProbeReport>,
-    /// The exit code this run earns on its own; [`crate::EXIT_INTERRUPTED`] when a signal
+    /// The exit code this run earns on its own; [`crate::exit::EXIT_INTERRUPTED`] when a signal
     /// stopped it, whichever signal that was (see [`interrupted_exit_code`]).
     pub code: u8,
     /// The JSON report (what `--json` writes), `Null` when there is none.
@@ -53,7 +53,7 @@ impl Executed {
             summary: None,
             query_summary: None,
             probe: None,
-            code: crate::EXIT_USAGE,
+            code: crate::exit::EXIT_USAGE,
             report: serde_json::Value::Null,
         }
     }

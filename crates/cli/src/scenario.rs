@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::Spanned;
@@ -74,6 +74,17 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Plan, ScenarioE
     };
     register_secrets(&text, overrides);
     parse(&name, &text, overrides)
+}
+
+/// A command's scenario: the file (the built-in quickstart when omitted) and its
+/// `--set` overrides.
+#[derive(clap::Args)]
+pub struct ScenarioArgs {
+    /// Scenario file (TOML); the built-in quickstart when omitted.
+    pub(crate) scenario: Option<PathBuf>,
+    /// Override a scenario key, e.g. `--set load.workers=8` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) set: Vec<String>,
 }
 
 /// Parses scenario text; `file` names it in errors.
@@ -969,7 +980,7 @@ impl Ctx<'_> {
             progress,
             out: Vec::new(),
             metrics_addr: None,
-            shard: crate::shard::ShardRun::default(),
+            shard: crate::plan::ShardRun::default(),
             raw_latencies: None,
             verify: o.verify.as_ref().is_none_or(|v| *v.get_ref()),
         })

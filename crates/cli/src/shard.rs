@@ -10,7 +10,9 @@ use clap::Args;
 use tsload_core::engine::LoadMode;
 use tsload_core::shard::{Gate, GateFuture, Shard, StartGate};
 
-use crate::plan::{Plan, QueryWorkloadPlan, RunMode, WorkloadPlan};
+use crate::plan::{
+    DEFAULT_BARRIER_TIMEOUT, Plan, QueryWorkloadPlan, RunMode, ShardRun, WorkloadPlan,
+};
 
 /// The environment variables that name a shard (the flag wins over them).
 pub const ENV_INDEX: &str = "TSLOAD_SHARD_INDEX";
@@ -18,8 +20,6 @@ pub const ENV_COUNT: &str = "TSLOAD_SHARD_COUNT";
 /// Set by Kubernetes in each pod of an Indexed Job; used with `TSLOAD_SHARD_COUNT`.
 pub const ENV_JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
 
-/// How long the shards wait for each other by default.
-const DEFAULT_BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
 /// How far ahead of the last shard's arrival the barrier's shard 0 sets the start.
 const START_MARGIN: Duration = Duration::from_millis(500);
 /// How often a waiting shard looks at the barrier directory.
@@ -44,26 +44,6 @@ pub struct ShardArgs {
     /// How long a shard waits at the barrier for the others, e.g. `10m` (the default).
     #[arg(long, value_name = "DURATION")]
     barrier_timeout: Option<String>,
-}
-
-/// This process's part of the run and how it starts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShardRun {
-    pub shard: Shard,
-    pub start_at: Option<SystemTime>,
-    pub barrier: Option<PathBuf>,
-    pub barrier_timeout: Duration,
-}
-
-impl Default for ShardRun {
-    fn default() -> Self {
-        ShardRun {
-            shard: Shard::WHOLE,
-            start_at: None,
-            barrier: None,
-            barrier_timeout: DEFAULT_BARRIER_TIMEOUT,
-        }
-    }
 }
 
 impl ShardArgs {

@@ -12,8 +12,10 @@ use tsload_sweep::{
     choose_plot,
 };
 
+use crate::exit::{EXIT_INTERRUPTED, EXIT_USAGE};
 use crate::plan::{Plan, QueryWorkloadPlan, RunMode};
-use crate::{EXIT_INTERRUPTED, EXIT_USAGE, ScenarioArgs, run, scenario, workloads};
+use crate::scenario::ScenarioArgs;
+use crate::{run, scenario, workloads};
 
 /// Keys whose values are a delay, so the fit and plot use the measured RTT against them.
 const RTT_KEYS: &[&str] = &["delay", "network.delay"];

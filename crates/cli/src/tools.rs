@@ -122,7 +122,7 @@ pub fn cmd_proxy(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             Ok(p) => p,
             Err(e) => {
                 errln!("error: {e}");
-                return Ok(ExitCode::from(crate::EXIT_USAGE));
+                return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
             }
         };
         outln!(

@@ -86,7 +86,12 @@ const CASES: &[(&str, &str, &str, &str)] = &[
     ("influx", "timeout", "\"soon\"", "not a duration"),
     ("influx", "url", "\"ftp://h\"", "is not an HTTP URL"),
     ("prometheus", "url", "\"ftp://h\"", "is not an HTTP URL"),
-    ("prometheus", "query_url", "\"h:9090\"", "is not an HTTP URL"),
+    (
+        "prometheus",
+        "query_url",
+        "\"h:9090\"",
+        "is not an HTTP URL",
+    ),
     ("prometheus", "timeout", "\"soon\"", "not a duration"),
     ("tdengine", "precision", "\"s\"", "\"s\" is not allowed"),
     ("tdengine", "mode", "\"bulk\"", "\"bulk\" is not allowed"),

@@ -11,10 +11,10 @@ use tsload_core::rusage::Usage;
 use tsload_probe::ProbeReport;
 
 use super::{Executed, Outcomes, mixed, query, write};
+use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use crate::outputs::Outputs;
 use crate::plan::{Plan, RunMode};
 use crate::progress::RunObserver;
-use crate::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
 
 /// Everything a finished run left for its reports.
 pub(super) struct Finished<'a> {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use tsload_core::engine::{StopHandle, StopReason};
 
-use crate::{EXIT_INTERRUPTED, EXIT_TERMINATED};
+use crate::exit::{EXIT_INTERRUPTED, EXIT_TERMINATED};
 
 /// The exit code of the signal that stopped a run (0: none did): 130 after SIGINT, 143
 /// after SIGTERM. Set by [`watch`].
