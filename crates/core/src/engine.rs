@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::{mpsc, watch};
 
 use crate::batch::Batch;
-use crate::pacing::Pacer;
+use crate::pacing::{Due, Pacer, Schedule};
 use crate::recorder::{
     Counters, HandOver, IntervalRecord, WorkerRecorder, boundary, flushing, new_histogram,
 };
@@ -733,6 +733,7 @@ async fn run_worker<C: SinkConn>(
     let mut exhausted = false;
     let mut seq: u64 = 0;
     let mut pacer = Pacer::new(period.unwrap_or_default());
+    let schedule = Schedule::new(shared.t0, period, worker, cfg.workers);
 
     loop {
         // Fill the next batch while a slot is free.
@@ -765,24 +766,14 @@ async fn run_worker<C: SinkConn>(
         }
 
         if let Some((conn, batch)) = pending.take() {
-            let intended = match period {
-                None => Instant::now(),
-                // Staggered by the worker's share of the period: the offered load arrives
-                // evenly, not in bursts of `workers` requests.
-                Some(p) => {
-                    let offset = worker as f64 / cfg.workers.max(1) as f64;
-                    match Duration::try_from_secs_f64(p * (seq as f64 + offset))
-                        .ok()
-                        .and_then(|d| shared.t0.checked_add(d))
-                    {
-                        Some(t) => t,
-                        None => {
-                            // Due past what an Instant holds: never; this worker is done.
-                            free.push((conn, batch));
-                            exhausted = true;
-                            continue;
-                        }
-                    }
+            let intended = match schedule.due(seq) {
+                Due::Now => Instant::now(),
+                Due::At(due) => due,
+                Due::Never => {
+                    // Due past what an Instant holds: this worker is done.
+                    free.push((conn, batch));
+                    exhausted = true;
+                    continue;
                 }
             };
             let now = Instant::now();
@@ -841,21 +832,13 @@ async fn run_worker<C: SinkConn>(
             }
         }
     }
-    if let (Some(p), Some(deadline)) = (period, shared.deadline)
+    if let Some(deadline) = shared.deadline
         && !exhausted
         && stop.reason() == Some(StopReason::Duration)
     {
         // Requests due before the deadline that a lagging worker never sent: the offered
-        // load it did not deliver. Request i is due at t0 + p * (i + offset).
-        let offset = worker as f64 / cfg.workers.max(1) as f64;
-        let window = deadline.saturating_duration_since(shared.t0).as_secs_f64();
-        let due = (window / p - offset).ceil();
-        let due = if due.is_finite() && due > 0.0 {
-            due.min(u64::MAX as f64) as u64
-        } else {
-            0
-        };
-        let unsent = due.saturating_sub(seq);
+        // load it did not deliver.
+        let unsent = schedule.unsent_before(deadline, seq);
         if unsent > 0 {
             recorder.record_unsent(unsent, unsent.saturating_mul(cfg.batch as u64));
         }

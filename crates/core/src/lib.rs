@@ -22,6 +22,7 @@ pub mod shard;
 pub mod sink;
 pub mod stored;
 pub mod threshold;
+pub mod totals;
 pub mod workload;
 
 pub use batch::{Batch, BatchShapeError, Column, ColumnValues, StrValues, TableBatch};

@@ -20,6 +20,7 @@ use crate::query_report::{KindSummary, QueryClientSummary, QuerySummary};
 use crate::recorder::new_histogram;
 use crate::report::{ClientSummary, LatencySummary, Summary, group};
 use crate::shard::Shard;
+use crate::totals::{Count, Totals, TotalsOverflow};
 
 /// The largest report [`read_report`] reads (64 MiB); tsload's reports are a few KiB to a
 /// few MiB (the scenario and the histograms).
@@ -399,8 +400,42 @@ fn summed_errors<'a>(
     Ok(errors)
 }
 
-fn rate(v: u64, secs: f64) -> f64 {
-    if secs > 0.0 { v as f64 / secs } else { 0.0 }
+/// The reports' [`Totals`] summed, over the union `window` of their windows; `name` is a
+/// count's field in the report, for an overflow's message.
+fn summed_totals<S>(
+    reports: &[ShardReport<S>],
+    window: f64,
+    totals: impl Fn(&S) -> Totals,
+    name: fn(Count) -> &'static str,
+) -> Result<Totals, MergeError> {
+    let mut sum = Totals {
+        elapsed_s: window,
+        ..Totals::default()
+    };
+    for r in reports {
+        sum.merge(&totals(&r.summary))
+            .map_err(|e| totals_overflow(e, &r.source, name(e.count).to_string()))?;
+    }
+    Ok(sum)
+}
+
+/// A [`TotalsOverflow`] in `file`, `field` naming the count.
+fn totals_overflow(e: TotalsOverflow, file: &str, field: String) -> MergeError {
+    MergeError::Overflow {
+        file: file.to_string(),
+        field,
+        value: e.value,
+        before: e.before,
+        max: u64::MAX,
+    }
+}
+
+/// A count's field in a query report: metrics are `statements` there.
+fn query_count_name(count: Count) -> &'static str {
+    match count {
+        Count::Metrics => "statements",
+        other => other.name(),
+    }
 }
 
 /// Merges the write reports of all shards of one run. `allow_partial`: accept a run some
@@ -419,26 +454,21 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         "errors",
     )?;
     let offered = checked_fsum(reports, "offered_rows_per_s", |s| s.offered_rows_per_s)?;
-    let (rows, metrics, bytes) = (
-        sum("rows", |s| s.rows)?,
-        sum("metrics", |s| s.metrics)?,
-        sum("bytes", |s| s.bytes)?,
-    );
-    let per_s = |v: u64| rate(v, window);
-    let client = summed_client(reports, metrics)?;
+    let totals = summed_totals(reports, window, Summary::totals, Count::name)?;
+    let client = summed_client(reports, totals.metrics)?;
 
     let summary = Summary {
         tsload_version: first.summary.tsload_version.clone(),
         target: first.summary.target.clone(),
         workload: first.summary.workload.clone(),
         started_at: humantime::format_rfc3339_millis(start).to_string(),
-        elapsed_s: window,
+        elapsed_s: totals.elapsed_s,
         stop_reason: stop_reasons(reports),
         fatal_error: first_fatal(reports),
-        rows,
-        metrics,
-        bytes,
-        requests: sum("requests", |s| s.requests)?,
+        rows: totals.rows,
+        metrics: totals.metrics,
+        bytes: totals.bytes,
+        requests: totals.requests,
         retries: sum("retries", |s| s.retries)?,
         failed_requests: sum("failed_requests", |s| s.failed_requests)?,
         failed_rows: sum("failed_rows", |s| s.failed_rows)?,
@@ -449,9 +479,9 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         errors,
         offered_rows_per_s: offered,
         ledger_run_id: None,
-        rows_per_s: per_s(rows),
-        metrics_per_s: per_s(metrics),
-        mb_per_s: per_s(bytes) / 1e6,
+        rows_per_s: totals.rows_per_s(),
+        metrics_per_s: totals.metrics_per_s(),
+        mb_per_s: totals.mb_per_s(),
         latency: LatencySummary::from_histogram(&latency),
         service: LatencySummary::from_histogram(&service),
         client,
@@ -490,18 +520,21 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
 /// One request kind summed over the reports.
 struct KindTotal {
     name: String,
-    requests: u64,
+    /// Requests, rows and statements (as metrics), over the union window.
+    totals: Totals,
     failed: u64,
-    rows: u64,
-    statements: u64,
     errors: BTreeMap<String, u64>,
     latency: Histogram<u64>,
     service: Histogram<u64>,
 }
 
 /// The request kinds of all reports summed, in the first report's order, then any only
-/// others have; a report's later entry of a name it already had is ignored.
-fn summed_kinds(reports: &[ShardReport<QuerySummary>]) -> Result<Vec<KindTotal>, MergeError> {
+/// others have; a report's later entry of a name it already had is ignored. Their totals
+/// are over `window`, the union of the reports' windows.
+fn summed_kinds(
+    reports: &[ShardReport<QuerySummary>],
+    window: f64,
+) -> Result<Vec<KindTotal>, MergeError> {
     let mut totals: Vec<KindTotal> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for r in reports {
@@ -513,10 +546,11 @@ fn summed_kinds(reports: &[ShardReport<QuerySummary>]) -> Result<Vec<KindTotal>,
             let i = *index.entry(k.name.clone()).or_insert_with(|| {
                 totals.push(KindTotal {
                     name: k.name.clone(),
-                    requests: 0,
+                    totals: Totals {
+                        elapsed_s: window,
+                        ..Totals::default()
+                    },
                     failed: 0,
-                    rows: 0,
-                    statements: 0,
                     errors: BTreeMap::new(),
                     latency: new_histogram(),
                     service: new_histogram(),
@@ -525,10 +559,16 @@ fn summed_kinds(reports: &[ShardReport<QuerySummary>]) -> Result<Vec<KindTotal>,
             });
             let t = &mut totals[i];
             let field = |f: &str| format!("kinds[{}].{f}", k.name);
-            t.requests = add_count(t.requests, k.requests, &r.source, &field("requests"))?;
+            let kind = Totals {
+                requests: k.requests,
+                rows: k.rows,
+                metrics: k.statements,
+                ..Totals::default()
+            };
+            t.totals
+                .merge(&kind)
+                .map_err(|e| totals_overflow(e, &r.source, field(query_count_name(e.count))))?;
             t.failed = add_count(t.failed, k.failed, &r.source, &field("failed"))?;
-            t.rows = add_count(t.rows, k.rows, &r.source, &field("rows"))?;
-            t.statements = add_count(t.statements, k.statements, &r.source, &field("statements"))?;
             for (e, v) in &k.errors {
                 let total = t.errors.entry(e.clone()).or_default();
                 *total = add_count(*total, *v, &r.source, &format!("{}.{e}", field("errors")))?;
@@ -563,16 +603,16 @@ pub fn merge_queries(
     let service = merged_histogram(reports, "service", |s| Some(&s.service))?;
     let sum = |field: &str, f: fn(&QuerySummary) -> u64| checked_sum(reports, field, f);
 
-    let kinds = summed_kinds(reports)?
+    let kinds = summed_kinds(reports, window)?
         .into_iter()
         .map(|k| KindSummary {
             name: k.name,
-            requests: k.requests,
+            requests: k.totals.requests,
             failed: k.failed,
-            rows: k.rows,
-            statements: k.statements,
-            requests_per_s: rate(k.requests, window),
-            statements_per_s: rate(k.statements, window),
+            rows: k.totals.rows,
+            statements: k.totals.metrics,
+            requests_per_s: k.totals.requests_per_s(),
+            statements_per_s: k.totals.metrics_per_s(),
             errors: k.errors,
             latency: LatencySummary::from_histogram(&k.latency),
             service: LatencySummary::from_histogram(&k.service),
@@ -587,16 +627,10 @@ pub fn merge_queries(
             .iter()
             .any(|r| split_rough(r.summary.client.cpu_s, r.summary.client.cpu_split_rough)),
     };
-    let (requests, failed) = (
-        sum("requests", |s| s.requests)?,
-        sum("failed_requests", |s| s.failed_requests)?,
-    );
-    let (statements, rows) = (
-        sum("statements", |s| s.statements)?,
-        sum("rows", |s| s.rows)?,
-    );
+    let totals = summed_totals(reports, window, QuerySummary::totals, query_count_name)?;
+    let failed = sum("failed_requests", |s| s.failed_requests)?;
     // As floats: requests + failed may pass u64 even when each does not.
-    let sent = requests as f64 + failed as f64;
+    let sent = totals.requests as f64 + failed as f64;
     let offered = checked_fsum(reports, "offered_requests_per_s", |s| {
         s.offered_requests_per_s
     })?;
@@ -605,26 +639,26 @@ pub fn merge_queries(
         target: first.summary.target.clone(),
         workload: first.summary.workload.clone(),
         started_at: humantime::format_rfc3339_millis(start).to_string(),
-        elapsed_s: window,
+        elapsed_s: totals.elapsed_s,
         load_s: reports.iter().map(|r| r.summary.load_s).fold(0.0, f64::max),
         load_requests: sum("load_requests", |s| s.load_requests)?,
         load_rows: sum("load_rows", |s| s.load_rows)?,
         load_statements: sum("load_statements", |s| s.load_statements)?,
         stop_reason: stop_reasons(reports),
         fatal_error: first_fatal(reports),
-        requests,
+        requests: totals.requests,
         failed_requests: failed,
-        statements,
-        rows,
+        statements: totals.metrics,
+        rows: totals.rows,
         errors: summed_errors(
             reports
                 .iter()
                 .map(|r| (r.source.as_str(), &r.summary.errors)),
             "errors",
         )?,
-        requests_per_s: rate(requests, window),
-        statements_per_s: rate(statements, window),
-        rows_per_s: rate(rows, window),
+        requests_per_s: totals.requests_per_s(),
+        statements_per_s: totals.metrics_per_s(),
+        rows_per_s: totals.rows_per_s(),
         latency: LatencySummary::from_histogram(&latency),
         service: LatencySummary::from_histogram(&service),
         kinds,
@@ -634,7 +668,7 @@ pub fn merge_queries(
             0.0
         },
         offered_requests_per_s: offered,
-        achieved_ratio: crate::query_report::achieved_ratio(rate(requests, window), offered),
+        achieved_ratio: crate::query_report::achieved_ratio(totals.requests_per_s(), offered),
         unsent_requests: sum("unsent_requests", |s| s.unsent_requests)?,
         client,
         scenario: first.summary.scenario.clone(),

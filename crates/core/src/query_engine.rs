@@ -24,7 +24,7 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use crate::engine::{
     EngineError, LoadMode, Observer, Reported, StopHandle, StopReason, report_intervals,
 };
-use crate::pacing::Pacer;
+use crate::pacing::{Due, Pacer, Schedule};
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
 use crate::recorder::{
     Counters, HandOver, HandsOver, IntervalClock, flushing, nanos, new_histogram,
@@ -693,10 +693,8 @@ async fn run_worker<T: QueryTarget>(
     let mut request = QueryRequest::default();
     let mut seq: u64 = 0;
     let mut pacer = Pacer::new(period.unwrap_or_default());
+    let schedule = Schedule::new(shared.t0, period, worker, cfg.workers);
 
-    // Workers are staggered by a fraction of the period, so that the offered load arrives
-    // evenly rather than in bursts of `workers` requests.
-    let offset = worker as f64 / cfg.workers.max(1) as f64;
     // Failures in a row: a worker whose requests fail waits before the next one
     // ([`failure_backoff`]), so a closed port or a refusing server is not hammered.
     let mut failures_in_a_row: u32 = 0;
@@ -709,31 +707,20 @@ async fn run_worker<T: QueryTarget>(
             }
         }
         // A due time past what an Instant holds (an absurdly low rate) is never reached.
-        let due = period.map(|p| {
-            Duration::try_from_secs_f64(p * (seq as f64 + offset))
-                .ok()
-                .and_then(|d| shared.t0.checked_add(d))
-        });
+        let due = schedule.due(seq);
         if let Some(deadline) = shared.deadline
-            && (Instant::now() >= deadline || due.is_some_and(|d| d.is_none_or(|d| d >= deadline)))
+            && (Instant::now() >= deadline || due.is_at_or_after(deadline))
         {
             // This worker is done; the others still send what falls due before the deadline.
             shared.deadline_reached.store(true, Ordering::Relaxed);
-            if let Some(p) = period {
-                let unsent = unsent_before(
-                    deadline.saturating_duration_since(shared.t0),
-                    p,
-                    offset,
-                    seq,
-                );
-                shared.unsent.fetch_add(unsent, Ordering::Relaxed);
-            }
+            let unsent = schedule.unsent_before(deadline, seq);
+            shared.unsent.fetch_add(unsent, Ordering::Relaxed);
             break;
         }
         let due = match due {
-            Some(None) => break,
-            Some(Some(d)) => Some(d),
-            None => None,
+            Due::Never => break,
+            Due::At(d) => Some(d),
+            Due::Now => None,
         };
         if !shared.claim_request() {
             stop.stop(StopReason::RequestLimit);
@@ -840,18 +827,6 @@ async fn run_worker<T: QueryTarget>(
     recorder.finish();
 }
 
-/// Open loop: how many of a worker's requests fall due in the first `window` of the run
-/// (request `i` is due at `period * (i + offset)` seconds) beyond the `sent` it sent.
-fn unsent_before(window: Duration, period: f64, offset: f64, sent: u64) -> u64 {
-    let due = (window.as_secs_f64() / period - offset).ceil();
-    let due = if due.is_finite() && due > 0.0 {
-        due.min(u64::MAX as f64) as u64
-    } else {
-        0
-    };
-    due.saturating_sub(sent)
-}
-
 /// Whether a failure of `kind` makes the worker wait before its next request: the server
 /// could not be reached, timed out or said it is overloaded. A refused query (the server
 /// answered) is sent on at the load's pace.
@@ -875,6 +850,7 @@ pub fn failure_backoff(failures: u32) -> Duration {
 mod tests {
     use super::*;
     use crate::engine::IntervalReport;
+    use crate::pacing::unsent_before;
 
     #[test]
     fn recorder_hands_over_each_interval_with_what_ended_in_it() {

@@ -10,6 +10,7 @@ use crate::query_engine::{KindOutcome, QueryOutcome};
 use crate::recorder::Counters;
 use crate::report::{LatencySummary, group, latency_table, ms, stop_reason_name};
 use crate::rusage::Usage;
+use crate::totals::Totals;
 
 /// One request kind's figures.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -115,10 +116,6 @@ fn error_names(c: &Counters) -> BTreeMap<String, u64> {
         .collect()
 }
 
-fn per_s(v: u64, secs: f64) -> f64 {
-    if secs > 0.0 { v as f64 / secs } else { 0.0 }
-}
-
 /// Achieved over offered requests per second (open loop only; 1 for an offered rate of 0).
 pub fn achieved_ratio(requests_per_s: f64, offered: Option<f64>) -> Option<f64> {
     offered.map(|o| if o > 0.0 { requests_per_s / o } else { 1.0 })
@@ -127,14 +124,15 @@ pub fn achieved_ratio(requests_per_s: f64, offered: Option<f64>) -> Option<f64> 
 impl KindSummary {
     pub fn new(kind: &KindOutcome, elapsed_s: f64) -> Self {
         let c = &kind.counters;
+        let totals = Totals::from_counters(c, elapsed_s);
         KindSummary {
             name: kind.name.clone(),
             requests: c.requests,
             failed: c.failed_requests,
             rows: c.rows,
             statements: c.metrics,
-            requests_per_s: per_s(c.requests, elapsed_s),
-            statements_per_s: per_s(c.metrics, elapsed_s),
+            requests_per_s: totals.requests_per_s(),
+            statements_per_s: totals.metrics_per_s(),
             errors: error_names(c),
             latency: LatencySummary::from_histogram(&kind.latency),
             service: LatencySummary::from_histogram(&kind.service),
@@ -151,7 +149,7 @@ impl QuerySummary {
         scenario: serde_json::Value,
     ) -> Self {
         let c = &outcome.counters;
-        let secs = outcome.elapsed.as_secs_f64();
+        let totals = Totals::from_counters(c, outcome.elapsed.as_secs_f64());
         let cpu_s = usage.cpu().as_secs_f64();
         let sent = c.requests + c.failed_requests;
         QuerySummary {
@@ -159,7 +157,7 @@ impl QuerySummary {
             target: target.to_string(),
             workload: workload.to_string(),
             started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
-            elapsed_s: secs,
+            elapsed_s: totals.elapsed_s,
             load_s: outcome.load_elapsed.as_secs_f64(),
             load_requests: outcome.load_counters.requests,
             load_rows: outcome.load_counters.rows,
@@ -171,15 +169,15 @@ impl QuerySummary {
             statements: c.metrics,
             rows: c.rows,
             errors: error_names(c),
-            requests_per_s: per_s(c.requests, secs),
-            statements_per_s: per_s(c.metrics, secs),
-            rows_per_s: per_s(c.rows, secs),
+            requests_per_s: totals.requests_per_s(),
+            statements_per_s: totals.metrics_per_s(),
+            rows_per_s: totals.rows_per_s(),
             latency: LatencySummary::from_histogram(&outcome.latency),
             service: LatencySummary::from_histogram(&outcome.service),
             kinds: outcome
                 .kinds
                 .iter()
-                .map(|k| KindSummary::new(k, secs))
+                .map(|k| KindSummary::new(k, totals.elapsed_s))
                 .collect(),
             client: QueryClientSummary {
                 cpu_user_s: usage.user.as_secs_f64(),
@@ -194,7 +192,7 @@ impl QuerySummary {
                 0.0
             },
             offered_requests_per_s: outcome.offered_requests_per_s,
-            achieved_ratio: achieved_ratio(per_s(c.requests, secs), outcome.offered_requests_per_s),
+            achieved_ratio: achieved_ratio(totals.requests_per_s(), outcome.offered_requests_per_s),
             unsent_requests: c.unsent_requests,
             scenario,
         }
@@ -202,6 +200,17 @@ impl QuerySummary {
 
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
+    }
+
+    /// The counts its rates come from, over [`QuerySummary::elapsed_s`].
+    pub fn totals(&self) -> Totals {
+        Totals {
+            requests: self.requests,
+            rows: self.rows,
+            metrics: self.statements,
+            bytes: 0,
+            elapsed_s: self.elapsed_s,
+        }
     }
 
     /// The human table printed at the end of a query run: one line per request kind, then

@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 
 use crate::engine::{RunOutcome, StopReason};
 use crate::rusage::Usage;
+use crate::totals::Totals;
 
 /// `p97.5` -> 97.5: a percentile name, 0 to 100.
 pub fn percentile_of(name: &str) -> Option<f64> {
@@ -285,15 +286,14 @@ impl Summary {
         scenario: serde_json::Value,
     ) -> Self {
         let c = &outcome.counters;
-        let secs = outcome.elapsed.as_secs_f64();
-        let per_s = |v: u64| if secs > 0.0 { v as f64 / secs } else { 0.0 };
+        let totals = Totals::from_counters(c, outcome.elapsed.as_secs_f64());
         let cpu_s = usage.cpu().as_secs_f64();
         Summary {
             tsload_version: env!("CARGO_PKG_VERSION").to_string(),
             target: target.to_string(),
             workload: workload.to_string(),
             started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
-            elapsed_s: secs,
+            elapsed_s: totals.elapsed_s,
             stop_reason: stop_reason_name(outcome.stop_reason).to_string(),
             fatal_error: outcome.fatal.as_ref().map(|e| e.to_string()),
             rows: c.rows,
@@ -314,9 +314,9 @@ impl Summary {
                 .iter()
                 .map(|(k, v)| (k.as_str().to_string(), *v))
                 .collect(),
-            rows_per_s: per_s(c.rows),
-            metrics_per_s: per_s(c.metrics),
-            mb_per_s: per_s(c.bytes) / 1e6,
+            rows_per_s: totals.rows_per_s(),
+            metrics_per_s: totals.metrics_per_s(),
+            mb_per_s: totals.mb_per_s(),
             latency: LatencySummary::from_histogram(&outcome.latency),
             service: LatencySummary::from_histogram(&outcome.service),
             client: ClientSummary {
@@ -370,6 +370,17 @@ impl Summary {
 
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
+    }
+
+    /// The counts its rates come from, over [`Summary::elapsed_s`].
+    pub fn totals(&self) -> Totals {
+        Totals {
+            requests: self.requests,
+            rows: self.rows,
+            metrics: self.metrics,
+            bytes: self.bytes,
+            elapsed_s: self.elapsed_s,
+        }
     }
 
     /// The human table printed at the end of a run.
