@@ -7,6 +7,7 @@
 //! | [`Dialect::Postgres`] | PostgreSQL / TimescaleDB | `cpu (ts timestamptz, <tags> \| tags_id, <fields>)` (+ `tags`) |
 //! | [`Dialect::Mysql`] | MySQL / MariaDB | `cpu (ts DATETIME(6) \| BIGINT ns, <tags>, <fields>)` |
 //! | [`Dialect::Sqlite`] | SQLite | `cpu (ts INTEGER ns, <tags>, <fields>)` |
+//! | [`Dialect::ClickHouse`] | ClickHouse over HTTP | `cpu (ts Int64 ns, <tags>, <fields>)` (MergeTree) |
 //! | [`Dialect::QuestDb`] | QuestDB `/exec` (line protocol in) | `cpu (<SYMBOL tags>, <fields>, timestamp)` |
 //! | [`Dialect::Tdengine`] | TDengine 3 | super table `cpu (ts, <fields>) TAGS (<tags>)` |
 //! | [`Dialect::PromQl`] | VictoriaMetrics `/api/v1/query_range` | series `cpu_<field>{hostname=...}` |
@@ -18,6 +19,7 @@
 //! `groupby-orderby-limit` (ORDER BY / LIMIT over buckets) and `lastpoint` (each host's
 //! last row).
 
+mod clickhouse;
 mod influxql;
 mod mysql;
 mod postgres;
@@ -111,6 +113,8 @@ pub enum Dialect {
     Mysql(MysqlOptions),
     /// SQL for SQLite.
     Sqlite,
+    /// SQL for ClickHouse (its HTTP interface), `ts` as Int64 nanoseconds.
+    ClickHouse,
     /// SQL for QuestDB (`GET /exec?query=<text>` or its PostgreSQL wire port).
     QuestDb,
     /// SQL for TDengine 3.
@@ -132,6 +136,7 @@ impl Dialect {
             Dialect::Postgres(_) => "PostgreSQL",
             Dialect::Mysql(_) => "MySQL",
             Dialect::Sqlite => "SQLite",
+            Dialect::ClickHouse => "ClickHouse",
             Dialect::QuestDb => "QuestDB",
             Dialect::Tdengine(_) => "TDengine",
             Dialect::PromQl => "PromQL",
@@ -196,6 +201,7 @@ pub fn render_into(
         Dialect::Postgres(o) => postgres::render(&q, o, text),
         Dialect::Mysql(o) => mysql::render(&q, o, text),
         Dialect::Sqlite => sqlite::render(&q, text),
+        Dialect::ClickHouse => clickhouse::render(&q, text),
         Dialect::QuestDb => questdb::render(&q, text),
         Dialect::Tdengine(o) => tdengine::render(&q, o, text),
         Dialect::PromQl => promql::render(&q, false, text, params),
