@@ -82,6 +82,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("sysbench", "sysbench"),
     // The remote-write receiver of the Prometheus target's tests.
     ("prometheus", "prometheus"),
+    // The server of the ClickHouse target's tests (18.16, over its HTTP interface).
+    ("clickhouse-server", "/usr/sbin/clickhouse-server"),
     // `man ./tsload.1`, a README command the doc test runs (crates/cli/tests/docs.rs).
     ("man-db", "man"),
     // Makes the test CAs and certificates of the TLS tests (tsload_testbed::TestCa).

@@ -854,6 +854,7 @@ impl Servers {
                 ServerKind::Postgres => "127.0.0.1:5432",
                 ServerKind::MariaDb => "127.0.0.1:3306",
                 ServerKind::Prometheus => "127.0.0.1:9090",
+                ServerKind::ClickHouse => "127.0.0.1:8123",
             };
             map.push((default.to_string(), s.addr().to_string()));
         }
@@ -868,7 +869,10 @@ impl Servers {
                 ServerKind::InfluxDb1 => "/var/lib/influxdb",
                 ServerKind::VictoriaMetrics => "/var/lib/victoria-metrics",
                 ServerKind::Postgres => "/var/lib/postgresql/15/main",
-                ServerKind::QuestDb | ServerKind::MariaDb | ServerKind::Prometheus => continue,
+                ServerKind::QuestDb
+                | ServerKind::MariaDb
+                | ServerKind::Prometheus
+                | ServerKind::ClickHouse => continue,
             };
             map.push((
                 format!("\"{debian}\""),

@@ -1,7 +1,7 @@
 //! Real database servers on 127.0.0.1 for integration tests (dev-only).
 //!
 //! `Server::start(kind)` starts InfluxDB 1.x, VictoriaMetrics, QuestDB, PostgreSQL 15,
-//! MariaDB 10.11 or Prometheus (a remote-write receiver) as a child process in its own temp dir, on free loopback ports, waits
+//! MariaDB 10.11, Prometheus (a remote-write receiver) or ClickHouse as a child process in its own temp dir, on free loopback ports, waits
 //! until it answers, and stops it and removes the dir on drop (also while a failing test
 //! unwinds). Small blocking helpers write line protocol or run SQL and read counts back,
 //! so sink and CLI tests can check what the server actually stored.
@@ -44,6 +44,7 @@
 //! Servers are spawned from a helper thread so the kernel's parent-death signal kills them
 //! when the test process dies, whatever thread started them (see `process`).
 
+mod clickhouse;
 mod error;
 mod http;
 mod influxdb;
@@ -118,16 +119,20 @@ pub enum ServerKind {
     /// Prometheus 2.x as a remote-write receiver (`prometheus`, Debian package
     /// `prometheus`).
     Prometheus,
+    /// ClickHouse over its HTTP interface (`clickhouse-server`, Debian package
+    /// `clickhouse-server`, 18.16).
+    ClickHouse,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 6] = [
+    pub const ALL: [ServerKind; 7] = [
         ServerKind::InfluxDb1,
         ServerKind::VictoriaMetrics,
         ServerKind::QuestDb,
         ServerKind::Postgres,
         ServerKind::MariaDb,
         ServerKind::Prometheus,
+        ServerKind::ClickHouse,
     ];
 
     /// How long `start` (and `restart`) waits for the server to answer its readiness
@@ -138,9 +143,10 @@ impl ServerKind {
             ServerKind::QuestDb | ServerKind::Postgres | ServerKind::MariaDb => {
                 Duration::from_secs(60)
             }
-            ServerKind::InfluxDb1 | ServerKind::VictoriaMetrics | ServerKind::Prometheus => {
-                Duration::from_secs(30)
-            }
+            ServerKind::InfluxDb1
+            | ServerKind::VictoriaMetrics
+            | ServerKind::Prometheus
+            | ServerKind::ClickHouse => Duration::from_secs(30),
         }
     }
 
@@ -157,6 +163,7 @@ impl ServerKind {
             ServerKind::Postgres => "postgres",
             ServerKind::MariaDb => "mariadb",
             ServerKind::Prometheus => "prometheus",
+            ServerKind::ClickHouse => "clickhouse",
         }
     }
 
@@ -167,6 +174,7 @@ impl ServerKind {
             ServerKind::VictoriaMetrics => Probe::Http("/health", &[], 200),
             ServerKind::QuestDb => Probe::Http("/exec", &[("query", "select 1")], 200),
             ServerKind::Prometheus => Probe::Http("/-/ready", &[], 200),
+            ServerKind::ClickHouse => Probe::Http("/", &[("query", "SELECT 1")], 200),
             ServerKind::Postgres | ServerKind::MariaDb => Probe::Tool,
         }
     }
@@ -175,12 +183,14 @@ impl ServerKind {
     /// PostgreSQL: SIGQUIT, its immediate shutdown (no checkpoint; it still stops its
     /// children and removes its shared memory and pid file). MariaDB: SIGKILL (a clean
     /// InnoDB shutdown flushes and syncs, 0.1 s idle and 0.7 s on a busy machine, for
-    /// nothing; its one process leaves nothing outside the temp dir). SIGTERM, the usual
-    /// clean stop, otherwise.
+    /// nothing; its one process leaves nothing outside the temp dir). ClickHouse: SIGKILL
+    /// too (on SIGTERM it waits for its open HTTP keep-alive connections, such as the
+    /// testbed's own, past the 5 s grace; it is one process that writes only under its
+    /// temp dir). SIGTERM, the usual clean stop, otherwise.
     fn stop_signal(self) -> libc::c_int {
         match self {
             ServerKind::Postgres => libc::SIGQUIT,
-            ServerKind::MariaDb => libc::SIGKILL,
+            ServerKind::MariaDb | ServerKind::ClickHouse => libc::SIGKILL,
             _ => libc::SIGTERM,
         }
     }
@@ -203,6 +213,7 @@ impl fmt::Display for ServerKind {
             ServerKind::Postgres => "PostgreSQL",
             ServerKind::MariaDb => "MariaDB",
             ServerKind::Prometheus => "Prometheus",
+            ServerKind::ClickHouse => "ClickHouse",
         })
     }
 }
@@ -232,8 +243,8 @@ pub(crate) struct SqlTools {
 }
 
 /// A running server; stopped on drop (SIGTERM; PostgreSQL SIGQUIT, its immediate
-/// shutdown; MariaDB SIGKILL; then SIGKILL to it and its child processes after 5 s) and
-/// its temp dir removed.
+/// shutdown; MariaDB and ClickHouse SIGKILL; then SIGKILL to it and its child processes
+/// after 5 s) and its temp dir removed.
 pub struct Server {
     kind: ServerKind,
     child: Child,
@@ -339,6 +350,10 @@ impl Server {
                 "TLS for Prometheus",
                 "the testbed does not offer it (a web config file would)",
             )),
+            ServerKind::ClickHouse => Err(TestbedError::answer(
+                "TLS for ClickHouse",
+                "the testbed does not offer it (an https_port and openSSL section would)",
+            )),
         }
     }
 
@@ -383,6 +398,7 @@ impl Server {
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::Prometheus => prometheus::launch(dir.path(), &mut ports, settings)?,
+            ServerKind::ClickHouse => clickhouse::launch(dir.path(), &mut ports)?,
         };
         let child = spawn_server(&command, run_as, dir.path(), &log_path)?;
         // From here on, an early return drops `server`, which stops the process.

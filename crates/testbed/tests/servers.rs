@@ -164,6 +164,51 @@ fn prometheus_receives_remote_writes_and_cleans_up() {
     stop_and_check(s);
 }
 
+/// ClickHouse listens on 127.0.0.1 only (its HTTP, native and interserver ports), answers
+/// `SELECT 1` over HTTP, stores rows in a MergeTree table and counts them, names a missing
+/// table in its error, and is gone with its dir once dropped.
+#[test]
+fn clickhouse_stores_rows_and_cleans_up() {
+    let s = start(ServerKind::ClickHouse);
+    assert_eq!(s.kind(), ServerKind::ClickHouse);
+    assert_loopback_only(&s, &[s.http_addr()]);
+    let one = s.get("/", &[("query", "SELECT 1")]).unwrap();
+    assert_eq!((one.status, one.body.as_str()), (200, "1\n"));
+    assert_eq!(s.get("/ping", &[]).unwrap().status, 200);
+
+    s.clickhouse_query(
+        "CREATE TABLE cpu (ts Int64, hostname String, usage_user Int64, usage_system Float64) \
+         ENGINE = MergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(ts, 1000000000))) \
+         ORDER BY (hostname, ts)",
+    )
+    .unwrap();
+    s.clickhouse_query(
+        "INSERT INTO cpu VALUES (1451606400000000000, 'host_0', 58, 2.5), \
+         (1451606400000000000, 'host_1', 12, 7.5), (1451606410000000000, 'host_0', 59, 3.5)",
+    )
+    .unwrap();
+    assert_eq!(s.clickhouse_count("cpu"), 3);
+    assert_eq!(
+        s.clickhouse_query(
+            "SELECT hostname, usage_user, usage_system, ts FROM cpu WHERE hostname = 'host_1'"
+        )
+        .unwrap(),
+        "host_1\t12\t7.5\t1451606400000000000"
+    );
+    assert_eq!(s.clickhouse_query("SELECT 1 WHERE 0").unwrap(), "");
+
+    let err = s
+        .clickhouse_query("SELECT count() FROM no_such_table")
+        .unwrap_err();
+    assert!(err.to_string().contains("no_such_table"), "{err}");
+    // Other servers' helpers refuse.
+    assert!(s.vm_export("{}").is_err());
+    assert!(s.sql("SELECT 1").is_err());
+    assert_eq!(s.database_url(), None);
+
+    stop_and_check(s);
+}
+
 #[test]
 fn questdb_stores_points_and_cleans_up() {
     let s = start(ServerKind::QuestDb);
