@@ -18,6 +18,7 @@ pub static KINDS: &[&dyn tsload_target::TargetKind] = &[
     #[cfg(feature = "tdengine")]
     &tsload_sink_tdengine::KIND,
     &tsload_sink_prometheus::KIND,
+    &tsload_sink_clickhouse::KIND,
     &tsload_target::NullKind,
 ];
 

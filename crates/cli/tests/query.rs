@@ -86,6 +86,11 @@ fn target_sets(server: &Server) -> Vec<String> {
             format!("target.url=\"{}/api/v1/write\"", server.base_url()),
             s("query.dialect=\"promql\""),
         ],
+        ServerKind::ClickHouse => vec![
+            s("target.kind=\"clickhouse\""),
+            format!("target.url=\"{}\"", server.base_url()),
+            s("target.drop_existing=true"),
+        ],
     }
 }
 
@@ -141,6 +146,7 @@ fn every_tsbs_query_type_runs_and_returns_rows_on_every_server() {
         ServerKind::VictoriaMetrics,
         ServerKind::QuestDb,
         ServerKind::Prometheus,
+        ServerKind::ClickHouse,
     ] {
         let server = start(kind);
         let name = format!("{kind:?}");

@@ -1,0 +1,323 @@
+//! `target.kind = "clickhouse"`: ClickHouse over its HTTP interface: its keys, the pure
+//! parse of its section into a [`ClickHouseConfig`], and the runs it serves (writes, and
+//! TSBS queries in ClickHouse's SQL).
+
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use tsload_core::engine::{EngineError, RunOutcome};
+use tsload_core::query_engine::QueryOutcome;
+use tsload_target::{
+    AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
+    WriteRun, same,
+};
+
+use crate::{ClickHouseConfig, ClickHouseQueryTarget, ClickHouseSink};
+
+/// The ClickHouse kind, as registered with the CLI.
+pub static KIND: ClickHouseKind = ClickHouseKind;
+
+/// `target.kind = "clickhouse"`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClickHouseKind;
+
+/// `target.url` when unset: a local server's HTTP interface.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8123";
+
+/// `target.database` when unset.
+pub const DEFAULT_DATABASE: &str = "tsload";
+
+/// `target.timeout` when unset.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+const KEYS: &[KeyDoc] = &[
+    KeyDoc {
+        name: "url",
+        ty: "string",
+        default: KeyDefault::Toml("\"http://127.0.0.1:8123\""),
+        meaning: "the HTTP interface's base URL (`http://` or `https://`)",
+    },
+    KeyDoc {
+        name: "database",
+        ty: "string",
+        default: KeyDefault::Toml("\"tsload\""),
+        meaning: "the database of tsload's tables (one per measurement), created if missing",
+    },
+    KeyDoc {
+        name: "user",
+        ty: "string",
+        // Unset: no credentials, which ClickHouse takes as its `default` user.
+        default: KeyDefault::Unset,
+        meaning: "basic auth user",
+    },
+    KeyDoc {
+        name: "password",
+        ty: "string (`$NAME` reads the environment)",
+        default: KeyDefault::Unset,
+        meaning: "basic auth password, kept out of reports",
+    },
+    KeyDoc {
+        name: "drop_existing",
+        ty: "bool",
+        default: KeyDefault::Toml("false"),
+        meaning: "drop tsload's tables first",
+    },
+    KeyDoc {
+        name: "timeout",
+        ty: "duration",
+        default: KeyDefault::Toml("\"1m\""),
+        meaning: "one request",
+    },
+    KeyDoc {
+        name: "ca_file",
+        ty: "string",
+        default: KeyDefault::Unset,
+        meaning: "PEM CA certificates trusted besides Mozilla's",
+    },
+    KeyDoc {
+        name: "insecure_skip_verify",
+        ty: "bool",
+        default: KeyDefault::Toml("false"),
+        meaning: "TLS without checking the certificate",
+    },
+];
+
+impl TargetKind for ClickHouseKind {
+    fn name(&self) -> &'static str {
+        "clickhouse"
+    }
+
+    fn url_schemes(&self) -> &'static [&'static str] {
+        &["http", "https"]
+    }
+
+    fn keys(&self) -> &'static [KeyDoc] {
+        KEYS
+    }
+
+    fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
+        let mut url = s.url(DEFAULT_URL)?;
+        // Schemes are case-insensitive: `HTTPS://h` is https.
+        if let Some((scheme, rest)) = url.split_once("://")
+            && (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+        {
+            url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(s.error(
+                "url",
+                format!(
+                    "\"{}\" is not an HTTP URL; write e.g. \"{DEFAULT_URL}\"",
+                    tsload_redact::url(&url)
+                ),
+            ));
+        }
+        let database = match s.text("database")? {
+            None => DEFAULT_DATABASE.to_string(),
+            Some(d) if d.trim().is_empty() => {
+                return Err(s.error("database", "must not be empty"));
+            }
+            Some(d) => d.to_string(),
+        };
+        let tls = s.tls(url.starts_with("https://"))?;
+        let cfg = ClickHouseConfig {
+            database,
+            user: s.text("user")?.map(str::to_string),
+            password: s.secret("password")?,
+            drop_existing: s.flag("drop_existing", false)?,
+            timeout: s
+                .duration("timeout", Duration::from_millis(1))?
+                .unwrap_or(DEFAULT_TIMEOUT),
+            tls,
+            connect_to: None,
+            url,
+        };
+        Ok(Box::new(cfg))
+    }
+}
+
+impl Target for ClickHouseConfig {
+    fn kind(&self) -> &'static str {
+        "clickhouse"
+    }
+
+    fn clone_box(&self) -> Box<dyn Target> {
+        Box::new(self.clone())
+    }
+
+    fn eq_dyn(&self, other: &dyn Target) -> bool {
+        same(self, other)
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "kind": "clickhouse",
+            "url": tsload_redact::url(&self.url),
+            "database": self.database,
+            "drop_existing": self.drop_existing,
+            "timeout": humantime::format_duration(self.timeout).to_string(),
+        });
+        if let Some(user) = &self.user {
+            v["user"] = serde_json::json!(user);
+        }
+        if self.password.is_some() {
+            v["password"] = serde_json::json!("***");
+        }
+        if let Some(ca) = &self.tls.ca_file {
+            v["ca_file"] = serde_json::json!(ca.display().to_string());
+        }
+        if self.tls.insecure_skip_verify {
+            v["insecure_skip_verify"] = serde_json::json!(true);
+        }
+        v
+    }
+
+    fn url(&self) -> Option<&str> {
+        Some(&self.url)
+    }
+
+    fn set_url(&mut self, url: String) {
+        self.url = url;
+    }
+
+    fn connect_via(&mut self, url: String, addr: std::net::SocketAddr) -> bool {
+        self.url = url;
+        self.connect_to = Some(addr);
+        true
+    }
+
+    fn drop_existing(&self) -> Option<bool> {
+        Some(self.drop_existing)
+    }
+
+    fn set_drop_existing(&mut self, on: bool) {
+        self.drop_existing = on;
+    }
+
+    fn app_probe(&self) -> AppProbe {
+        AppProbe::Http(HttpEndpoint {
+            url: self.url.clone(),
+            tls: self.tls.clone(),
+            connect_to: self.connect_to,
+        })
+    }
+
+    fn write<'a>(
+        &'a self,
+        run: WriteRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
+        Box::pin(async move {
+            let sink = ClickHouseSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            run.into_engine(sink).await
+        })
+    }
+
+    fn tsbs_dialect(
+        &self,
+        _language: Option<&str>,
+        _time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String> {
+        Ok(tsload_query::Dialect::ClickHouse)
+    }
+
+    fn query<'a>(
+        &'a self,
+        run: QueryRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
+        Box::pin(async move {
+            let target = ClickHouseQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            run.into_engine(target).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(pairs: &[(&str, toml::Value)]) -> Section {
+        Section::of_pairs("target", pairs)
+    }
+
+    #[test]
+    fn an_empty_section_gets_the_documented_defaults() {
+        let t = KIND.parse(&section(&[])).unwrap();
+        let v = t.settings();
+        assert_eq!(v["kind"], "clickhouse");
+        assert_eq!(v["url"], DEFAULT_URL);
+        assert_eq!(v["database"], "tsload");
+        assert_eq!(v["drop_existing"], false);
+        assert_eq!(v["timeout"], "1m");
+        assert!(
+            v.get("user").is_none() && v.get("password").is_none(),
+            "{v}"
+        );
+        assert_eq!(t.drop_existing(), Some(false));
+        for key in KEYS {
+            let KeyDefault::Toml(text) = key.default else {
+                continue;
+            };
+            let value = toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();
+            let with = KIND.parse(&section(&[(key.name, value)])).unwrap();
+            assert!(with.eq_dyn(t.as_ref()), "{}: {with:?} vs {t:?}", key.name);
+        }
+    }
+
+    #[test]
+    fn each_key_refuses_a_bad_value_naming_itself() {
+        for (key, value, says) in [
+            ("url", toml::Value::from("ftp://h"), "is not an HTTP URL"),
+            ("url", "".into(), "must not be empty"),
+            ("database", " ".into(), "must not be empty"),
+            ("database", 5.into(), "allowed: a string"),
+            ("user", true.into(), "allowed: a string"),
+            ("drop_existing", "yes".into(), "true or false"),
+            ("timeout", "soon".into(), "not a duration"),
+            ("timeout", "0s".into(), "too short"),
+            ("insecure_skip_verify", true.into(), "does not ask for TLS"),
+            ("ca_file", "/no/such/ca.pem".into(), ""),
+        ] {
+            let e = KIND.parse(&section(&[(key, value)])).unwrap_err();
+            assert_eq!(e.key, format!("target.{key}"), "{e:?}");
+            assert!(e.message.contains(says), "{key}: {}", e.message);
+        }
+        assert_eq!(
+            KIND.parse(&section(&[("url", "HTTPS://h:8443".into())]))
+                .unwrap()
+                .url(),
+            Some("https://h:8443")
+        );
+    }
+
+    #[test]
+    fn the_password_is_kept_out_of_the_settings() {
+        let t = KIND
+            .parse(&section(&[
+                ("user", "u".into()),
+                ("password", "pw-in-the-file".into()),
+            ]))
+            .unwrap();
+        let shown = t.settings().to_string();
+        assert!(!shown.contains("pw-in-the-file"), "{shown}");
+        assert!(shown.contains("\"password\":\"***\""), "{shown}");
+        assert!(shown.contains("\"user\":\"u\""), "{shown}");
+        assert!(!format!("{t:?}").contains("pw-in-the-file"));
+    }
+
+    #[test]
+    fn it_is_queried_in_clickhouse_sql_and_reached_over_http() {
+        let mut t = KIND.parse(&section(&[])).unwrap();
+        assert!(t.query_languages().is_empty());
+        assert_eq!(
+            t.tsbs_dialect(None, false),
+            Ok(tsload_query::Dialect::ClickHouse)
+        );
+        assert!(t.oltp_dialect().is_none());
+        assert!(matches!(t.app_probe(), AppProbe::Http(e) if e.url == DEFAULT_URL));
+        let addr: std::net::SocketAddr = "127.0.0.1:9999".parse().unwrap();
+        assert!(t.connect_via("http://h:9999".into(), addr));
+        assert_eq!(t.url(), Some("http://h:9999"));
+        t.set_drop_existing(true);
+        assert_eq!(t.drop_existing(), Some(true));
+    }
+}
