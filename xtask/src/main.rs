@@ -11,18 +11,20 @@ const USAGE: &str =
                  install what the tests need, then fmt check, clippy, and every test
                  (N rounds, each killed and failed past MINUTES, default 60)
   bench          criterion benchmarks of the hot path
-  bench-targets [--ledger-only] [--baseline BIN]
-                [null|victoria-metrics|influxdb|questdb|postgres|mariadb]... [-- KEY=VALUE...]
+  bench-targets [--ledger-only] [--baseline BIN [--current BIN]]
+                [null|victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse]...
+                [-- KEY=VALUE...]
                  start each real server on loopback and load TSBS cpu-only (seed 123,
                  100 hosts, 4 workers, batch 10,000; 1 day = 8.64 M metrics over line
                  protocol, 6 h = 2.16 M metrics into the SQL servers) three times with
                  the release build, printing tsload's reports; for PostgreSQL and MariaDB
                  then what exactly-once delivery's ledger costs at batch 1, 10 and 10,000
                  (--ledger-only: just that); KEY=VALUE are --set's. --baseline BIN: this
-                 build against another tsload binary, alternated on fresh servers, three
+                 build (or --current BIN) against another tsload binary, alternated on
+                 fresh servers, three
                  rounds, medians and ratios of rows/s and client CPU (default targets:
                  null, victoria-metrics, postgres, mariadb)
-  serve <victoria-metrics|influxdb|questdb|postgres|mariadb>
+  serve <victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)
   k8s-simulate [--env NAME=VALUE]... [--dir DIR]
@@ -681,7 +683,10 @@ fn bench(extra: &[String]) -> anyhow::Result<()> {
 fn serve(args: &[String]) -> anyhow::Result<()> {
     use tsload_testbed::Server;
     let [name] = args else {
-        bail!("usage: cargo xtask serve <victoria-metrics|influxdb|questdb|postgres|mariadb>");
+        bail!(
+            "usage: cargo xtask serve \
+             <victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse>"
+        );
     };
     let kind = server_kind(name)?;
     let server = Server::start(kind).with_context(|| format!("starting {kind}"))?;
@@ -705,8 +710,11 @@ fn server_kind(name: &str) -> anyhow::Result<tsload_testbed::ServerKind> {
         "questdb" => ServerKind::QuestDb,
         "postgres" => ServerKind::Postgres,
         "mariadb" => ServerKind::MariaDb,
+        "prometheus" => ServerKind::Prometheus,
+        "clickhouse" => ServerKind::ClickHouse,
         other => bail!(
-            "unknown server {other}; allowed: victoria-metrics, influxdb, questdb, postgres, mariadb"
+            "unknown server {other}; allowed: victoria-metrics, influxdb, questdb, postgres, \
+             mariadb, prometheus, clickhouse"
         ),
     })
 }
@@ -728,7 +736,23 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
             .filter(|(j, _)| *j != i && *j != i + 1)
             .map(|(_, a)| a)
             .collect();
-        return bench_against(baseline, &rest, extra);
+        // `--current BIN`: the binary to compare (default: this tree's release build).
+        let (current, rest): (Option<&String>, Vec<&String>) =
+            match rest.iter().position(|a| *a == "--current") {
+                Some(j) => (
+                    Some(
+                        rest.get(j + 1)
+                            .context("--current takes the path of a tsload binary")?,
+                    ),
+                    rest.iter()
+                        .enumerate()
+                        .filter(|(k, _)| *k != j && *k != j + 1)
+                        .map(|(_, a)| *a)
+                        .collect(),
+                ),
+                None => (None, rest),
+            };
+        return bench_against(current.map(String::as_str), baseline, &rest, extra);
     }
     let names: Vec<&String> = names.iter().filter(|a| *a != "--ledger-only").collect();
     let kinds: Vec<ServerKind> = if names.is_empty() {
@@ -802,7 +826,18 @@ fn bench_sets(server: Option<&tsload_testbed::Server>) -> anyhow::Result<Vec<Str
             sets.push("target.drop_existing=true".into());
             sets.push("workload.end=\"2016-01-01T06:00:00Z\"".into());
         }
-        _ => {
+        ServerKind::Prometheus => {
+            // Prometheus as installed takes each series in time order only: one worker.
+            sets[0] = "load.workers=1".into();
+            sets.push("target.kind=\"prometheus\"".into());
+            sets.push(format!("target.url=\"{}/api/v1/write\"", server.base_url()));
+        }
+        ServerKind::ClickHouse => {
+            sets.push("target.kind=\"clickhouse\"".into());
+            sets.push(format!("target.url=\"{}\"", server.base_url()));
+            sets.push("target.drop_existing=true".into());
+        }
+        ServerKind::InfluxDb1 | ServerKind::VictoriaMetrics | ServerKind::QuestDb => {
             sets.push("target.kind=\"influx\"".into());
             sets.push(format!("target.url=\"{}\"", server.base_url()));
             if kind != ServerKind::InfluxDb1 {
@@ -817,15 +852,25 @@ fn bench_sets(server: Option<&tsload_testbed::Server>) -> anyhow::Result<Vec<Str
 /// build) on the same loads: per target (`null` or a server), three rounds, each running
 /// both binaries in alternating order against a fresh server; prints the medians of
 /// rows/s and client CPU per 1,000 metrics, and the ratios this / baseline.
-fn bench_against(baseline: &str, names: &[&String], extra: &[String]) -> anyhow::Result<()> {
+fn bench_against(
+    current: Option<&str>,
+    baseline: &str,
+    names: &[&String],
+    extra: &[String],
+) -> anyhow::Result<()> {
     use tsload_testbed::Server;
     let names: Vec<&str> = if names.is_empty() {
         vec!["null", "victoria-metrics", "postgres", "mariadb"]
     } else {
         names.iter().map(|n| n.as_str()).collect()
     };
-    run("cargo", &["build", "--release", "-p", "tsload"])?;
-    let current = "target/release/tsload";
+    let current = match current {
+        Some(bin) => bin,
+        None => {
+            run("cargo", &["build", "--release", "-p", "tsload"])?;
+            "target/release/tsload"
+        }
+    };
     let dir = std::env::temp_dir().join(format!("tsload-bench-against-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let report = dir.join("r.json");
