@@ -7,8 +7,9 @@
 //!   `(seed, query index)`.
 //! - [`render`] / [`render_into`]: pure renderers from a spec to the text of one
 //!   [`Dialect`]: InfluxQL, PostgreSQL (wide or tags layout, optional `time_bucket`),
-//!   MySQL/MariaDB (`DATETIME(6)` or `BIGINT` ns), SQLite, QuestDB, TDengine, PromQL /
-//!   MetricsQL. A type a dialect cannot express is [`QueryError::Unsupported`].
+//!   MySQL/MariaDB (`DATETIME(6)` or `BIGINT` ns), SQLite, QuestDB, TDengine, ClickHouse,
+//!   PromQL / MetricsQL (VictoriaMetrics) and standard PromQL (Prometheus). A type a
+//!   dialect cannot express is [`QueryError::Unsupported`].
 //! - [`TsbsQueries`]: the [`tsload_core::QueryWorkload`] that hands each worker its share
 //!   of the run's queries as [`tsload_core::QueryRequest`]s.
 //! - [`reference_answer`]: the expected answer of a spec over `cpu-only` data, computed
