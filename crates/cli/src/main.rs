@@ -565,20 +565,17 @@ fn target_kind_of_url(url: &str) -> Result<&'static str, String> {
     {
         return Ok(kind.name);
     }
-    let mut allowed: Vec<String> = kinds
+    let mut schemes: Vec<&str> = kinds
         .iter()
         .flat_map(|k| k.url_schemes())
         .chain(crate::targets::NOT_BUILT.iter().flat_map(|k| k.url_schemes))
-        .map(|s| match *s {
-            "sqlite" => "sqlite:".to_string(),
-            other => format!("{other}://"),
-        })
+        .copied()
         .collect();
-    allowed.dedup();
-    allowed.push("null".into());
+    schemes.dedup();
     Err(format!(
-        "--target {url}: the scheme does not name a target kind; allowed: {}",
-        allowed.join(", ")
+        "--target {url}: the scheme does not name a target kind; the kinds' schemes: {}, or \
+         null",
+        schemes.join(", ")
     ))
 }
 

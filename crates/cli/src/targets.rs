@@ -22,6 +22,9 @@ pub static KINDS: &[&dyn tsload_target::TargetKind] = &[
     &tsload_target::NullKind,
 ];
 
+/// The kind of a scenario that names none: the embedded default.
+pub const DEFAULT_KIND: &str = "sqlite";
+
 /// A kind this build was made without: its name and URL schemes, and how to get it.
 #[derive(Debug)]
 pub struct NotBuilt {

@@ -96,22 +96,9 @@ impl TargetKind for ClickHouseKind {
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let mut url = s.url(DEFAULT_URL)?;
-        // Schemes are case-insensitive: `HTTPS://h` is https.
-        if let Some((scheme, rest)) = url.split_once("://")
-            && (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
-        {
-            url = format!("{}://{rest}", scheme.to_ascii_lowercase());
-        }
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(s.error(
-                "url",
-                format!(
-                    "\"{}\" is not an HTTP URL; write e.g. \"{DEFAULT_URL}\"",
-                    tsload_redact::url(&url)
-                ),
-            ));
-        }
+        let url = s
+            .http_url("url", DEFAULT_URL)?
+            .unwrap_or_else(|| DEFAULT_URL.to_string());
         let database = match s.text("database")? {
             None => DEFAULT_DATABASE.to_string(),
             Some(d) if d.trim().is_empty() => {

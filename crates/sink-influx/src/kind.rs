@@ -181,19 +181,9 @@ impl TargetKind for InfluxKind {
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let mut url = s.url(DEFAULT_URL)?;
-        // Schemes are case-insensitive: `HTTPS://h` is https.
-        if let Some((scheme, rest)) = url.split_once("://")
-            && (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
-        {
-            url = format!("{}://{rest}", scheme.to_ascii_lowercase());
-        }
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(s.error(
-                "url",
-                format!("\"{url}\" is not an HTTP URL; write e.g. \"http://127.0.0.1:8086\""),
-            ));
-        }
+        let url = s
+            .http_url("url", DEFAULT_URL)?
+            .unwrap_or_else(|| DEFAULT_URL.to_string());
         let text = |key: &str| -> Result<Option<String>, KeyError> {
             Ok(s.text(key)?.map(str::to_string))
         };

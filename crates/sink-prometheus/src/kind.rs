@@ -77,26 +77,6 @@ const KEYS: &[KeyDoc] = &[
 /// receiver that answers PromQL), or VictoriaMetrics' MetricsQL.
 const QUERY_LANGUAGES: &[&str] = &["promql", "metricsql"];
 
-/// An `http(s)://` URL, its scheme lower-cased, or the error for `key`.
-fn http_url(s: &Section, key: &str, url: String) -> Result<String, KeyError> {
-    let mut url = url;
-    if let Some((scheme, rest)) = url.split_once("://")
-        && (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
-    {
-        url = format!("{}://{rest}", scheme.to_ascii_lowercase());
-    }
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(s.error(
-            key,
-            format!(
-                "\"{}\" is not an HTTP URL; write e.g. \"{DEFAULT_URL}\"",
-                tsload_redact::url(&url)
-            ),
-        ));
-    }
-    Ok(url)
-}
-
 impl TargetKind for PrometheusKind {
     fn name(&self) -> &'static str {
         "prometheus"
@@ -111,11 +91,10 @@ impl TargetKind for PrometheusKind {
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = http_url(s, "url", s.url(DEFAULT_URL)?)?;
-        let query_url = match s.text("query_url")? {
-            Some(q) => Some(http_url(s, "query_url", q.to_string())?),
-            None => None,
-        };
+        let url = s
+            .http_url("url", DEFAULT_URL)?
+            .unwrap_or_else(|| DEFAULT_URL.to_string());
+        let query_url = s.http_url("query_url", "http://127.0.0.1:9090")?;
         let tls = s.tls(
             url.starts_with("https://")
                 || query_url

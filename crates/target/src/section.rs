@@ -112,6 +112,34 @@ impl Section {
         }
     }
 
+    /// `key` as an HTTP URL (`url` of an HTTP target, or another address of it), `None`
+    /// when unset: `http://` or `https://`, the scheme in any case and written
+    /// lower-case; `example` is the URL the error suggests.
+    pub fn http_url(&self, key: &str, example: &str) -> Result<Option<String>, KeyError> {
+        let Some(text) = self.text(key)? else {
+            return Ok(None);
+        };
+        if text.trim().is_empty() {
+            return Err(self.error(key, "must not be empty"));
+        }
+        let mut url = text.to_string();
+        if let Some((scheme, rest)) = url.split_once("://")
+            && (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+        {
+            url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(self.error(
+                key,
+                format!(
+                    "\"{}\" is not an HTTP URL; write e.g. \"{example}\"",
+                    tsload_redact::url(&url)
+                ),
+            ));
+        }
+        Ok(Some(url))
+    }
+
     /// A boolean, or `default`.
     pub fn flag(&self, key: &str, default: bool) -> Result<bool, KeyError> {
         match self.values.get(key) {

@@ -10,7 +10,7 @@ use crate::plan::TargetPlan;
 impl Ctx<'_> {
     pub(super) fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
         let kind = match t.0.get("kind") {
-            None => "sqlite",
+            None => crate::targets::DEFAULT_KIND,
             Some(v) => self.word(v, "target.kind", &target_kinds())?,
         };
         if let Some(why) = crate::targets::NOT_BUILT
