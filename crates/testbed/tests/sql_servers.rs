@@ -224,7 +224,7 @@ fn settings_reach_the_server_and_survive_a_restart() {
     let err = Server::start_with(ServerKind::InfluxDb1, &[("a", "b")]).unwrap_err();
     assert!(
         err.to_string()
-            .contains("only PostgreSQL, MariaDB and VictoriaMetrics"),
+            .contains("only PostgreSQL, MariaDB, VictoriaMetrics and Prometheus take settings"),
         "{err}"
     );
 }
