@@ -122,6 +122,8 @@ fn http_get(addr: &str, path: &str) -> Option<Vec<u8>> {
 fn no_canary_secret_reaches_any_output() {
     let pg = start(ServerKind::Postgres);
     let influx = start(ServerKind::InfluxDb1);
+    // Prometheus checks no credentials: a remote-write run with a canary password succeeds.
+    let prometheus = start(ServerKind::Prometheus);
     let inputs = tempfile::tempdir().unwrap();
     let outdir = tempfile::tempdir().unwrap();
     let (inp, out) = (inputs.path(), outdir.path());
@@ -293,6 +295,34 @@ fn no_canary_secret_reaches_any_output() {
             "--set",
             "target.url=\"http://me:KNRYbadUrl@127.0.0.1:99999\"",
         ]),
+        false,
+    );
+
+    // A remote-write run with basic auth, and the password's write URL refused.
+    let prometheus_scenario = format!(
+        "name = \"prometheus\"\n{small}[target]\nkind = \"prometheus\"\n\
+         url = \"{}/api/v1/write\"\nuser = \"me\"\npassword = \"KNRYpromPw\"\n",
+        prometheus.base_url()
+    );
+    let prometheus_file = write(inp, "prometheus.toml", &prometheus_scenario);
+    seen.run(
+        "run prometheus",
+        tsload_in(out).arg("run").arg(&prometheus_file).args([
+            "-n",
+            "100",
+            "--progress",
+            "none",
+            "--json",
+            "prometheus.json",
+        ]),
+        true,
+    );
+    seen.run(
+        "run prometheus bad url",
+        tsload_in(out)
+            .arg("run")
+            .arg(&prometheus_file)
+            .args(["--set", "target.url=\"ftp://me:KNRYpromUrl@127.0.0.1:9\""]),
         false,
     );
 
