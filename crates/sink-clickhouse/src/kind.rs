@@ -150,12 +150,7 @@ impl Target for ClickHouseConfig {
         if self.password.is_some() {
             v["password"] = serde_json::json!("***");
         }
-        if let Some(ca) = &self.tls.ca_file {
-            v["ca_file"] = serde_json::json!(ca.display().to_string());
-        }
-        if self.tls.insecure_skip_verify {
-            v["insecure_skip_verify"] = serde_json::json!(true);
-        }
+        tsload_target::add_tls_settings(&mut v, &self.tls);
         v
     }
 

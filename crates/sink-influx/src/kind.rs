@@ -242,12 +242,7 @@ impl Target for InfluxConfig {
             "precision": self.precision.as_str(), "gzip": self.gzip,
             "timeout": humantime::format_duration(self.timeout).to_string(),
         });
-        if let Some(ca) = &self.tls.ca_file {
-            v["ca_file"] = serde_json::json!(ca.display().to_string());
-        }
-        if self.tls.insecure_skip_verify {
-            v["insecure_skip_verify"] = serde_json::json!(true);
-        }
+        tsload_target::add_tls_settings(&mut v, &self.tls);
         match &self.api {
             Api::V2 { org, bucket, token } => {
                 v["org"] = serde_json::json!(org);
@@ -286,18 +281,8 @@ impl Target for InfluxConfig {
 
     fn flush(&self) -> LocalBoxFuture<'_, ()> {
         Box::pin(async move {
-            let Ok(tls) = tsload_tls::client_config(&self.tls) else {
-                return;
-            };
-            let url = format!("{}/internal/force_flush", self.url.trim_end_matches('/'));
-            let mut builder = tsload_http::client_builder(tls).timeout(Duration::from_secs(10));
-            if let (Some(addr), Ok(parsed)) = (self.connect_to, reqwest::Url::parse(&self.url))
-                && let Some(host) = parsed.host_str()
-            {
-                builder = builder.resolve(host, addr);
-            }
-            if let Ok(client) = builder.build() {
-                let _ = client.get(url).send().await;
+            if let AppProbe::Http(endpoint) = self.app_probe() {
+                force_flush(&endpoint).await;
             }
         })
     }
@@ -350,6 +335,28 @@ impl Target for InfluxConfig {
             let t = InfluxQueryTarget::new(self, api).map_err(EngineError::Prepare)?;
             run.into_engine(t).await
         })
+    }
+}
+
+/// Asks a VictoriaMetrics at `endpoint` to write out what it holds in memory
+/// (`GET /internal/force_flush`); any failure, a server without that path included, is
+/// ignored.
+pub async fn force_flush(endpoint: &HttpEndpoint) {
+    let Ok(tls) = tsload_tls::client_config(&endpoint.tls) else {
+        return;
+    };
+    let base = endpoint.url.trim_end_matches('/');
+    let mut builder = tsload_http::client_builder(tls).timeout(Duration::from_secs(10));
+    if let (Some(addr), Ok(parsed)) = (endpoint.connect_to, reqwest::Url::parse(base))
+        && let Some(host) = parsed.host_str()
+    {
+        builder = builder.resolve(host, addr);
+    }
+    if let Ok(client) = builder.build() {
+        let _ = client
+            .get(format!("{base}/internal/force_flush"))
+            .send()
+            .await;
     }
 }
 

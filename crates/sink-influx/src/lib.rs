@@ -23,7 +23,7 @@ use tsload_lineproto::LineEncoder;
 pub use classify::{
     answer_error, classify_request_error, classify_status, parse_retry_after, status_error,
 };
-pub use kind::{InfluxKind, KIND};
+pub use kind::{InfluxKind, KIND, force_flush};
 pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
 pub use tsload_lineproto::Precision;
 

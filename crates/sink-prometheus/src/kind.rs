@@ -162,12 +162,7 @@ impl Target for PrometheusConfig {
         if self.password.is_some() {
             v["password"] = serde_json::json!("***");
         }
-        if let Some(ca) = &self.tls.ca_file {
-            v["ca_file"] = serde_json::json!(ca.display().to_string());
-        }
-        if self.tls.insecure_skip_verify {
-            v["insecure_skip_verify"] = serde_json::json!(true);
-        }
+        tsload_target::add_tls_settings(&mut v, &self.tls);
         v
     }
 
@@ -188,22 +183,8 @@ impl Target for PrometheusConfig {
     /// VictoriaMetrics' `/internal/force_flush` (Prometheus has none: a 404, ignored).
     fn flush(&self) -> LocalBoxFuture<'_, ()> {
         Box::pin(async move {
-            let Ok(tls) = tsload_tls::client_config(&self.tls) else {
-                return;
-            };
-            let base = self.base_url();
-            let mut builder = tsload_http::client_builder(tls).timeout(Duration::from_secs(10));
-            if let (Some(addr), None, Ok(parsed)) =
-                (self.connect_to, &self.query_url, reqwest::Url::parse(&base))
-                && let Some(host) = parsed.host_str()
-            {
-                builder = builder.resolve(host, addr);
-            }
-            if let Ok(client) = builder.build() {
-                let _ = client
-                    .get(format!("{base}/internal/force_flush"))
-                    .send()
-                    .await;
+            if let AppProbe::Http(endpoint) = self.app_probe() {
+                tsload_sink_influx::force_flush(&endpoint).await;
             }
         })
     }

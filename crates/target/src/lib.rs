@@ -354,6 +354,17 @@ impl Target for NullTarget {
     }
 }
 
+/// Adds the TLS settings that differ from the defaults (`ca_file`,
+/// `insecure_skip_verify`) to a target's [`Target::settings`].
+pub fn add_tls_settings(settings: &mut serde_json::Value, tls: &tsload_tls::TlsOptions) {
+    if let Some(ca) = &tls.ca_file {
+        settings["ca_file"] = serde_json::json!(ca.display().to_string());
+    }
+    if tls.insecure_skip_verify {
+        settings["insecure_skip_verify"] = serde_json::json!(true);
+    }
+}
+
 /// Percent-encodes everything but RFC 3986's unreserved characters.
 pub fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -1,15 +1,37 @@
 //! SQL for SQLite, for the table the SQLite sink creates: `cpu (ts INTEGER, <tags>,
 //! <fields>)` with `ts` in nanoseconds since the epoch. Buckets are integer divisions of
-//! `ts` (bucket starts in ns); lastpoint joins each host's latest `ts`.
+//! `ts` (bucket starts in ns); lastpoint joins each host's latest `ts`. ClickHouse's table
+//! has the same shape, so its renderer is this one with its own [`IntNsSql`].
 
 use super::{Query, push_aggs, push_hostname_in, push_int};
 use crate::types::{BucketUnit, GROUPBY_ORDERBY_LIMIT_ROWS, HIGH_CPU_THRESHOLD, QueryShape};
 
+/// What differs between the SQL dialects of a `cpu` table with `ts` in integer
+/// nanoseconds.
+pub(super) struct IntNsSql {
+    /// Integer division of `ts` by a bucket's nanoseconds, before `(ns)`.
+    pub(super) div_open: &'static str,
+    /// ... and after it.
+    pub(super) div_close: &'static str,
+    /// The lastpoint query: each host's row at its latest `ts`.
+    pub(super) lastpoint: &'static str,
+}
+
+/// SQLite: `/` of two integers is integer division.
+const SQLITE: IntNsSql = IntNsSql {
+    div_open: "ts / ",
+    div_close: "",
+    lastpoint: "SELECT cpu.* FROM cpu JOIN (SELECT hostname, max(ts) AS max_ts FROM cpu \
+                GROUP BY hostname) AS latest ON cpu.hostname = latest.hostname AND \
+                cpu.ts = latest.max_ts ORDER BY cpu.hostname",
+};
+
 /// `ts / 60000000000 * 60000000000` (integer division: the start of the bucket of a
-/// timestamp after 1970).
-fn push_bucket(out: &mut String, unit: BucketUnit) {
-    out.push_str("ts / ");
+/// timestamp after 1970), in `sql`'s words.
+fn push_bucket(out: &mut String, sql: &IntNsSql, unit: BucketUnit) {
+    out.push_str(sql.div_open);
     push_int(out, unit.ns());
+    out.push_str(sql.div_close);
     out.push_str(" * ");
     push_int(out, unit.ns());
 }
@@ -22,11 +44,16 @@ fn push_time_range(out: &mut String, q: &Query<'_>) {
 }
 
 pub(super) fn render(q: &Query<'_>, out: &mut String) {
+    render_int_ns(q, &SQLITE, out);
+}
+
+/// The query over a `cpu` table with `ts` in integer nanoseconds, in `sql`'s words.
+pub(super) fn render_int_ns(q: &Query<'_>, sql: &IntNsSql, out: &mut String) {
     match q.shape {
         QueryShape::MaxPerBucket => {
             let unit = q.bucket();
             out.push_str("SELECT ");
-            push_bucket(out, unit);
+            push_bucket(out, sql, unit);
             out.push_str(" AS ");
             out.push_str(unit.word());
             out.push_str(", ");
@@ -42,7 +69,7 @@ pub(super) fn render(q: &Query<'_>, out: &mut String) {
         }
         QueryShape::MeanPerBucketAndHost => {
             out.push_str("SELECT ");
-            push_bucket(out, BucketUnit::Hour);
+            push_bucket(out, sql, BucketUnit::Hour);
             out.push_str(" AS hour, hostname, ");
             push_aggs(out, "avg", q.metrics, Some("mean"), ", ");
             out.push_str(" FROM cpu WHERE ");
@@ -61,16 +88,12 @@ pub(super) fn render(q: &Query<'_>, out: &mut String) {
         }
         QueryShape::LastBucketsBeforeEnd => {
             out.push_str("SELECT ");
-            push_bucket(out, BucketUnit::Minute);
+            push_bucket(out, sql, BucketUnit::Minute);
             out.push_str(" AS minute, max(usage_user) AS max_usage_user FROM cpu WHERE ts < ");
             push_int(out, q.window.end_ns);
             out.push_str(" GROUP BY minute ORDER BY minute DESC LIMIT ");
             push_int(out, GROUPBY_ORDERBY_LIMIT_ROWS as i64);
         }
-        QueryShape::LastPointPerHost => out.push_str(
-            "SELECT cpu.* FROM cpu JOIN (SELECT hostname, max(ts) AS max_ts FROM cpu \
-             GROUP BY hostname) AS latest ON cpu.hostname = latest.hostname AND \
-             cpu.ts = latest.max_ts ORDER BY cpu.hostname",
-        ),
+        QueryShape::LastPointPerHost => out.push_str(sql.lastpoint),
     }
 }
