@@ -95,6 +95,17 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("podman", "podman"),
     ("runc", "runc"),
     ("debootstrap", "debootstrap"),
+    // A kernel with sch_netem for the netem tests: Debian's kernel booted under qemu (TCG)
+    // with a busybox initramfs (tsload_testbed's VM harness); this machine's own kernel
+    // has no netem. iputils' `ping -f` is what `tsload probe icmp --flood` is checked
+    // against.
+    ("qemu-system-x86", "qemu-system-x86_64"),
+    ("linux-image-amd64", "/vmlinuz"),
+    ("busybox-static", "busybox"),
+    ("iputils-ping", "ping"),
+    // The headless browser the HTML report's test drives over WebDriver.
+    ("chromium", "chromium"),
+    ("chromium-driver", "chromedriver"),
 ];
 
 /// The local image the container test builds the Dockerfile's runtime stage on (a
