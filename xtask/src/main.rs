@@ -5,6 +5,8 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
+mod sysbench;
+
 const USAGE: &str =
     "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|container-base|fmt>
   test [--repeat N] [--timeout MINUTES]
@@ -23,7 +25,11 @@ const USAGE: &str =
                  build (or --current BIN) against another tsload binary, alternated on
                  fresh servers, three
                  rounds, medians and ratios of rows/s and client CPU (default targets:
-                 null, victoria-metrics, postgres, mariadb)
+                 null, victoria-metrics, postgres, mariadb). --sysbench [mariadb]
+                 [postgres] [--kinds K,K] [--time S] [--rounds N] [--current BIN]:
+                 tsload's OLTP kinds against Debian's sysbench on one fresh server each,
+                 alternated, medians and ratios of TPS, p95/p99 and client user/system
+                 CPU per transaction
   serve <victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)
@@ -736,6 +742,10 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
+    if names.iter().any(|a| a == "--sysbench") {
+        let rest: Vec<&String> = names.iter().filter(|a| *a != "--sysbench").collect();
+        return sysbench::bench(&rest);
+    }
     let ledger_only = names.iter().any(|a| a == "--ledger-only");
     if let Some(i) = names.iter().position(|a| a == "--baseline") {
         let baseline = names
