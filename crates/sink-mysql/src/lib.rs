@@ -27,9 +27,11 @@
 mod conn;
 mod error;
 mod kind;
+mod lean;
 mod query;
 mod sql;
 mod url;
+mod wire;
 
 use std::fmt;
 use std::str::FromStr;

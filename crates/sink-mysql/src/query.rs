@@ -2,7 +2,8 @@
 //! from the sink's [`MysqlConfig`] (same URL check and connect timeout), and
 //! [`MysqlQueryConn`] runs a request's statements (between BEGIN and COMMIT when asked),
 //! reading every result row. A connection lost with an error is opened again by the next
-//! request.
+//! request. The connection is tsload's own ([`crate::lean`]: rows counted in the read
+//! buffer, not made into sqlx rows) wherever it can speak for sqlx's, sqlx's otherwise.
 //!
 //! Statements with parameters (`?`) are prepared once per connection (COM_STMT_PREPARE)
 //! and kept in sqlx's statement cache, then only executed with their values (binary
@@ -23,6 +24,7 @@ use tsload_core::{
 };
 
 use crate::error::sink_error;
+use crate::lean::{Lean, LeanConn, LeanOptions};
 use crate::{Inner, MysqlConfig, MysqlSink};
 
 /// The MySQL / MariaDB read target.
@@ -44,31 +46,71 @@ impl QueryTarget for MysqlQueryTarget {
     type Conn = MysqlQueryConn;
 
     async fn connect(&self, _worker: usize) -> Result<MysqlQueryConn, SinkError> {
+        let lean = LeanOptions::from_url(&self.inner.cfg.url, &self.inner.label);
         Ok(MysqlQueryConn {
-            conn: Some(self.inner.open().await?),
+            conn: Some(open(&self.inner, lean.as_ref()).await?),
             inner: self.inner.clone(),
+            lean,
         })
     }
+}
+
+/// A read connection: tsload's own, or sqlx's where the lean one cannot serve the URL or
+/// the server.
+#[derive(Debug)]
+enum Conn {
+    Lean(Box<LeanConn>),
+    Sqlx(MySqlConnection),
+}
+
+/// Opens the lean connection when `lean` is given and the server takes it, sqlx's
+/// otherwise.
+async fn open(inner: &Inner, lean: Option<&LeanOptions>) -> Result<Conn, SinkError> {
+    if let Some(options) = lean {
+        match LeanConn::connect(options, inner.cfg.connect_timeout).await {
+            Ok(conn) => return Ok(Conn::Lean(Box::new(conn))),
+            Err(Lean::Failed(error)) => return Err(error),
+            Err(Lean::Unsupported) => {}
+        }
+    }
+    Ok(Conn::Sqlx(inner.open().await?))
 }
 
 /// One worker's MySQL connection for reads.
 #[derive(Debug)]
 pub struct MysqlQueryConn {
     /// `None` after a failure that may have lost the connection; the next request reopens.
-    conn: Option<MySqlConnection>,
+    conn: Option<Conn>,
     inner: Arc<Inner>,
+    /// Where the lean connection connects, when the URL allows it.
+    lean: Option<LeanOptions>,
+}
+
+impl MysqlQueryConn {
+    /// Which connection serves this worker: `tsload` (tsload's own, [`crate::lean`]) or
+    /// `sqlx`; `none` between a lost connection and the next request.
+    pub fn connection_kind(&self) -> &'static str {
+        match self.conn {
+            Some(Conn::Lean(_)) => "tsload",
+            Some(Conn::Sqlx(_)) => "sqlx",
+            None => "none",
+        }
+    }
 }
 
 impl QueryConn for MysqlQueryConn {
     async fn execute(&mut self, request: &QueryRequest) -> Result<QueryAck, SinkError> {
         let conn = match &mut self.conn {
             Some(conn) => conn,
-            None => self.conn.insert(self.inner.open().await?),
+            None => self
+                .conn
+                .insert(open(&self.inner, self.lean.as_ref()).await?),
         };
-        let result = if request.transaction {
-            run_transaction(conn, request).await
-        } else {
-            run_all(conn, request).await
+        let result = match (conn, request.transaction) {
+            (Conn::Sqlx(conn), true) => run_transaction(conn, request).await,
+            (Conn::Sqlx(conn), false) => run_all(conn, request).await,
+            (Conn::Lean(conn), true) => lean_transaction(conn, request).await,
+            (Conn::Lean(conn), false) => lean_all(conn, request).await,
         };
         result.inspect_err(|e| {
             if breaks_connection(e.kind) {
@@ -118,6 +160,51 @@ async fn run_transaction(
         }
         Err(mut error) => {
             if !breaks_connection(error.kind) && tx.rollback().await.is_err() {
+                // The next request reopens the connection.
+                error.kind = ErrorKind::Connection;
+                error.message.push_str(" (and the rollback failed)");
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn lean_all(conn: &mut LeanConn, request: &QueryRequest) -> Result<QueryAck, SinkError> {
+    let mut ack = QueryAck::default();
+    for (i, statement) in request.statements.iter().enumerate() {
+        ack.rows += conn.run(statement).await.map_err(|mut e| {
+            e.message = format!("{}: {}", statement.label(i), e.message);
+            e
+        })?;
+        ack.statements += 1;
+    }
+    Ok(ack)
+}
+
+/// BEGIN, every statement, COMMIT on the lean connection, as [`run_transaction`] does on
+/// sqlx's: ROLLBACK when a statement fails and the connection is still usable.
+async fn lean_transaction(
+    conn: &mut LeanConn,
+    request: &QueryRequest,
+) -> Result<QueryAck, SinkError> {
+    fn context(what: &'static str) -> impl Fn(SinkError) -> SinkError {
+        move |mut e| {
+            e.message = format!("{what}: {}", e.message);
+            e
+        }
+    }
+    conn.query_text("BEGIN")
+        .await
+        .map_err(context("starting the transaction"))?;
+    match lean_all(conn, request).await {
+        Ok(ack) => {
+            conn.query_text("COMMIT")
+                .await
+                .map_err(context("committing the transaction"))?;
+            Ok(ack)
+        }
+        Err(mut error) => {
+            if !breaks_connection(error.kind) && conn.query_text("ROLLBACK").await.is_err() {
                 // The next request reopens the connection.
                 error.kind = ErrorKind::Connection;
                 error.message.push_str(" (and the rollback failed)");

@@ -2,7 +2,9 @@
 //! the testbed: row counts, parameter binding, transactions that commit and roll back,
 //! deadlocks, errors that name their statement and leave the connection usable, and a
 //! killed server. The tests are the testbed's, shared with the PostgreSQL target; this
-//! file says what MariaDB's differ in.
+//! file says what MariaDB's differ in. Each runs twice: on tsload's own connection (the
+//! testbed's plain URL) and on sqlx's (a URL option only sqlx speaks); and a user with a
+//! password logs in over tsload's `mysql_native_password`.
 
 use tsload_sink_mysql::{MysqlConfig, MysqlQueryTarget};
 use tsload_testbed::ServerKind;
@@ -25,8 +27,24 @@ const MARIADB: SqlServer<MysqlQueryTarget> = SqlServer {
     cannot_connect: "cannot connect to",
 };
 
+/// The same server through sqlx's connection.
+const MARIADB_SQLX: SqlServer<MysqlQueryTarget> = SqlServer {
+    target: sqlx_target,
+    ..MARIADB
+};
+
 fn target(url: String) -> MysqlQueryTarget {
     MysqlQueryTarget::new(&MysqlConfig::new(url)).unwrap()
+}
+
+/// `url` with an option tsload's own connection leaves to sqlx (sqlx's default value).
+fn sqlx_url(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}statement-cache-capacity=100")
+}
+
+fn sqlx_target(url: String) -> MysqlQueryTarget {
+    target(sqlx_url(&url))
 }
 
 fn missing_table(name: &str) -> String {
@@ -61,4 +79,68 @@ async fn killed_server_is_a_connection_error_and_the_next_request_reconnects() {
 #[tokio::test]
 async fn unreachable_server_is_a_connection_error_without_the_password() {
     checks::unreachable_server_is_a_connection_error_without_the_password(&MARIADB).await;
+}
+
+#[tokio::test]
+async fn sqlx_reads_rows_binds_parameters_and_counts_changes() {
+    checks::reads_rows_binds_parameters_and_counts_changes(&MARIADB_SQLX).await;
+}
+
+#[tokio::test]
+async fn sqlx_transactions_commit_or_roll_back_whole() {
+    checks::transactions_commit_or_roll_back_whole(&MARIADB_SQLX).await;
+}
+
+#[tokio::test]
+async fn sqlx_errors_are_rejected_and_the_next_request_succeeds() {
+    checks::errors_are_rejected_and_the_next_request_succeeds(&MARIADB_SQLX).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlx_a_deadlock_is_a_conflict_naming_the_statement() {
+    checks::a_deadlock_is_a_conflict_naming_the_statement(&MARIADB_SQLX).await;
+}
+
+#[tokio::test]
+async fn sqlx_killed_server_is_a_connection_error_and_the_next_request_reconnects() {
+    checks::killed_server_is_a_connection_error_and_the_next_request_reconnects(&MARIADB_SQLX)
+        .await;
+}
+
+#[tokio::test]
+async fn sqlx_unreachable_server_is_a_connection_error_without_the_password() {
+    checks::unreachable_server_is_a_connection_error_without_the_password(&MARIADB_SQLX).await;
+}
+
+/// The plain URL gets tsload's own connection, an option only sqlx reads gets sqlx's; a
+/// user with a password logs in over `mysql_native_password` on tsload's, and a wrong
+/// password is a permission error that shows neither password.
+#[tokio::test]
+async fn connections_and_passwords() {
+    use tsload_core::{ErrorKind, QueryConn as _, QueryRequest, QueryTarget as _, Statement};
+    let server = tsload_testbed::Server::start(ServerKind::MariaDb).unwrap();
+    let url = server.database_url().unwrap();
+    let lean = target(url.clone()).connect(0).await.unwrap();
+    assert_eq!(lean.connection_kind(), "tsload");
+    let sqlx = target(sqlx_url(&url)).connect(0).await.unwrap();
+    assert_eq!(sqlx.connection_kind(), "sqlx");
+
+    server
+        .sql("CREATE USER 'pw'@'%' IDENTIFIED BY 's3cret-pw'; GRANT ALL ON tsload.* TO 'pw'@'%'")
+        .unwrap();
+    let with = |password: &str| url.replacen("root@", &format!("pw:{password}@"), 1);
+    let mut conn = target(with("s3cret-pw")).connect(0).await.unwrap();
+    assert_eq!(conn.connection_kind(), "tsload");
+    let request = QueryRequest {
+        statements: vec![Statement::new("SELECT CURRENT_USER()")],
+        ..QueryRequest::default()
+    };
+    assert_eq!(conn.execute(&request).await.unwrap().rows, 1);
+    let refused = target(with("wrong-pw")).connect(0).await.unwrap_err();
+    assert_eq!(refused.kind, ErrorKind::Permission, "{refused}");
+    assert!(refused.message.contains("MySQL error 1045"), "{refused}");
+    assert!(
+        !refused.message.contains("wrong-pw") && !refused.message.contains("s3cret"),
+        "{refused}"
+    );
 }

@@ -1,0 +1,518 @@
+//! The read path's own MySQL connection ([`LeanConn`]): plain TCP, `mysql_native_password`,
+//! prepared statements executed with the binary protocol and every result row read off
+//! the socket and counted in place (the protocol pieces are [`crate::wire`]'s). It is
+//! used where it can speak for sqlx exactly: a `mysql://` URL over TCP whose only option
+//! is `ssl-mode=disabled` or `preferred`, to a server that offers no TLS and accepts
+//! `mysql_native_password` (or no password). Anything else ([`Lean::Unsupported`]) is
+//! opened by sqlx as before.
+//!
+//! After the handshake it sets the session as sqlx's connect does (sql_mode additions,
+//! UTC time zone, `utf8mb4`), so statements behave the same on either connection.
+
+use std::collections::HashMap;
+use std::io;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tsload_core::{ErrorKind, SinkError, Statement};
+
+use crate::wire::{self, Malformed};
+
+/// Where and as whom the lean connection connects.
+#[derive(Clone)]
+pub(crate) struct LeanOptions {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) user: String,
+    pub(crate) password: String,
+    pub(crate) database: String,
+    /// The URL with its password hidden, for messages.
+    pub(crate) label: String,
+}
+
+impl std::fmt::Debug for LeanOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeanOptions")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeanOptions {
+    /// The options of `url` when the lean connection can serve it: `mysql://` or
+    /// `mariadb://`, a host (no socket), a database, and no query option but `ssl-mode`
+    /// `disabled` or `preferred`. `None` otherwise.
+    pub(crate) fn from_url(url: &str, label: &str) -> Option<Self> {
+        let parsed = url::Url::parse(url).ok()?;
+        if !matches!(parsed.scheme(), "mysql" | "mariadb") {
+            return None;
+        }
+        for (key, value) in parsed.query_pairs() {
+            let ok = key == "ssl-mode"
+                && (value.eq_ignore_ascii_case("disabled")
+                    || value.eq_ignore_ascii_case("preferred"));
+            if !ok {
+                return None;
+            }
+        }
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .ok()
+                .map(|c| c.into_owned())
+        };
+        let database = decode(parsed.path().trim_start_matches('/'))?;
+        if database.is_empty() || database.contains('/') {
+            return None;
+        }
+        Some(LeanOptions {
+            host: parsed.host_str()?.trim_matches(['[', ']']).to_string(),
+            port: parsed.port().unwrap_or(3306),
+            user: match parsed.username() {
+                "" => "root".to_string(),
+                user => decode(user)?,
+            },
+            password: decode(parsed.password().unwrap_or(""))?,
+            database,
+            label: label.to_string(),
+        })
+    }
+}
+
+/// Why a lean connection was not made.
+#[derive(Debug)]
+pub(crate) enum Lean {
+    /// The server wants what this connection does not speak (TLS it offers, another
+    /// authentication plugin): sqlx connects instead.
+    Unsupported,
+    Failed(SinkError),
+}
+
+/// Prepared statements kept per connection before they are all closed and prepared again
+/// (sqlx's default statement cache holds 100).
+const STATEMENT_CACHE: usize = 256;
+
+/// One connection to a MySQL or MariaDB server.
+#[derive(Debug)]
+pub(crate) struct LeanConn {
+    stream: TcpStream,
+    /// Bytes read and not yet consumed: `rbuf[rpos..rend]`.
+    rbuf: Vec<u8>,
+    rpos: usize,
+    rend: usize,
+    /// The current packet's payload: in `rbuf` (`cur`), or joined from 16 MiB parts into
+    /// `big` when `cur` is `None`.
+    cur: Option<(usize, usize)>,
+    big: Vec<u8>,
+    wbuf: Vec<u8>,
+    payload: Vec<u8>,
+    statements: HashMap<String, u32>,
+    /// A request was cut off midway (its future dropped): the connection is out of step.
+    busy: bool,
+    label: String,
+}
+
+/// The session sqlx's connect sets (sqlx-mysql 0.8's defaults).
+const SESSION: &str = "SET sql_mode=(SELECT CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,NO_ENGINE_SUBSTITUTION')),\
+time_zone='+00:00',NAMES utf8mb4 COLLATE utf8mb4_unicode_ci;";
+
+impl LeanConn {
+    /// Connects, authenticates and sets the session, within `timeout` (zero: no limit).
+    pub(crate) async fn connect(opts: &LeanOptions, timeout: Duration) -> Result<Self, Lean> {
+        let connect = Self::connect_inner(opts);
+        if timeout.is_zero() {
+            return connect.await;
+        }
+        match tokio::time::timeout(timeout, connect).await {
+            Ok(result) => result,
+            Err(_) => Err(Lean::Failed(SinkError::new(
+                ErrorKind::Connection,
+                format!(
+                    "cannot connect to {}: timed out after {timeout:?}",
+                    opts.label
+                ),
+            ))),
+        }
+    }
+
+    async fn connect_inner(opts: &LeanOptions) -> Result<Self, Lean> {
+        let failed = |kind: ErrorKind, why: String| {
+            Lean::Failed(SinkError::new(
+                kind,
+                format!("cannot connect to {}: {why}", opts.label),
+            ))
+        };
+        let stream = TcpStream::connect((opts.host.as_str(), opts.port))
+            .await
+            .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
+        let mut conn = LeanConn {
+            stream,
+            rbuf: vec![0; 64 * 1024],
+            rpos: 0,
+            rend: 0,
+            cur: None,
+            big: Vec::new(),
+            wbuf: Vec::new(),
+            payload: Vec::new(),
+            statements: HashMap::new(),
+            busy: false,
+            label: opts.label.clone(),
+        };
+        let io = |e: SinkError| Lean::Failed(e);
+        conn.read_packet().await.map_err(io)?;
+        let first = conn.packet();
+        if first.first() == Some(&0xFF) {
+            let e = wire::parse_err(first);
+            return Err(failed(
+                crate::error::kind_for_number(e.code),
+                format!("{} (MySQL error {})", e.message, e.code),
+            ));
+        }
+        let handshake = wire::parse_handshake(first)
+            .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
+        if handshake.capabilities & wire::CLIENT_SSL != 0
+            || handshake.capabilities & wire::CLIENT_PROTOCOL_41 == 0
+        {
+            // ssl-mode=preferred with a server that offers TLS: sqlx uses it.
+            return Err(Lean::Unsupported);
+        }
+        let mut plugin = handshake.plugin.clone();
+        let mut scramble = handshake.scramble.clone();
+        if plugin != "mysql_native_password" {
+            // Answer for mysql_native_password and let the server switch if it must.
+            plugin = "mysql_native_password".to_string();
+        }
+        let auth = wire::native_password(opts.password.as_bytes(), &scramble);
+        conn.payload.clear();
+        wire::handshake_response(
+            &mut conn.payload,
+            &opts.user,
+            &auth,
+            &opts.database,
+            &plugin,
+        );
+        conn.send_payload(1).await.map_err(io)?;
+        loop {
+            conn.read_packet().await.map_err(io)?;
+            let p = conn.packet();
+            match p.first() {
+                Some(0x00) => break,
+                Some(0xFF) => {
+                    let e = wire::parse_err(p);
+                    let kind = match crate::error::kind_for_number(e.code) {
+                        ErrorKind::Other => ErrorKind::Connection,
+                        kind => kind,
+                    };
+                    let hint = if e.code == 1049 {
+                        " (set create_database to create it)"
+                    } else {
+                        ""
+                    };
+                    return Err(failed(
+                        kind,
+                        format!("{} (MySQL error {}){hint}", e.message, e.code),
+                    ));
+                }
+                // An authentication switch: only to mysql_native_password.
+                Some(0xFE) if p.len() > 1 => {
+                    let body = &p[1..];
+                    let name_end = body.iter().position(|&b| b == 0).unwrap_or(body.len());
+                    if &body[..name_end] != b"mysql_native_password" {
+                        return Err(Lean::Unsupported);
+                    }
+                    let data = &body[(name_end + 1).min(body.len())..];
+                    scramble = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
+                    let answer = wire::native_password(opts.password.as_bytes(), &scramble);
+                    let seq = conn.last_seq().wrapping_add(1);
+                    conn.payload.clear();
+                    conn.payload.extend_from_slice(&answer);
+                    conn.send_payload(seq).await.map_err(io)?;
+                }
+                _ => return Err(Lean::Unsupported),
+            }
+        }
+        conn.query_text(SESSION).await.map_err(io)?;
+        Ok(conn)
+    }
+
+    /// Runs one statement (prepared and executed with its values when it has parameters,
+    /// as a text query otherwise) and reads its results to the end; returns the rows read
+    /// or, for a statement that returned none, the rows it affected.
+    pub(crate) async fn run(&mut self, statement: &Statement) -> Result<u64, SinkError> {
+        if self.busy {
+            return Err(self.lost("a request was cut off midway"));
+        }
+        self.busy = true;
+        let rows = if statement.params.is_empty() {
+            self.query_text(&statement.text).await?
+        } else {
+            let id = match self.statements.get(&statement.text) {
+                Some(id) => *id,
+                None => self.prepare(&statement.text).await?,
+            };
+            self.payload.clear();
+            wire::execute(&mut self.payload, id, &statement.params);
+            self.send_payload(0).await?;
+            self.read_results(true).await?
+        };
+        self.busy = false;
+        Ok(rows)
+    }
+
+    /// A text query (COM_QUERY), its results read to the end.
+    pub(crate) async fn query_text(&mut self, sql: &str) -> Result<u64, SinkError> {
+        self.busy = true;
+        self.payload.clear();
+        wire::query(&mut self.payload, sql);
+        self.send_payload(0).await?;
+        let rows = self.read_results(false).await?;
+        self.busy = false;
+        Ok(rows)
+    }
+
+    async fn prepare(&mut self, sql: &str) -> Result<u32, SinkError> {
+        if self.statements.len() >= STATEMENT_CACHE {
+            // Close them all (COM_STMT_CLOSE has no answer) and start again.
+            self.wbuf.clear();
+            for id in self.statements.values() {
+                let mut close = vec![wire::COM_STMT_CLOSE];
+                close.extend_from_slice(&id.to_le_bytes());
+                wire::frame(&mut self.wbuf, &close, 0);
+            }
+            self.statements.clear();
+            let (stream, wbuf) = (&mut self.stream, &self.wbuf);
+            stream
+                .write_all(wbuf)
+                .await
+                .map_err(|e| lost(&self.label, &e))?;
+        }
+        self.payload.clear();
+        wire::prepare(&mut self.payload, sql);
+        self.send_payload(0).await?;
+        self.read_packet().await?;
+        let p = self.packet();
+        if p.first() == Some(&0xFF) {
+            let e = wire::parse_err(p);
+            // The connection stays in step: the answer was read.
+            self.busy = false;
+            return Err(server_error(&e));
+        }
+        let ok = wire::parse_prepare_ok(p).map_err(|e| self.malformed(e))?;
+        for defs in [ok.params, ok.columns] {
+            if defs > 0 {
+                for _ in 0..defs {
+                    self.read_packet().await?;
+                }
+                self.read_packet().await?; // EOF
+            }
+        }
+        self.statements.insert(sql.to_string(), ok.statement_id);
+        Ok(ok.statement_id)
+    }
+
+    /// Reads a command's answer: OK, ERR, or result sets (binary rows when `binary`),
+    /// following SERVER_MORE_RESULTS_EXISTS. Rows are counted, not decoded.
+    async fn read_results(&mut self, binary: bool) -> Result<u64, SinkError> {
+        let mut total: u64 = 0;
+        loop {
+            self.read_packet().await?;
+            let p = self.packet();
+            match p.first() {
+                Some(0x00) => {
+                    let ok = wire::parse_ok(p).map_err(|e| self.malformed(e))?;
+                    total = total.saturating_add(ok.affected_rows);
+                    if ok.status & wire::SERVER_MORE_RESULTS_EXISTS == 0 {
+                        return Ok(total);
+                    }
+                }
+                Some(0xFF) => {
+                    let e = wire::parse_err(p);
+                    self.busy = false;
+                    return Err(server_error(&e));
+                }
+                Some(0xFB) => return Err(self.malformed(Malformed("LOCAL INFILE request"))),
+                _ => {
+                    let columns = wire::column_count(p).map_err(|e| self.malformed(e))?;
+                    for _ in 0..columns {
+                        self.read_packet().await?;
+                    }
+                    self.read_packet().await?; // EOF after the column definitions
+                    let mut rows: u64 = 0;
+                    let status = loop {
+                        self.read_packet().await?;
+                        let p = self.packet();
+                        if wire::is_eof(p) {
+                            break wire::eof_status(p);
+                        }
+                        match p.first() {
+                            Some(0xFF) => {
+                                let e = wire::parse_err(p);
+                                self.busy = false;
+                                return Err(server_error(&e));
+                            }
+                            Some(0x00) if binary => {}
+                            Some(_) if !binary => {}
+                            _ => return Err(self.malformed(Malformed("binary row header"))),
+                        }
+                        rows += 1;
+                    };
+                    total = total.saturating_add(rows);
+                    if status & wire::SERVER_MORE_RESULTS_EXISTS == 0 {
+                        return Ok(total);
+                    }
+                }
+            }
+        }
+    }
+
+    fn malformed(&self, e: Malformed) -> SinkError {
+        SinkError::new(ErrorKind::Connection, format!("{}: {e}", self.label))
+    }
+
+    fn lost(&self, why: &str) -> SinkError {
+        SinkError::new(
+            ErrorKind::Connection,
+            format!("{}: connection lost: {why}", self.label),
+        )
+    }
+
+    /// Frames `self.payload` from sequence number `seq` and writes it.
+    async fn send_payload(&mut self, seq: u8) -> Result<(), SinkError> {
+        self.wbuf.clear();
+        wire::frame(&mut self.wbuf, &self.payload, seq);
+        let (stream, wbuf) = (&mut self.stream, &self.wbuf);
+        stream
+            .write_all(wbuf)
+            .await
+            .map_err(|e| lost(&self.label, &e))
+    }
+
+    /// The payload of the packet last read.
+    fn packet(&self) -> &[u8] {
+        match self.cur {
+            Some((start, end)) => &self.rbuf[start..end],
+            None => &self.big,
+        }
+    }
+
+    /// The sequence number of the packet last read.
+    fn last_seq(&self) -> u8 {
+        match self.cur {
+            Some((start, _)) if start >= 1 => self.rbuf[start - 1],
+            _ => 0,
+        }
+    }
+
+    /// Reads the next packet (joining 16 MiB parts) into [`Self::packet`].
+    async fn read_packet(&mut self) -> Result<(), SinkError> {
+        let (start, len) = self.read_part().await?;
+        if len < wire::MAX_PAYLOAD {
+            self.cur = Some((start, start + len));
+            return Ok(());
+        }
+        let mut big = std::mem::take(&mut self.big);
+        big.clear();
+        big.extend_from_slice(&self.rbuf[start..start + len]);
+        loop {
+            let (start, len) = self.read_part().await?;
+            big.extend_from_slice(&self.rbuf[start..start + len]);
+            if len < wire::MAX_PAYLOAD {
+                break;
+            }
+        }
+        self.big = big;
+        self.cur = None;
+        Ok(())
+    }
+
+    /// Reads one packet part; returns where its payload starts in `rbuf` and its length.
+    async fn read_part(&mut self) -> Result<(usize, usize), SinkError> {
+        self.fill(4).await?;
+        let h = &self.rbuf[self.rpos..self.rpos + 4];
+        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        self.fill(4 + len).await?;
+        let start = self.rpos + 4;
+        self.rpos = start + len;
+        Ok((start, len))
+    }
+
+    /// Makes `rbuf[rpos..]` hold at least `n` bytes, moving what is unread to the front
+    /// and growing the buffer when it must.
+    async fn fill(&mut self, n: usize) -> Result<(), SinkError> {
+        if self.rend - self.rpos >= n {
+            return Ok(());
+        }
+        if self.rpos + n > self.rbuf.len() {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
+            self.rpos = 0;
+            if n > self.rbuf.len() {
+                self.rbuf.resize(n.next_power_of_two(), 0);
+            }
+        }
+        while self.rend - self.rpos < n {
+            let read = self
+                .stream
+                .read(&mut self.rbuf[self.rend..])
+                .await
+                .map_err(|e| lost(&self.label, &e))?;
+            if read == 0 {
+                return Err(self.lost("the server closed the connection"));
+            }
+            self.rend += read;
+        }
+        Ok(())
+    }
+}
+
+fn lost(label: &str, e: &io::Error) -> SinkError {
+    SinkError::new(
+        ErrorKind::Connection,
+        format!("{label}: connection lost: {e}"),
+    )
+}
+
+/// A server's ERR packet as sqlx's path words it: the text and the error number.
+fn server_error(e: &wire::ServerError) -> SinkError {
+    SinkError::new(
+        crate::error::kind_for_number(e.code),
+        format!("{} (MySQL error {})", e.message, e.code),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_plain_urls_only() {
+        let o = LeanOptions::from_url("mysql://u:p%40ss@127.0.0.1:3307/db", "L").unwrap();
+        assert_eq!(
+            (
+                o.host.as_str(),
+                o.port,
+                o.user.as_str(),
+                o.password.as_str()
+            ),
+            ("127.0.0.1", 3307, "u", "p@ss")
+        );
+        assert_eq!(o.database, "db");
+        assert!(!format!("{o:?}").contains("p@ss"));
+        let root = LeanOptions::from_url("mariadb://h/db?ssl-mode=DISABLED", "L").unwrap();
+        assert_eq!((root.user.as_str(), root.port), ("root", 3306));
+        for refused in [
+            "mysql://h/db?ssl-mode=required",
+            "mysql://h/db?charset=latin1",
+            "mysql://h/db?socket=/run/mysqld.sock",
+            "mysql://h",
+            "mysql://h/",
+            "postgres://h/db",
+        ] {
+            assert!(LeanOptions::from_url(refused, "L").is_none(), "{refused}");
+        }
+    }
+}
