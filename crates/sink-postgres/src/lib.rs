@@ -41,8 +41,10 @@ mod conn;
 mod encode;
 mod error;
 mod kind;
+mod lean;
 mod query;
 mod sql;
+mod wire;
 
 use std::fmt;
 use std::str::FromStr;
@@ -296,6 +298,15 @@ impl fmt::Debug for Connector {
 }
 
 impl Connector {
+    /// `host:port/database (user ...)`, for messages (never the password).
+    pub(crate) fn target(&self) -> &str {
+        &self.target
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Opens one connection and applies the per-connection settings.
     pub(crate) async fn open(&self) -> Result<PgConnection, SinkError> {
         let unreachable = |reason: String| {

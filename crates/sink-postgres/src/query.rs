@@ -2,7 +2,9 @@
 //! per worker from the sink's [`PostgresConfig`] (same URL check, connect timeout and
 //! `synchronous_commit`), and [`PostgresQueryConn`] runs a request's statements (between
 //! BEGIN and COMMIT when asked), reading every result row. A connection lost with an
-//! error is opened again by the next request.
+//! error is opened again by the next request. The connection is tsload's own
+//! ([`crate::lean`]: rows counted in the read buffer, not made into sqlx rows) wherever it
+//! can speak for sqlx's, sqlx's otherwise.
 //!
 //! Statements with parameters (`$1`, `$2`, ...) are prepared once per connection and kept
 //! in sqlx's statement cache, then only bound and executed (extended protocol, one round
@@ -22,12 +24,15 @@ use tsload_core::{
 };
 
 use crate::error::{breaks_connection, describe, kind_of};
+use crate::lean::{Lean, LeanConn, LeanFailure, LeanOptions};
 use crate::{Connector, PostgresConfig, PostgresSink};
 
 /// The PostgreSQL read target.
 #[derive(Debug)]
 pub struct PostgresQueryTarget {
     connector: Arc<Connector>,
+    /// Where tsload's own connection connects, when the URL allows it.
+    lean: Option<Arc<LeanOptions>>,
 }
 
 impl PostgresQueryTarget {
@@ -35,8 +40,13 @@ impl PostgresQueryTarget {
     /// connecting: a bad value is an error naming it, never showing the password.
     pub fn new(cfg: &PostgresConfig) -> Result<Self, SinkError> {
         let sink = PostgresSink::new(cfg.clone())?;
+        let session = cfg
+            .synchronous_commit
+            .map(|v| crate::sql::set_synchronous_commit(v.as_str()));
+        let lean = LeanOptions::from_url(&cfg.url, sink.connector.target(), session).map(Arc::new);
         Ok(PostgresQueryTarget {
             connector: sink.connector,
+            lean,
         })
     }
 }
@@ -46,18 +56,53 @@ impl QueryTarget for PostgresQueryTarget {
 
     async fn connect(&self, _worker: usize) -> Result<PostgresQueryConn, SinkError> {
         Ok(PostgresQueryConn {
-            conn: Some(self.connector.open().await?),
+            conn: Some(open(&self.connector, self.lean.as_deref()).await?),
             connector: self.connector.clone(),
+            lean: self.lean.clone(),
         })
     }
+}
+
+/// A read connection: tsload's own, or sqlx's where the lean one cannot serve the URL or
+/// the server.
+#[derive(Debug)]
+enum Conn {
+    Lean(Box<LeanConn>),
+    Sqlx(PgConnection),
+}
+
+/// Opens the lean connection when `lean` is given and the server takes it, sqlx's
+/// otherwise.
+async fn open(connector: &Connector, lean: Option<&LeanOptions>) -> Result<Conn, SinkError> {
+    if let Some(options) = lean {
+        match LeanConn::connect(options, connector.timeout()).await {
+            Ok(conn) => return Ok(Conn::Lean(Box::new(conn))),
+            Err(Lean::Failed(error)) => return Err(error),
+            Err(Lean::Unsupported) => {}
+        }
+    }
+    Ok(Conn::Sqlx(connector.open().await?))
 }
 
 /// One worker's PostgreSQL connection for reads.
 #[derive(Debug)]
 pub struct PostgresQueryConn {
     /// `None` after a failure that lost the connection; the next request reconnects.
-    conn: Option<PgConnection>,
+    conn: Option<Conn>,
     connector: Arc<Connector>,
+    lean: Option<Arc<LeanOptions>>,
+}
+
+impl PostgresQueryConn {
+    /// Which connection serves this worker: `tsload` (tsload's own, [`crate::lean`]) or
+    /// `sqlx`; `none` between a lost connection and the next request.
+    pub fn connection_kind(&self) -> &'static str {
+        match self.conn {
+            Some(Conn::Lean(_)) => "tsload",
+            Some(Conn::Sqlx(_)) => "sqlx",
+            None => "none",
+        }
+    }
 }
 
 /// A failed statement (or BEGIN / COMMIT): the error, and whether it lost the connection.
@@ -80,12 +125,15 @@ impl QueryConn for PostgresQueryConn {
     async fn execute(&mut self, request: &QueryRequest) -> Result<QueryAck, SinkError> {
         let conn = match &mut self.conn {
             Some(conn) => conn,
-            None => self.conn.insert(self.connector.open().await?),
+            None => self
+                .conn
+                .insert(open(&self.connector, self.lean.as_deref()).await?),
         };
-        let result = if request.transaction {
-            run_transaction(conn, request).await
-        } else {
-            run_all(conn, request).await
+        let result = match (conn, request.transaction) {
+            (Conn::Sqlx(conn), true) => run_transaction(conn, request).await,
+            (Conn::Sqlx(conn), false) => run_all(conn, request).await,
+            (Conn::Lean(conn), true) => lean_transaction(conn, request).await,
+            (Conn::Lean(conn), false) => lean_all(conn, request).await,
         };
         result.map_err(|Failure { error, broken }| {
             if broken {
@@ -125,6 +173,52 @@ async fn run_transaction(
         }
         Err(mut failure) => {
             if !failure.broken && tx.rollback().await.is_err() {
+                failure.broken = true;
+            }
+            Err(failure)
+        }
+    }
+}
+
+impl Failure {
+    fn lean(context: &str, f: LeanFailure) -> Self {
+        Failure {
+            error: SinkError::new(f.error.kind, format!("{context}: {}", f.error.message)),
+            broken: f.broken || breaks_connection(f.error.kind, None),
+        }
+    }
+}
+
+async fn lean_all(conn: &mut LeanConn, request: &QueryRequest) -> Result<QueryAck, Failure> {
+    let mut ack = QueryAck::default();
+    for (i, statement) in request.statements.iter().enumerate() {
+        ack.rows += conn
+            .run(statement)
+            .await
+            .map_err(|f| Failure::lean(&statement.label(i), f))?;
+        ack.statements += 1;
+    }
+    Ok(ack)
+}
+
+/// BEGIN, every statement, COMMIT on the lean connection, as [`run_transaction`] does on
+/// sqlx's: ROLLBACK when a statement fails and the connection is still usable.
+async fn lean_transaction(
+    conn: &mut LeanConn,
+    request: &QueryRequest,
+) -> Result<QueryAck, Failure> {
+    conn.query("BEGIN")
+        .await
+        .map_err(|f| Failure::lean("starting the transaction", f))?;
+    match lean_all(conn, request).await {
+        Ok(ack) => {
+            conn.query("COMMIT")
+                .await
+                .map_err(|f| Failure::lean("committing the transaction", f))?;
+            Ok(ack)
+        }
+        Err(mut failure) => {
+            if !failure.broken && conn.query("ROLLBACK").await.is_err() {
                 failure.broken = true;
             }
             Err(failure)

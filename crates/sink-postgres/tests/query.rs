@@ -2,7 +2,8 @@
 //! the testbed: row counts, parameter binding, transactions that commit and roll back,
 //! deadlocks, errors that name their statement and leave the connection usable, and a
 //! killed server. The tests are the testbed's, shared with the MySQL target; this file
-//! says what PostgreSQL's differ in.
+//! says what PostgreSQL's differ in. Each runs twice: on tsload's own connection (the
+//! testbed's plain URL) and on sqlx's (a URL option only sqlx speaks).
 
 use tsload_sink_postgres::{PostgresConfig, PostgresQueryTarget};
 use tsload_testbed::ServerKind;
@@ -25,8 +26,24 @@ const POSTGRES: SqlServer<PostgresQueryTarget> = SqlServer {
     cannot_connect: "cannot connect to PostgreSQL",
 };
 
+/// The same server through sqlx's connection.
+const POSTGRES_SQLX: SqlServer<PostgresQueryTarget> = SqlServer {
+    target: sqlx_target,
+    ..POSTGRES
+};
+
 fn target(url: String) -> PostgresQueryTarget {
     PostgresQueryTarget::new(&PostgresConfig::new(url)).unwrap()
+}
+
+/// `url` with an option tsload's own connection leaves to sqlx (sqlx's default value).
+fn sqlx_url(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}statement-cache-capacity=100")
+}
+
+fn sqlx_target(url: String) -> PostgresQueryTarget {
+    target(sqlx_url(&url))
 }
 
 fn missing_table(name: &str) -> String {
@@ -61,4 +78,70 @@ async fn killed_server_is_a_connection_error_and_the_next_request_reconnects() {
 #[tokio::test]
 async fn unreachable_server_is_a_connection_error_without_the_password() {
     checks::unreachable_server_is_a_connection_error_without_the_password(&POSTGRES).await;
+}
+
+#[tokio::test]
+async fn sqlx_reads_rows_binds_parameters_and_counts_changes() {
+    checks::reads_rows_binds_parameters_and_counts_changes(&POSTGRES_SQLX).await;
+}
+
+#[tokio::test]
+async fn sqlx_transactions_commit_or_roll_back_whole() {
+    checks::transactions_commit_or_roll_back_whole(&POSTGRES_SQLX).await;
+}
+
+#[tokio::test]
+async fn sqlx_errors_are_rejected_and_the_next_request_succeeds() {
+    checks::errors_are_rejected_and_the_next_request_succeeds(&POSTGRES_SQLX).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlx_a_deadlock_is_a_conflict_naming_the_statement() {
+    checks::a_deadlock_is_a_conflict_naming_the_statement(&POSTGRES_SQLX).await;
+}
+
+#[tokio::test]
+async fn sqlx_killed_server_is_a_connection_error_and_the_next_request_reconnects() {
+    checks::killed_server_is_a_connection_error_and_the_next_request_reconnects(&POSTGRES_SQLX)
+        .await;
+}
+
+#[tokio::test]
+async fn sqlx_unreachable_server_is_a_connection_error_without_the_password() {
+    checks::unreachable_server_is_a_connection_error_without_the_password(&POSTGRES_SQLX).await;
+}
+
+/// The plain URL gets tsload's own connection, an option only sqlx reads gets sqlx's, and
+/// `synchronous_commit` is set on tsload's as on sqlx's.
+#[tokio::test]
+async fn connections_and_session_settings() {
+    use tsload_core::{Param, QueryConn as _, QueryRequest, QueryTarget as _, Statement};
+    use tsload_sink_postgres::SynchronousCommit;
+    let server = tsload_testbed::Server::start(ServerKind::Postgres).unwrap();
+    let url = server.database_url().unwrap();
+    let sqlx = target(sqlx_url(&url)).connect(0).await.unwrap();
+    assert_eq!(sqlx.connection_kind(), "sqlx");
+    let mut cfg = PostgresConfig::new(url);
+    cfg.synchronous_commit = Some(SynchronousCommit::Off);
+    let mut lean = PostgresQueryTarget::new(&cfg)
+        .unwrap()
+        .connect(0)
+        .await
+        .unwrap();
+    assert_eq!(lean.connection_kind(), "tsload");
+    for (setting, want) in [
+        ("synchronous_commit", "off"),
+        ("TimeZone", "UTC"),
+        ("application_name", "tsload"),
+    ] {
+        let request = QueryRequest {
+            statements: vec![Statement::with_params(
+                "SELECT 1 WHERE current_setting($1) = $2",
+                vec![Param::Text(setting.into()), Param::Text(want.into())],
+            )],
+            ..QueryRequest::default()
+        };
+        let ack = lean.execute(&request).await.unwrap();
+        assert_eq!(ack.rows, 1, "{setting} is {want}");
+    }
 }
