@@ -12,6 +12,12 @@ use tsload_netem::{ApplyOptions, Guard, Psched, QdiscOp, QdiscRequest, Spec, Tar
 #[derive(Subcommand)]
 pub enum NetemCommand {
     /// Install an impairment as the root qdisc of an interface (stays until cleared).
+    ///
+    /// The root qdisc becomes exactly SPEC: a new qdisc (handle 7461: or the next free
+    /// one) is swapped in atomically for whatever was there, so an option SPEC does not
+    /// name has its default (`loss 1%` after `delay 10ms reorder 5%` leaves no delay and no
+    /// reorder). `--merge` changes a qdisc of the same kind in place instead, as
+    /// `tc qdisc replace` does: options SPEC does not name keep their old values.
     Apply(ApplyArgs),
     /// Print the root qdisc of an interface, decoded.
     Show(DevArgs),
@@ -46,8 +52,12 @@ pub struct ApplyArgs {
     #[command(flatten)]
     dev: DevArgs,
     /// Fail if a root qdisc is already there (tc's `add`) instead of replacing it.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "merge")]
     add: bool,
+    /// Change a root qdisc of the same kind in place (tc's `replace`): the options SPEC
+    /// does not name keep their current values. Without it the root becomes exactly SPEC.
+    #[arg(long)]
+    merge: bool,
     /// Impair the interface that carries the default route (it may cut your own session).
     #[arg(long)]
     allow_default_route: bool,
@@ -110,11 +120,22 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         QdiscOp::Replace
     };
     if args.dry_run {
-        let ifindex = match tsload_netem::apply::Netlink::open(target.netns.as_deref()).await {
-            Ok(nl) => nl.ifindex(&target.ifname).await.unwrap_or(0),
-            Err(_) => 0,
+        // The interface's index and qdiscs, when it exists here (else index 0, none).
+        let (ifindex, qdiscs) =
+            match tsload_netem::apply::Netlink::open(target.netns.as_deref()).await {
+                Ok(nl) => match nl.ifindex(&target.ifname).await {
+                    Ok(i) => (i, nl.qdiscs(i).await.unwrap_or_default()),
+                    Err(_) => (0, Vec::new()),
+                },
+                Err(_) => (0, Vec::new()),
+            };
+        // What apply would send: an exact replace goes under a handle the interface lacks.
+        let handle = if op == QdiscOp::Replace && !args.merge {
+            tsload_netem::apply::fresh_handle(&qdiscs).unwrap_or(0)
+        } else {
+            0
         };
-        let request = QdiscRequest::root(op, ifindex as i32, 0, &spec, &Psched::read())
+        let request = QdiscRequest::root(op, ifindex as i32, handle, &spec, &Psched::read())
             .with_context(|| format!("encoding `{spec}`"))?;
         let bytes = request.to_bytes();
         // tbf and htb name themselves; netem's options do not.
@@ -124,8 +145,13 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         } else {
             format!("{} {shown}", spec.kind())
         };
+        let handle_note = if handle == 0 {
+            String::new()
+        } else {
+            format!(" handle {:x}:", handle >> 16)
+        };
         outln!(
-            "{} root qdisc of {target} (ifindex {ifindex}): {shown} ({} bytes)",
+            "{}{handle_note} root qdisc of {target} (ifindex {ifindex}): {shown} ({} bytes)",
             op.name(),
             bytes.len()
         );
@@ -137,6 +163,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     }
     let options = ApplyOptions {
         op,
+        merge: args.merge,
         allow_default_route: args.allow_default_route,
         ..ApplyOptions::default()
     };
@@ -159,7 +186,7 @@ async fn restore() -> anyhow::Result<ExitCode> {
             continue;
         }
         match Guard::restore_from_record(&record).await {
-            Ok(outcome) => outln!("{target}: {outcome:?}"),
+            Ok(outcome) => outln!("{target}: {outcome}"),
             Err(e) => {
                 errln!("error: {target}: {e}");
                 failed = true;

@@ -108,6 +108,42 @@ fn dry_run_prints_iproute2s_bytes() {
     assert_eq!(&hex[48..], &golden[48..]);
 }
 
+/// Without `--merge` apply replaces the root under a handle of its own (`7461:`), so the
+/// kernel makes a new qdisc of exactly the spec; `--merge` sends tc's `replace` (handle 0,
+/// the kernel changes a qdisc of the same kind in place); `--add` and `--merge` conflict.
+#[test]
+fn apply_is_exact_unless_merge() {
+    let dry = |flags: &[&str]| -> (String, String) {
+        let mut args = vec!["netem", "apply", "--dev", "nosuch0", "--dry-run", "--hex"];
+        args.extend(flags);
+        args.extend(["--", "delay", "10ms"]);
+        let out = tsload(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let mut lines = stdout.lines();
+        (
+            lines.next().unwrap().to_string(),
+            lines.next().unwrap().to_string(),
+        )
+    };
+    let (line, hex) = dry(&[]);
+    assert!(
+        line.starts_with("replace handle 7461: root qdisc"),
+        "{line}"
+    );
+    // flags REQUEST | ACK | REPLACE | CREATE; tcm_handle 7461:0 (little-endian).
+    assert_eq!(&hex[12..16], "0505", "{hex}");
+    assert_eq!(&hex[48..56], "00006174", "{hex}");
+    let (line, hex) = dry(&["--merge"]);
+    assert!(line.starts_with("replace root qdisc"), "{line}");
+    assert_eq!(&hex[12..16], "0505", "{hex}");
+    assert_eq!(&hex[48..56], "00000000", "{hex}");
+    let out = tsload(&[
+        "netem", "apply", "--add", "--merge", "--dev", "lo", "--", "delay", "1ms",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
 #[test]
 fn bad_specs_and_missing_interfaces_are_clear_errors() {
     let out = tsload(&[

@@ -70,11 +70,18 @@ impl fmt::Display for Target {
 /// How [`apply`] installs a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApplyOptions {
-    /// Add (fails if a non-default root qdisc exists), replace, or change in place
-    /// (`Delete` is refused: use [`clear`]).
+    /// Replace (the default), add (fails if a non-default root qdisc exists), or change
+    /// in place (`Delete` is refused: use [`clear`]).
     pub op: QdiscOp,
-    /// The qdisc handle (`0x10000` is `1:`); 0 lets the kernel choose.
+    /// The qdisc handle (`0x10000` is `1:`); 0: for a replace, see `merge`; otherwise the
+    /// kernel chooses.
     pub handle: u32,
+    /// For a replace with handle 0: change a root qdisc of the same kind in place, as
+    /// `tc qdisc replace` does, so the options the spec does not name keep their values.
+    /// Without it (the default) a new qdisc, under the first handle of
+    /// [`APPLY_HANDLE_MAJORS`] that no qdisc of the interface has, is swapped in for the
+    /// old root atomically: the root becomes exactly the spec.
+    pub merge: bool,
     /// Impair the interface even if it carries the default route.
     pub allow_default_route: bool,
 }
@@ -84,9 +91,22 @@ impl Default for ApplyOptions {
         ApplyOptions {
             op: QdiscOp::Replace,
             handle: 0,
+            merge: false,
             allow_default_route: false,
         }
     }
+}
+
+/// The handle majors (`7461:` to `7472:`, "ta" up) from which [`apply`] picks a handle
+/// that the interface does not use, so the kernel makes a new qdisc instead of changing
+/// the one there (the guard's own are `7473:` and `7474:`).
+pub const APPLY_HANDLE_MAJORS: std::ops::Range<u32> = 0x7461..0x7473;
+
+/// The first handle of [`APPLY_HANDLE_MAJORS`] that none of `qdiscs` has.
+pub fn fresh_handle(qdiscs: &[Qdisc]) -> Option<u32> {
+    APPLY_HANDLE_MAJORS
+        .map(|major| major << 16)
+        .find(|h| qdiscs.iter().all(|q| q.handle >> 16 != h >> 16))
 }
 
 /// A qdisc as the kernel reports it.
@@ -180,7 +200,7 @@ pub(crate) fn kernel_error(
         .message
         .as_deref()
         .is_some_and(|m| m.contains("kind is unknown"))
-        || (e.errno == ENOENT && e.message.is_none() && (op == "add" || op == "replace"));
+        || (e.errno == ENOENT && e.message.is_none() && matches!(op, "add" | "replace"));
     if let (true, Some(kind)) = (unknown_kind, kind) {
         let kernel_said = e
             .message
@@ -475,7 +495,19 @@ pub async fn apply(target: &Target, spec: &Spec, options: &ApplyOptions) -> Resu
             "apply adds, replaces or changes a qdisc; use clear to delete one".to_string(),
         ));
     }
-    let request = QdiscRequest::root(options.op, ifindex as i32, options.handle, spec, &nl.psched)?;
+    let handle = if options.op == QdiscOp::Replace && options.handle == 0 && !options.merge {
+        let qdiscs = nl.qdiscs(ifindex).await?;
+        fresh_handle(&qdiscs).ok_or_else(|| {
+            Error::Usage(format!(
+                "every handle from {:x}: to {:x}: is in use on {target}; clear it first",
+                APPLY_HANDLE_MAJORS.start,
+                APPLY_HANDLE_MAJORS.end - 1
+            ))
+        })?
+    } else {
+        options.handle
+    };
+    let request = QdiscRequest::root(options.op, ifindex as i32, handle, spec, &nl.psched)?;
     nl.send(&target.ifname, &request).await
 }
 
@@ -511,6 +543,30 @@ mod tests {
             errno,
             message: message.map(str::to_string),
         }
+    }
+
+    fn qdisc(handle: u32) -> Qdisc {
+        Qdisc {
+            ifindex: 1,
+            handle,
+            parent: TC_H_ROOT,
+            kind: "netem".to_string(),
+            options: None,
+            spec: None,
+        }
+    }
+
+    #[test]
+    fn a_fresh_handle_is_one_the_interface_does_not_use() {
+        assert_eq!(fresh_handle(&[]), Some(0x7461_0000));
+        assert_eq!(fresh_handle(&[qdisc(0)]), Some(0x7461_0000));
+        assert_eq!(fresh_handle(&[qdisc(0x7461_0000)]), Some(0x7462_0000));
+        assert_eq!(
+            fresh_handle(&[qdisc(0x7462_0000), qdisc(0xffff_0000)]),
+            Some(0x7461_0000)
+        );
+        let all: Vec<Qdisc> = APPLY_HANDLE_MAJORS.map(|m| qdisc(m << 16)).collect();
+        assert_eq!(fresh_handle(&all), None);
     }
 
     #[test]

@@ -213,7 +213,11 @@ pub enum DecodeError {
 pub enum QdiscOp {
     /// `tc qdisc add`: NLM_F_CREATE | NLM_F_EXCL.
     Add,
-    /// `tc qdisc replace`: NLM_F_CREATE | NLM_F_REPLACE.
+    /// `tc qdisc replace`: NLM_F_CREATE | NLM_F_REPLACE. With handle 0 (or the root's own
+    /// handle) and a root of the same kind the kernel *changes* that qdisc in place, so
+    /// options the new spec does not name keep their old values (netem's reorder, corrupt,
+    /// rate...); with a handle no qdisc of the interface has, it creates a new qdisc and
+    /// swaps it in for the old one atomically (what `tsload netem apply` does).
     Replace,
     /// `tc qdisc change`: no create flags (the qdisc must exist).
     Change,

@@ -127,6 +127,24 @@ pub enum RestoreOutcome {
     AlreadyDone,
 }
 
+impl std::fmt::Display for RestoreOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RestoreOutcome::Restored(q) => write!(f, "restored {q}"),
+            RestoreOutcome::Deleted => {
+                f.write_str("removed; the kernel's default root qdisc is back")
+            }
+            RestoreOutcome::NotOurs(q) => {
+                write!(f, "left alone: the root qdisc is no longer ours ({q})")
+            }
+            RestoreOutcome::InterfaceGone => {
+                f.write_str("gone (the interface or its namespace), our qdisc with it")
+            }
+            RestoreOutcome::AlreadyDone => f.write_str("already restored"),
+        }
+    }
+}
+
 /// The record file for a target.
 pub fn record_path(dir: &Path, target: &Target) -> PathBuf {
     let name = match &target.netns {

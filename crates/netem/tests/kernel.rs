@@ -201,6 +201,7 @@ fn apply_modes_and_show_decode_what_tc_would_print() {
     let add = ApplyOptions {
         op: QdiscOp::Add,
         handle: 0x10000,
+        merge: false,
         allow_default_route: false,
     };
     rt.block_on(apply(&target, &spec("htb default 10"), &add))
@@ -327,6 +328,7 @@ fn guard_restores_the_previous_qdisc_after_a_panic() {
     let opts = ApplyOptions {
         op: QdiscOp::Add,
         handle: 0x10000,
+        merge: false,
         allow_default_route: false,
     };
     rt.block_on(apply(&target, &previous, &opts)).unwrap();
@@ -370,6 +372,7 @@ fn guard_restore_reports_and_leaves_foreign_changes_alone() {
     let opts = ApplyOptions {
         op: QdiscOp::Add,
         handle: 0x20000,
+        merge: false,
         allow_default_route: false,
     };
     rt.block_on(apply(&target, &htb, &opts)).unwrap();
@@ -399,6 +402,7 @@ fn guard_restore_reports_and_leaves_foreign_changes_alone() {
     let replace = ApplyOptions {
         op: QdiscOp::Replace,
         handle: 0x30000,
+        merge: false,
         allow_default_route: false,
     };
     rt.block_on(apply(&target, &theirs, &replace)).unwrap();

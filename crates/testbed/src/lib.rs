@@ -67,6 +67,7 @@ pub mod http_front;
 pub mod k8s;
 pub mod query_checks;
 pub mod sql_server_checks;
+pub mod vm;
 
 use std::fmt;
 use std::io::{Read as _, Seek as _, SeekFrom};
