@@ -88,6 +88,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
     let mut rows = Vec::new();
     let mut failed = Vec::new();
+    let mut pages = Vec::new();
     for (i, e) in entries.iter_mut().enumerate() {
         errln!(
             "target {} of {}: {} ({})",
@@ -111,6 +112,12 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         if let Some(row) = row_of(&e.name, &executed.report) {
             rows.push(row);
         }
+        if executed.report.is_object() {
+            pages.push(tsload_report_html::ReportInput {
+                label: e.name.clone(),
+                report: executed.report,
+            });
+        }
     }
 
     let table = render_text(&rows);
@@ -129,11 +136,20 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             "targets": rows,
         }))? + "\n"),
     )?;
+    let mut figures = Vec::new();
     if !rows.is_empty() {
-        for (chart, _, _) in CHARTS {
+        for (chart, title, _) in CHARTS {
             let svg = bar_svg(&rows, chart).map_err(anyhow::Error::msg)?;
             crate::out::write_text(&args.out.join(format!("{chart}.svg")), &svg)?;
+            figures.push(tsload_report_html::Figure {
+                title: title.to_string(),
+                svg,
+            });
         }
+    }
+    if !pages.is_empty() {
+        let title = format!("tsload compare: {}", args.scenario.display());
+        crate::html::write_page(&args.out.join("compare.html"), &title, pages, &figures)?;
     }
     let distinct: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.rows).collect();
     if distinct.len() > 1 {
@@ -143,7 +159,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     errln!(
-        "wrote {}/compare.{{txt,csv,json}}, {} charts and each target's report",
+        "wrote {}/compare.{{txt,csv,json,html}}, {} charts and each target's report",
         args.out.display(),
         CHARTS.len()
     );

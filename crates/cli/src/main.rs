@@ -9,6 +9,7 @@ mod compare;
 mod confirm;
 mod exit;
 mod generate;
+mod html;
 mod import;
 mod merge;
 mod netem;
@@ -87,6 +88,9 @@ enum Command {
     /// Merge the --json reports (and .hlog logs) of the shards of one run (`run --shard`)
     /// into one report: counts summed, histograms merged exactly.
     Merge(merge::MergeArgs),
+    /// Build the HTML report (one self-contained page) from saved `--json` run reports;
+    /// several are shown side by side.
+    Report(html::ReportArgs),
     /// Turn a taosBenchmark insert JSON file into the equivalent tsload scenario.
     ImportTaosbenchmark {
         /// taosBenchmark's JSON file (`filetype: insert`).
@@ -138,7 +142,8 @@ struct RunArgs {
     #[arg(long, value_name = "MODE")]
     progress: Option<String>,
     /// Write every report interval of every stream: `csv=FILE`, `ndjson=FILE`, or
-    /// `influx=URL` (line protocol to a write endpoint; token from INFLUX_TOKEN)
+    /// `influx=URL` (line protocol to a write endpoint; token from INFLUX_TOKEN); or
+    /// `html=FILE`, the run's HTML report, one self-contained page written at its end
     /// (repeatable).
     #[arg(long = "out", value_name = "KIND=TARGET")]
     out: Vec<outputs::OutSpec>,
@@ -196,6 +201,7 @@ fn main() -> ExitCode {
         Command::Completions { shell } => cmd_completions(shell),
         Command::Merge(args) => merge::cmd_merge(args),
         Command::Compare(args) => compare::cmd_compare(args),
+        Command::Report(args) => html::cmd_report(args),
         Command::Man => cmd_man(),
         Command::Keys { section } => cmd_keys(section.as_deref()),
         Command::ImportTaosbenchmark { file, output } => {
@@ -462,7 +468,9 @@ fn create_output_dirs(o: &plan::OutputPlan) -> Result<(), String> {
     .into_iter()
     .filter_map(|(flag, p)| p.map(|p| (flag, p)))
     .chain(o.out.iter().filter_map(|spec| match spec {
-        outputs::OutSpec::Csv(p) | outputs::OutSpec::Ndjson(p) => Some(("--out", p)),
+        outputs::OutSpec::Csv(p) | outputs::OutSpec::Ndjson(p) | outputs::OutSpec::Html(p) => {
+            Some(("--out", p))
+        }
         outputs::OutSpec::Influx(_) => None,
     }));
     for (flag, path) in files {

@@ -34,6 +34,9 @@ pub struct MergeArgs {
     /// Write the merged report as JSON here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write the HTML report here: the merged report, then each shard's beside it.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Merge even when some shards' reports are missing (the report then covers only the
     /// shards given).
     #[arg(long)]
@@ -52,7 +55,7 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
             files.sort();
             // A merge run again over the same directory skips what it wrote before.
             let written = |f: &Path| {
-                [&args.json, &args.hlog_out]
+                [&args.json, &args.hlog_out, &args.html]
                     .into_iter()
                     .flatten()
                     .any(|o| same_file(o, f))
@@ -79,7 +82,11 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         errln!("error: --hlog needs --hlog-out FILE (where the merged log goes)");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
-    for (flag, out) in [("--json", &args.json), ("--hlog-out", &args.hlog_out)] {
+    for (flag, out) in [
+        ("--json", &args.json),
+        ("--hlog-out", &args.hlog_out),
+        ("--html", &args.html),
+    ] {
         if let Some(out) = out
             && let Err(e) = crate::out::create_parent_dir(out)
         {
@@ -160,6 +167,22 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         let text = serde_json::to_string_pretty(&json)?;
         crate::out::write_text(path, &(text + "\n"))
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        // The merged report first, then each shard's as written (with its intervals).
+        let mut pages = vec![tsload_report_html::ReportInput {
+            label: format!("merged ({} shards)", reports.len()),
+            report: json,
+        }];
+        for shard in &reports {
+            let report = crate::html::read_report(shard)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", shard.display()))?;
+            pages.push(tsload_report_html::ReportInput {
+                label: crate::html::label_of(shard),
+                report,
+            });
+        }
+        crate::html::write_page(path, "tsload merge", pages, &[])?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,8 @@
 //! record (`--out csv=FILE`, `--out ndjson=FILE`) or as line protocol pushed to a server
 //! (`--out influx=URL`, encoded by tsload-lineproto like any other batch), and the run's
 //! counters and latency quantiles served in Prometheus' text format while it goes on
-//! (`--metrics-addr`).
+//! (`--metrics-addr`). Every interval is also kept for the JSON report's `intervals` and
+//! the HTML page (`--out html=FILE`, written at the run's end by `run/report.rs`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -24,6 +25,8 @@ pub enum OutSpec {
     Ndjson(PathBuf),
     /// The write endpoint (`http://host:8086/write?db=tsload` or a v2 URL).
     Influx(String),
+    /// The HTML report, written once at the end of the run.
+    Html(PathBuf),
 }
 
 impl std::str::FromStr for OutSpec {
@@ -33,12 +36,13 @@ impl std::str::FromStr for OutSpec {
         let (kind, path) = s.split_once('=').unwrap_or((s, ""));
         if path.is_empty() {
             return Err(format!(
-                "\"{s}\": expected csv=FILE, ndjson=FILE or influx=URL (e.g. csv=intervals.csv)"
+                "\"{s}\": expected csv=FILE, ndjson=FILE, html=FILE or influx=URL (e.g. csv=intervals.csv)"
             ));
         }
         match kind {
             "csv" => Ok(OutSpec::Csv(path.into())),
             "ndjson" => Ok(OutSpec::Ndjson(path.into())),
+            "html" => Ok(OutSpec::Html(path.into())),
             "influx" => {
                 let url = url::Url::parse(path)
                     .ok()
@@ -56,7 +60,7 @@ impl std::str::FromStr for OutSpec {
                 ))
             }
             other => Err(format!(
-                "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson, influx"
+                "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson, influx, html"
             )),
         }
     }
@@ -197,6 +201,11 @@ struct Inner {
     streams: Vec<(&'static str, StreamState)>,
     /// The first write error; the run goes on and the error is reported at its end.
     error: Option<String>,
+    /// Every interval of every stream, in the order reported: the JSON report's
+    /// `intervals` (about 300 bytes each: a day at 1 s intervals is 26 MB).
+    intervals: Vec<tsload_report_html::Interval>,
+    /// `--out html=FILE`.
+    html: Option<PathBuf>,
 }
 
 /// The outputs of one run, shared by its streams' observers and the metrics server.
@@ -212,6 +221,13 @@ impl Outputs {
             let (path, slot) = match spec {
                 OutSpec::Csv(p) => (p, &mut inner.csv),
                 OutSpec::Ndjson(p) => (p, &mut inner.ndjson),
+                OutSpec::Html(p) => {
+                    if inner.html.is_some() {
+                        anyhow::bail!("--out html= is given twice; one page per run");
+                    }
+                    inner.html = Some(p.clone());
+                    continue;
+                }
                 OutSpec::Influx(url) => {
                     if inner.influx.is_some() {
                         anyhow::bail!("--out influx= is given twice; one server per run");
@@ -244,6 +260,9 @@ impl Outputs {
             return;
         };
         let inner = &mut *inner;
+        inner
+            .intervals
+            .push(tsload_report_html::Interval::new(stream, r));
         let mut failed = None;
         if let Some((path, w)) = &mut inner.csv
             && let Err(e) = writeln!(w, "{}", row.csv_line()).and_then(|()| w.flush())
@@ -287,6 +306,19 @@ impl Outputs {
         if row.rows_per_s.is_some() {
             state.rates = Some(row);
         }
+    }
+
+    /// Every interval recorded so far, of every stream.
+    pub fn intervals(&self) -> Vec<tsload_report_html::Interval> {
+        self.0
+            .lock()
+            .map(|inner| inner.intervals.clone())
+            .unwrap_or_default()
+    }
+
+    /// Where `--out html=` writes the page, if it was asked for.
+    pub fn html_path(&self) -> Option<PathBuf> {
+        self.0.lock().ok().and_then(|inner| inner.html.clone())
     }
 
     /// The first error writing the files or pushing to the server, if any.
@@ -846,6 +878,7 @@ mod tests {
     fn out_specs_parse_and_name_what_is_wrong() {
         assert_eq!("csv=a.csv".parse(), Ok(OutSpec::Csv("a.csv".into())));
         assert_eq!("ndjson=b".parse(), Ok(OutSpec::Ndjson("b".into())));
+        assert_eq!("html=r.html".parse(), Ok(OutSpec::Html("r.html".into())));
         let e = "xml=a".parse::<OutSpec>().unwrap_err();
         assert!(e.contains("allowed: csv, ndjson, influx"), "{e}");
         let e = "csv".parse::<OutSpec>().unwrap_err();

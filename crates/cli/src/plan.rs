@@ -430,6 +430,7 @@ impl Plan {
             "out": o.out.iter().map(|s| match s {
                 crate::outputs::OutSpec::Csv(p) => format!("csv={}", p.display()),
                 crate::outputs::OutSpec::Ndjson(p) => format!("ndjson={}", p.display()),
+                crate::outputs::OutSpec::Html(p) => format!("html={}", p.display()),
                 crate::outputs::OutSpec::Influx(u) => {
                     format!("influx={}", crate::outputs::redact_url(u))
                 }

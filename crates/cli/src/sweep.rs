@@ -126,6 +126,8 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return usage(format!("{}: [sweep]: {e}", base.source)),
     };
     let mut table = SweepTable::measuring(&grid, measure);
+    // Each point's report, for sweep.html.
+    let mut pages = Vec::new();
     let mut failed = 0usize;
     let mut interrupted = false;
     let total = plans.len();
@@ -224,6 +226,12 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 })
                 .context("recording the point")?;
         }
+        if executed.report.is_object() {
+            pages.push(tsload_report_html::ReportInput {
+                label: format!("point {}: {}", i + 1, point.label()),
+                report: executed.report,
+            });
+        }
         // Written after every point, so an interrupted sweep keeps what it measured.
         write_outputs(&table, &out_dir, source, &base.name, false)?;
         if interrupted {
@@ -233,9 +241,24 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     outln!("\n=== sweep: {} points ===", table.rows.len());
     out!("{}", table.render_text());
-    write_outputs(&table, &out_dir, source, &base.name, true)?;
+    let svg = write_outputs(&table, &out_dir, source, &base.name, true)?;
+    if !pages.is_empty() {
+        let figures: Vec<tsload_report_html::Figure> = svg
+            .into_iter()
+            .map(|svg| tsload_report_html::Figure {
+                title: "each point against the swept keys (and the fit)".into(),
+                svg,
+            })
+            .collect();
+        crate::html::write_page(
+            &out_dir.join("sweep.html"),
+            &format!("tsload sweep: {}", base.name),
+            pages,
+            &figures,
+        )?;
+    }
     outln!(
-        "wrote {0}/sweep.csv, {0}/sweep.json, {0}/sweep.svg and {0}/points/",
+        "wrote {0}/sweep.csv, {0}/sweep.json, {0}/sweep.svg, {0}/sweep.html and {0}/points/",
         out_dir.display()
     );
     Ok(if interrupted {
@@ -306,13 +329,15 @@ pub fn resolve_points(
     Ok(plans)
 }
 
+/// Writes sweep.csv, sweep.json and sweep.svg; returns the plot (none for an empty table or
+/// one without a plot).
 fn write_outputs(
     table: &SweepTable,
     dir: &Path,
     source: TRequestSource,
     name: &str,
     print_fits: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     let create = |f: &str| {
         let p = dir.join(f);
         crate::out::create_text(&p).with_context(|| format!("cannot create {}", p.display()))
@@ -326,7 +351,7 @@ fn write_outputs(
     }
     table.write_json(&fits, create("sweep.json")?)?;
     if table.rows.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let kind = choose_plot(&table.axes, RTT_KEYS);
     let options = PlotOptions {
@@ -339,12 +364,18 @@ fn write_outputs(
         ..PlotOptions::default()
     };
     match tsload_sweep::render_svg(table, &kind, &options) {
-        Ok(svg) => crate::out::write_text(&dir.join("sweep.svg"), &svg)
-            .with_context(|| format!("cannot write {}/sweep.svg", dir.display()))?,
-        Err(e) if print_fits => errln!("note: no plot: {e}"),
-        Err(_) => {}
+        Ok(svg) => {
+            crate::out::write_text(&dir.join("sweep.svg"), &svg)
+                .with_context(|| format!("cannot write {}/sweep.svg", dir.display()))?;
+            Ok(Some(svg))
+        }
+        Err(e) => {
+            if print_fits {
+                errln!("note: no plot: {e}");
+            }
+            Ok(None)
+        }
     }
-    Ok(())
 }
 
 /// What a point's run measures, which names the sweep's rate columns: a query run's

@@ -114,4 +114,12 @@ fn compare_writes_the_table_and_the_charts_for_four_servers() {
         stdout.contains("victoriametrics") && stdout.contains("bytes/metric"),
         "{stdout}"
     );
+    // compare.html: the five charts, then each target's report (their figures are
+    // checked in a browser by tests/html_report.rs).
+    let page = std::fs::read_to_string(r3.join("compare.html")).unwrap();
+    assert_eq!(page.matches("<figure class=\"svgfig\">").count(), 5);
+    for (k, (name, _)) in servers.iter().enumerate() {
+        assert!(page.contains(&format!("<h2>{name}</h2>")), "{name}");
+        assert!(page.contains(&format!("id=\"r{k}-write-rows\"")), "{name}");
+    }
 }

@@ -158,13 +158,14 @@ const DOC_COMMANDS: &[(&str, How)] = &[
     ),
     // README.md: the synopsis.
     (
-        "tsload run [SCENARIO.toml] [--set key=value]... [--json FILE] [--hlog FILE] [--fail-if EXPR]... [--out csv=FILE] [--out ndjson=FILE] [--out influx=URL] [--metrics-addr HOST:PORT] [--shard I/N] [--barrier DIR] [--start-at TIME] [--repeat N] [--save-baseline NAME] [--baseline NAME] [--regress-if EXPR]...",
+        "tsload run [SCENARIO.toml] [--set key=value]... [--json FILE] [--hlog FILE] [--fail-if EXPR]... [--out csv=FILE] [--out ndjson=FILE] [--out influx=URL] [--out html=FILE] [--metrics-addr HOST:PORT] [--shard I/N] [--barrier DIR] [--start-at TIME] [--repeat N] [--save-baseline NAME] [--baseline NAME] [--regress-if EXPR]...",
         How::Synopsis,
     ),
     (
-        "tsload merge REPORT.json...|DIR [--hlog FILE]... [--hlog-out FILE] [--json FILE]",
+        "tsload merge REPORT.json...|DIR [--hlog FILE]... [--hlog-out FILE] [--json FILE] [--html FILE]",
         How::Synopsis,
     ),
+    ("tsload report REPORT.json... -o FILE.html", How::Synopsis),
     (
         "tsload compare SCENARIO.toml --targets a.toml,b.toml,... [--set key=value]... [--out DIR]",
         How::Synopsis,
@@ -218,6 +219,12 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         "tsload run --target null -r 100000 -d 2s",
         run(Group::Local, ""),
     ),
+    (
+        "tsload run --target null -d 2s --out html=run.html",
+        run(Group::Local, ""),
+    ),
+    ("tsload report", How::Mention),
+    ("tsload compare", How::Mention),
     ("tsload proxy", How::Mention),
     ("tsload sweep", How::Mention),
     ("tsload probe", How::Mention),

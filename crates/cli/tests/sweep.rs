@@ -101,6 +101,16 @@ fn an_rtt_sweep_through_the_proxy_measures_each_point_and_fits_the_model() {
     assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
     assert!(svg.contains("RTT"), "axis title");
     assert_eq!(svg.matches("<circle").count(), 3, "one marker per point");
+    // sweep.html: the plot as it is, then each point's report with its network block.
+    let page = std::fs::read_to_string(dir.path().join("out/sweep.html")).unwrap();
+    assert!(page.contains(svg.trim_end()), "the plot is in the page");
+    for k in 0..3 {
+        assert!(
+            page.contains(&format!("id=\"r{k}-write-rows\"")),
+            "point {k}"
+        );
+        assert!(page.contains(&format!("id=\"r{k}-rtt-kind\"")), "point {k}");
+    }
 }
 
 #[test]

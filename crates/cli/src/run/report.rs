@@ -220,6 +220,35 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
     }
     // Every threshold, judged before the JSON is written so that it carries the verdicts.
     let broken = judge_thresholds(plan, &executed);
+    let mut fatal = r.fatal;
+    if let Some(e) = &f.finish_error {
+        errln!("error: {e:#}");
+        fatal = true;
+    }
+    // The exit code, decided before the reports are written so that they carry it.
+    let (code, why) = if let Some(e) = f.workload.source_error() {
+        errln!("error: the data source failed during the run, which ended early: {e}");
+        (1, format!("the data source failed during the run: {e}"))
+    } else if r.interrupted {
+        (
+            EXIT_INTERRUPTED,
+            "stopped by a signal (Ctrl-C or SIGTERM)".to_string(),
+        )
+    } else if fatal {
+        (1, fatal_why(&executed, f.finish_error.as_ref()))
+    } else {
+        for (_, b) in &broken {
+            errln!("FAIL: {b}");
+        }
+        if let Some((_, b)) = broken.first() {
+            (EXIT_THRESHOLD, format!("a --fail-if threshold broke: {b}"))
+        } else if let Some(e) = f.observer.hlog_error.as_ref().or(outputs_error.as_ref()) {
+            (1, format!("an output is incomplete: {e}"))
+        } else {
+            (0, "success".to_string())
+        }
+    };
+    executed.code = code;
     let mut json = r.json;
     if !json.is_empty() {
         json.insert("thresholds".into(), thresholds_json(plan, &broken));
@@ -230,6 +259,22 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
             "shard".into(),
             serde_json::to_value(whole.output.shard.shard)?,
         );
+        json.insert(
+            "exit".into(),
+            // The code the process exits with: a signal's own (130 or 143).
+            serde_json::json!({
+                "code": if code == EXIT_INTERRUPTED {
+                    super::signals::interrupted_exit_code()
+                } else {
+                    code
+                },
+                "why": why,
+            }),
+        );
+        json.insert(
+            "intervals".into(),
+            serde_json::to_value(f.outputs.intervals())?,
+        );
         executed.report = serde_json::Value::Object(json.clone());
         if let Some(path) = &plan.output.json {
             let text = serde_json::to_string_pretty(&serde_json::Value::Object(json))?;
@@ -237,31 +282,37 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
                 .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
         }
     }
-    let mut fatal = r.fatal;
-    if let Some(e) = &f.finish_error {
-        errln!("error: {e:#}");
-        fatal = true;
+    if let Some(path) = f.outputs.html_path()
+        && let Err(e) = crate::html::write_run_page(&path, &whole.name, &executed.report)
+    {
+        errln!("error: --out html={}: {e:#}", path.display());
+        if executed.code == 0 {
+            executed.code = 1;
+        }
     }
-    executed.code = if let Some(e) = f.workload.source_error() {
-        errln!("error: the data source failed during the run, which ended early: {e}");
-        1
-    } else if r.interrupted {
-        EXIT_INTERRUPTED
-    } else if fatal {
-        1
-    } else {
-        for (_, b) in &broken {
-            errln!("FAIL: {b}");
-        }
-        if !broken.is_empty() {
-            EXIT_THRESHOLD
-        } else if f.observer.hlog_error.is_some() || outputs_error.is_some() {
-            1
-        } else {
-            0
-        }
-    };
     Ok(executed)
+}
+
+/// Why a run that hit a fatal error failed, in one line for the reports' `exit.why`.
+fn fatal_why(executed: &Executed, finish_error: Option<&anyhow::Error>) -> String {
+    let write = executed.summary.as_ref();
+    if let Some(e) = write.and_then(|s| s.fatal_error.as_ref()) {
+        return format!("the run stopped on a fatal error: {e}");
+    }
+    if let Some(why) = write.and_then(|s| s.stored_shortfall.as_ref()) {
+        return format!("the server stored less than it acknowledged: {why}");
+    }
+    if let Some(e) = executed
+        .query_summary
+        .as_ref()
+        .and_then(|q| q.fatal_error.as_ref())
+    {
+        return format!("the queries stopped on a fatal error: {e}");
+    }
+    if let Some(e) = finish_error {
+        return format!("{e:#}");
+    }
+    "the run failed: see the errors it printed".to_string()
 }
 
 /// The server's side over the run (`[monitor]`): printed and put in the JSON report.

@@ -1,0 +1,133 @@
+//! The HTML report: `--out html=FILE` at a run's end, and `tsload report REPORT.json...
+//! -o FILE.html`, which builds the same page later from saved `--json` reports (several:
+//! side by side). Rendering is tsload-report-html's; reading and writing are here, the
+//! page written through `out.rs` like every other output.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tsload_core::merge::MAX_REPORT_BYTES;
+use tsload_report_html::ReportInput;
+
+use crate::exit::EXIT_USAGE;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Run reports written by `tsload run --json` (several: shown side by side, e.g. a
+    /// baseline beside a new run, or each shard of a run).
+    #[arg(required = true, value_name = "REPORT.json")]
+    reports: Vec<PathBuf>,
+    /// Where to write the page.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE.html",
+        required = true
+    )]
+    output: PathBuf,
+}
+
+/// Writes the page of one finished run (`--out html=FILE`), labelled with the scenario's
+/// name.
+pub fn write_run_page(path: &Path, name: &str, report: &serde_json::Value) -> anyhow::Result<()> {
+    if !report.is_object() {
+        anyhow::bail!("the run left no report to show");
+    }
+    let label = if name.is_empty() { "run" } else { name };
+    let page = tsload_report_html::render(&[ReportInput {
+        label: label.to_string(),
+        report: report.clone(),
+    }])?;
+    crate::out::write_text(path, &page).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes a page of several reports (a sweep's points, compare's targets, a merge's
+/// shards) with `figures` first, under `title`.
+pub fn write_page(
+    path: &Path,
+    title: &str,
+    reports: Vec<ReportInput>,
+    figures: &[tsload_report_html::Figure],
+) -> anyhow::Result<()> {
+    let page = tsload_report_html::render_page(Some(title), &reports, figures)?;
+    crate::out::write_text(path, &page).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The label of a report read from `path`: its file name.
+pub fn label_of(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    )
+}
+
+/// `tsload report`: the page of saved reports.
+pub fn cmd_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(same) = args.reports.iter().find(|r| same_file(r, &args.output)) {
+        errln!(
+            "error: -o {} is also a report to read: write the page elsewhere",
+            same.display()
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let mut inputs = Vec::new();
+    for path in &args.reports {
+        match read_report(path) {
+            Ok(report) => inputs.push(ReportInput {
+                label: label_of(path),
+                report,
+            }),
+            Err(e) => {
+                errln!("error: {}: {e}", path.display());
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    let page = match tsload_report_html::render(&inputs) {
+        Ok(page) => page,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    crate::out::create_parent_dir(&args.output)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+    crate::out::write_text(&args.output, &page)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    outln!(
+        "wrote {} ({} report{}, {} KiB)",
+        args.output.display(),
+        inputs.len(),
+        if inputs.len() == 1 { "" } else { "s" },
+        page.len().div_ceil(1024)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A report's JSON, at most [`MAX_REPORT_BYTES`].
+pub fn read_report(path: &Path) -> Result<serde_json::Value, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut text = String::new();
+    file.take(MAX_REPORT_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if text.len() as u64 > MAX_REPORT_BYTES {
+        return Err(format!(
+            "larger than {} MiB: not a tsload report",
+            MAX_REPORT_BYTES >> 20
+        ));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
+}
+
+/// Whether two paths name one file (the same path, or both resolving to one).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+}

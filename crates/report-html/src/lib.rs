@@ -1,0 +1,134 @@
+//! The HTML report of tsload runs: one self-contained page (inline CSS and JS, SVG drawn
+//! here, no request to any network) built from run reports as JSON, the same JSON
+//! `tsload run --json` writes, so `--out html=` and `tsload report` give the same page.
+//!
+//! Pure: [`render`] takes the reports and returns the page as a `String`; the caller
+//! writes it (the CLI through its redacting `out.rs`). The figures the page shows carry
+//! their exact JSON value in `data-value` attributes (ids `r{report}-{stream}-{figure}`),
+//! and each chart says how many points it holds (`data-points`), so a browser test can
+//! check the page against the report.
+
+mod chart;
+mod page;
+
+use serde::{Deserialize, Serialize};
+
+pub use page::{Figure, render, render_page};
+
+/// What stops a page from being built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No report was given.
+    #[error("no report to show")]
+    NoReport,
+    /// A report is not what `tsload run --json` writes.
+    #[error("{label}: not a tsload run report: {why}")]
+    NotAReport { label: String, why: String },
+    /// A figure to embed is not a plain SVG chart.
+    #[error("figure {title:?}: not a plain SVG chart: {why}")]
+    BadFigure { title: String, why: String },
+}
+
+/// One report to show: its JSON (what `tsload run --json` writes) and a label (its file
+/// name, or `run`).
+#[derive(Debug, Clone)]
+pub struct ReportInput {
+    pub label: String,
+    pub report: serde_json::Value,
+}
+
+/// One report interval of one stream, as the JSON report's `intervals` array carries it:
+/// what the page's time charts and hover show. Latencies in milliseconds (to the
+/// microsecond), from the interval's own histograms.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// `write` or `query`.
+    pub stream: String,
+    /// End of the interval, seconds since the load started.
+    pub elapsed_s: f64,
+    /// The interval's length in seconds (the last one may be shorter).
+    pub interval_s: f64,
+    /// Requests acknowledged in the interval (writes: batches).
+    #[serde(default)]
+    pub requests: u64,
+    /// Rows written (writes) or returned (queries).
+    #[serde(default)]
+    pub rows: u64,
+    /// Field values written (writes) or statements run (queries).
+    #[serde(default)]
+    pub metrics: u64,
+    /// Failed attempts, retried ones included.
+    #[serde(default)]
+    pub errors: u64,
+    #[serde(default)]
+    pub retries: u64,
+    /// Latency from the intended send time.
+    #[serde(default)]
+    pub p50_ms: f64,
+    #[serde(default)]
+    pub p99_ms: f64,
+    #[serde(default)]
+    pub p999_ms: f64,
+    #[serde(default)]
+    pub max_ms: f64,
+    /// Service time: from the actual send.
+    #[serde(default)]
+    pub service_p50_ms: f64,
+    #[serde(default)]
+    pub service_p99_ms: f64,
+    #[serde(default)]
+    pub service_p999_ms: f64,
+    #[serde(default)]
+    pub service_max_ms: f64,
+}
+
+impl Interval {
+    /// The record of one interval the engine reported.
+    pub fn new(stream: &str, r: &tsload_core::engine::IntervalReport) -> Self {
+        let q = |h: &hdrhistogram::Histogram<u64>, q: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                ms(h.value_at_quantile(q))
+            }
+        };
+        let max = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { ms(h.max()) };
+        Interval {
+            stream: stream.to_string(),
+            elapsed_s: round_us(r.end.as_secs_f64()),
+            interval_s: round_us(r.end.saturating_sub(r.start).as_secs_f64()),
+            requests: r.counters.requests,
+            rows: r.counters.rows,
+            metrics: r.counters.metrics,
+            errors: r.counters.error_count(),
+            retries: r.counters.retries,
+            p50_ms: q(&r.latency, 0.5),
+            p99_ms: q(&r.latency, 0.99),
+            p999_ms: q(&r.latency, 0.999),
+            max_ms: max(&r.latency),
+            service_p50_ms: q(&r.service, 0.5),
+            service_p99_ms: q(&r.service, 0.99),
+            service_p999_ms: q(&r.service, 0.999),
+            service_max_ms: max(&r.service),
+        }
+    }
+
+    /// Field values (or statements) per second over the interval; `None` for an interval
+    /// too short (under 50 ms) for a rate to mean anything.
+    pub fn rate(&self) -> Option<f64> {
+        (self.interval_s >= 0.05).then(|| self.metrics as f64 / self.interval_s)
+    }
+}
+
+/// Nanoseconds as milliseconds rounded to the microsecond (short in JSON, exact enough).
+fn ms(ns: u64) -> f64 {
+    (ns / 1000) as f64 / 1000.0
+}
+
+/// Seconds rounded to the microsecond.
+fn round_us(s: f64) -> f64 {
+    (s * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests;

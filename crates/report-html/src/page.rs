@@ -1,0 +1,857 @@
+//! The page itself: headline figures, the charts of each stream, the client, server and
+//! network blocks and the resolved plan of each report, with the inline CSS and JS that
+//! make it readable offline (light and dark, down to a phone's width) and the hover.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::chart::{self, Line, Scale};
+use crate::{Error, Interval, ReportInput};
+
+/// Refuses every request the page could make: nothing leaves, and a try is logged.
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:";
+
+const CSS: &str = include_str!("page.css");
+const JS: &str = include_str!("page.js");
+
+/// An SVG chart drawn elsewhere (a sweep's plot, compare's bar charts), put in the page
+/// as it is.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    pub title: String,
+    /// One `<svg>` element (an XML prolog before it is dropped).
+    pub svg: String,
+}
+
+/// The page of `reports` (one run, or several side by side: shards, a baseline and a new
+/// run). The figures come from the reports alone.
+pub fn render(reports: &[ReportInput]) -> Result<String, Error> {
+    render_page(None, reports, &[])
+}
+
+/// The page of `reports` under `title` (the reports' labels when `None`), `figures` first.
+pub fn render_page(
+    title: Option<&str>,
+    reports: &[ReportInput],
+    figures: &[Figure],
+) -> Result<String, Error> {
+    if reports.is_empty() {
+        return Err(Error::NoReport);
+    }
+    let views: Vec<ReportView<'_>> = reports
+        .iter()
+        .map(ReportView::new)
+        .collect::<Result<_, _>>()?;
+    let svgs: Vec<&str> = figures.iter().map(inline_svg).collect::<Result<_, _>>()?;
+    let labels = views
+        .iter()
+        .map(|v| v.label.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let title = title.map_or(labels, str::to_string);
+    let mut out = String::with_capacity(64 * 1024);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
+         <meta name=\"color-scheme\" content=\"light dark\">\
+         <title>tsload report: {}</title><style>{CSS}</style></head><body>\
+         <header><h1>tsload report</h1><p class=\"meta\">{}</p></header>",
+        esc(&title),
+        esc(&title)
+    );
+    for (f, svg) in figures.iter().zip(&svgs) {
+        let _ = write!(
+            out,
+            "<figure class=\"svgfig\"><figcaption>{}</figcaption>{svg}</figure>",
+            esc(&f.title)
+        );
+    }
+    if views.len() > 1 {
+        comparison(&mut out, &views);
+    }
+    let mut data = serde_json::Map::new();
+    for (k, v) in views.iter().enumerate() {
+        report_section(&mut out, k, v, &mut data);
+    }
+    let data = Value::Object(data).to_string().replace("</", "<\\/");
+    let _ = writeln!(
+        out,
+        "<footer>Made by tsload {}. Hover or tap a chart to see one interval's figures.</footer>\
+         <script type=\"application/json\" id=\"tsload-data\">{data}</script>\
+         <script>{JS}</script></body></html>",
+        esc(views[0].text("tsload_version").unwrap_or("?"))
+    );
+    Ok(out)
+}
+
+/// A figure's `<svg>` element, checked to hold nothing that could run or ask for anything.
+fn inline_svg(f: &Figure) -> Result<&str, Error> {
+    let bad = |why: &str| Error::BadFigure {
+        title: f.title.clone(),
+        why: why.to_string(),
+    };
+    let start = f.svg.find("<svg").ok_or_else(|| bad("no <svg> element"))?;
+    let svg = f.svg[start..].trim_end();
+    let lower = svg.to_ascii_lowercase();
+    for word in [
+        "<script",
+        "<foreignobject",
+        "href",
+        "url(",
+        "<image",
+        "@import",
+    ] {
+        if lower.contains(word) {
+            return Err(bad(&format!("it holds `{word}`")));
+        }
+    }
+    // An event handler attribute: ` on` + letters + `=`.
+    for (at, _) in lower.match_indices(" on") {
+        let name: String = lower[at + 3..]
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect();
+        if !name.is_empty() && lower[at + 3 + name.len()..].trim_start().starts_with('=') {
+            return Err(bad(&format!("it holds an event handler (on{name})")));
+        }
+    }
+    if !svg.ends_with("</svg>") {
+        return Err(bad("it does not end with </svg>"));
+    }
+    Ok(svg)
+}
+
+/// One report as the page reads it.
+struct ReportView<'a> {
+    label: String,
+    report: &'a Value,
+    /// `write`/`query` and each stream's summary.
+    streams: Vec<(&'static str, &'a Value)>,
+    intervals: Vec<Interval>,
+}
+
+impl<'a> ReportView<'a> {
+    fn new(input: &'a ReportInput) -> Result<Self, Error> {
+        let r = &input.report;
+        let bad = |why: String| Error::NotAReport {
+            label: input.label.clone(),
+            why,
+        };
+        if !r.is_object() {
+            return Err(bad("not a JSON object".into()));
+        }
+        let mut streams = Vec::new();
+        if r.get("write").is_some_and(Value::is_object)
+            || r.get("query").is_some_and(Value::is_object)
+        {
+            for s in ["write", "query"] {
+                if let Some(v) = r.get(s).filter(|v| v.is_object()) {
+                    streams.push((s, v));
+                }
+            }
+        } else if r.get("statements_per_s").is_some() {
+            streams.push(("query", r));
+        } else if r.get("metrics_per_s").is_some() {
+            streams.push(("write", r));
+        } else {
+            return Err(bad(
+                "it has neither `metrics_per_s` (writes) nor `statements_per_s` (queries)".into(),
+            ));
+        }
+        for (s, v) in &streams {
+            for key in ["rows", "elapsed_s"] {
+                if !v.get(key).is_some_and(Value::is_number) {
+                    return Err(bad(format!("the {s} stream has no number `{key}`")));
+                }
+            }
+        }
+        let intervals = match r.get("intervals") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => serde_json::from_value::<Vec<Interval>>(v.clone())
+                .map_err(|e| bad(format!("`intervals`: {e}")))?,
+        };
+        Ok(ReportView {
+            label: input.label.clone(),
+            report: r,
+            streams,
+            intervals,
+        })
+    }
+
+    fn text(&self, key: &str) -> Option<&str> {
+        self.streams
+            .first()
+            .and_then(|(_, v)| v.get(key))
+            .or_else(|| self.report.get(key))
+            .and_then(Value::as_str)
+    }
+
+    /// The resolved plan: the stream's `scenario`, secrets hidden.
+    fn plan(&self) -> Value {
+        let mut plan = self
+            .streams
+            .first()
+            .and_then(|(_, v)| v.get("scenario"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        tsload_redact::json(&mut plan);
+        plan
+    }
+}
+
+/// The names a stream's figures go by.
+struct StreamWords {
+    title: &'static str,
+    count: &'static str,
+    rate: &'static str,
+    unit: &'static str,
+}
+
+fn words(stream: &str) -> StreamWords {
+    if stream == "query" {
+        StreamWords {
+            title: "Queries",
+            count: "statements",
+            rate: "statements_per_s",
+            unit: "statements",
+        }
+    } else {
+        StreamWords {
+            title: "Writes",
+            count: "metrics",
+            rate: "metrics_per_s",
+            unit: "metrics",
+        }
+    }
+}
+
+/// A figure's JSON value as the page states it in `data-value`.
+fn raw(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// `1234567` -> `1,234,567`.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate or size, grouped, no decimals over 100.
+fn amount(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v.abs() >= 100.0 {
+        group(v.round().max(0.0) as u64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Milliseconds with three significant digits or so.
+fn millis(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 10.0 {
+        format!("{v:.1} ms")
+    } else {
+        format!("{v:.3} ms")
+    }
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+}
+
+/// HTML text and attribute escaping.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One headline figure: its label, its exact value in `data-value`, its text.
+fn card(out: &mut String, id: &str, label: &str, value: &str, text: &str, class: &str) {
+    let _ = write!(
+        out,
+        "<div class=\"fig {class}\"><span>{}</span><b id=\"{id}\" data-value=\"{}\">{}</b></div>",
+        esc(label),
+        esc(value),
+        esc(text)
+    );
+}
+
+fn exit_of(r: &Value) -> (Option<i64>, String) {
+    match r.get("exit") {
+        Some(e) => (
+            e.get("code").and_then(Value::as_i64),
+            e.get("why")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        ),
+        None if r.get("merged_from").is_some() => (
+            None,
+            "not its own: a merged report (each shard's is in its report)".to_string(),
+        ),
+        None => (
+            None,
+            "not recorded (a report from an older tsload)".to_string(),
+        ),
+    }
+}
+
+fn error_total(v: &Value) -> u64 {
+    v.get("errors")
+        .and_then(Value::as_object)
+        .map(|m| m.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0)
+}
+
+/// Several reports: one row per stream of each, side by side.
+fn comparison(out: &mut String, views: &[ReportView<'_>]) {
+    out.push_str(
+        "<section><h2>Side by side</h2><div class=\"scroll\"><table class=\"cmp\"><thead><tr>\
+         <th>report</th><th>stream</th><th>rows</th><th>rate /s</th><th>p50</th><th>p99</th>\
+         <th>p99.9</th><th>max</th><th>errors</th><th>exit</th></tr></thead><tbody>",
+    );
+    for (k, v) in views.iter().enumerate() {
+        let (code, _) = exit_of(v.report);
+        for (s, sv) in &v.streams {
+            let w = words(s);
+            let lat = sv.get("latency").cloned().unwrap_or(Value::Null);
+            let _ = write!(
+                out,
+                "<tr><td><a href=\"#r{k}\">{}</a></td><td>{s}</td><td>{}</td><td>{} {}</td>",
+                esc(&v.label),
+                group(sv.get("rows").and_then(Value::as_u64).unwrap_or(0)),
+                amount(num(sv, w.rate).unwrap_or(0.0)),
+                w.unit
+            );
+            for key in ["p50_ms", "p99_ms", "p99_9_ms", "max_ms"] {
+                let _ = write!(out, "<td>{}</td>", millis(num(&lat, key).unwrap_or(0.0)));
+            }
+            let _ = write!(
+                out,
+                "<td>{}</td><td>{}</td></tr>",
+                group(error_total(sv)),
+                code.map_or("-".to_string(), |c| c.to_string())
+            );
+        }
+    }
+    out.push_str("</tbody></table></div>");
+    // Each report's line over time, per stream.
+    const CLASSES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
+    for stream in ["write", "query"] {
+        let per: Vec<(&str, Vec<&Interval>)> = views
+            .iter()
+            .map(|v| {
+                (
+                    v.label.as_str(),
+                    v.intervals.iter().filter(|i| i.stream == stream).collect(),
+                )
+            })
+            .filter(|(_, iv): &(&str, Vec<&Interval>)| !iv.is_empty())
+            .collect();
+        if per.len() < 2 {
+            continue;
+        }
+        let w = words(stream);
+        let times = |iv: &[&Interval]| Some(iv.iter().map(|i| i.elapsed_s).collect());
+        let lines = |f: &dyn Fn(&Interval) -> Option<f64>| -> Vec<Line<'_>> {
+            per.iter()
+                .enumerate()
+                .map(|(n, (label, iv))| Line {
+                    key: label,
+                    label,
+                    class: CLASSES[n % CLASSES.len()],
+                    values: iv.iter().map(|i| f(i)).collect(),
+                    t: times(iv),
+                })
+                .collect()
+        };
+        chart::time_chart(
+            out,
+            &format!("cmp-{stream}-throughput"),
+            "",
+            &format!("{} per second, each report", w.unit),
+            "",
+            &[],
+            &lines(&|i| i.rate()),
+            Scale::Linear,
+            None,
+        );
+        chart::time_chart(
+            out,
+            &format!("cmp-{stream}-p99"),
+            "",
+            "p99 latency per interval, each report (log scale)",
+            " ms",
+            &[],
+            &lines(&|i| Some(i.p99_ms)),
+            Scale::Log,
+            None,
+        );
+    }
+    out.push_str("</section>");
+}
+
+fn report_section(
+    out: &mut String,
+    k: usize,
+    v: &ReportView<'_>,
+    data: &mut serde_json::Map<String, Value>,
+) {
+    let _ = write!(
+        out,
+        "<section class=\"report\" id=\"r{k}\"><h2>{}</h2>",
+        esc(&v.label)
+    );
+    let _ = write!(
+        out,
+        "<p class=\"meta\">{} &rarr; {} &middot; started {} &middot; {:.1} s &middot; tsload {}</p>",
+        esc(v.text("workload").unwrap_or("?")),
+        esc(v.text("target").unwrap_or("?")),
+        esc(v.text("started_at").unwrap_or("?")),
+        v.streams
+            .first()
+            .and_then(|(_, s)| num(s, "elapsed_s"))
+            .unwrap_or(0.0),
+        esc(v.text("tsload_version").unwrap_or("?"))
+    );
+    let (code, why) = exit_of(v.report);
+    let _ = write!(
+        out,
+        "<p class=\"exit {}\">exit status <b id=\"r{k}-exit\" data-value=\"{}\">{}</b> <span id=\"r{k}-exit-why\">{}</span></p>",
+        match code {
+            Some(0) => "ok",
+            Some(_) => "bad",
+            None => "",
+        },
+        code.map_or(String::new(), |c| c.to_string()),
+        code.map_or("?".to_string(), |c| c.to_string()),
+        esc(&why)
+    );
+    for (s, sv) in &v.streams {
+        stream_block(out, k, s, sv, &v.intervals, data);
+    }
+    server_block(out, k, v.report);
+    network_block(out, k, v.report, &v.plan());
+    let plan = serde_json::to_string_pretty(&v.plan()).unwrap_or_default();
+    let _ = write!(
+        out,
+        "<details><summary>Resolved plan (secrets hidden)</summary><pre id=\"r{k}-plan\">{}</pre></details></section>",
+        esc(&plan)
+    );
+}
+
+fn stream_block(
+    out: &mut String,
+    k: usize,
+    s: &str,
+    sv: &Value,
+    all: &[Interval],
+    data: &mut serde_json::Map<String, Value>,
+) {
+    let w = words(s);
+    let id = |f: &str| format!("r{k}-{s}-{f}");
+    let _ = write!(out, "<h3>{}</h3><div class=\"cards\">", w.title);
+    let u = |key: &str| sv.get(key).and_then(Value::as_u64).unwrap_or(0);
+    card(
+        out,
+        &id("rows"),
+        "rows",
+        &raw(sv.get("rows")),
+        &group(u("rows")),
+        "",
+    );
+    card(
+        out,
+        &id(w.count),
+        w.count,
+        &raw(sv.get(w.count)),
+        &group(u(w.count)),
+        "",
+    );
+    card(
+        out,
+        &id(w.rate),
+        &format!("{}/s", w.unit),
+        &raw(sv.get(w.rate)),
+        &amount(num(sv, w.rate).unwrap_or(0.0)),
+        "big",
+    );
+    let lat = sv.get("latency").cloned().unwrap_or(Value::Null);
+    for (key, label) in [
+        ("p50_ms", "p50"),
+        ("p99_ms", "p99"),
+        ("p99_9_ms", "p99.9"),
+        ("max_ms", "max"),
+    ] {
+        card(
+            out,
+            &id(key),
+            label,
+            &raw(lat.get(key)),
+            &millis(num(&lat, key).unwrap_or(0.0)),
+            "",
+        );
+    }
+    let errors = error_total(sv);
+    card(
+        out,
+        &id("errors"),
+        "errors",
+        &errors.to_string(),
+        &group(errors),
+        if errors > 0 { "warn" } else { "" },
+    );
+    if sv.get("retries").is_some() {
+        card(
+            out,
+            &id("retries"),
+            "retries",
+            &raw(sv.get("retries")),
+            &group(u("retries")),
+            "",
+        );
+    }
+    let stop = sv.get("stop_reason").and_then(Value::as_str).unwrap_or("?");
+    card(out, &id("stop_reason"), "stopped", stop, stop, "");
+    out.push_str("</div>");
+    if let Some(e) = sv.get("fatal_error").and_then(Value::as_str) {
+        let _ = write!(out, "<p class=\"exit bad\">fatal: {}</p>", esc(e));
+    }
+    if let Some(errs) = sv
+        .get("errors")
+        .and_then(Value::as_object)
+        .filter(|m| !m.is_empty())
+    {
+        let list: Vec<String> = errs
+            .iter()
+            .map(|(k, n)| format!("{k} {}", raw(Some(n))))
+            .collect();
+        let _ = write!(
+            out,
+            "<p class=\"meta\">errors by kind: {}</p>",
+            esc(&list.join(", "))
+        );
+    }
+
+    let iv: Vec<&Interval> = all.iter().filter(|i| i.stream == s).collect();
+    let key = format!("r{k}-{s}");
+    if iv.is_empty() {
+        out.push_str(
+            "<p class=\"meta\">This report has no per-interval figures (a merged report, or one from an older tsload): no charts over time.</p>",
+        );
+    } else {
+        let t: Vec<f64> = iv.iter().map(|i| i.elapsed_s).collect();
+        let marks: Vec<(u64, u64)> = iv.iter().map(|i| (i.errors, i.retries)).collect();
+        chart::time_chart(
+            out,
+            &format!("{key}-throughput"),
+            &key,
+            &format!("{} per second, per interval", w.unit),
+            "",
+            &t,
+            &[Line {
+                key: "rate",
+                label: &format!("{}/s", w.unit),
+                class: "c0",
+                values: iv.iter().map(|i| i.rate()).collect(),
+                t: None,
+            }],
+            Scale::Linear,
+            Some(&marks),
+        );
+        let col = |f: fn(&Interval) -> f64| -> Vec<Option<f64>> {
+            iv.iter().map(|i| Some(f(i))).collect()
+        };
+        chart::time_chart(
+            out,
+            &format!("{key}-latency"),
+            &key,
+            "latency per interval (from the intended send time; log scale)",
+            " ms",
+            &t,
+            &[
+                Line {
+                    key: "p50_ms",
+                    label: "p50",
+                    class: "c0",
+                    values: col(|i| i.p50_ms),
+                    t: None,
+                },
+                Line {
+                    key: "p99_ms",
+                    label: "p99",
+                    class: "c1",
+                    values: col(|i| i.p99_ms),
+                    t: None,
+                },
+                Line {
+                    key: "p999_ms",
+                    label: "p99.9",
+                    class: "c2",
+                    values: col(|i| i.p999_ms),
+                    t: None,
+                },
+                Line {
+                    key: "max_ms",
+                    label: "max",
+                    class: "c3",
+                    values: col(|i| i.max_ms),
+                    t: None,
+                },
+            ],
+            Scale::Log,
+            Some(&marks),
+        );
+        let column = |f: fn(&Interval) -> Value| Value::Array(iv.iter().map(|i| f(i)).collect());
+        data.insert(
+            key.clone(),
+            json!({
+                "unit": w.unit,
+                "elapsed_s": column(|i| json!(i.elapsed_s)),
+                "interval_s": column(|i| json!(i.interval_s)),
+                "requests": column(|i| json!(i.requests)),
+                "rows": column(|i| json!(i.rows)),
+                "metrics": column(|i| json!(i.metrics)),
+                "errors": column(|i| json!(i.errors)),
+                "retries": column(|i| json!(i.retries)),
+                "p50_ms": column(|i| json!(i.p50_ms)),
+                "p99_ms": column(|i| json!(i.p99_ms)),
+                "p999_ms": column(|i| json!(i.p999_ms)),
+                "max_ms": column(|i| json!(i.max_ms)),
+                "service_p50_ms": column(|i| json!(i.service_p50_ms)),
+                "service_p99_ms": column(|i| json!(i.service_p99_ms)),
+            }),
+        );
+    }
+    spectrum(out, &key, sv);
+    client_block(out, &key, sv);
+}
+
+/// The percentile spectrum of corrected latency and service time, from the summaries'
+/// histograms (`hdr`), or their fixed percentiles when a report has none.
+fn spectrum(out: &mut String, key: &str, sv: &Value) {
+    let mut lines = Vec::new();
+    for (name, label, class) in [
+        ("latency", "latency (corrected)", "c1"),
+        ("service", "service time", "c0"),
+    ] {
+        let Some(summary) = sv.get(name) else {
+            continue;
+        };
+        if summary.get("count").and_then(Value::as_u64).unwrap_or(0) == 0 {
+            continue;
+        }
+        let hist = summary
+            .get("hdr")
+            .and_then(Value::as_str)
+            .and_then(|t| tsload_core::report::decode_histogram(t).ok());
+        let values: Vec<Option<f64>> = (0..chart::SPECTRUM_POINTS)
+            .map(|k| {
+                let q = chart::spectrum_quantile(k);
+                match &hist {
+                    Some(h) => Some(h.value_at_quantile(q) as f64 / 1e6),
+                    None => fixed_percentile(summary, q),
+                }
+            })
+            .collect();
+        lines.push(Line {
+            key: name,
+            label,
+            class,
+            values,
+            t: None,
+        });
+    }
+    if !lines.is_empty() {
+        chart::spectrum_chart(
+            out,
+            &format!("{key}-spectrum"),
+            "latency by percentile (whole run)",
+            &lines,
+        );
+    }
+}
+
+/// The summary's stated percentile at or above `q` (a step spectrum without histogram).
+fn fixed_percentile(summary: &Value, q: f64) -> Option<f64> {
+    let steps = [
+        (0.5, "p50_ms"),
+        (0.9, "p90_ms"),
+        (0.95, "p95_ms"),
+        (0.99, "p99_ms"),
+        (0.999, "p99_9_ms"),
+        (0.9999, "p99_99_ms"),
+    ];
+    steps
+        .iter()
+        .find(|(p, _)| q <= *p + 1e-12)
+        .map_or_else(|| num(summary, "max_ms"), |(_, k)| num(summary, k))
+}
+
+fn client_block(out: &mut String, key: &str, sv: &Value) {
+    let Some(c) = sv.get("client").filter(|c| c.is_object()) else {
+        return;
+    };
+    let _ = write!(out, "<h4>Client</h4><div class=\"cards\">");
+    card(
+        out,
+        &format!("{key}-cpu_s"),
+        "client CPU",
+        &raw(c.get("cpu_s")),
+        &format!("{:.3} s", num(c, "cpu_s").unwrap_or(0.0)),
+        "",
+    );
+    card(
+        out,
+        &format!("{key}-peak_rss_bytes"),
+        "peak RSS",
+        &raw(c.get("peak_rss_bytes")),
+        &mib(num(c, "peak_rss_bytes").unwrap_or(0.0)),
+        "",
+    );
+    if let Some(per) = num(c, "cpu_us_per_1000_metrics") {
+        card(
+            out,
+            &format!("{key}-cpu_us_per_1000_metrics"),
+            "CPU per 1,000 metrics",
+            &raw(c.get("cpu_us_per_1000_metrics")),
+            &format!("{per:.1} µs"),
+            "",
+        );
+    }
+    if let (Some(u), Some(s)) = (num(c, "cpu_user_s"), num(c, "cpu_system_s")) {
+        card(
+            out,
+            &format!("{key}-cpu_split"),
+            "user / system",
+            "",
+            &format!("{u:.3} / {s:.3} s"),
+            "",
+        );
+    }
+    out.push_str("</div>");
+}
+
+/// Scalar fields of an object (nested objects flattened as `a.b`), as a table.
+fn table(out: &mut String, id_prefix: &str, v: &Value) {
+    fn walk(prefix: &str, v: &Value, rows: &mut Vec<(String, Value)>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, x, rows);
+                }
+            }
+            Value::Array(a) if a.len() > 12 => {
+                rows.push((prefix.to_string(), json!(format!("{} items", a.len()))));
+            }
+            Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
+                let text: Vec<String> = a.iter().map(|x| raw(Some(x))).collect();
+                rows.push((prefix.to_string(), json!(text.join(", "))));
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    walk(&format!("{prefix}.{i}"), x, rows);
+                }
+            }
+            Value::Null => {}
+            other => rows.push((prefix.to_string(), other.clone())),
+        }
+    }
+    let mut rows = Vec::new();
+    walk("", v, &mut rows);
+    out.push_str("<div class=\"scroll\"><table class=\"kv\"><tbody>");
+    for (k, x) in rows {
+        if k == "hdr" || k.ends_with(".hdr") {
+            continue;
+        }
+        let text = match &x {
+            Value::Number(n) if k.contains("bytes") && !k.contains("per") => {
+                n.as_f64().map(mib).unwrap_or_default()
+            }
+            Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64().unwrap_or(0.0);
+                if f.abs() >= 100.0 {
+                    amount(f)
+                } else {
+                    format!("{f:.3}")
+                }
+            }
+            other => raw(Some(other)),
+        };
+        let _ = write!(
+            out,
+            "<tr><th>{}</th><td id=\"{id_prefix}-{}\" data-value=\"{}\">{}</td></tr>",
+            esc(&k),
+            esc(&k),
+            esc(&raw(Some(&x))),
+            esc(&text)
+        );
+    }
+    out.push_str("</tbody></table></div>");
+}
+
+fn server_block(out: &mut String, k: usize, r: &Value) {
+    let Some(server) = r.get("server").filter(|s| s.is_object()) else {
+        return;
+    };
+    let _ = write!(out, "<h3>Server ([monitor])</h3>");
+    table(out, &format!("r{k}-server"), server);
+}
+
+fn network_block(out: &mut String, k: usize, r: &Value, plan: &Value) {
+    let rtt = r.get("rtt").filter(|v| v.is_object());
+    let impairment = plan.get("network").filter(|v| v.is_object());
+    if rtt.is_none() && impairment.is_none() {
+        return;
+    }
+    out.push_str("<h3>Network</h3>");
+    if let Some(rtt) = rtt {
+        out.push_str("<h4>Probe RTT</h4>");
+        table(out, &format!("r{k}-rtt"), rtt);
+    }
+    if let Some(n) = impairment {
+        out.push_str("<h4>Impairment ([network])</h4>");
+        table(out, &format!("r{k}-network"), n);
+    }
+}
