@@ -115,6 +115,14 @@ pub trait QueryTarget: Send + Sync + 'static {
 
     /// Opens the connection of worker `worker`.
     fn connect(&self, worker: usize) -> impl Future<Output = Result<Self::Conn, SinkError>> + Send;
+
+    /// Whether each worker runs on its own thread with its own current-thread runtime
+    /// (where its connection is opened, and where it waits for its answers alone, as a
+    /// sysbench thread does) instead of as a task on the run's shared runtime. For targets
+    /// whose connections are one socket each and share nothing with the other workers'.
+    fn thread_per_worker(&self) -> bool {
+        false
+    }
 }
 
 /// One worker's connection.

@@ -474,16 +474,11 @@ pub async fn run_queries<T: QueryTarget>(
     }
 
     // Connect everything before the clock starts: connection set-up is not query time.
-    let connects = (0..cfg.workers).map(|worker| {
-        let target = target.clone();
-        async move {
-            target
-                .connect(worker)
-                .await
-                .map_err(|error| EngineError::Connect { worker, error })
-        }
-    });
-    let conns = futures_util::future::try_join_all(connects).await?;
+    let workers = if target.thread_per_worker() {
+        Workers::threads(&target, cfg.workers).await?
+    } else {
+        Workers::tasks(&target, cfg.workers).await?
+    };
     cfg.gate.before_start().await.map_err(EngineError::Gate)?;
 
     let t0 = Instant::now();
@@ -504,19 +499,12 @@ pub async fn run_queries<T: QueryTarget>(
     });
 
     let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
-    let mut tasks = tokio::task::JoinSet::new();
-    for (worker, conn) in conns.into_iter().enumerate() {
-        let source = workload.source(worker, cfg.workers);
-        let recorder = QueryRecorder::new(worker, names.len(), t0, cfg.report_interval, tx.clone());
-        tasks.spawn(run_worker(
-            worker,
-            source,
-            conn,
-            target.clone(),
-            shared.clone(),
-            recorder,
-        ));
-    }
+    let running = workers.start(|worker| WorkerStart {
+        source: workload.source(worker, cfg.workers),
+        target: target.clone(),
+        shared: shared.clone(),
+        recorder: QueryRecorder::new(worker, names.len(), t0, cfg.report_interval, tx.clone()),
+    });
     drop(tx);
 
     // The reporter: merge records per kind and in all, emit one report per interval.
@@ -531,13 +519,11 @@ pub async fn run_queries<T: QueryTarget>(
     )
     .await;
 
-    while let Some(joined) = tasks.join_next().await {
-        if let Err(e) = joined {
-            shared.fatal(SinkError::new(
-                ErrorKind::Other,
-                format!("a query worker failed: {e}"),
-            ));
-        }
+    for failure in running.join().await {
+        shared.fatal(SinkError::new(
+            ErrorKind::Other,
+            format!("a query worker failed: {failure}"),
+        ));
     }
 
     let stop_error = shared.stop_error.lock().ok().and_then(|mut e| e.take());
@@ -577,6 +563,187 @@ fn empty_kind(name: String) -> KindOutcome {
         counters: Counters::default(),
         latency: new_histogram(),
         service: new_histogram(),
+    }
+}
+
+/// What a connected worker needs to start once the clock has started.
+struct WorkerStart<T: QueryTarget> {
+    source: Box<dyn QuerySource>,
+    target: Arc<T>,
+    shared: Arc<Shared>,
+    recorder: QueryRecorder,
+}
+
+/// The timed load's workers, connected and waiting for the start: tasks on the caller's
+/// runtime, or (when the target asks, [`QueryTarget::thread_per_worker`]) each on its own
+/// thread with a current-thread runtime, where its connection was opened.
+enum Workers<T: QueryTarget> {
+    Tasks(Vec<T::Conn>),
+    Threads(
+        Vec<tokio::sync::oneshot::Sender<WorkerStart<T>>>,
+        Vec<WorkerThread>,
+    ),
+}
+
+/// A worker thread: its OS thread, and what it says when its worker ends (nothing when it
+/// panicked).
+struct WorkerThread {
+    handle: std::thread::JoinHandle<()>,
+    done: tokio::sync::oneshot::Receiver<()>,
+}
+
+/// The started workers, to join.
+enum Running {
+    Tasks(tokio::task::JoinSet<()>),
+    Threads(Vec<WorkerThread>),
+}
+
+impl<T: QueryTarget> Workers<T> {
+    /// Connects every worker from the caller's runtime, at the same time.
+    async fn tasks(target: &Arc<T>, workers: usize) -> Result<Self, EngineError> {
+        let connects = (0..workers).map(|worker| {
+            let target = target.clone();
+            async move {
+                target
+                    .connect(worker)
+                    .await
+                    .map_err(|error| EngineError::Connect { worker, error })
+            }
+        });
+        Ok(Workers::Tasks(
+            futures_util::future::try_join_all(connects).await?,
+        ))
+    }
+
+    /// Starts one thread per worker, each with its own current-thread runtime, and waits
+    /// until each has connected. On a failure every thread ends without starting.
+    async fn threads(target: &Arc<T>, workers: usize) -> Result<Self, EngineError> {
+        let mut starts = Vec::with_capacity(workers);
+        let mut threads = Vec::with_capacity(workers);
+        let mut connected = Vec::with_capacity(workers);
+        for worker in 0..workers {
+            let (start_tx, start_rx) = tokio::sync::oneshot::channel::<WorkerStart<T>>();
+            let (connected_tx, connected_rx) = tokio::sync::oneshot::channel();
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            let target = target.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("tsload-query-{worker}"))
+                .spawn(move || {
+                    let runtime = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(runtime) => runtime,
+                        Err(e) => {
+                            let _ = connected_tx.send(Err(SinkError::new(
+                                ErrorKind::Other,
+                                format!("cannot start the worker's runtime: {e}"),
+                            )));
+                            return;
+                        }
+                    };
+                    runtime.block_on(async move {
+                        let conn = match target.connect(worker).await {
+                            Ok(conn) => conn,
+                            Err(error) => {
+                                let _ = connected_tx.send(Err(error));
+                                return;
+                            }
+                        };
+                        if connected_tx.send(Ok(())).is_err() {
+                            return;
+                        }
+                        // No start (another worker failed to connect): end here.
+                        if let Ok(start) = start_rx.await {
+                            run_worker(
+                                worker,
+                                start.source,
+                                conn,
+                                start.target,
+                                start.shared,
+                                start.recorder,
+                            )
+                            .await;
+                        }
+                        let _ = done_tx.send(());
+                    });
+                });
+            let handle = spawned.map_err(|e| EngineError::Connect {
+                worker,
+                error: SinkError::new(
+                    ErrorKind::Other,
+                    format!("cannot start the worker's thread: {e}"),
+                ),
+            })?;
+            starts.push(start_tx);
+            threads.push(WorkerThread {
+                handle,
+                done: done_rx,
+            });
+            connected.push(connected_rx);
+        }
+        for (worker, rx) in connected.into_iter().enumerate() {
+            let result = rx.await.unwrap_or_else(|_| {
+                Err(SinkError::new(
+                    ErrorKind::Other,
+                    "the worker's thread ended while connecting".to_string(),
+                ))
+            });
+            if let Err(error) = result {
+                // Dropping the start senders ends the connected threads.
+                return Err(EngineError::Connect { worker, error });
+            }
+        }
+        Ok(Workers::Threads(starts, threads))
+    }
+
+    /// Starts every worker with what `start(worker)` gives it.
+    fn start(self, mut start: impl FnMut(usize) -> WorkerStart<T>) -> Running {
+        match self {
+            Workers::Tasks(conns) => {
+                let mut tasks = tokio::task::JoinSet::new();
+                for (worker, conn) in conns.into_iter().enumerate() {
+                    let s = start(worker);
+                    tasks.spawn(run_worker(
+                        worker, s.source, conn, s.target, s.shared, s.recorder,
+                    ));
+                }
+                Running::Tasks(tasks)
+            }
+            Workers::Threads(starts, threads) => {
+                for (worker, tx) in starts.into_iter().enumerate() {
+                    // A thread that already ended says so when joined.
+                    let _ = tx.send(start(worker));
+                }
+                Running::Threads(threads)
+            }
+        }
+    }
+}
+
+impl Running {
+    /// Waits for every worker; returns why each one that did not end normally failed.
+    async fn join(self) -> Vec<String> {
+        let mut failures = Vec::new();
+        match self {
+            Running::Tasks(mut tasks) => {
+                while let Some(joined) = tasks.join_next().await {
+                    if let Err(e) = joined {
+                        failures.push(e.to_string());
+                    }
+                }
+            }
+            Running::Threads(threads) => {
+                for thread in threads {
+                    if thread.done.await.is_err() {
+                        failures.push("its thread panicked".to_string());
+                    }
+                    // It has ended (or is ending): joining does not wait for long.
+                    let _ = tokio::task::spawn_blocking(move || thread.handle.join()).await;
+                }
+            }
+        }
+        failures
     }
 }
 

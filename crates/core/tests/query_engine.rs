@@ -172,6 +172,10 @@ struct Db {
     empty_range: bool,
     /// Fail connections of workers `>= n` (not setup/loader 0).
     refuse_worker: Option<usize>,
+    /// Ask for a thread per worker ([`QueryTarget::thread_per_worker`]).
+    thread_per_worker: bool,
+    /// The name of the thread each `connect` ran on, in order.
+    connect_threads: Mutex<Vec<Option<String>>>,
 }
 
 struct Target(Arc<Db>);
@@ -187,6 +191,8 @@ impl QueryTarget for Target {
     type Conn = Conn;
     async fn connect(&self, worker: usize) -> Result<Conn, SinkError> {
         self.0.connects.lock().unwrap().push(worker);
+        let thread = std::thread::current().name().map(str::to_string);
+        self.0.connect_threads.lock().unwrap().push(thread);
         if self.0.refuse_worker.is_some_and(|n| worker >= n) {
             return Err(SinkError::new(ErrorKind::Connection, "connection refused"));
         }
@@ -194,6 +200,10 @@ impl QueryTarget for Target {
             db: self.0.clone(),
             id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    fn thread_per_worker(&self) -> bool {
+        self.0.thread_per_worker
     }
 }
 
@@ -984,4 +994,93 @@ async fn each_closed_loop_interval_reports_its_own_requests() {
     let per_s = n as f64 / out.elapsed.as_secs_f64();
     assert!(per_s > 15.0, "{n} requests in {:?}", t.elapsed());
     check_each_interval(&spans, Duration::from_millis(400), per_s, n);
+}
+
+/// A target that asks for a thread per worker: each worker connects (and reconnects) on
+/// its own thread, and the run's counts, limits, open-loop rate and timeouts are the same
+/// as with tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_on_their_own_threads_run_the_same_load() {
+    for workers in [1, 3, 8] {
+        let db = Arc::new(Db {
+            thread_per_worker: true,
+            ..Db::default()
+        });
+        let mut c = cfg(workers);
+        c.requests = Some(1000);
+        let out = run(Mix::new(500), &db, c).await.unwrap();
+        check_sums(&out);
+        assert_eq!(out.stop_reason, StopReason::RequestLimit, "{workers}");
+        assert_eq!(out.counters.requests, 1000, "workers {workers}");
+        assert_eq!(db.queries.load(Ordering::SeqCst), 1000, "executed");
+        // Setup and the loader connect from the caller's runtime, then each worker on its
+        // own thread.
+        let threads = db.connect_threads.lock().unwrap().clone();
+        let timed: Vec<String> = threads[threads.len() - workers..]
+            .iter()
+            .map(|t| t.clone().unwrap_or_default())
+            .collect();
+        let mut want: Vec<String> = (0..workers).map(|w| format!("tsload-query-{w}")).collect();
+        let mut got = timed.clone();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{threads:?}");
+    }
+
+    // Open loop: 400 requests/s over 2 workers for 1 s, against a 1 ms target.
+    let db = Arc::new(Db {
+        delay: Duration::from_millis(1),
+        thread_per_worker: true,
+        ..Default::default()
+    });
+    let mut c = cfg(2);
+    c.mode = LoadMode::Open { rate: 400.0 };
+    c.duration = Some(Duration::from_secs(1));
+    let out = run(Mix::new(100), &db, c).await.unwrap();
+    check_sums(&out);
+    assert_eq!(out.stop_reason, StopReason::Duration);
+    assert!(
+        (360..=402).contains(&out.counters.requests),
+        "{:?}",
+        out.counters
+    );
+
+    // A stalled request times out and the worker reconnects on its thread.
+    let db = Arc::new(Db {
+        stall_at: Some(3),
+        stall: Duration::from_secs(5),
+        thread_per_worker: true,
+        ..Db::default()
+    });
+    let mut c = cfg(1);
+    c.requests = Some(20);
+    c.timeout = Some(Duration::from_millis(200));
+    let t = Instant::now();
+    let out = run(Mix::new(100), &db, c).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(out.counters.requests, 19);
+    assert_eq!(out.counters.errors.get(&ErrorKind::Timeout), Some(&1));
+    let threads = db.connect_threads.lock().unwrap().clone();
+    assert_eq!(
+        threads.last().cloned().flatten().as_deref(),
+        Some("tsload-query-0"),
+        "{threads:?}"
+    );
+}
+
+/// On worker threads, a worker that cannot connect fails the run before anything is
+/// timed, and the workers that did connect end without sending.
+#[tokio::test]
+async fn a_worker_thread_that_cannot_connect_is_an_engine_error() {
+    let db = Arc::new(Db {
+        refuse_worker: Some(3),
+        thread_per_worker: true,
+        ..Default::default()
+    });
+    let err = run(Mix::new(100), &db, cfg(6)).await.unwrap_err();
+    assert!(
+        matches!(err, EngineError::Connect { worker: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(db.queries.load(Ordering::SeqCst), 0);
 }

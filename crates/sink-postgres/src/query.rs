@@ -61,6 +61,12 @@ impl QueryTarget for PostgresQueryTarget {
             lean: self.lean.clone(),
         })
     }
+
+    /// One socket per worker, shared with no other: each worker waits for its answers on
+    /// its own thread, as a sysbench thread does.
+    fn thread_per_worker(&self) -> bool {
+        true
+    }
 }
 
 /// A read connection: tsload's own, or sqlx's where the lean one cannot serve the URL or
