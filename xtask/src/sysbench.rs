@@ -372,8 +372,17 @@ fn tsload_run(
     let (_, user, sys) = timed(&mut cmd)?;
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report)?)?;
     let tx = r["requests"].as_f64().unwrap_or(0.0) + r["failed_requests"].as_f64().unwrap_or(0.0);
-    if r["failed_requests"].as_u64() != Some(0) {
-        bail!("tsload's {oltp} run had failed requests: {}", r["errors"]);
+    // Conflicts (a deadlock, or PostgreSQL's duplicate key when two transactions delete and
+    // insert the same id) fail a transaction now and then, as sysbench's "ignored errors".
+    let failed = r["failed_requests"].as_u64().unwrap_or(0);
+    if failed > 0 {
+        eprintln!("   tsload: {failed} failed transactions: {}", r["errors"]);
+    }
+    if failed as f64 > 0.01 * tx {
+        bail!(
+            "tsload's {oltp} run failed over 1% of its transactions: {}",
+            r["errors"]
+        );
     }
     Ok(Figures {
         tps: r["requests_per_s"].as_f64().unwrap_or(0.0),

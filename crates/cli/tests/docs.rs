@@ -277,6 +277,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         How::Skip("benchmarks, minutes"),
     ),
     (
+        "cargo xtask bench-targets --sysbench [mariadb] [postgres]",
+        How::Skip("benchmarks against sysbench, minutes"),
+    ),
+    (
         "cargo bench -p tsload-benches --bench own_sink",
         How::Skip("a criterion benchmark, minutes"),
     ),
