@@ -11,11 +11,13 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::ops::Range;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tsload_core::{ErrorKind, SinkError, Statement};
+use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
 
 use crate::wire::{self, Malformed};
 
@@ -56,12 +58,7 @@ impl LeanOptions {
                 return None;
             }
         }
-        let decode = |s: &str| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8()
-                .ok()
-                .map(|c| c.into_owned())
-        };
+        let decode = decode_url_part;
         let database = decode(parsed.path().trim_start_matches('/'))?;
         if database.is_empty() || database.contains('/') {
             return None;
@@ -97,14 +94,12 @@ const STATEMENT_CACHE: usize = 256;
 #[derive(Debug)]
 pub(crate) struct LeanConn {
     stream: TcpStream,
-    /// Bytes read and not yet consumed: `rbuf[rpos..rend]`.
-    rbuf: Vec<u8>,
-    rpos: usize,
-    rend: usize,
+    rbuf: ReadBuffer,
     /// The current packet's payload: in `rbuf` (`cur`), or joined from 16 MiB parts into
-    /// `big` when `cur` is `None`.
-    cur: Option<(usize, usize)>,
+    /// `big` when `cur` is `None`; and its sequence number.
+    cur: Option<Range<usize>>,
     big: Vec<u8>,
+    seq: u8,
     wbuf: Vec<u8>,
     payload: Vec<u8>,
     statements: HashMap<String, u32>,
@@ -151,11 +146,10 @@ impl LeanConn {
             .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
         let mut conn = LeanConn {
             stream,
-            rbuf: vec![0; 64 * 1024],
-            rpos: 0,
-            rend: 0,
+            rbuf: ReadBuffer::with_capacity(64 * 1024),
             cur: None,
             big: Vec::new(),
+            seq: 0,
             wbuf: Vec::new(),
             payload: Vec::new(),
             statements: HashMap::new(),
@@ -393,34 +387,32 @@ impl LeanConn {
 
     /// The payload of the packet last read.
     fn packet(&self) -> &[u8] {
-        match self.cur {
-            Some((start, end)) => &self.rbuf[start..end],
+        match &self.cur {
+            Some(at) => self.rbuf.get(at.clone()),
             None => &self.big,
         }
     }
 
     /// The sequence number of the packet last read.
     fn last_seq(&self) -> u8 {
-        match self.cur {
-            Some((start, _)) if start >= 1 => self.rbuf[start - 1],
-            _ => 0,
-        }
+        self.seq
     }
 
     /// Reads the next packet (joining 16 MiB parts) into [`Self::packet`].
     async fn read_packet(&mut self) -> Result<(), SinkError> {
-        let (start, len) = self.read_part().await?;
-        if len < wire::MAX_PAYLOAD {
-            self.cur = Some((start, start + len));
+        let at = self.read_part().await?;
+        if at.len() < wire::MAX_PAYLOAD {
+            self.cur = Some(at);
             return Ok(());
         }
         let mut big = std::mem::take(&mut self.big);
         big.clear();
-        big.extend_from_slice(&self.rbuf[start..start + len]);
+        big.extend_from_slice(self.rbuf.get(at));
         loop {
-            let (start, len) = self.read_part().await?;
-            big.extend_from_slice(&self.rbuf[start..start + len]);
-            if len < wire::MAX_PAYLOAD {
+            let at = self.read_part().await?;
+            let last = at.len() < wire::MAX_PAYLOAD;
+            big.extend_from_slice(self.rbuf.get(at));
+            if last {
                 break;
             }
         }
@@ -429,43 +421,22 @@ impl LeanConn {
         Ok(())
     }
 
-    /// Reads one packet part; returns where its payload starts in `rbuf` and its length.
-    async fn read_part(&mut self) -> Result<(usize, usize), SinkError> {
+    /// Reads one packet part; returns where its payload lies in `rbuf`.
+    async fn read_part(&mut self) -> Result<Range<usize>, SinkError> {
         self.fill(4).await?;
-        let h = &self.rbuf[self.rpos..self.rpos + 4];
+        let h = self.rbuf.peek(4);
         let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        self.seq = h[3];
         self.fill(4 + len).await?;
-        let start = self.rpos + 4;
-        self.rpos = start + len;
-        Ok((start, len))
+        self.rbuf.consume(4);
+        Ok(self.rbuf.consume(len))
     }
 
-    /// Makes `rbuf[rpos..]` hold at least `n` bytes, moving what is unread to the front
-    /// and growing the buffer when it must.
     async fn fill(&mut self, n: usize) -> Result<(), SinkError> {
-        if self.rend - self.rpos >= n {
-            return Ok(());
-        }
-        if self.rpos + n > self.rbuf.len() {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
-            self.rpos = 0;
-            if n > self.rbuf.len() {
-                self.rbuf.resize(n.next_power_of_two(), 0);
-            }
-        }
-        while self.rend - self.rpos < n {
-            let read = self
-                .stream
-                .read(&mut self.rbuf[self.rend..])
-                .await
-                .map_err(|e| lost(&self.label, &e))?;
-            if read == 0 {
-                return Err(self.lost("the server closed the connection"));
-            }
-            self.rend += read;
-        }
-        Ok(())
+        self.rbuf
+            .fill(&mut self.stream, n)
+            .await
+            .map_err(|e| lost(&self.label, &e))
     }
 }
 

@@ -12,11 +12,13 @@
 //! same on either.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tsload_core::{ErrorKind, SinkError, Statement};
+use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
 
 use crate::error::kind_for_sqlstate;
 use crate::wire::{self, Auth, Malformed};
@@ -75,12 +77,7 @@ impl LeanOptions {
         {
             return None;
         }
-        let decode = |s: &str| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8()
-                .ok()
-                .map(|c| c.into_owned())
-        };
+        let decode = decode_url_part;
         let user = decode(parsed.username())?;
         let database = decode(parsed.path().trim_start_matches('/'))?;
         if user.is_empty() || database.is_empty() || database.contains('/') {
@@ -126,13 +123,10 @@ const STATEMENT_CACHE: usize = 256;
 #[derive(Debug)]
 pub(crate) struct LeanConn {
     stream: TcpStream,
-    /// Bytes read and not yet consumed: `rbuf[rpos..rend]`.
-    rbuf: Vec<u8>,
-    rpos: usize,
-    rend: usize,
+    rbuf: ReadBuffer,
     /// The current message: its type and where its body is in `rbuf`.
     tag: u8,
-    body: (usize, usize),
+    body: Range<usize>,
     wbuf: Vec<u8>,
     /// Statement text -> its name (`s1`, `s2`, ...).
     statements: HashMap<String, String>,
@@ -197,11 +191,9 @@ impl LeanConn {
         }
         let mut conn = LeanConn {
             stream,
-            rbuf: vec![0; 64 * 1024],
-            rpos: 0,
-            rend: 0,
+            rbuf: ReadBuffer::with_capacity(64 * 1024),
             tag: 0,
-            body: (0, 0),
+            body: 0..0,
             wbuf: Vec::new(),
             statements: HashMap::new(),
             next_statement: 1,
@@ -358,7 +350,7 @@ impl LeanConn {
     }
 
     fn body(&self) -> &[u8] {
-        &self.rbuf[self.body.0..self.body.1]
+        self.rbuf.get(self.body.clone())
     }
 
     fn lost(&self, why: &str) -> LeanFailure {
@@ -385,7 +377,7 @@ impl LeanConn {
     /// Reads the next message into `tag` and [`Self::body`].
     async fn read_message(&mut self) -> Result<(), LeanFailure> {
         self.fill(5).await?;
-        let h = &self.rbuf[self.rpos..self.rpos + 5];
+        let h = self.rbuf.peek(5);
         let tag = h[0];
         let len = i32::from_be_bytes([h[1], h[2], h[3], h[4]]);
         let len = usize::try_from(len)
@@ -393,39 +385,17 @@ impl LeanConn {
             .filter(|&l| l >= 4)
             .ok_or_else(|| self.malformed(Malformed("message length")))?;
         self.fill(1 + len).await?;
-        let start = self.rpos + 5;
-        let end = self.rpos + 1 + len;
+        self.rbuf.consume(5);
         self.tag = tag;
-        self.body = (start, end);
-        self.rpos = end;
+        self.body = self.rbuf.consume(len - 4);
         Ok(())
     }
 
-    /// Makes `rbuf[rpos..]` hold at least `n` bytes, moving what is unread to the front
-    /// when the space after it runs short and growing the buffer when it must.
     async fn fill(&mut self, n: usize) -> Result<(), LeanFailure> {
-        if self.rend - self.rpos >= n {
-            return Ok(());
+        match self.rbuf.fill(&mut self.stream, n).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.lost(&e.to_string())),
         }
-        if self.rpos + n > self.rbuf.len() || self.rbuf.len() - self.rend < 4096 {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
-            self.rpos = 0;
-            if n > self.rbuf.len() {
-                self.rbuf.resize(n.next_power_of_two(), 0);
-            }
-        }
-        while self.rend - self.rpos < n {
-            let read = match self.stream.read(&mut self.rbuf[self.rend..]).await {
-                Ok(read) => read,
-                Err(e) => return Err(self.lost(&e.to_string())),
-            };
-            if read == 0 {
-                return Err(self.lost("the server closed the connection"));
-            }
-            self.rend += read;
-        }
-        Ok(())
     }
 }
 

@@ -1,7 +1,10 @@
 //! What the SQL targets share: how a sqlx failure becomes an engine error (its kind, which
 //! says whether a retry may succeed, and its message), where each database supplies only
 //! the reading of its own server errors ([`ServerErrors`]); and the statement that records
-//! a batch in the exactly-once ledger ([`tsload_core::LEDGER_TABLE`]) and commits.
+//! a batch in the exactly-once ledger ([`tsload_core::LEDGER_TABLE`]) and commits; and
+//! the read buffer of the targets' own wire connections ([`read_buffer`]).
+
+pub mod read_buffer;
 
 use sqlx::error::DatabaseError;
 use tsload_core::{ErrorKind, SinkError};
