@@ -500,7 +500,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         ]
         .concat(),
     )?;
-    let mut test_args = vec!["test", "--workspace", "--all-targets"];
+    // Every test binary runs even after one fails, so a round reports all its failures.
+    let mut test_args = vec!["test", "--workspace", "--all-targets", "--no-fail-fast"];
     test_args.extend(extra.iter().copied());
     let mut total = Counts::default();
     for round in 1..=repeat {

@@ -54,9 +54,12 @@ pub struct Interval {
     /// Rows written (writes) or returned (queries).
     #[serde(default)]
     pub rows: u64,
-    /// Field values written (writes) or statements run (queries).
-    #[serde(default)]
-    pub metrics: u64,
+    /// Field values written (write intervals only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<u64>,
+    /// Statements run (query intervals only: a query report names no metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements: Option<u64>,
     /// Failed attempts, retried ones included.
     #[serde(default)]
     pub errors: u64,
@@ -99,7 +102,8 @@ impl Interval {
             interval_s: round_us(r.end.saturating_sub(r.start).as_secs_f64()),
             requests: r.counters.requests,
             rows: r.counters.rows,
-            metrics: r.counters.metrics,
+            metrics: (stream != "query").then_some(r.counters.metrics),
+            statements: (stream == "query").then_some(r.counters.metrics),
             errors: r.counters.error_count(),
             retries: r.counters.retries,
             p50_ms: q(&r.latency, 0.5),
@@ -116,7 +120,12 @@ impl Interval {
     /// Field values (or statements) per second over the interval; `None` for an interval
     /// too short (under 50 ms) for a rate to mean anything.
     pub fn rate(&self) -> Option<f64> {
-        (self.interval_s >= 0.05).then(|| self.metrics as f64 / self.interval_s)
+        (self.interval_s >= 0.05).then(|| self.count() as f64 / self.interval_s)
+    }
+
+    /// Field values written, or statements run.
+    pub fn count(&self) -> u64 {
+        self.metrics.or(self.statements).unwrap_or(0)
     }
 }
 

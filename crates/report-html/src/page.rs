@@ -647,7 +647,7 @@ fn stream_block(
                 "interval_s": column(|i| json!(i.interval_s)),
                 "requests": column(|i| json!(i.requests)),
                 "rows": column(|i| json!(i.rows)),
-                "metrics": column(|i| json!(i.metrics)),
+                "metrics": column(|i| json!(i.count())),
                 "errors": column(|i| json!(i.errors)),
                 "retries": column(|i| json!(i.retries)),
                 "p50_ms": column(|i| json!(i.p50_ms)),

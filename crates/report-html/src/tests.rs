@@ -24,7 +24,8 @@ fn write_report(n: usize) -> Value {
             interval_s: 1.0,
             requests: 120 + (i as u64 % 7),
             rows: 120_000 + i as u64 * 13 % 9_000,
-            metrics: 1_200_000 + i as u64 * 131 % 90_000,
+            metrics: Some(1_200_000 + i as u64 * 131 % 90_000),
+            statements: None,
             errors: u64::from(i % 100 == 0),
             retries: u64::from(i % 100 == 0),
             p50_ms: 1.234 + (i % 17) as f64 * 0.01,
@@ -203,7 +204,7 @@ fn a_query_report_renders_its_statements() {
         "rows": 10, "statements": 40, "requests": 40, "failed_requests": 0,
         "errors": {}, "requests_per_s": 20.0, "statements_per_s": 20.0, "rows_per_s": 5.0,
         "latency": latency(2_000_000), "service": latency(2_000_000),
-        "intervals": [{"stream": "query", "elapsed_s": 1.0, "interval_s": 1.0, "metrics": 20},
+        "intervals": [{"stream": "query", "elapsed_s": 1.0, "interval_s": 1.0, "statements": 20},
                       {"stream": "query", "elapsed_s": 2.0, "interval_s": 1.0, "metrics": 20}],
     }));
     assert_eq!(value_of(&p, "r0-query-statements_per_s"), "20.0");
