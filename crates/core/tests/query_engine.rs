@@ -470,21 +470,46 @@ async fn require_rows_counts_empty_results_as_errors() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_loop_offers_the_rate() {
-    // 400 requests/s over 2 workers for 1 s, against a 1 ms target: 400 requests.
+/// 400 requests/s over 2 workers for 1 s, against a 1 ms target: about 400 requests,
+/// stopped by the duration.
+async fn open_loop_at_400_per_s(thread_per_worker: bool) -> QueryOutcome {
     let db = Arc::new(Db {
         delay: Duration::from_millis(1),
+        thread_per_worker,
         ..Default::default()
     });
     let mut c = cfg(2);
     c.mode = LoadMode::Open { rate: 400.0 };
     c.duration = Some(Duration::from_secs(1));
-    let t = Instant::now();
     let out = run(Mix::new(100), &db, c).await.unwrap();
-    let took = t.elapsed();
     check_sums(&out);
     assert_eq!(out.stop_reason, StopReason::Duration);
+    out
+}
+
+/// Request 3 stalls for 5 s; with a 200 ms timeout it fails as a timeout, the worker opens
+/// a new connection and the run goes on to its limit (20) well before the stall ends.
+async fn a_stalled_request_times_out(thread_per_worker: bool) -> (Arc<Db>, QueryOutcome) {
+    let db = Arc::new(Db {
+        stall_at: Some(3),
+        stall: Duration::from_secs(5),
+        thread_per_worker,
+        ..Db::default()
+    });
+    let mut c = cfg(1);
+    c.requests = Some(20);
+    c.timeout = Some(Duration::from_millis(200));
+    let t = Instant::now();
+    let out = run(Mix::new(100), &db, c).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    (db, out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_offers_the_rate() {
+    let t = Instant::now();
+    let out = open_loop_at_400_per_s(false).await;
+    let took = t.elapsed();
     let n = out.counters.requests;
     assert!((360..=402).contains(&n), "requests {n} in {took:?}");
     assert!(
@@ -873,19 +898,7 @@ async fn open_loop_workers_are_staggered_and_each_runs_to_the_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_past_its_timeout_fails_and_its_connection_is_replaced() {
-    // Request 3 stalls for 5 s; with a 200 ms timeout it fails as a timeout, the worker
-    // opens a new connection and the run goes on to its limit well before the stall ends.
-    let db = Arc::new(Db {
-        stall_at: Some(3),
-        stall: Duration::from_secs(5),
-        ..Db::default()
-    });
-    let mut c = cfg(1);
-    c.requests = Some(20);
-    c.timeout = Some(Duration::from_millis(200));
-    let t = Instant::now();
-    let out = run(Mix::new(100), &db, c).await.unwrap();
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let (db, out) = a_stalled_request_times_out(false).await;
     assert_eq!(out.counters.requests, 19);
     assert_eq!(out.counters.failed_requests, 1);
     assert_eq!(out.counters.errors.get(&ErrorKind::Timeout), Some(&1));
@@ -1027,37 +1040,15 @@ async fn workers_on_their_own_threads_run_the_same_load() {
         assert_eq!(got, want, "{threads:?}");
     }
 
-    // Open loop: 400 requests/s over 2 workers for 1 s, against a 1 ms target.
-    let db = Arc::new(Db {
-        delay: Duration::from_millis(1),
-        thread_per_worker: true,
-        ..Default::default()
-    });
-    let mut c = cfg(2);
-    c.mode = LoadMode::Open { rate: 400.0 };
-    c.duration = Some(Duration::from_secs(1));
-    let out = run(Mix::new(100), &db, c).await.unwrap();
-    check_sums(&out);
-    assert_eq!(out.stop_reason, StopReason::Duration);
+    let out = open_loop_at_400_per_s(true).await;
     assert!(
         (360..=402).contains(&out.counters.requests),
         "{:?}",
         out.counters
     );
 
-    // A stalled request times out and the worker reconnects on its thread.
-    let db = Arc::new(Db {
-        stall_at: Some(3),
-        stall: Duration::from_secs(5),
-        thread_per_worker: true,
-        ..Db::default()
-    });
-    let mut c = cfg(1);
-    c.requests = Some(20);
-    c.timeout = Some(Duration::from_millis(200));
-    let t = Instant::now();
-    let out = run(Mix::new(100), &db, c).await.unwrap();
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // The worker reconnects on its own thread.
+    let (db, out) = a_stalled_request_times_out(true).await;
     assert_eq!(out.counters.requests, 19);
     assert_eq!(out.counters.errors.get(&ErrorKind::Timeout), Some(&1));
     let threads = db.connect_threads.lock().unwrap().clone();

@@ -31,6 +31,8 @@ use crate::{Inner, MysqlConfig, MysqlSink};
 #[derive(Debug)]
 pub struct MysqlQueryTarget {
     inner: Arc<Inner>,
+    /// Where tsload's own connection connects, when the URL allows it.
+    lean: Option<Arc<LeanOptions>>,
 }
 
 impl MysqlQueryTarget {
@@ -38,7 +40,11 @@ impl MysqlQueryTarget {
     /// write settings are not used), without connecting. Errors never show the password.
     pub fn new(cfg: &MysqlConfig) -> Result<Self, SinkError> {
         let sink = MysqlSink::new(cfg.clone())?;
-        Ok(MysqlQueryTarget { inner: sink.inner })
+        let lean = LeanOptions::from_url(&cfg.url, &sink.inner.label).map(Arc::new);
+        Ok(MysqlQueryTarget {
+            inner: sink.inner,
+            lean,
+        })
     }
 }
 
@@ -46,11 +52,10 @@ impl QueryTarget for MysqlQueryTarget {
     type Conn = MysqlQueryConn;
 
     async fn connect(&self, _worker: usize) -> Result<MysqlQueryConn, SinkError> {
-        let lean = LeanOptions::from_url(&self.inner.cfg.url, &self.inner.label);
         Ok(MysqlQueryConn {
-            conn: Some(open(&self.inner, lean.as_ref()).await?),
+            conn: Some(open(&self.inner, self.lean.as_deref()).await?),
             inner: self.inner.clone(),
-            lean,
+            lean: self.lean.clone(),
         })
     }
 
@@ -89,7 +94,7 @@ pub struct MysqlQueryConn {
     conn: Option<Conn>,
     inner: Arc<Inner>,
     /// Where the lean connection connects, when the URL allows it.
-    lean: Option<LeanOptions>,
+    lean: Option<Arc<LeanOptions>>,
 }
 
 impl MysqlQueryConn {
@@ -110,7 +115,7 @@ impl QueryConn for MysqlQueryConn {
             Some(conn) => conn,
             None => self
                 .conn
-                .insert(open(&self.inner, self.lean.as_ref()).await?),
+                .insert(open(&self.inner, self.lean.as_deref()).await?),
         };
         let result = match (conn, request.transaction) {
             (Conn::Sqlx(conn), true) => run_transaction(conn, request).await,

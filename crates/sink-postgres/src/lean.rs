@@ -266,8 +266,12 @@ impl LeanConn {
             return Err(self.lost("a request was cut off midway"));
         }
         self.wbuf.clear();
-        let name = match self.statements.get(&statement.text) {
-            Some(name) => name.clone(),
+        // Whether this call sends the statement's Parse (it was not prepared yet).
+        let parsed = match self.statements.get(&statement.text) {
+            Some(name) => {
+                wire::bind_execute_sync(&mut self.wbuf, name, &statement.params);
+                false
+            }
             None => {
                 if self.statements.len() >= STATEMENT_CACHE {
                     // Close them all: one simple Query, then prepare again as needed.
@@ -277,17 +281,18 @@ impl LeanConn {
                 let name = format!("tsload_s{}", self.next_statement);
                 self.next_statement += 1;
                 wire::parse(&mut self.wbuf, &name, &statement.text, &statement.params);
-                self.statements.insert(statement.text.clone(), name.clone());
-                name
+                wire::bind_execute_sync(&mut self.wbuf, &name, &statement.params);
+                self.statements.insert(statement.text.clone(), name);
+                true
             }
         };
-        wire::bind_execute_sync(&mut self.wbuf, &name, &statement.params);
         self.busy = true;
         self.flush().await?;
         let result = self.read_until_ready().await;
-        if result.is_err() {
-            // A failed Parse leaves no statement behind.
-            self.statements.retain(|_, n| *n != name);
+        if parsed && result.is_err() {
+            // The Parse may have failed: prepare it again next time. (A statement that
+            // was prepared before and failed on its values stays prepared.)
+            self.statements.remove(&statement.text);
         }
         result
     }
