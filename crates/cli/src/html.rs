@@ -2,6 +2,14 @@
 //! -o FILE.html`, which builds the same page later from saved `--json` reports (several:
 //! side by side). Rendering is tsload-report-html's; reading and writing are here, the
 //! page written through `out.rs` like every other output.
+//!
+//! `tsload report --hlog FILE` (repeatable) adds interval logs, paired with the reports in
+//! the order given: the first --hlog is the first report's, and so on, one per report (a
+//! count that differs is refused). A log gives its report's percentile spectrum (the whole
+//! run, every interval's histogram added) and, where the JSON has no per-interval figures
+//! (a merged report), the intervals' percentiles. A log is read whole, at most
+//! [`MAX_HLOG_BYTES`]; a missing, unreadable or garbled one, or one that is not its
+//! report's (its latency count differs), is an error naming the file, exit code 2.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -10,9 +18,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use tsload_core::merge::MAX_REPORT_BYTES;
-use tsload_report_html::ReportInput;
+use tsload_report_html::{Hlog, ReportInput};
 
 use crate::exit::EXIT_USAGE;
+
+/// The largest interval log `tsload report` reads: a 1-hour run at 1 s intervals writes
+/// about 20 MiB.
+pub const MAX_HLOG_BYTES: u64 = 256 << 20;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -20,6 +32,12 @@ pub struct ReportArgs {
     /// baseline beside a new run, or each shard of a run).
     #[arg(required = true, value_name = "REPORT.json")]
     reports: Vec<PathBuf>,
+    /// An HdrHistogram interval log (`run --hlog`, `merge --hlog-out`) of a report: one per
+    /// report, in the reports' order (the first --hlog is the first report's). Gives the
+    /// percentile spectrum from the log's histograms, and per-interval percentiles where
+    /// the report has none (a merged report).
+    #[arg(long = "hlog", value_name = "FILE")]
+    hlogs: Vec<PathBuf>,
     /// Where to write the page.
     #[arg(
         short = 'o',
@@ -56,6 +74,12 @@ pub fn write_page(
     crate::out::write_text(path, &page).with_context(|| format!("writing {}", path.display()))
 }
 
+/// Writes `page` (a sweep's, with its sweep.json; a merge's, with its interval logs).
+pub fn write_built(path: &Path, page: &tsload_report_html::Page<'_>) -> anyhow::Result<()> {
+    let page = page.render()?;
+    crate::out::write_text(path, &page).with_context(|| format!("writing {}", path.display()))
+}
+
 /// The label of a report read from `path`: its file name.
 pub fn label_of(path: &Path) -> String {
     path.file_name().map_or_else(
@@ -86,7 +110,32 @@ pub fn cmd_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let page = match tsload_report_html::render(&inputs) {
+    if !args.hlogs.is_empty() && args.hlogs.len() != args.reports.len() {
+        errln!(
+            "error: {} --hlog for {} reports: give one interval log per report, in the reports' \
+             order (the first --hlog is {}'s)",
+            args.hlogs.len(),
+            args.reports.len(),
+            args.reports[0].display()
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let mut logs = Vec::new();
+    for path in &args.hlogs {
+        match read_hlog(path) {
+            Ok(log) => logs.push(Some(log)),
+            Err(e) => {
+                errln!("error: --hlog {e}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    let page = tsload_report_html::Page {
+        reports: &inputs,
+        hlogs: &logs,
+        ..tsload_report_html::Page::default()
+    };
+    let page = match page.render() {
         Ok(page) => page,
         Err(e) => {
             errln!("error: {e}");
@@ -105,6 +154,26 @@ pub fn cmd_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         page.len().div_ceil(1024)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// An interval log, at most [`MAX_HLOG_BYTES`], read and checked; labelled with its file
+/// name. The error names the file.
+pub fn read_hlog(path: &Path) -> Result<Hlog, String> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| format!("{name}: cannot open: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_HLOG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_HLOG_BYTES {
+        return Err(format!(
+            "{name}: larger than {} MiB, the most an interval log is read here",
+            MAX_HLOG_BYTES >> 20
+        ));
+    }
+    let mut log = tsload_report_html::read_hlog(&name, &bytes).map_err(|e| e.to_string())?;
+    log.label = label_of(path);
+    Ok(log)
 }
 
 /// A report's JSON, at most [`MAX_REPORT_BYTES`].

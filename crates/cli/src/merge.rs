@@ -182,7 +182,41 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
                 report,
             });
         }
-        crate::html::write_page(path, "tsload merge", pages, &[])?;
+        // With --hlog-out, each report's interval log beside it: the merged log, and each
+        // shard's log of the same file stem (`s0.json` and `s0.hlog`).
+        let mut logs = Vec::new();
+        if let Some(out) = &args.hlog_out {
+            logs.push(Some(
+                crate::html::read_hlog(out).map_err(anyhow::Error::msg)?,
+            ));
+            for shard in &reports {
+                let log = hlogs.iter().find(|h| h.file_stem() == shard.file_stem());
+                logs.push(match log {
+                    Some(h) => Some(crate::html::read_hlog(h).map_err(anyhow::Error::msg)?),
+                    None => None,
+                });
+            }
+        }
+        let mut page = tsload_report_html::Page {
+            title: Some("tsload merge"),
+            reports: &pages,
+            hlogs: &logs,
+            ..tsload_report_html::Page::default()
+        };
+        // A log that is not its report's leaves the page without logs, not without a page.
+        let html = match page.render() {
+            Err(e @ tsload_report_html::Error::HlogMismatch { .. }) => {
+                errln!(
+                    "note: --html {}: drawn without the interval logs: {e}",
+                    path.display()
+                );
+                page.hlogs = &[];
+                page.render()?
+            }
+            other => other?,
+        };
+        crate::out::write_text(path, &html)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

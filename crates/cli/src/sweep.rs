@@ -250,12 +250,19 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 svg,
             })
             .collect();
-        crate::html::write_page(
-            &out_dir.join("sweep.html"),
-            &format!("tsload sweep: {}", base.name),
-            pages,
-            &figures,
-        )?;
+        // Each figure against the swept keys (and the fit), from the sweep.json just written.
+        let sweep_json = std::fs::read(out_dir.join("sweep.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        let title = format!("tsload sweep: {}", base.name);
+        let page = tsload_report_html::Page {
+            title: Some(&title),
+            reports: &pages,
+            figures: &figures,
+            sweep: sweep_json.as_ref(),
+            ..tsload_report_html::Page::default()
+        };
+        crate::html::write_built(&out_dir.join("sweep.html"), &page)?;
     }
     outln!(
         "wrote {0}/sweep.csv, {0}/sweep.json, {0}/sweep.svg, {0}/sweep.html and {0}/points/",

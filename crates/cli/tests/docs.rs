@@ -165,7 +165,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         "tsload merge REPORT.json...|DIR [--hlog FILE]... [--hlog-out FILE] [--json FILE] [--html FILE]",
         How::Synopsis,
     ),
-    ("tsload report REPORT.json... -o FILE.html", How::Synopsis),
+    (
+        "tsload report REPORT.json... [--hlog FILE]... -o FILE.html",
+        How::Synopsis,
+    ),
     (
         "tsload compare SCENARIO.toml --targets a.toml,b.toml,... [--set key=value]... [--out DIR]",
         How::Synopsis,

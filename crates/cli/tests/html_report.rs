@@ -6,6 +6,15 @@
 //! JSON report's, each chart over time holds one point per interval, hovering shows an
 //! interval's figures, nothing overflows a 390 px wide window, and screenshots are written
 //! under `target/tmp/html-report/` for a person to look at.
+//!
+//! Beyond one run: `tsload report --hlog` (each report's interval log: the percentile
+//! table equals the log's histograms added, and a merged report's intervals come from its
+//! log), the shard set (`merge --html` and `report` over the shards: each shard's line and
+//! the merged one, whose points hold exactly the shards' intervals and add up their counts
+//! and histograms, hover included) and a real `tsload sweep` through the delay proxy (each
+//! figure against each swept key and the measured RTT, one dot per point, equal to
+//! sweep.json's rows, the fit's figures); every expected figure is computed here from the
+//! files the runs wrote. A bad --hlog is refused with the file named and exit code 2.
 #![allow(
     clippy::disallowed_macros,
     clippy::disallowed_methods,
@@ -17,9 +26,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use fantoccini::actions::{InputSource as _, MouseActions, PointerAction};
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use serde_json::{Value, json};
 use tsload_testbed::ServerKind;
 use tsload_testbed::http_front::{HttpFront, Storm};
@@ -458,6 +471,387 @@ async fn hover_shows_an_interval(client: &Client, report: &Value, name: &str) {
     }
 }
 
+/// An interval log as the test reads it, with hdrhistogram's own reader: each interval's
+/// untagged (latency) and `Tag=service` histograms.
+#[derive(Clone)]
+struct Log {
+    latency: Vec<Histogram<u64>>,
+    service: Vec<Histogram<u64>>,
+}
+
+fn read_log(path: &Path) -> Log {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut log = Log {
+        latency: Vec::new(),
+        service: Vec::new(),
+    };
+    for entry in IntervalLogIterator::new(&bytes) {
+        if let LogEntry::Interval(h) = entry.unwrap() {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(h.encoded_histogram())
+                .unwrap();
+            let hist: Histogram<u64> = Deserializer::new()
+                .deserialize(&mut raw.as_slice())
+                .unwrap();
+            match h.tag() {
+                None => log.latency.push(hist),
+                Some(_) => log.service.push(hist),
+            }
+        }
+    }
+    assert!(!log.latency.is_empty(), "{}: no interval", path.display());
+    log
+}
+
+fn added<'a>(hists: impl IntoIterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
+    let mut all = Histogram::<u64>::new(3).unwrap();
+    for h in hists {
+        all.add(h).unwrap();
+    }
+    all
+}
+
+/// Nanoseconds as the page states milliseconds (to the microsecond).
+fn ms(ns: u64) -> f64 {
+    (ns / 1000) as f64 / 1000.0
+}
+
+/// The page's own data (each chart's figures per point).
+async fn page_data(client: &Client) -> Value {
+    client
+        .execute(
+            "return JSON.parse(document.getElementById('tsload-data').textContent);",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+async fn data_values(client: &Client) -> Value {
+    client
+        .execute(
+            "var o = {}; document.querySelectorAll('[id][data-value]').forEach(function (e) \
+             { o[e.id] = e.getAttribute('data-value'); }); return o;",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// On the open page: report k's percentile table equals its log's histograms added (to
+/// p99.999), and a report without intervals of its own shows the log's, one point each.
+async fn check_logs(client: &Client, logs: &[Option<Log>], name: &str) {
+    let values = data_values(client).await;
+    let data = page_data(client).await;
+    for (k, log) in logs.iter().enumerate() {
+        let Some(log) = log else { continue };
+        for (hist, which) in [
+            (added(&log.latency), "latency"),
+            (added(&log.service), "service"),
+        ] {
+            let id = |f: &str| format!("r{k}-write-pct-{which}-{f}");
+            assert_eq!(number(&values, &id("count")), hist.len() as f64, "{name}");
+            for (q, f) in [
+                (0.5, "p50"),
+                (0.9, "p90"),
+                (0.99, "p99"),
+                (0.999, "p99_9"),
+                (0.9999, "p99_99"),
+                (0.99999, "p99_999"),
+            ] {
+                assert_eq!(
+                    number(&values, &id(f)),
+                    ms(hist.value_at_quantile(q)),
+                    "{name}: r{k} {which} {f}"
+                );
+            }
+            assert_eq!(number(&values, &id("max")), ms(hist.max()), "{name}");
+        }
+        // A merged report: its intervals are the log's.
+        if values.get(format!("r{k}-write-intervals-from")).is_some() {
+            let d = &data[format!("r{k}-write")];
+            assert_eq!(
+                d["p99_ms"].as_array().unwrap().len(),
+                log.latency.len(),
+                "{name}: r{k}: one point per log interval"
+            );
+            let points = client
+                .execute(
+                    "return document.getElementById(arguments[0]).getAttribute('data-points');",
+                    vec![json!(format!("r{k}-write-latency"))],
+                )
+                .await
+                .unwrap();
+            assert_eq!(points, json!(log.latency.len().to_string()), "{name}");
+            for (i, h) in log.latency.iter().enumerate() {
+                assert_eq!(
+                    d["p99_ms"][i],
+                    json!(ms(h.value_at_quantile(0.99))),
+                    "{name}"
+                );
+                assert_eq!(d["requests"][i], json!(h.len()), "{name}");
+            }
+        }
+    }
+}
+
+/// On the open page: the shard set's charts. `shards` are (the page's report index, the
+/// shard's report); `logs` their interval logs. Each shard's line holds its intervals; the
+/// merged line's points hold every shard interval exactly once, their counts added, and
+/// their logs' histograms added; hovering the merged line shows one merged interval.
+async fn check_shards(client: &Client, shards: &[(usize, &Value)], logs: &[Log], name: &str) {
+    let data = page_data(client).await;
+    let d = &data["merge-write"];
+    let n = d["elapsed_s"].as_array().unwrap().len();
+    let charts = client
+        .execute(
+            "return ['throughput', 'p50', 'p99'].map(function (c) { \
+             var f = document.getElementById('merge-write-' + c); var o = {}; \
+             f.querySelectorAll('polyline').forEach(function (p) { \
+             o[p.getAttribute('data-series')] = p.getAttribute('points').trim().split(/\\s+/).length; }); \
+             return { points: f.getAttribute('data-points'), lines: o }; });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    for c in charts.as_array().unwrap() {
+        assert_eq!(c["points"], json!(n.to_string()), "{name}: {c}");
+        assert_eq!(c["lines"]["merged"], json!(n), "{name}: {c}");
+        for (k, (_, r)) in shards.iter().enumerate() {
+            assert_eq!(
+                c["lines"][format!("s{k}.json")],
+                json!(intervals(r, "write").len()),
+                "{name}: {c}"
+            );
+        }
+    }
+    // Every shard interval in exactly one merged point, whose counts are theirs added.
+    let index_of = |page_k: u64| {
+        shards
+            .iter()
+            .position(|(k, _)| *k as u64 == page_k)
+            .unwrap()
+    };
+    let mut seen = Vec::new();
+    for slot in 0..n {
+        let from: Vec<(usize, usize)> = d["from"][slot]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    index_of(p[0].as_u64().unwrap()),
+                    p[1].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        for f in ["metrics", "rows", "requests", "errors", "retries"] {
+            let sum: u64 = from
+                .iter()
+                .map(|(s, i)| intervals(shards[*s].1, "write")[*i][f].as_u64().unwrap())
+                .sum();
+            assert_eq!(d[f][slot], json!(sum), "{name}: merged point {slot}'s {f}");
+        }
+        let log_from: Vec<(usize, usize)> = d["log_from"][slot]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    index_of(p[0].as_u64().unwrap()),
+                    p[1].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        let h = added(log_from.iter().map(|(s, i)| &logs[*s].latency[*i]));
+        if !h.is_empty() {
+            assert_eq!(
+                d["p99_ms"][slot],
+                json!(ms(h.value_at_quantile(0.99))),
+                "{name}: merged point {slot}'s p99"
+            );
+        }
+        seen.extend(from);
+    }
+    seen.sort_unstable();
+    let mut all: Vec<(usize, usize)> = (0..shards.len())
+        .flat_map(|s| (0..intervals(shards[s].1, "write").len()).map(move |i| (s, i)))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(
+        seen, all,
+        "{name}: the merged points hold each shard interval once"
+    );
+    let total: u64 = shards
+        .iter()
+        .flat_map(|(_, r)| intervals(r, "write"))
+        .map(|i| i["metrics"].as_u64().unwrap())
+        .sum();
+    let merged_total: u64 = d["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(merged_total, total, "{name}");
+
+    // Hover: the merged line's point i.
+    let i = n / 2;
+    let t_max = d["elapsed_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let plot = client
+        .find(Locator::Css("#merge-write-throughput .plot"))
+        .await
+        .unwrap();
+    let (_, _, width, _) = plot.rectangle().await.unwrap();
+    let x = (d["elapsed_s"][i].as_f64().unwrap() / t_max - 0.5) * width;
+    let moves = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+        element: plot,
+        duration: None,
+        x: x.round(),
+        y: 0.0,
+    });
+    client.perform_actions(moves).await.unwrap();
+    let tip = client
+        .execute(
+            "var t = document.querySelector('#merge-write-throughput .tip'); var o = {}; \
+             t.querySelectorAll('[data-field]').forEach(function (e) \
+             { o[e.getAttribute('data-field')] = e.getAttribute('data-value'); }); \
+             return { hidden: t.hidden, interval: t.getAttribute('data-interval'), fields: o };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(tip["hidden"], false, "{name}: no tooltip: {tip}");
+    assert_eq!(tip["interval"], json!(i.to_string()), "{name}: {tip}");
+    for f in ["rows", "metrics", "errors", "p99_ms"] {
+        assert_eq!(
+            number(&tip["fields"], f),
+            d[f][i].as_f64().unwrap(),
+            "{name}: merged interval {i}'s {f}: {tip}"
+        );
+    }
+    client
+        .execute("window.scrollTo(0, 0);", vec![])
+        .await
+        .unwrap();
+}
+
+/// A sweep value's place on its axis, as sweep.json states it: a number, or a duration
+/// such as `5ms`.
+fn axis_value(v: &Value) -> f64 {
+    match v {
+        Value::String(s) => s.trim_end_matches("ms").parse().unwrap(),
+        other => other.as_f64().unwrap(),
+    }
+}
+
+/// On the open sweep page: each figure against each swept key (and the measured RTT), one
+/// dot per point, each equal to sweep.json's row; the fit's figures.
+async fn check_sweep(client: &Client, sweep: &Value, name: &str) {
+    let rows = sweep["rows"].as_array().unwrap();
+    // Its points are runs of their own, not shards of one.
+    let merge = client
+        .execute("return document.getElementById('merge') === null;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        merge,
+        json!(true),
+        "{name}: a shard section on a sweep page"
+    );
+    let charts = client
+        .execute(
+            "var o = {}; document.querySelectorAll('figure[id^=\"sweep-\"]').forEach(function (f) { \
+             o[f.id] = { points: f.getAttribute('data-points'), lines: Array.prototype.map.call(\
+             f.querySelectorAll('polyline'), function (p) { return { series: p.getAttribute('data-series'), \
+             n: p.getAttribute('points').trim().split(/\\s+/).length, x: p.getAttribute('data-x'), \
+             y: p.getAttribute('data-y'), rows: p.getAttribute('data-rows') }; }) }; }); return o;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let charts = charts.as_object().unwrap();
+    let figures = [
+        "rows_per_s",
+        "metrics_per_s",
+        "requests_per_s",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "service_mean_ms",
+        "errors",
+        "client_cpu_s",
+    ];
+    let mut axes: Vec<String> = sweep["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["values"].as_array().unwrap().len() > 1)
+        .map(|a| a["key"].as_str().unwrap().to_string())
+        .collect();
+    if !sweep["fits"].as_array().unwrap().is_empty() {
+        axes.push("rtt".into());
+    }
+    for key in &axes {
+        for fig in figures {
+            let id = format!("sweep-{key}-{fig}");
+            let chart = charts
+                .get(&id)
+                .unwrap_or_else(|| panic!("{name}: no chart {id}"));
+            assert_eq!(
+                chart["points"],
+                json!(rows.len().to_string()),
+                "{name}: {id}"
+            );
+            let mut dots = 0;
+            for line in chart["lines"].as_array().unwrap() {
+                let parse = |f: &str| -> Vec<f64> {
+                    line[f]
+                        .as_str()
+                        .unwrap()
+                        .split(' ')
+                        .map(|v| v.parse().unwrap())
+                        .collect()
+                };
+                let (x, y, r) = (parse("x"), parse("y"), parse("rows"));
+                assert_eq!(line["n"], json!(x.len()), "{name}: {id}");
+                if line["series"].as_str().unwrap().starts_with("fit ") {
+                    assert_eq!(key, "rtt", "{name}: a fit on {id}");
+                    continue;
+                }
+                for ((x, y), r) in x.iter().zip(&y).zip(&r) {
+                    let row = &rows[*r as usize];
+                    let expected_x = if key == "rtt" {
+                        row["rtt"]["median_ms"].as_f64().unwrap()
+                    } else {
+                        axis_value(&row["point"][key.as_str()])
+                    };
+                    assert_eq!(*x, expected_x, "{name}: {id}");
+                    assert_eq!(*y, row[fig].as_f64().unwrap(), "{name}: {id}");
+                }
+                dots += x.len();
+            }
+            assert_eq!(dots, rows.len(), "{name}: {id}: one dot per point");
+        }
+    }
+    let values = data_values(client).await;
+    for (g, f) in sweep["fits"].as_array().unwrap().iter().enumerate() {
+        if f["fit"].is_object() {
+            for field in ["k", "t_service_ms", "r_squared"] {
+                assert_eq!(
+                    number(&values, &format!("sweep-fit{g}-{field}")),
+                    f["fit"][field].as_f64().unwrap(),
+                    "{name}: fit {g}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures() {
     let vm = start(ServerKind::VictoriaMetrics);
@@ -474,6 +868,8 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
             format!("monitor.data_dir=\"{}\"", vm.data_dir().display()),
             "--out".into(),
             "html=run.html".into(),
+            "--hlog".into(),
+            "a.hlog".into(),
         ],
         dir.path(),
     );
@@ -481,15 +877,25 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
     assert!(a["server"].is_object(), "no server block: {a}");
     assert_eq!(a["exit"], json!({"code": 0, "why": "success"}));
     // Run b: straight into the server; then both side by side from their JSON alone.
-    let b = run_into(&vm.base_url(), "b.json", &[], dir.path());
+    let b = run_into(
+        &vm.base_url(),
+        "b.json",
+        &["--hlog".into(), "b.hlog".into()],
+        dir.path(),
+    );
     let out = tsload(
         &[
-            "report".into(),
-            "a.json".into(),
-            "b.json".into(),
-            "-o".into(),
-            "both.html".into(),
-        ],
+            "report",
+            "a.json",
+            "b.json",
+            "--hlog",
+            "a.hlog",
+            "--hlog",
+            "b.hlog",
+            "-o",
+            "both.html",
+        ]
+        .map(String::from),
         dir.path(),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -499,7 +905,12 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
             run_into(
                 &vm.base_url(),
                 &format!("s{i}.json"),
-                &["--shard".into(), format!("{i}/2")],
+                &[
+                    "--shard".into(),
+                    format!("{i}/2"),
+                    "--hlog".into(),
+                    format!("s{i}.hlog"),
+                ],
                 dir.path(),
             )
         })
@@ -513,6 +924,12 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
             "merged.json",
             "--html",
             "merged.html",
+            "--hlog",
+            "s0.hlog",
+            "--hlog",
+            "s1.hlog",
+            "--hlog-out",
+            "merged.hlog",
         ]
         .map(String::from),
         dir.path(),
@@ -520,6 +937,24 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
     assert!(out.status.success(), "{}", text(&out.stderr));
     let merged = common::json(&dir.path().join("merged.json"));
     assert_eq!(merged["merged_from"], 2);
+    // The shards alone, later, with their logs: the merged line is the page's own.
+    let out = tsload(
+        &[
+            "report",
+            "s0.json",
+            "s1.json",
+            "--hlog",
+            "s0.hlog",
+            "--hlog",
+            "s1.hlog",
+            "-o",
+            "shards.html",
+        ]
+        .map(String::from),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = |name: &str| read_log(&dir.path().join(name));
 
     let driver = Driver::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -537,12 +972,51 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
             false,
         )
         .await;
+        check_logs(
+            &client,
+            &[Some(log("a.hlog")), Some(log("b.hlog"))],
+            "report-two",
+        )
+        .await;
         check_page(
             &client,
             &dir.path().join("merged.html"),
             &[&merged, &shards[0], &shards[1]],
             "merge",
             false,
+        )
+        .await;
+        let shard_logs = [log("s0.hlog"), log("s1.hlog")];
+        check_logs(
+            &client,
+            &[
+                Some(log("merged.hlog")),
+                Some(shard_logs[0].clone()),
+                Some(shard_logs[1].clone()),
+            ],
+            "merge",
+        )
+        .await;
+        check_shards(
+            &client,
+            &[(1, &shards[0]), (2, &shards[1])],
+            &shard_logs,
+            "merge",
+        )
+        .await;
+        check_page(
+            &client,
+            &dir.path().join("shards.html"),
+            &[&shards[0], &shards[1]],
+            "report-shards",
+            false,
+        )
+        .await;
+        check_shards(
+            &client,
+            &[(0, &shards[0]), (1, &shards[1])],
+            &shard_logs,
+            "report-shards",
         )
         .await;
         client.close().await.unwrap();
@@ -586,4 +1060,153 @@ fn report_refuses_what_is_not_a_run_report_naming_the_file() {
         std::fs::read_to_string(dir.path().join("x.json")).unwrap(),
         "{\"hello\": 1}"
     );
+}
+
+#[test]
+fn a_sweep_page_shows_each_figure_against_each_key_with_the_fit() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sweep.toml"),
+        format!(
+            "name = \"html-sweep\"\n\n[workload]\nkind = \"cpu-only\"\nscale = 10\n\
+             end = \"2016-01-15T00:00:00Z\"\n\n[target]\nkind = \"influx\"\nurl = \"{}\"\n\
+             create_database = false\n\n[load]\nreport_interval = \"500ms\"\nbatch = 100\n\
+             duration = \"2s\"\n\n[network]\nbackend = \"proxy\"\nprobe = \"app\"\n\
+             probe_count = 20\n\n[sweep]\ndelay = [\"0ms\", \"5ms\", \"20ms\"]\n\
+             workers = [1, 2]\n",
+            vm.base_url()
+        ),
+    )
+    .unwrap();
+    let out = tsload(
+        &["sweep", "sweep.toml", "--out", "sw"].map(String::from),
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let sweep = common::json(&dir.path().join("sw/sweep.json"));
+    assert_eq!(sweep["rows"].as_array().unwrap().len(), 6, "{sweep}");
+    let points: Vec<Value> = (1..=6)
+        .map(|i| common::json(&dir.path().join(format!("sw/points/{i:03}.json"))))
+        .collect();
+    let driver = Driver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = driver.session().await;
+        let refs: Vec<&Value> = points.iter().collect();
+        check_page(
+            &client,
+            &dir.path().join("sw/sweep.html"),
+            &refs,
+            "sweep",
+            false,
+        )
+        .await;
+        check_sweep(&client, &sweep, "sweep").await;
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn report_refuses_a_bad_interval_log_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real report and its real log, from a run into the null target.
+    let out = tsload(
+        &[
+            "run",
+            "--set",
+            "target.kind=\"null\"",
+            "--set",
+            "workload.kind=\"cpu-only\"",
+            "--set",
+            "workload.scale=10",
+            "--set",
+            "load.report_interval=\"500ms\"",
+            "--set",
+            "load.batch=100",
+            "-r",
+            "2000",
+            "-d",
+            "1500ms",
+            "--progress",
+            "none",
+            "--json",
+            "r.json",
+            "--hlog",
+            "r.hlog",
+        ]
+        .map(String::from),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(dir.path().join("r.hlog")).unwrap();
+    let garbled = log.replacen(",HISTF", ",HISTF!!", 1);
+    std::fs::write(dir.path().join("garbled.hlog"), garbled).unwrap();
+    std::fs::write(dir.path().join("text.hlog"), "hello\n").unwrap();
+    let other: String = log
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .chain(log.lines().filter(|l| !l.starts_with('#')).take(2))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.path().join("short.hlog"), other).unwrap();
+    let first_interval = log.lines().position(|l| !l.starts_with('#')).unwrap() + 1;
+    for (args, says) in [
+        (
+            vec!["r.json", "--hlog", "missing.hlog"],
+            "--hlog missing.hlog: cannot open".to_string(),
+        ),
+        (
+            vec!["r.json", "--hlog", "text.hlog"],
+            "--hlog text.hlog: not a readable tsload interval log: line 1: not an interval log line"
+                .to_string(),
+        ),
+        (
+            vec!["r.json", "--hlog", "garbled.hlog"],
+            format!(
+                "--hlog garbled.hlog: not a readable tsload interval log: line {first_interval}: \
+                 the interval's histogram: not base64"
+            ),
+        ),
+        (
+            vec!["r.json", "--hlog", "r.hlog", "--hlog", "r.hlog"],
+            "2 --hlog for 1 reports".to_string(),
+        ),
+        (
+            vec!["r.json", "r.json", "--hlog", "r.hlog"],
+            "1 --hlog for 2 reports".to_string(),
+        ),
+        (
+            vec!["r.json", "--hlog", "short.hlog"],
+            "short.hlog does not belong to r.json: the log holds".to_string(),
+        ),
+    ] {
+        let mut full = vec!["report"];
+        full.extend(&args);
+        full.extend(["-o", "p.html"]);
+        let full: Vec<String> = full.into_iter().map(String::from).collect();
+        let out = tsload(&full, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(&says),
+            "{args:?}: {says:?} not in {}",
+            text(&out.stderr)
+        );
+        assert!(!text(&out.stderr).contains("panicked"));
+        assert!(!dir.path().join("p.html").exists(), "{args:?}");
+    }
+    // The good log is taken.
+    let out = tsload(
+        &["report", "r.json", "--hlog", "r.hlog", "-o", "p.html"].map(String::from),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }

@@ -368,6 +368,108 @@ fn legend(out: &mut String, lines: &[Line<'_>]) {
     out.push_str("</div>");
 }
 
+/// One line of an x-y chart (a sweep's figure against a key): its points in order, each
+/// with the sweep row it comes from (`None`: a drawn curve, such as a fit).
+pub(crate) struct XyLine<'a> {
+    pub key: &'a str,
+    pub label: &'a str,
+    pub class: &'a str,
+    pub points: Vec<(f64, f64, Option<usize>)>,
+    /// Draw a dot at each point (measured points; a fit's curve has none).
+    pub dots: bool,
+}
+
+/// A chart of figures against a swept key: `x_ticks` label the horizontal axis (from
+/// `x_lo` to `x_hi`). Each line's polyline states its points exactly (`data-x`, `data-y`,
+/// `data-rows`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn xy_chart(
+    out: &mut String,
+    id: &str,
+    title: &str,
+    unit: &str,
+    (x_lo, x_hi): (f64, f64),
+    x_ticks: &[(f64, String)],
+    lines: &[XyLine<'_>],
+    scale: Scale,
+) {
+    let axis = Axis::new(
+        scale,
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+        unit,
+    );
+    let span = if x_hi > x_lo { x_hi - x_lo } else { 1.0 };
+    // A little room on both sides, so the first and last dots show whole.
+    let x = |v: f64| (0.03 + 0.94 * (v - x_lo) / span) * W;
+    let measured: usize = lines
+        .iter()
+        .filter(|l| l.dots)
+        .map(|l| l.points.len())
+        .sum();
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" id=\"{id}\" data-points=\"{measured}\"><figcaption>{}</figcaption>\
+         <div class=\"plot\"><svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
+        esc(title),
+        esc(title)
+    );
+    grid(out, &axis);
+    for l in lines.iter().rev() {
+        let (mut pts, mut xs, mut ys, mut rows, mut dots) = (
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        );
+        for (n, (px, py, row)) in l.points.iter().enumerate() {
+            if n > 0 {
+                pts.push(' ');
+                xs.push(' ');
+                ys.push(' ');
+                rows.push(' ');
+            }
+            let (sx, sy) = (x(*px), axis.y(*py));
+            let _ = write!(pts, "{sx:.1},{sy:.1}");
+            let _ = write!(xs, "{px}");
+            let _ = write!(ys, "{py}");
+            let _ = write!(rows, "{}", row.map_or(-1, |r| r as i64));
+            let _ = write!(dots, "M{sx:.1} {sy:.1}h0");
+        }
+        let _ = write!(
+            out,
+            "<polyline class=\"line {}\" data-series=\"{}\" data-points=\"{}\" data-x=\"{xs}\" \
+             data-y=\"{ys}\" data-rows=\"{rows}\" points=\"{pts}\"/>",
+            l.class,
+            esc(l.key),
+            l.points.len()
+        );
+        if l.dots {
+            let _ = write!(out, "<path class=\"dot {}\" d=\"{dots}\"/>", l.class);
+        }
+    }
+    out.push_str("</svg>");
+    y_labels(out, &axis);
+    for (v, label) in x_ticks {
+        let _ = write!(
+            out,
+            "<span class=\"xl\" style=\"left:{:.2}%\">{}</span>",
+            x(*v) / W * 100.0,
+            esc(label)
+        );
+    }
+    out.push_str("</div><div class=\"legend\">");
+    for l in lines {
+        let _ = write!(
+            out,
+            "<span><i class=\"{}\"></i>{}</span>",
+            l.class,
+            esc(l.label)
+        );
+    }
+    out.push_str("</div></figure>");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

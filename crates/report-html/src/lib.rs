@@ -7,13 +7,22 @@
 //! their exact JSON value in `data-value` attributes (ids `r{report}-{stream}-{figure}`),
 //! and each chart says how many points it holds (`data-points`), so a browser test can
 //! check the page against the report.
+//!
+//! Beside the reports a page may take each report's HdrHistogram interval log ([`Hlog`],
+//! read by [`read_hlog`]; paired with the reports in the order given), a sweep's
+//! `sweep.json` (each figure against each swept key, with the RTT fit) and, for the shards
+//! of one run, draws each shard's line over time and the merged one ([`Page`]).
 
 mod chart;
+mod hlog;
 mod page;
+mod shards;
+mod sweep;
 
 use serde::{Deserialize, Serialize};
 
-pub use page::{Figure, render, render_page};
+pub use hlog::{Hlog, read_hlog};
+pub use page::{Figure, Page, render, render_page};
 
 /// What stops a page from being built.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +33,24 @@ pub enum Error {
     /// A report is not what `tsload run --json` writes.
     #[error("{label}: not a tsload run report: {why}")]
     NotAReport { label: String, why: String },
+    /// An interval log that cannot be read: which, and what is wrong.
+    #[error("{label}: not a readable tsload interval log: {why}")]
+    Hlog { label: String, why: String },
+    /// Interval logs given, but not one per report.
+    #[error(
+        "{logs} interval log(s) for {reports} report(s): give one --hlog per report, in the reports' order"
+    )]
+    HlogCount { reports: usize, logs: usize },
+    /// An interval log that is not its report's.
+    #[error("{log} does not belong to {report}: {why}")]
+    HlogMismatch {
+        log: String,
+        report: String,
+        why: String,
+    },
+    /// A sweep's `sweep.json` is not what `tsload sweep` writes.
+    #[error("sweep.json: {0}")]
+    BadSweep(String),
     /// A figure to embed is not a plain SVG chart.
     #[error("figure {title:?}: not a plain SVG chart: {why}")]
     BadFigure { title: String, why: String },
@@ -130,12 +157,12 @@ impl Interval {
 }
 
 /// Nanoseconds as milliseconds rounded to the microsecond (short in JSON, exact enough).
-fn ms(ns: u64) -> f64 {
+pub(crate) fn ms(ns: u64) -> f64 {
     (ns / 1000) as f64 / 1000.0
 }
 
 /// Seconds rounded to the microsecond.
-fn round_us(s: f64) -> f64 {
+pub(crate) fn round_us(s: f64) -> f64 {
     (s * 1e6).round() / 1e6
 }
 

@@ -5,6 +5,7 @@
     return v.toLocaleString("en-US", { maximumFractionDigits: digits });
   }
   function row(tip, field, label, value, text, cls) {
+    if (value === null || value === undefined) return;
     var div = document.createElement("div");
     if (cls) div.className = cls;
     var name = document.createElement("span");
@@ -51,11 +52,15 @@
       if (len >= 0.05) row(tip, "rate", d.unit + "/s", d.metrics[i] / len, fmt(d.metrics[i] / len, 1));
       row(tip, "errors", "errors", d.errors[i], fmt(d.errors[i], 0), d.errors[i] > 0 ? "e" : "");
       row(tip, "retries", "retries", d.retries[i], fmt(d.retries[i], 0), d.retries[i] > 0 ? "e" : "");
-      row(tip, "p50_ms", "p50", d.p50_ms[i], fmt(d.p50_ms[i], 3) + " ms");
-      row(tip, "p99_ms", "p99", d.p99_ms[i], fmt(d.p99_ms[i], 3) + " ms");
-      row(tip, "p999_ms", "p99.9", d.p999_ms[i], fmt(d.p999_ms[i], 3) + " ms");
-      row(tip, "max_ms", "max", d.max_ms[i], fmt(d.max_ms[i], 3) + " ms");
-      row(tip, "service_p99_ms", "service p99", d.service_p99_ms[i], fmt(d.service_p99_ms[i], 3) + " ms");
+      function ms(f, label) {
+        var v = d[f][i];
+        row(tip, f, label, v, v === null ? "" : fmt(v, 3) + " ms");
+      }
+      ms("p50_ms", "p50");
+      ms("p99_ms", "p99");
+      ms("p999_ms", "p99.9");
+      ms("max_ms", "max");
+      ms("service_p99_ms", "service p99");
       tip.hidden = false;
       if (x > 0.55) { tip.style.left = ""; tip.style.right = ((1 - x) * 100 + 1) + "%"; }
       else { tip.style.right = ""; tip.style.left = (x * 100 + 1) + "%"; }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::chart::{self, Line, Scale};
-use crate::{Error, Interval, ReportInput};
+use crate::{Error, Hlog, Interval, ReportInput};
 
 /// Refuses every request the page could make: nothing leaves, and a try is logged.
 const CSP: &str =
@@ -37,55 +37,101 @@ pub fn render_page(
     reports: &[ReportInput],
     figures: &[Figure],
 ) -> Result<String, Error> {
-    if reports.is_empty() {
-        return Err(Error::NoReport);
+    Page {
+        title,
+        reports,
+        figures,
+        ..Page::default()
     }
-    let views: Vec<ReportView<'_>> = reports
-        .iter()
-        .map(ReportView::new)
-        .collect::<Result<_, _>>()?;
-    let svgs: Vec<&str> = figures.iter().map(inline_svg).collect::<Result<_, _>>()?;
-    let labels = views
-        .iter()
-        .map(|v| v.label.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let title = title.map_or(labels, str::to_string);
-    let mut out = String::with_capacity(64 * 1024);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
-         <meta name=\"color-scheme\" content=\"light dark\">\
-         <title>tsload report: {}</title><style>{CSS}</style></head><body>\
-         <header><h1>tsload report</h1><p class=\"meta\">{}</p></header>",
-        esc(&title),
-        esc(&title)
-    );
-    for (f, svg) in figures.iter().zip(&svgs) {
+    .render()
+}
+
+/// Everything one page shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Page<'a> {
+    /// The page's title (the reports' labels when `None`).
+    pub title: Option<&'a str>,
+    pub reports: &'a [ReportInput],
+    /// Interval logs, paired with the reports in order: `hlogs[k]` is `reports[k]`'s (its
+    /// first stream's: writes, or queries for a query run; `None`: that report has none).
+    /// Empty: none; otherwise exactly one entry per report.
+    pub hlogs: &'a [Option<Hlog>],
+    /// SVG charts drawn elsewhere, shown first.
+    pub figures: &'a [Figure],
+    /// A sweep's `sweep.json` (`axes`, `rows`, `fits`): each figure against each swept key,
+    /// with the fit.
+    pub sweep: Option<&'a Value>,
+}
+
+impl Page<'_> {
+    /// The page as one self-contained HTML document.
+    pub fn render(&self) -> Result<String, Error> {
+        let reports = self.reports;
+        if reports.is_empty() {
+            return Err(Error::NoReport);
+        }
+        if !self.hlogs.is_empty() && self.hlogs.len() != reports.len() {
+            return Err(Error::HlogCount {
+                reports: reports.len(),
+                logs: self.hlogs.len(),
+            });
+        }
+        let views: Vec<ReportView<'_>> = reports
+            .iter()
+            .enumerate()
+            .map(|(k, r)| ReportView::new(r, self.hlogs.get(k).and_then(Option::as_ref)))
+            .collect::<Result<_, _>>()?;
+        let svgs: Vec<&str> = self
+            .figures
+            .iter()
+            .map(inline_svg)
+            .collect::<Result<_, _>>()?;
+        let labels = views
+            .iter()
+            .map(|v| v.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let title = self.title.map_or(labels, str::to_string);
+        let mut out = String::with_capacity(64 * 1024);
         let _ = write!(
             out,
-            "<figure class=\"svgfig\"><figcaption>{}</figcaption>{svg}</figure>",
-            esc(&f.title)
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
+             <meta name=\"color-scheme\" content=\"light dark\">\
+             <title>tsload report: {}</title><style>{CSS}</style></head><body>\
+             <header><h1>tsload report</h1><p class=\"meta\">{}</p></header>",
+            esc(&title),
+            esc(&title)
         );
+        for (f, svg) in self.figures.iter().zip(&svgs) {
+            let _ = write!(
+                out,
+                "<figure class=\"svgfig\"><figcaption>{}</figcaption>{svg}</figure>",
+                esc(&f.title)
+            );
+        }
+        if let Some(sweep) = self.sweep {
+            crate::sweep::section(&mut out, sweep)?;
+        }
+        let mut data = serde_json::Map::new();
+        crate::shards::section(&mut out, &views, &mut data);
+        if views.len() > 1 {
+            comparison(&mut out, &views);
+        }
+        for (k, v) in views.iter().enumerate() {
+            report_section(&mut out, k, v, &mut data);
+        }
+        let data = Value::Object(data).to_string().replace("</", "<\\/");
+        let _ = writeln!(
+            out,
+            "<footer>Made by tsload {}. Hover or tap a chart to see one interval's figures.</footer>\
+             <script type=\"application/json\" id=\"tsload-data\">{data}</script>\
+             <script>{JS}</script></body></html>",
+            esc(views[0].text("tsload_version").unwrap_or("?"))
+        );
+        Ok(out)
     }
-    if views.len() > 1 {
-        comparison(&mut out, &views);
-    }
-    let mut data = serde_json::Map::new();
-    for (k, v) in views.iter().enumerate() {
-        report_section(&mut out, k, v, &mut data);
-    }
-    let data = Value::Object(data).to_string().replace("</", "<\\/");
-    let _ = writeln!(
-        out,
-        "<footer>Made by tsload {}. Hover or tap a chart to see one interval's figures.</footer>\
-         <script type=\"application/json\" id=\"tsload-data\">{data}</script>\
-         <script>{JS}</script></body></html>",
-        esc(views[0].text("tsload_version").unwrap_or("?"))
-    );
-    Ok(out)
 }
 
 /// A figure's `<svg>` element, checked to hold nothing that could run or ask for anything.
@@ -126,16 +172,21 @@ fn inline_svg(f: &Figure) -> Result<&str, Error> {
 }
 
 /// One report as the page reads it.
-struct ReportView<'a> {
-    label: String,
-    report: &'a Value,
+pub(crate) struct ReportView<'a> {
+    pub label: String,
+    pub report: &'a Value,
     /// `write`/`query` and each stream's summary.
-    streams: Vec<(&'static str, &'a Value)>,
-    intervals: Vec<Interval>,
+    pub streams: Vec<(&'static str, &'a Value)>,
+    pub intervals: Vec<Interval>,
+    /// Its interval log (its first stream's), if one was given.
+    pub hlog: Option<&'a Hlog>,
+    /// Whether the first stream's intervals come from the log (the JSON has none): they
+    /// then count requests only.
+    pub from_log: bool,
 }
 
 impl<'a> ReportView<'a> {
-    fn new(input: &'a ReportInput) -> Result<Self, Error> {
+    fn new(input: &'a ReportInput, hlog: Option<&'a Hlog>) -> Result<Self, Error> {
         let r = &input.report;
         let bad = |why: String| Error::NotAReport {
             label: input.label.clone(),
@@ -169,20 +220,48 @@ impl<'a> ReportView<'a> {
                 }
             }
         }
-        let intervals = match r.get("intervals") {
+        let mut intervals = match r.get("intervals") {
             None | Some(Value::Null) => Vec::new(),
             Some(v) => serde_json::from_value::<Vec<Interval>>(v.clone())
                 .map_err(|e| bad(format!("`intervals`: {e}")))?,
         };
+        let mut from_log = false;
+        if let Some(log) = hlog {
+            let (stream, summary) = streams[0];
+            // The log counts each request once, as the summary's latency does.
+            let counted = summary
+                .get("latency")
+                .and_then(|l| l.get("count"))
+                .and_then(Value::as_u64);
+            if let Some(counted) = counted
+                && counted != log.latency_count()
+            {
+                return Err(Error::HlogMismatch {
+                    log: log.label.clone(),
+                    report: input.label.clone(),
+                    why: format!(
+                        "the log holds {} latency values, the report's {stream} latency counts \
+                         {counted} (each --hlog goes with the report in the same place)",
+                        log.latency_count()
+                    ),
+                });
+            }
+            if !intervals.iter().any(|i| i.stream == stream) {
+                intervals.extend(log.intervals(stream));
+                from_log = true;
+            }
+        }
         Ok(ReportView {
             label: input.label.clone(),
             report: r,
             streams,
             intervals,
+            hlog,
+            from_log,
         })
     }
 
-    fn text(&self, key: &str) -> Option<&str> {
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
         self.streams
             .first()
             .and_then(|(_, v)| v.get(key))
@@ -285,6 +364,15 @@ fn mib(bytes: f64) -> String {
     format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
 }
 
+/// A swept value as it may be shown: `***` for a secret key, secrets in URLs hidden.
+pub(crate) fn redacted(key: &str, value: &str) -> String {
+    if tsload_redact::is_secret_key(key) {
+        tsload_redact::MASK.to_string()
+    } else {
+        tsload_redact::url(value)
+    }
+}
+
 /// HTML text and attribute escaping.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -374,8 +462,10 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
     // Each report's line over time, per stream.
     const CLASSES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
     for stream in ["write", "query"] {
+        // Intervals read from a log count requests, not the rates compared here.
         let per: Vec<(&str, Vec<&Interval>)> = views
             .iter()
+            .filter(|v| !(v.from_log && v.streams.first().is_some_and(|(s, _)| *s == stream)))
             .map(|v| {
                 (
                     v.label.as_str(),
@@ -464,7 +554,9 @@ fn report_section(
         esc(&why)
     );
     for (s, sv) in &v.streams {
-        stream_block(out, k, s, sv, &v.intervals, data);
+        let first = v.streams.first().is_some_and(|(f, _)| f == s);
+        let log = v.hlog.filter(|_| first);
+        stream_block(out, k, s, sv, &v.intervals, log, first && v.from_log, data);
     }
     server_block(out, k, v.report);
     network_block(out, k, v.report, &v.plan());
@@ -476,15 +568,28 @@ fn report_section(
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 fn stream_block(
     out: &mut String,
     k: usize,
     s: &str,
     sv: &Value,
     all: &[Interval],
+    log: Option<&Hlog>,
+    from_log: bool,
     data: &mut serde_json::Map<String, Value>,
 ) {
     let w = words(s);
+    // Intervals read from an interval log count requests only.
+    let unit = if from_log { "requests" } else { w.unit };
+    let rate = |i: &Interval| {
+        if from_log {
+            (i.interval_s >= 0.05).then(|| i.requests as f64 / i.interval_s)
+        } else {
+            i.rate()
+        }
+    };
+    let count = |i: &Interval| if from_log { i.requests } else { i.count() };
     let id = |f: &str| format!("r{k}-{s}-{f}");
     let _ = write!(out, "<h3>{}</h3><div class=\"cards\">", w.title);
     let u = |key: &str| sv.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -576,20 +681,30 @@ fn stream_block(
             "<p class=\"meta\">This report has no per-interval figures (a merged report, or one from an older tsload): no charts over time.</p>",
         );
     } else {
+        if from_log {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"{key}-intervals-from\" data-value=\"{}\">The report has no \
+                 per-interval figures: these come from the interval log {}, which counts \
+                 requests and their latency (not rows).</p>",
+                esc(log.map_or("", |l| l.label.as_str())),
+                esc(log.map_or("", |l| l.label.as_str()))
+            );
+        }
         let t: Vec<f64> = iv.iter().map(|i| i.elapsed_s).collect();
         let marks: Vec<(u64, u64)> = iv.iter().map(|i| (i.errors, i.retries)).collect();
         chart::time_chart(
             out,
             &format!("{key}-throughput"),
             &key,
-            &format!("{} per second, per interval", w.unit),
+            &format!("{unit} per second, per interval"),
             "",
             &t,
             &[Line {
                 key: "rate",
-                label: &format!("{}/s", w.unit),
+                label: &format!("{unit}/s"),
                 class: "c0",
-                values: iv.iter().map(|i| i.rate()).collect(),
+                values: iv.iter().map(|i| rate(i)).collect(),
                 t: None,
             }],
             Scale::Linear,
@@ -639,15 +754,16 @@ fn stream_block(
             Some(&marks),
         );
         let column = |f: fn(&Interval) -> Value| Value::Array(iv.iter().map(|i| f(i)).collect());
+        let counts = Value::Array(iv.iter().map(|i| json!(count(i))).collect());
         data.insert(
             key.clone(),
             json!({
-                "unit": w.unit,
+                "unit": unit,
                 "elapsed_s": column(|i| json!(i.elapsed_s)),
                 "interval_s": column(|i| json!(i.interval_s)),
                 "requests": column(|i| json!(i.requests)),
                 "rows": column(|i| json!(i.rows)),
-                "metrics": column(|i| json!(i.count())),
+                "metrics": counts,
                 "errors": column(|i| json!(i.errors)),
                 "retries": column(|i| json!(i.retries)),
                 "p50_ms": column(|i| json!(i.p50_ms)),
@@ -659,34 +775,53 @@ fn stream_block(
             }),
         );
     }
-    spectrum(out, &key, sv);
+    spectrum(out, &key, sv, log);
     client_block(out, &key, sv);
 }
 
-/// The percentile spectrum of corrected latency and service time, from the summaries'
-/// histograms (`hdr`), or their fixed percentiles when a report has none.
-fn spectrum(out: &mut String, key: &str, sv: &Value) {
+/// The percentile spectrum of corrected latency and service time: from the interval log's
+/// histograms (the whole run, every interval added) when one was given, else the
+/// summaries' histograms (`hdr`), or their fixed percentiles when a report has none. A
+/// table under it states the log's (or `hdr`'s) percentiles to p99.999 exactly.
+fn spectrum(out: &mut String, key: &str, sv: &Value, log: Option<&Hlog>) {
     let mut lines = Vec::new();
+    let mut hists: Vec<(&str, &str, hdrhistogram::Histogram<u64>)> = Vec::new();
     for (name, label, class) in [
         ("latency", "latency (corrected)", "c1"),
         ("service", "service time", "c0"),
     ] {
-        let Some(summary) = sv.get(name) else {
-            continue;
+        let from_log = log.map(|l| {
+            if name == "latency" {
+                l.latency.clone()
+            } else {
+                l.service.clone()
+            }
+        });
+        let summary = sv.get(name);
+        let hist = match from_log {
+            Some(h) => Some(h).filter(|h| !h.is_empty()),
+            None => {
+                let Some(summary) = summary else {
+                    continue;
+                };
+                if summary.get("count").and_then(Value::as_u64).unwrap_or(0) == 0 {
+                    continue;
+                }
+                summary
+                    .get("hdr")
+                    .and_then(Value::as_str)
+                    .and_then(|t| tsload_core::report::decode_histogram(t).ok())
+            }
         };
-        if summary.get("count").and_then(Value::as_u64).unwrap_or(0) == 0 {
+        if log.is_some() && hist.is_none() {
             continue;
         }
-        let hist = summary
-            .get("hdr")
-            .and_then(Value::as_str)
-            .and_then(|t| tsload_core::report::decode_histogram(t).ok());
         let values: Vec<Option<f64>> = (0..chart::SPECTRUM_POINTS)
             .map(|k| {
                 let q = chart::spectrum_quantile(k);
                 match &hist {
                     Some(h) => Some(h.value_at_quantile(q) as f64 / 1e6),
-                    None => fixed_percentile(summary, q),
+                    None => summary.and_then(|s| fixed_percentile(s, q)),
                 }
             })
             .collect();
@@ -697,16 +832,67 @@ fn spectrum(out: &mut String, key: &str, sv: &Value) {
             values,
             t: None,
         });
+        if let Some(h) = hist {
+            hists.push((name, label, h));
+        }
     }
-    if !lines.is_empty() {
-        chart::spectrum_chart(
+    if lines.is_empty() {
+        return;
+    }
+    let title = match log {
+        Some(l) => format!(
+            "latency by percentile (whole run, from the interval log {})",
+            l.label
+        ),
+        None => "latency by percentile (whole run)".to_string(),
+    };
+    chart::spectrum_chart(out, &format!("{key}-spectrum"), &title, &lines);
+    if hists.is_empty() {
+        return;
+    }
+    let source = log.map_or("report", |_| "hlog");
+    let _ = write!(
+        out,
+        "<div class=\"scroll\"><table class=\"cmp\" id=\"{key}-percentiles\" data-source=\"{source}\">\
+         <thead><tr><th></th><th>count</th>"
+    );
+    for (_, label) in SPECTRUM_TABLE {
+        let _ = write!(out, "<th>{label}</th>");
+    }
+    out.push_str("<th>max</th></tr></thead><tbody>");
+    for (name, label, h) in &hists {
+        let _ = write!(
             out,
-            &format!("{key}-spectrum"),
-            "latency by percentile (whole run)",
-            &lines,
+            "<tr><th>{}</th><td id=\"{key}-pct-{name}-count\" data-value=\"{}\">{}</td>",
+            esc(label),
+            h.len(),
+            group(h.len())
+        );
+        for (q, field) in SPECTRUM_TABLE {
+            let v = crate::ms(h.value_at_quantile(q));
+            let id = format!("{key}-pct-{name}-{}", field.replace('.', "_"));
+            let _ = write!(out, "<td id=\"{id}\" data-value=\"{v}\">{}</td>", millis(v));
+        }
+        let max = crate::ms(h.max());
+        let _ = write!(
+            out,
+            "<td id=\"{key}-pct-{name}-max\" data-value=\"{max}\">{}</td></tr>",
+            millis(max)
         );
     }
+    out.push_str("</tbody></table></div>");
 }
+
+/// The percentiles the spectrum's table states: `(quantile, label)`; the id of each
+/// cell is the label with `_` for `.` (`p99_999`).
+pub(crate) const SPECTRUM_TABLE: [(f64, &str); 6] = [
+    (0.5, "p50"),
+    (0.9, "p90"),
+    (0.99, "p99"),
+    (0.999, "p99.9"),
+    (0.9999, "p99.99"),
+    (0.99999, "p99.999"),
+];
 
 /// The summary's stated percentile at or above `q` (a step spectrum without histogram).
 fn fixed_percentile(summary: &Value, q: f64) -> Option<f64> {

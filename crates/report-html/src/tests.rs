@@ -244,3 +244,487 @@ fn figures_are_embedded_when_plain_and_refused_otherwise() {
         assert!(matches!(e, Error::BadFigure { .. }), "{svg}: {e}");
     }
 }
+
+/// An interval log of `n` intervals of `length_s` from `base` (epoch seconds), interval i
+/// holding `per` latency values around `(i + 1)` ms, and its whole-run latency histogram.
+fn hlog_text(base: u64, n: usize, length_s: f64, per: u64) -> (Vec<u8>, Vec<Histogram<u64>>) {
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(base);
+    let mut w = tsload_core::hlog::HlogWriter::new(Vec::new(), start, "test").unwrap();
+    let mut hists = Vec::new();
+    for i in 0..n {
+        let mut lat = tsload_core::recorder::new_histogram();
+        let mut svc = tsload_core::recorder::new_histogram();
+        for v in 0..per {
+            lat.record((i as u64 + 1) * 1_000_000 + v * 7_919).unwrap();
+            svc.record((i as u64 + 1) * 500_000 + v * 3_001).unwrap();
+        }
+        let at = std::time::Duration::from_secs_f64(i as f64 * length_s);
+        w.write_interval(at, std::time::Duration::from_secs_f64(length_s), &lat, &svc)
+            .unwrap();
+        hists.push(lat);
+    }
+    (w.into_inner(), hists)
+}
+
+fn whole(hists: &[Histogram<u64>]) -> Histogram<u64> {
+    let mut all = tsload_core::recorder::new_histogram();
+    for h in hists {
+        all.add(h).unwrap();
+    }
+    all
+}
+
+/// The page's data (the `tsload-data` JSON).
+fn data_of(page: &str) -> Value {
+    let start = page.find("id=\"tsload-data\">").unwrap() + "id=\"tsload-data\">".len();
+    let end = start + page[start..].find("</script>").unwrap();
+    serde_json::from_str(&page[start..end].replace("<\\/", "</")).unwrap()
+}
+
+fn ms(ns: u64) -> f64 {
+    (ns / 1000) as f64 / 1000.0
+}
+
+#[test]
+fn an_interval_log_gives_the_spectrum_and_the_missing_intervals() {
+    let (text, hists) = hlog_text(1_795_000_000, 7, 1.0, 50);
+    let log = crate::read_hlog("m.hlog", &text).unwrap();
+    assert_eq!((log.len(), log.latency_count()), (7, 350));
+    // A merged report: no intervals of its own.
+    let mut r = write_report(3);
+    r.as_object_mut().unwrap().remove("intervals");
+    r["latency"]["count"] = json!(350);
+    let reports = [ReportInput {
+        label: "merged.json".into(),
+        report: r,
+    }];
+    let logs = [Some(log)];
+    let p = crate::Page {
+        reports: &reports,
+        hlogs: &logs,
+        ..crate::Page::default()
+    }
+    .render()
+    .unwrap();
+    assert_eq!(value_of(&p, "r0-write-intervals-from"), "m.hlog");
+    assert!(p.contains("id=\"r0-write-latency\" data-points=\"7\""));
+    let d = &data_of(&p)["r0-write"];
+    for (i, h) in hists.iter().enumerate() {
+        assert_eq!(d["p99_ms"][i], json!(ms(h.value_at_quantile(0.99))));
+        assert_eq!(d["max_ms"][i], json!(ms(h.max())));
+        assert_eq!(d["requests"][i], json!(h.len()));
+        assert_eq!(d["elapsed_s"][i], json!((i + 1) as f64));
+    }
+    // The spectrum's table: the whole log's percentiles to p99.999.
+    let all = whole(&hists);
+    assert!(p.contains("id=\"r0-write-percentiles\" data-source=\"hlog\""));
+    assert_eq!(value_of(&p, "r0-write-pct-latency-count"), "350");
+    for (q, id) in [(0.5, "p50"), (0.99, "p99"), (0.99999, "p99_999")] {
+        assert_eq!(
+            value_of(&p, &format!("r0-write-pct-latency-{id}")),
+            ms(all.value_at_quantile(q)).to_string()
+        );
+    }
+    assert_eq!(
+        value_of(&p, "r0-write-pct-latency-max"),
+        ms(all.max()).to_string()
+    );
+}
+
+#[test]
+fn a_report_with_its_own_intervals_keeps_them_beside_its_log() {
+    let (text, _) = hlog_text(1_795_000_000, 4, 1.0, 10);
+    let mut r = write_report(6);
+    r["latency"]["count"] = json!(40);
+    let reports = [ReportInput {
+        label: "a.json".into(),
+        report: r,
+    }];
+    let logs = [Some(crate::read_hlog("a.hlog", &text).unwrap())];
+    let p = crate::Page {
+        reports: &reports,
+        hlogs: &logs,
+        ..crate::Page::default()
+    }
+    .render()
+    .unwrap();
+    // The JSON's 6 intervals, not the log's 4; the spectrum from the log.
+    assert!(p.contains("id=\"r0-write-latency\" data-points=\"6\""));
+    assert!(!p.contains("intervals-from"));
+    assert_eq!(value_of(&p, "r0-write-pct-latency-count"), "40");
+}
+
+#[test]
+fn bad_interval_logs_are_named_errors() {
+    let (good, _) = hlog_text(1_795_000_000, 2, 1.0, 5);
+    let good = String::from_utf8(good).unwrap();
+    let no_base: String = good
+        .lines()
+        .filter(|l| !l.starts_with("#["))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let first_interval = good.lines().position(|l| l.starts_with("0.000,")).unwrap() + 1;
+    let cases: Vec<(String, String)> = vec![
+        (
+            "garbage\n".into(),
+            "line 1: not an interval log line".into(),
+        ),
+        (String::new(), "no StartTime or BaseTime".into()),
+        (
+            good.lines()
+                .filter(|l| l.starts_with('#'))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            "no interval in the log".into(),
+        ),
+        (
+            no_base,
+            "an interval before any StartTime or BaseTime".into(),
+        ),
+        (
+            good.replacen(",HISTF", ",HISTFxx", 1),
+            format!("line {first_interval}: the interval's histogram: not base64"),
+        ),
+        (
+            good.replacen("\nTag=service,", "\nTag=other,", 1),
+            "Tag=other".into(),
+        ),
+        (
+            good.lines()
+                .filter(|l| !l.starts_with("0.000,"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            "without the untagged latency histogram".into(),
+        ),
+    ];
+    for (text, says) in cases {
+        let Err(e) = crate::read_hlog("x.hlog", text.as_bytes()) else {
+            panic!("read, but should be refused with {says:?}");
+        };
+        assert!(matches!(e, Error::Hlog { .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.starts_with("x.hlog: "), "{e}");
+        assert!(e.contains(&says), "{says:?} not in {e}");
+    }
+    // One log per report, and each its report's.
+    let log = crate::read_hlog("x.hlog", good.as_bytes()).unwrap();
+    let reports = [
+        ReportInput {
+            label: "a.json".into(),
+            report: write_report(2),
+        },
+        ReportInput {
+            label: "b.json".into(),
+            report: write_report(2),
+        },
+    ];
+    let logs = [Some(log.clone())];
+    let page = |logs: &[Option<crate::Hlog>]| {
+        crate::Page {
+            reports: &reports,
+            hlogs: logs,
+            ..crate::Page::default()
+        }
+        .render()
+    };
+    assert!(matches!(
+        page(&logs),
+        Err(Error::HlogCount {
+            reports: 2,
+            logs: 1
+        })
+    ));
+    let e = page(&[Some(log), None]).unwrap_err();
+    assert!(matches!(e, Error::HlogMismatch { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("x.hlog does not belong to a.json: the log holds 10 latency values"),
+        "{e}"
+    );
+}
+
+/// Shard `index` of 2: `n` half-second intervals, its load started `offset_ms` after
+/// 2026-11-26T15:00:00Z.
+fn shard_report(index: u32, n: usize, offset_ms: u64, latency_count: u64) -> Value {
+    let mut r = write_report(n);
+    r["shard"] = json!({"index": index, "count": 2});
+    r["started_at"] = json!(format!("2026-11-26T15:00:00.{offset_ms:03}Z"));
+    r["latency"]["count"] = json!(latency_count);
+    for (i, iv) in r["intervals"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        iv["elapsed_s"] = json!((i + 1) as f64 * 0.5);
+        iv["interval_s"] = json!(0.5);
+        iv["metrics"] = json!(1_000 * (index as u64 + 1) + i as u64);
+    }
+    r
+}
+
+#[test]
+fn a_shard_set_draws_each_shard_and_the_merged_line() {
+    let base = 1_795_705_200; // 2026-11-26T15:00:00Z
+    assert_eq!(
+        crate::shards::parse_rfc3339("2026-11-26T15:00:00.000Z"),
+        Some(base as f64)
+    );
+    let (t0, h0) = hlog_text(base, 6, 0.5, 20);
+    let (t1, h1) = hlog_text(base, 5, 0.5, 30);
+    // Shard 1 started 0.5 s later: its interval i is shard 0's interval i + 1.
+    let t1 = String::from_utf8(t1)
+        .unwrap()
+        .replace(&format!("{base}.000"), &format!("{base}.500"))
+        .into_bytes();
+    let s0 = shard_report(0, 6, 0, 120);
+    let s1 = shard_report(1, 5, 500, 150);
+    let reports = [
+        ReportInput {
+            label: "s0.json".into(),
+            report: s0.clone(),
+        },
+        ReportInput {
+            label: "s1.json".into(),
+            report: s1.clone(),
+        },
+    ];
+    let logs = [
+        Some(crate::read_hlog("s0.hlog", &t0).unwrap()),
+        Some(crate::read_hlog("s1.hlog", &t1).unwrap()),
+    ];
+    for with_logs in [false, true] {
+        let p = crate::Page {
+            reports: &reports,
+            hlogs: if with_logs { &logs } else { &[] },
+            ..crate::Page::default()
+        }
+        .render()
+        .unwrap();
+        // Slots 1..=6: the merged line has 6 points, each shard its own.
+        assert!(
+            p.contains("id=\"merge-write-throughput\" data-points=\"6\""),
+            "{with_logs}"
+        );
+        let at = p.find("id=\"merge-write-throughput\"").unwrap();
+        let chart = &p[at..at + p[at..].find("</figure>").unwrap()];
+        assert!(chart.contains("data-series=\"merged\" data-points=\"6\""));
+        assert!(chart.contains("data-series=\"s0.json\" data-points=\"6\""));
+        assert!(chart.contains("data-series=\"s1.json\" data-points=\"5\""));
+        let d = &data_of(&p)["merge-write"];
+        // Every shard interval in exactly one merged point, whose count is their sum.
+        let shard_metrics = |k: u64, i: u64| {
+            [&s0, &s1][k as usize]["intervals"][i as usize]["metrics"]
+                .as_u64()
+                .unwrap()
+        };
+        let mut seen = Vec::new();
+        for (slot, from) in d["from"].as_array().unwrap().iter().enumerate() {
+            let pairs: Vec<(u64, u64)> = from
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+                .collect();
+            let sum: u64 = pairs.iter().map(|(k, i)| shard_metrics(*k, *i)).sum();
+            assert_eq!(d["metrics"][slot], json!(sum));
+            seen.extend(pairs);
+        }
+        seen.sort_unstable();
+        let mut all: Vec<(u64, u64)> = (0..6)
+            .map(|i| (0, i))
+            .chain((0..5).map(|i| (1, i)))
+            .collect();
+        all.sort_unstable();
+        assert_eq!(seen, all);
+        if !with_logs {
+            assert!(d["p99_ms"].as_array().unwrap().iter().all(Value::is_null));
+            continue;
+        }
+        assert_eq!(value_of(&p, "merge-write-latency-source"), "shards");
+        // Each merged point's p99: the shards' log intervals it holds, added.
+        for (slot, from) in d["log_from"].as_array().unwrap().iter().enumerate() {
+            let mut h = tsload_core::recorder::new_histogram();
+            for pair in from.as_array().unwrap() {
+                let (k, i) = (
+                    pair[0].as_u64().unwrap(),
+                    pair[1].as_u64().unwrap() as usize,
+                );
+                h.add(&[&h0, &h1][k as usize][i]).unwrap();
+            }
+            assert_eq!(
+                d["p99_ms"][slot],
+                json!(ms(h.value_at_quantile(0.99))),
+                "{slot}"
+            );
+        }
+        assert_eq!(d["log_from"][1].as_array().unwrap().len(), 2);
+    }
+    // Runs that were not split (count 1), or one shard twice: no shard set.
+    for (a, b) in [((0, 1), (0, 1)), ((0, 2), (0, 2))] {
+        let mut x = shard_report(0, 3, 0, 1);
+        let mut y = shard_report(1, 3, 0, 1);
+        x["shard"] = json!({"index": a.0, "count": a.1});
+        y["shard"] = json!({"index": b.0, "count": b.1});
+        let p = render(&[
+            ReportInput {
+                label: "x".into(),
+                report: x,
+            },
+            ReportInput {
+                label: "y".into(),
+                report: y,
+            },
+        ])
+        .unwrap();
+        assert!(!p.contains("id=\"merge\""), "{a:?} {b:?}");
+    }
+}
+
+/// A write sweep as `tsload sweep` writes sweep.json: `delay` x `workers`, with its fits.
+fn sweep_json() -> Value {
+    let mut rows = Vec::new();
+    for workers in [1u64, 4] {
+        for (d, delay) in ["0ms", "5ms", "20ms"].iter().enumerate() {
+            let rtt = 0.1 + 2.0 * [0.0, 5.0, 20.0][d];
+            let requests_per_s = workers as f64 * 1000.0 / (1.0 + 1.5 * rtt);
+            rows.push(json!({
+                "point": {"delay": delay, "workers": workers},
+                "rtt": {"method": "app", "median_ms": rtt, "min_ms": rtt, "avg_ms": rtt, "max_ms": rtt},
+                "rows_per_s": requests_per_s * 100.0, "metrics_per_s": requests_per_s * 1000.0,
+                "requests_per_s": requests_per_s,
+                "latency_mean_ms": 1.0 + rtt, "latency_p50_ms": 1.0 + rtt, "latency_p99_ms": 3.0 + rtt,
+                "service_mean_ms": 0.9 + rtt, "errors": d, "client_cpu_s": 0.25 * workers as f64,
+                "server_cpu_s": null, "bytes_per_metric": null,
+                "workers": workers, "batch": 100, "in_flight": 1, "stop_reason": "duration",
+            }));
+        }
+    }
+    json!({
+        "axes": [{"key": "delay", "values": ["0ms", "5ms", "20ms"]}, {"key": "workers", "values": [1, 4]}],
+        "rows": rows,
+        "fits": [
+            {"fixed": {"workers": 1}, "fit": {"k": 1.5, "t_service_ms": 1.0, "r_squared": 1.0, "points": 3,
+             "halving_rtt_ms": 0.6666666666666666, "no_halving_reason": null}, "error": null},
+            {"fixed": {"workers": 4}, "fit": null, "error": "too few points to fit: 1 with both an RTT and a request time, at least 2 needed"},
+        ],
+    })
+}
+
+/// The `data-x`, `data-y` and `data-rows` of the polyline of `series` in chart `id`.
+fn xy_of(page: &str, id: &str, series: &str) -> (Vec<f64>, Vec<f64>, Vec<i64>) {
+    let at = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no chart {id}"));
+    let chart = &page[at..at + page[at..].find("</figure>").unwrap()];
+    let line = chart
+        .find(&format!("data-series=\"{series}\""))
+        .unwrap_or_else(|| panic!("no series {series} in {id}"));
+    let attr = |name: &str| -> String {
+        let s = chart[line..].find(&format!("{name}=\"")).unwrap() + line + name.len() + 2;
+        chart[s..s + chart[s..].find('"').unwrap()].to_string()
+    };
+    let nums = |t: String| -> Vec<f64> { t.split(' ').map(|x| x.parse().unwrap()).collect() };
+    (
+        nums(attr("data-x")),
+        nums(attr("data-y")),
+        attr("data-rows")
+            .split(' ')
+            .map(|x| x.parse().unwrap())
+            .collect(),
+    )
+}
+
+#[test]
+fn a_sweep_draws_each_figure_against_each_key_with_the_fit() {
+    let sweep = sweep_json();
+    let reports = [ReportInput {
+        label: "point 1".into(),
+        report: write_report(3),
+    }];
+    let p = crate::Page {
+        reports: &reports,
+        sweep: Some(&sweep),
+        ..crate::Page::default()
+    }
+    .render()
+    .unwrap();
+    let rows = sweep["rows"].as_array().unwrap();
+    let delay_ms = |r: &Value| {
+        r["point"]["delay"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("ms")
+            .parse::<f64>()
+            .unwrap()
+    };
+    for fig in [
+        "rows_per_s",
+        "metrics_per_s",
+        "requests_per_s",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "service_mean_ms",
+        "errors",
+        "client_cpu_s",
+    ] {
+        // Against delay: one line per workers value, one dot per point.
+        let id = format!("sweep-delay-{fig}");
+        assert!(
+            p.contains(&format!("id=\"{id}\" data-points=\"{}\"", rows.len())),
+            "{id}"
+        );
+        for w in [1, 4] {
+            let (x, y, r) = xy_of(&p, &id, &format!("workers={w}"));
+            assert_eq!(r.len(), 3);
+            for ((x, y), r) in x.iter().zip(&y).zip(&r) {
+                let row = &rows[*r as usize];
+                assert_eq!(row["point"]["workers"], json!(w));
+                assert_eq!(*x, delay_ms(row));
+                assert_eq!(*y, row[fig].as_f64().unwrap(), "{id}");
+            }
+        }
+        // Against workers: one line per delay.
+        let (x, y, r) = xy_of(&p, &format!("sweep-workers-{fig}"), "delay=5ms");
+        assert_eq!(x, [1.0, 4.0]);
+        for (y, r) in y.iter().zip(&r) {
+            assert_eq!(*y, rows[*r as usize][fig].as_f64().unwrap());
+        }
+        // Against the measured RTT, grouped by workers.
+        let (x, _, r) = xy_of(&p, &format!("sweep-rtt-{fig}"), "workers=1");
+        for (x, r) in x.iter().zip(&r) {
+            assert_eq!(*x, rows[*r as usize]["rtt"]["median_ms"].as_f64().unwrap());
+        }
+    }
+    // No server CPU measured: no chart of it.
+    assert!(!p.contains("sweep-delay-server_cpu_s"));
+    // The fit: its figures, and its curve on the rates against the RTT.
+    assert_eq!(value_of(&p, "sweep-fit0-k"), "1.5");
+    assert_eq!(value_of(&p, "sweep-fit0-t_service_ms"), "1.0");
+    assert_eq!(
+        value_of(&p, "sweep-fit0-halving_rtt_ms"),
+        "0.6666666666666666"
+    );
+    assert!(value_of(&p, "sweep-fit1-error").starts_with("too few points"));
+    let (x, y, r) = xy_of(&p, "sweep-rtt-requests_per_s", "fit workers=1");
+    assert!(r.iter().all(|r| *r == -1));
+    // The rows follow the model exactly: its curve passes through them.
+    for (x, y) in x.iter().zip(&y) {
+        let expected = 1000.0 / (1.0 + 1.5 * x);
+        assert!(
+            (y - expected).abs() < 1e-6 * expected,
+            "{x}: {y} vs {expected}"
+        );
+    }
+    assert!(!p.contains("data-series=\"fit workers=4\""));
+    assert!(!p.contains("sweep-delay-requests_per_s\" data-points=\"6\"><figcaption>fit"));
+    // Not a sweep.json: refused.
+    let e = crate::Page {
+        reports: &reports,
+        sweep: Some(&json!({"rows": []})),
+        ..crate::Page::default()
+    }
+    .render()
+    .unwrap_err();
+    assert!(matches!(e, Error::BadSweep(_)), "{e}");
+}

@@ -1,0 +1,389 @@
+//! The shards of one run on one page (`tsload merge --html`, or `tsload report` over a
+//! shard set): each shard's throughput and latency over time and the merged run's line.
+//!
+//! A shard is a report with a `shard` (`index`, `count` of 2 or more); two or more of one
+//! count, each index once, make a shard set. Their intervals are put on one wall clock (each report's `started_at` plus
+//! the interval's end) and cut into slots of the report interval (the median interval),
+//! as `tsload merge` aligns interval logs: a merged point sums the counts of the
+//! shard intervals in its slot. Its latency percentiles need histograms: they come from
+//! the shards' interval logs when every shard has one (added per slot), else from the
+//! merged report's log (`merge --hlog-out`), else the merged line has none. Each merged
+//! point names the shard intervals (`from`) and log intervals (`log_from`) it holds, in the
+//! page's data, so a test can check it against the files.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+
+use crate::chart::{self, Line, Scale};
+use crate::hlog::{add, summarize};
+use crate::page::{ReportView, esc};
+use crate::{Interval, round_us};
+
+const CLASSES: [&str; 5] = ["c0", "c1", "c2", "c3", "c4"];
+
+/// One merged point being built.
+#[derive(Default)]
+struct Slot {
+    requests: u64,
+    rows: u64,
+    count: u64,
+    errors: u64,
+    retries: u64,
+    length: f64,
+    from: Vec<(usize, usize)>,
+    log_from: Vec<(usize, usize)>,
+    latency: Option<Histogram<u64>>,
+    service: Option<Histogram<u64>>,
+}
+
+/// `2026-11-26T15:00:00.123Z` as seconds since the epoch (UTC, what tsload writes).
+pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let (y, mo, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    let (h, mi, sec) = (n(11..13)?, n(14..16)?, n(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let rest = &s[19..];
+    let (frac, zone) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let digits = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            let f: f64 = format!("0.{}", &r[..digits]).parse().ok()?;
+            (f, &r[digits..])
+        }
+        None => (0.0, rest),
+    };
+    if zone != "Z" {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3600 + mi * 60 + sec) as f64 + frac)
+}
+
+/// A report's shard `(index, count)`, if it is one.
+fn shard_of(v: &ReportView<'_>) -> Option<(u64, u64)> {
+    let s = v.report.get("shard")?;
+    Some((s.get("index")?.as_u64()?, s.get("count")?.as_u64()?))
+}
+
+/// The section, when `views` hold a shard set; nothing otherwise.
+pub(crate) fn section(
+    out: &mut String,
+    views: &[ReportView<'_>],
+    data: &mut serde_json::Map<String, Value>,
+) {
+    let shards: Vec<(usize, &ReportView<'_>)> = views
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| shard_of(v).is_some())
+        .collect();
+    let Some(count) = shards.first().and_then(|(_, v)| shard_of(v)).map(|s| s.1) else {
+        return;
+    };
+    // Shards of one split run: a count of 2 or more, each index once.
+    let mut indexes: Vec<u64> = shards
+        .iter()
+        .filter_map(|(_, v)| shard_of(v))
+        .map(|s| s.0)
+        .collect();
+    indexes.sort_unstable();
+    indexes.dedup();
+    if count < 2
+        || shards.len() < 2
+        || indexes.len() != shards.len()
+        || shards
+            .iter()
+            .any(|(_, v)| shard_of(v).map(|s| s.1) != Some(count))
+    {
+        return;
+    }
+    let merged = views
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v.report.get("merged_from").is_some());
+    let _ = write!(
+        out,
+        "<section id=\"merge\"><h2>Shards and the merged run</h2><p class=\"meta\">{} shards of \
+         {count}: each shard's line over time (on one clock) and the merged run's, whose \
+         points add up the shards' intervals that end in the same report interval.</p>",
+        shards.len()
+    );
+    for stream in ["write", "query"] {
+        stream_charts(out, stream, &shards, merged, data);
+    }
+    out.push_str("</section>");
+}
+
+fn stream_charts(
+    out: &mut String,
+    stream: &str,
+    shards: &[(usize, &ReportView<'_>)],
+    merged: Option<(usize, &ReportView<'_>)>,
+    data: &mut serde_json::Map<String, Value>,
+) {
+    // Each shard's JSON intervals of the stream and the time its load started.
+    let per: Vec<(usize, &ReportView<'_>, Vec<&Interval>, f64)> = shards
+        .iter()
+        .map(|(k, v)| {
+            let first = v.streams.first().is_some_and(|(s, _)| *s == stream);
+            let iv: Vec<&Interval> = v
+                .intervals
+                .iter()
+                .filter(|i| i.stream == stream && !(first && v.from_log))
+                .collect();
+            let start = v
+                .text("started_at")
+                .and_then(parse_rfc3339)
+                .or_else(|| v.hlog.map(|l| l.base_s))
+                .unwrap_or(0.0);
+            (*k, *v, iv, start)
+        })
+        .filter(|(_, _, iv, _)| !iv.is_empty())
+        .collect();
+    if per.len() < 2 {
+        return;
+    }
+    let t0 = per.iter().map(|p| p.3).fold(f64::INFINITY, f64::min);
+    // The report interval: the median interval (the last one of a run may be shorter or
+    // longer).
+    let mut lengths: Vec<f64> = per
+        .iter()
+        .flat_map(|p| p.2.iter().map(|i| i.interval_s))
+        .collect();
+    lengths.sort_by(f64::total_cmp);
+    let length = lengths[lengths.len() / 2];
+    if length < 1e-3 {
+        return;
+    }
+    let slot_of = |end: f64| ((end - t0) / length).round() as i64;
+    let mut slots: BTreeMap<i64, Slot> = BTreeMap::new();
+    for (k, _, iv, start) in &per {
+        for (i, x) in iv.iter().enumerate() {
+            let s = slots.entry(slot_of(start + x.elapsed_s)).or_default();
+            s.requests += x.requests;
+            s.rows += x.rows;
+            s.count += x.count();
+            s.errors += x.errors;
+            s.retries += x.retries;
+            s.length = s.length.max(x.interval_s);
+            s.from.push((*k, i));
+        }
+    }
+    // The merged latency: the shards' logs added per slot, or the merged report's log.
+    let is_log_stream = |v: &ReportView<'_>| v.streams.first().is_some_and(|(s, _)| *s == stream);
+    let logs: Vec<(usize, &crate::Hlog)> = if shards
+        .iter()
+        .all(|(_, v)| v.hlog.is_some() && is_log_stream(v))
+    {
+        shards
+            .iter()
+            .filter_map(|(k, v)| Some((*k, v.hlog?)))
+            .collect()
+    } else {
+        merged
+            .filter(|(_, v)| is_log_stream(v))
+            .and_then(|(k, v)| Some((k, v.hlog?)))
+            .into_iter()
+            .collect()
+    };
+    let latency_source = match logs.len() {
+        0 => None,
+        1 => Some(format!(
+            "the merged report's interval log {}",
+            logs[0].1.label
+        )),
+        _ => Some("the shards' interval logs, added".to_string()),
+    };
+    for (k, log) in &logs {
+        for (i, x) in log.intervals.iter().enumerate() {
+            let end = log.base_s + x.start_s + x.length_s;
+            let Some(s) = slots.get_mut(&slot_of(end)) else {
+                continue;
+            };
+            s.log_from.push((*k, i));
+            for (payload, into) in [
+                (Some(&x.latency), &mut s.latency),
+                (x.service.as_ref(), &mut s.service),
+            ] {
+                let Some(h) = payload.and_then(|p| tsload_core::hlog::decode_checked(p).ok())
+                else {
+                    continue;
+                };
+                let into = into.get_or_insert_with(tsload_core::recorder::new_histogram);
+                // Checked when the log was read: its whole sum fits.
+                let _ = add(into, &h);
+            }
+        }
+    }
+    let points: Vec<(Interval, &Slot)> = slots
+        .iter()
+        .map(|(slot, s)| {
+            let mut iv = summarize(stream, s.latency.as_ref(), s.service.as_ref());
+            iv.elapsed_s = round_us(*slot as f64 * length);
+            iv.interval_s = round_us(s.length);
+            iv.requests = s.requests;
+            iv.rows = s.rows;
+            if stream == "query" {
+                iv.statements = Some(s.count);
+            } else {
+                iv.metrics = Some(s.count);
+            }
+            iv.errors = s.errors;
+            iv.retries = s.retries;
+            (iv, s)
+        })
+        .collect();
+    let has_latency = latency_source.is_some();
+    let unit = if stream == "query" {
+        "statements"
+    } else {
+        "metrics"
+    };
+    let t: Vec<f64> = points.iter().map(|(i, _)| i.elapsed_s).collect();
+    let key = format!("merge-{stream}");
+    let shard_t = |iv: &[&Interval], start: f64| -> Option<Vec<f64>> {
+        Some(
+            iv.iter()
+                .map(|i| round_us(start - t0 + i.elapsed_s))
+                .collect(),
+        )
+    };
+    let lines = |f: &dyn Fn(&Interval) -> Option<f64>, merged: bool| -> Vec<Line<'_>> {
+        let mut lines: Vec<Line<'_>> = Vec::new();
+        for (n, (_, v, iv, start)) in per.iter().enumerate() {
+            lines.push(Line {
+                key: v.label.as_str(),
+                label: v.label.as_str(),
+                class: CLASSES[n % CLASSES.len()],
+                values: iv.iter().map(|i| f(i)).collect(),
+                t: shard_t(iv, *start),
+            });
+        }
+        // Last, so drawn first: the shards' lines stay visible where they meet it.
+        if merged {
+            lines.push(Line {
+                key: "merged",
+                label: "merged",
+                class: "merged",
+                values: points.iter().map(|(i, _)| f(i)).collect(),
+                t: None,
+            });
+        }
+        lines
+    };
+    let marks: Vec<(u64, u64)> = points.iter().map(|(i, _)| (i.errors, i.retries)).collect();
+    let _ = write!(
+        out,
+        "<h3>{}</h3>",
+        if stream == "query" {
+            "Queries"
+        } else {
+            "Writes"
+        }
+    );
+    chart::time_chart(
+        out,
+        &format!("{key}-throughput"),
+        &key,
+        &format!("{unit} per second: each shard and the merged run"),
+        "",
+        &t,
+        &lines(&|i| i.rate(), true),
+        Scale::Linear,
+        Some(&marks),
+    );
+    match &latency_source {
+        Some(src) => {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"{key}-latency-source\" data-value=\"{}\">The merged line's \
+                 latency comes from {}.</p>",
+                if logs.len() == 1 { "merged" } else { "shards" },
+                esc(src)
+            );
+        }
+        None => out.push_str(
+            "<p class=\"meta\">The merged line's latency per interval needs histograms: give \
+             each shard's interval log (<code>--hlog</code>, in the reports' order) or the \
+             merged one; the shards' own lines are drawn.</p>",
+        ),
+    }
+    for (q, label, f) in [
+        (
+            "p50",
+            "p50",
+            (|i: &Interval| i.p50_ms) as fn(&Interval) -> f64,
+        ),
+        ("p99", "p99", |i: &Interval| i.p99_ms),
+    ] {
+        chart::time_chart(
+            out,
+            &format!("{key}-{q}"),
+            &key,
+            &format!("{label} latency per interval: each shard and the merged run (log scale)"),
+            " ms",
+            &t,
+            &lines(&|i| Some(f(i)), has_latency),
+            Scale::Log,
+            None,
+        );
+    }
+    let pct = |f: fn(&Interval) -> f64| -> Value {
+        Value::Array(
+            points
+                .iter()
+                .map(|(i, _)| {
+                    if has_latency {
+                        json!(f(i))
+                    } else {
+                        Value::Null
+                    }
+                })
+                .collect(),
+        )
+    };
+    let col = |f: fn(&Interval) -> Value| Value::Array(points.iter().map(|(i, _)| f(i)).collect());
+    let pairs = |f: fn(&Slot) -> &Vec<(usize, usize)>| -> Value {
+        Value::Array(
+            points
+                .iter()
+                .map(|(_, s)| json!(f(s).iter().map(|(k, i)| [k, i]).collect::<Vec<_>>()))
+                .collect(),
+        )
+    };
+    data.insert(
+        key,
+        json!({
+            "unit": unit,
+            "elapsed_s": col(|i| json!(i.elapsed_s)),
+            "interval_s": col(|i| json!(i.interval_s)),
+            "requests": col(|i| json!(i.requests)),
+            "rows": col(|i| json!(i.rows)),
+            "metrics": col(|i| json!(i.count())),
+            "errors": col(|i| json!(i.errors)),
+            "retries": col(|i| json!(i.retries)),
+            "p50_ms": pct(|i| i.p50_ms),
+            "p99_ms": pct(|i| i.p99_ms),
+            "p999_ms": pct(|i| i.p999_ms),
+            "max_ms": pct(|i| i.max_ms),
+            "service_p50_ms": pct(|i| i.service_p50_ms),
+            "service_p99_ms": pct(|i| i.service_p99_ms),
+            "from": pairs(|s| &s.from),
+            "log_from": pairs(|s| &s.log_from),
+        }),
+    );
+}
