@@ -4,6 +4,7 @@
 //! plus bind parameters, so core knows no query language and no database.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use crate::shard::Shard;
 use crate::sink::SinkError;
@@ -18,21 +19,24 @@ pub enum Param {
 
 /// One statement: text in the target's dialect, and its bind parameters (empty when the
 /// text is complete, as for InfluxQL, PromQL and most TSBS queries).
+///
+/// The text is shared: a source that sends the same statement again and again (every
+/// OLTP event) hands out a reference to one text instead of a copy per request.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Statement {
-    pub text: String,
+    pub text: Arc<str>,
     pub params: Vec<Param>,
 }
 
 impl Statement {
-    pub fn new(text: impl Into<String>) -> Self {
+    pub fn new(text: impl Into<Arc<str>>) -> Self {
         Statement {
             text: text.into(),
             params: Vec::new(),
         }
     }
 
-    pub fn with_params(text: impl Into<String>, params: Vec<Param>) -> Self {
+    pub fn with_params(text: impl Into<Arc<str>>, params: Vec<Param>) -> Self {
         Statement {
             text: text.into(),
             params,

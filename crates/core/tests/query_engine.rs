@@ -210,7 +210,7 @@ impl QueryTarget for Target {
 impl QueryConn for Conn {
     async fn execute(&mut self, request: &QueryRequest) -> Result<QueryAck, SinkError> {
         let db = &self.db;
-        let first = request.statements.first().map(|s| s.text.as_str());
+        let first = request.statements.first().map(|s| &*s.text);
         match first {
             Some("create table") => {
                 db.created.store(true, Ordering::SeqCst);
@@ -278,7 +278,7 @@ impl QueryConn for Conn {
             let Some(Param::Int(key)) = s.params.first() else {
                 return Err(SinkError::new(ErrorKind::Rejected, "missing key"));
             };
-            rows += match s.text.as_str() {
+            rows += match &*s.text {
                 "select point" => table.contains(key) as u64,
                 "select range" if db.empty_range => 0,
                 "select range" => table.range(*key..).take(10).count() as u64,

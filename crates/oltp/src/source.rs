@@ -12,20 +12,15 @@ use crate::config::{OltpConfig, OltpKind, SecondaryIndex};
 use crate::rand::{C_GROUPS, PAD_GROUPS, Rng, STREAM_LOAD, STREAM_RUN};
 use crate::sql::{self, TableStatements};
 
-/// What every source of one workload shares: the options and each table's statements.
+/// What every source of one workload shares: the options.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: OltpConfig,
-    /// Index `t - 1` holds table `sbtest{t}`'s statements.
-    pub(crate) tables: Vec<TableStatements>,
 }
 
 impl Shared {
     pub(crate) fn new(config: OltpConfig) -> Self {
-        let tables = (1..=config.tables)
-            .map(|t| TableStatements::new(config.dialect, t))
-            .collect();
-        Shared { config, tables }
+        Shared { config }
     }
 }
 
@@ -161,19 +156,29 @@ impl QuerySource for LoadSource {
 #[derive(Debug)]
 pub struct RunSource {
     shared: Arc<Shared>,
+    /// Index `t - 1` holds table `sbtest{t}`'s statements, this source's own (see
+    /// [`TableStatements`]).
+    tables: Vec<TableStatements>,
     rng: Rng,
 }
 
 impl RunSource {
     pub(crate) fn new(shared: Arc<Shared>, worker: usize) -> Self {
         let rng = Rng::new(shared.config.seed, STREAM_RUN, worker as u64, 0);
-        RunSource { shared, rng }
+        let tables = (1..=shared.config.tables)
+            .map(|t| TableStatements::new(shared.config.dialect, t))
+            .collect();
+        RunSource {
+            shared,
+            tables,
+            rng,
+        }
     }
 
     /// sysbench's `get_table_num`: uniform over the tables, whatever `rand_type`.
     fn table(&mut self) -> &TableStatements {
         let t = self.rng.uniform(1, self.shared.config.tables);
-        &self.shared.tables[t as usize - 1]
+        &self.tables[t as usize - 1]
     }
 
     /// sysbench's `get_id`: `rand_type` over `1..=table_size`.
@@ -191,7 +196,12 @@ impl RunSource {
     }
 
     /// `n` range selects of one table: ids `[x, x + range_size - 1]`.
-    fn ranges(&mut self, n: u32, pick: fn(&TableStatements) -> &String, out: &mut Vec<Statement>) {
+    fn ranges(
+        &mut self,
+        n: u32,
+        pick: fn(&TableStatements) -> &Arc<str>,
+        out: &mut Vec<Statement>,
+    ) {
         let text = pick(self.table()).clone();
         let span = i64::from(self.shared.config.range_size) - 1;
         for _ in 0..n {

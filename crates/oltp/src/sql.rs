@@ -3,6 +3,7 @@
 //! placeholders and numbered `$1..$n` for PostgreSQL.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use tsload_core::{QueryRequest, Statement};
 
@@ -119,37 +120,39 @@ pub(crate) fn load_insert(dialect: Dialect, table: u32, rows: usize) -> String {
     text
 }
 
-/// The texts of one table's statements, made once per source.
+/// The texts of one table's statements, made once per run source: each worker's source
+/// holds its own, so the reference counts its requests touch are the worker's alone (a
+/// count shared by workers on other threads would move between cores on every request).
 #[derive(Debug, Clone)]
 pub(crate) struct TableStatements {
     /// `SELECT c ... WHERE id=?`
-    pub(crate) point_select: String,
+    pub(crate) point_select: Arc<str>,
     /// `SELECT c ... WHERE id BETWEEN ? AND ?`
-    pub(crate) simple_range: String,
+    pub(crate) simple_range: Arc<str>,
     /// `SELECT SUM(k) ... BETWEEN ? AND ?`
-    pub(crate) sum_range: String,
+    pub(crate) sum_range: Arc<str>,
     /// `SELECT c ... BETWEEN ? AND ? ORDER BY c`
-    pub(crate) order_range: String,
+    pub(crate) order_range: Arc<str>,
     /// `SELECT DISTINCT c ... BETWEEN ? AND ? ORDER BY c`
-    pub(crate) distinct_range: String,
+    pub(crate) distinct_range: Arc<str>,
     /// `UPDATE ... SET k=k+1 WHERE id=?`
-    pub(crate) index_update: String,
+    pub(crate) index_update: Arc<str>,
     /// `UPDATE ... SET c=? WHERE id=?`
-    pub(crate) non_index_update: String,
+    pub(crate) non_index_update: Arc<str>,
     /// `DELETE ... WHERE id=?`
-    pub(crate) delete: String,
+    pub(crate) delete: Arc<str>,
     /// `INSERT ... (id, k, c, pad) VALUES (?, ?, ?, ?)`
-    pub(crate) insert: String,
+    pub(crate) insert: Arc<str>,
     /// `oltp_insert`'s `INSERT ... (k, c, pad) VALUES (?, ?, ?)`: the id comes from the
     /// table's auto-increment (sysbench sends id 0 to MySQL, which means the same, and
     /// leaves it out for PostgreSQL).
-    pub(crate) insert_auto_id: String,
+    pub(crate) insert_auto_id: Arc<str>,
 }
 
 impl TableStatements {
     pub(crate) fn new(dialect: Dialect, table: u32) -> Self {
         let t = table_name(table);
-        let s = |text: String| numbered(dialect, &text);
+        let s = |text: String| Arc::<str>::from(numbered(dialect, &text));
         TableStatements {
             point_select: s(format!("SELECT c FROM {t} WHERE id=?")),
             simple_range: s(format!("SELECT c FROM {t} WHERE id BETWEEN ? AND ?")),

@@ -139,7 +139,7 @@ fn statements_per_request_match_the_counts_for_every_kind_and_option_set() {
 fn read_write_runs_sysbench_statements_in_sysbench_order() {
     let oltp = Oltp::new(config(OltpKind::ReadWrite, Dialect::Mysql)).unwrap();
     let r = &requests(oltp.source(0, 1).as_mut(), 1)[0];
-    let texts: Vec<&str> = r.statements.iter().map(|s| s.text.as_str()).collect();
+    let texts: Vec<&str> = r.statements.iter().map(|s| &*s.text).collect();
     let mut expected = vec!["SELECT c FROM sbtest1 WHERE id=?"; 10];
     expected.extend([
         "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?",
@@ -262,7 +262,7 @@ fn load_all(oltp: &Oltp, workers: usize) -> (Rows, Vec<String>) {
             let s = &r.statements[0];
             if !s.text.starts_with("INSERT") {
                 assert!(s.params.is_empty());
-                other.push(s.text.clone());
+                other.push(s.text.to_string());
                 continue;
             }
             let table = table_of(&s.text);
@@ -326,7 +326,7 @@ fn setup_drops_and_creates_every_table_and_the_index_goes_where_asked() {
         rs.into_iter()
             .flat_map(|r| {
                 assert!(!r.transaction);
-                r.statements.into_iter().map(|s| s.text)
+                r.statements.into_iter().map(|s| s.text.to_string())
             })
             .collect()
     };
@@ -401,7 +401,7 @@ fn insert_leaves_the_id_to_the_database() {
         assert!(!r.transaction);
         let s = &r.statements[0];
         assert_eq!(
-            s.text,
+            &*s.text,
             "INSERT INTO sbtest1 (k, c, pad) VALUES ($1, $2, $3)"
         );
         assert!((1..=10_000).contains(&int(&s.params[0])));

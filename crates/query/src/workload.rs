@@ -133,9 +133,9 @@ impl TsbsQueries {
     /// Query `index` of the run as the statement a worker sends.
     pub fn statement(&self, index: u64) -> Statement {
         let spec = self.spec(index);
-        let mut s = Statement::default();
-        render_checked(&spec, &self.cfg.dialect, &mut s.text, &mut s.params);
-        s
+        let (mut text, mut params) = (String::new(), Vec::new());
+        render_checked(&spec, &self.cfg.dialect, &mut text, &mut params);
+        Statement::with_params(text, params)
     }
 
     fn type_of(&self, index: u64) -> QueryType {
@@ -193,7 +193,7 @@ impl TsbsQueries {
                 hosts: Vec::with_capacity(8),
                 window: None,
             },
-            text_capacity: 256,
+            text: String::with_capacity(256),
         }
     }
 }
@@ -240,8 +240,9 @@ struct TsbsSource {
     end: Option<u64>,
     /// Reused for every query.
     spec: QuerySpec,
-    /// The longest text so far: each new text is allocated once, at this size.
-    text_capacity: usize,
+    /// Reused for every query: each is rendered here, then copied once into its
+    /// statement's shared text.
+    text: String,
 }
 
 impl TsbsSource {
@@ -285,17 +286,10 @@ impl QuerySource for TsbsSource {
         };
         let k = (index % self.types.len() as u64) as usize;
         fill_checked(&self.generator, index, self.types[k], &mut self.spec);
-        let mut statement = Statement {
-            text: String::with_capacity(self.text_capacity),
-            params: Vec::new(),
-        };
-        render_checked(
-            &self.spec,
-            &self.dialect,
-            &mut statement.text,
-            &mut statement.params,
-        );
-        self.text_capacity = self.text_capacity.max(statement.text.len());
+        let mut params = Vec::new();
+        self.text.clear();
+        render_checked(&self.spec, &self.dialect, &mut self.text, &mut params);
+        let statement = Statement::with_params(self.text.as_str(), params);
         request.kind = k;
         request.transaction = false;
         request.statements.push(statement);
@@ -604,7 +598,7 @@ mod tests {
         let other = drain(&TsbsQueries::new(c).unwrap(), 1, 2, 500);
         assert_ne!(a, other);
         let distinct: std::collections::HashSet<&str> =
-            a.iter().map(|r| r.statements[0].text.as_str()).collect();
+            a.iter().map(|r| &*r.statements[0].text).collect();
         assert!(distinct.len() > 490);
     }
 

@@ -226,7 +226,7 @@ fn check_sql_server(
         let text = if server.kind() == ServerKind::Postgres {
             format!("SET TIME ZONE 'UTC'; {}", case.statement.text)
         } else {
-            case.statement.text.clone()
+            case.statement.text.to_string()
         };
         let out = server
             .sql(&text)
@@ -526,7 +526,7 @@ fn victoriametrics_answers_every_type_it_can_express() {
             .get(
                 "/api/v1/query_range",
                 &[
-                    ("query", case.statement.text.as_str()),
+                    ("query", &*case.statement.text),
                     ("start", &start),
                     ("end", &end),
                     ("step", &step),

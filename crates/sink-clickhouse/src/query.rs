@@ -136,7 +136,7 @@ impl ClickHouseQueryConn {
             builder = builder.header(reqwest::header::AUTHORIZATION, auth);
         }
         let mut response = builder
-            .body(statement.text.clone())
+            .body(statement.text.to_string())
             .send()
             .await
             .map_err(transport)?;

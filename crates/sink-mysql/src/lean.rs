@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt as _;
@@ -102,7 +103,7 @@ pub(crate) struct LeanConn {
     seq: u8,
     wbuf: Vec<u8>,
     payload: Vec<u8>,
-    statements: HashMap<String, u32>,
+    statements: HashMap<Arc<str>, u32>,
     /// A request was cut off midway (its future dropped): the connection is out of step.
     busy: bool,
     label: String,
@@ -268,7 +269,7 @@ impl LeanConn {
         Ok(rows)
     }
 
-    async fn prepare(&mut self, sql: &str) -> Result<u32, SinkError> {
+    async fn prepare(&mut self, sql: &Arc<str>) -> Result<u32, SinkError> {
         if self.statements.len() >= STATEMENT_CACHE {
             // Close them all (COM_STMT_CLOSE has no answer) and start again.
             self.wbuf.clear();
@@ -304,7 +305,7 @@ impl LeanConn {
                 self.read_packet().await?; // EOF
             }
         }
-        self.statements.insert(sql.to_string(), ok.statement_id);
+        self.statements.insert(sql.clone(), ok.statement_id);
         Ok(ok.statement_id)
     }
 

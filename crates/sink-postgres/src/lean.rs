@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -129,7 +130,7 @@ pub(crate) struct LeanConn {
     body: Range<usize>,
     wbuf: Vec<u8>,
     /// Statement text -> its name (`s1`, `s2`, ...).
-    statements: HashMap<String, String>,
+    statements: HashMap<Arc<str>, String>,
     next_statement: u64,
     /// A request was cut off midway (its future dropped): the connection is out of step.
     busy: bool,

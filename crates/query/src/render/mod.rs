@@ -215,7 +215,7 @@ pub fn render(spec: &QuerySpec, dialect: &Dialect) -> Result<Statement, QueryErr
     let mut text = String::new();
     let mut params = Vec::new();
     render_into(spec, dialect, &mut text, &mut params)?;
-    Ok(Statement { text, params })
+    Ok(Statement::with_params(text, params))
 }
 
 /// A checked spec, with what every renderer reads.

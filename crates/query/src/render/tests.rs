@@ -33,7 +33,7 @@ fn check(dialect: Dialect, goldens: &[(&str, &str)]) {
     for (name, golden) in goldens {
         let t: QueryType = name.parse().unwrap();
         let s = render(&spec(t), &dialect).unwrap();
-        assert_eq!(s.text, *golden, "{dialect:?} {name}");
+        assert_eq!(&*s.text, *golden, "{dialect:?} {name}");
         assert!(s.params.is_empty(), "{dialect:?} {name}");
     }
 }
@@ -227,7 +227,7 @@ fn golden_promql() {
     ];
     for (t, text, len, step) in goldens {
         let s = render(&spec(t), &d).unwrap();
-        assert_eq!(s.text, text, "{t}");
+        assert_eq!(*s.text, text, "{t}");
         assert_eq!(
             s.params,
             [
@@ -248,7 +248,7 @@ fn golden_prometheus() {
     let d = Dialect::Prometheus;
     let one = render(&spec(QueryType::SingleGroupby_1_1_1), &d).unwrap();
     assert_eq!(
-        one.text,
+        &*one.text,
         "max(max_over_time(cpu_usage_user{hostname='host_3'}[1m]))"
     );
     assert_eq!(
