@@ -17,7 +17,8 @@ use tokio::sync::{mpsc, watch};
 use crate::batch::Batch;
 use crate::pacing::{Due, Pacer, Schedule};
 use crate::recorder::{
-    Counters, HandOver, IntervalRecord, WorkerRecorder, boundary, flushing, new_histogram,
+    Counters, HandOver, IntervalRecord, IntervalTicker, WorkerRecorder, boundary, flushing,
+    new_histogram,
 };
 use crate::shard::Gate;
 use crate::sink::{BatchId, ErrorKind, MAX_RETRY_AFTER, Sink, SinkConn, SinkError, WriteAck};
@@ -361,10 +362,11 @@ pub async fn run<S: Sink>(
     let raw = cfg
         .keep_raw_latencies
         .then(|| Arc::new(Mutex::new(Vec::new())));
+    let ticker = IntervalTicker::new(t0, cfg.report_interval, cfg.workers);
     let mut tasks = tokio::task::JoinSet::new();
     for (worker, conns) in conns.into_iter().enumerate() {
         let source = workload.source(worker, cfg.workers);
-        let mut recorder = WorkerRecorder::new(worker, t0, cfg.report_interval, tx.clone());
+        let mut recorder = WorkerRecorder::new(worker, ticker.clone(), tx.clone());
         if let Some(raw) = &raw {
             recorder.keep_raw_latencies(raw.clone());
         }
@@ -383,14 +385,9 @@ pub async fn run<S: Sink>(
     drop(tx);
 
     // The reporter: file records by interval, report each once every worker is past it.
-    let reported = report_intervals(
-        rx,
-        t0,
-        cfg.report_interval,
-        cfg.workers,
-        observer,
-        |record, into| into.add(record),
-    )
+    let reported = report_intervals(rx, &ticker, cfg.workers, observer, |record, into| {
+        into.add(record)
+    })
     .await;
 
     while let Some(joined) = tasks.join_next().await {
@@ -517,15 +514,16 @@ impl Reported {
 /// A worker that has not handed an interval over half an interval after its end (a stuck
 /// thread) does not hold the report back longer: the interval is reported without it, and
 /// its late records count in the interval that is open when they come. The last interval
-/// ends with the last record that held anything.
+/// ends with the last record that held anything. Meanwhile it tells the workers when each
+/// interval ends ([`IntervalTicker::tick`]).
 pub(crate) async fn report_intervals<R: HandOver>(
     mut rx: mpsc::UnboundedReceiver<R>,
-    t0: Instant,
-    interval: Duration,
+    ticker: &IntervalTicker,
     workers: usize,
     observer: &mut dyn Observer,
     mut merge: impl FnMut(&R, &mut IntervalAccumulator),
 ) -> Reported {
+    let (t0, interval) = (ticker.t0(), ticker.interval());
     let grace = interval / 2;
     let mut reported = Reported {
         counters: Counters::default(),
@@ -579,6 +577,7 @@ pub(crate) async fn report_intervals<R: HandOver>(
                 }
                 None => break,
             },
+            () = ticker.tick() => {}
             _ = overdue => {
                 let acc = open.pop_front().unwrap_or_else(IntervalAccumulator::new);
                 reported.emit(acc, boundary(interval, first + 1), observer);

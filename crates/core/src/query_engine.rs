@@ -27,7 +27,7 @@ use crate::engine::{
 use crate::pacing::{Due, Pacer, Schedule};
 use crate::query::{QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload};
 use crate::recorder::{
-    Counters, HandOver, HandsOver, IntervalClock, flushing, nanos, new_histogram,
+    Counters, HandOver, HandsOver, IntervalClock, IntervalTicker, flushing, nanos, new_histogram,
 };
 use crate::shard::Gate;
 use crate::sink::{ErrorKind, SinkError};
@@ -296,14 +296,13 @@ impl QueryRecorder {
     fn new(
         worker: usize,
         kinds: usize,
-        t0: Instant,
-        interval: Duration,
+        ticker: Arc<IntervalTicker>,
         tx: UnboundedSender<QueryIntervalRecord>,
     ) -> Self {
         QueryRecorder {
             worker,
             kinds: (0..kinds).map(|_| KindRecord::new()).collect(),
-            clock: IntervalClock::new(t0, interval),
+            clock: IntervalClock::new(ticker, worker),
             tx,
         }
     }
@@ -404,13 +403,12 @@ impl HandsOver for QueryRecorder {
 /// kind's totals in `kinds`.
 async fn report_queries(
     rx: mpsc::UnboundedReceiver<QueryIntervalRecord>,
-    t0: Instant,
-    interval: Duration,
+    ticker: &IntervalTicker,
     workers: usize,
     observer: &mut dyn Observer,
     kinds: &mut [KindOutcome],
 ) -> Reported {
-    report_intervals(rx, t0, interval, workers, observer, |record, into| {
+    report_intervals(rx, ticker, workers, observer, |record, into| {
         for (kind, counters, latency, service) in &record.kinds {
             let k = &mut kinds[*kind];
             k.counters.add(counters);
@@ -499,25 +497,18 @@ pub async fn run_queries<T: QueryTarget>(
     });
 
     let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
+    let ticker = IntervalTicker::new(t0, cfg.report_interval, cfg.workers);
     let running = workers.start(|worker| WorkerStart {
         source: workload.source(worker, cfg.workers),
         target: target.clone(),
         shared: shared.clone(),
-        recorder: QueryRecorder::new(worker, names.len(), t0, cfg.report_interval, tx.clone()),
+        recorder: QueryRecorder::new(worker, names.len(), ticker.clone(), tx.clone()),
     });
     drop(tx);
 
     // The reporter: merge records per kind and in all, emit one report per interval.
     let mut kinds: Vec<KindOutcome> = names.into_iter().map(empty_kind).collect();
-    let reported = report_queries(
-        rx,
-        t0,
-        cfg.report_interval,
-        cfg.workers,
-        observer,
-        &mut kinds,
-    )
-    .await;
+    let reported = report_queries(rx, &ticker, cfg.workers, observer, &mut kinds).await;
 
     for failure in running.join().await {
         shared.fatal(SinkError::new(
@@ -924,9 +915,13 @@ async fn run_worker<T: QueryTarget>(
             Some(due) => due,
             None => Instant::now(),
         };
+        // When the request is sent: in closed loop, when it was intended (just read),
+        // unless a reconnect comes between.
+        let mut sent = due.is_none().then_some(intended);
         // Reconnect where a timed-out request left no usable connection; a failed
         // reconnect fails this request (the next one tries again).
         if conn.is_none() {
+            sent = None;
             match flushing(&mut recorder, target.connect(worker)).await {
                 Ok(c) => conn = Some(c),
                 Err(error) => {
@@ -941,15 +936,19 @@ async fn run_worker<T: QueryTarget>(
         let Some(c) = conn.as_mut() else {
             continue;
         };
-        let sent = Instant::now();
-        // `None`: the request timed out.
-        let answer = flushing(&mut recorder, async {
-            match cfg.timeout {
-                None => Some(c.execute(&request).await),
-                Some(limit) => tokio::time::timeout(limit, c.execute(&request)).await.ok(),
-            }
-        })
-        .await;
+        let sent = sent.unwrap_or_else(Instant::now);
+        // `None`: the request timed out. Pinned here, so `flushing` takes a reference
+        // instead of moving the whole request future (kilobytes, with a driver's nested
+        // futures) into its own on every request.
+        let answer = {
+            let execute = std::pin::pin!(async {
+                match cfg.timeout {
+                    None => Some(c.execute(&request).await),
+                    Some(limit) => tokio::time::timeout(limit, c.execute(&request)).await.ok(),
+                }
+            });
+            flushing(&mut recorder, execute).await
+        };
         let result = match (answer, cfg.timeout) {
             (Some(r), _) => r,
             (None, limit) => {
@@ -1024,7 +1023,8 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let t0 = Instant::now();
         let ms = |n: u64| t0 + Duration::from_millis(n);
-        let mut r = QueryRecorder::new(7, 3, t0, Duration::from_secs(1), tx);
+        let mut r =
+            QueryRecorder::new(7, 3, IntervalTicker::new(t0, Duration::from_secs(1), 8), tx);
         let ack = QueryAck {
             rows: 4,
             statements: 2,
@@ -1119,10 +1119,9 @@ mod tests {
         };
         let mut shown = Shown::default();
         let mut kinds = vec![empty_kind("k".into())];
-        let (_, reported) = tokio::join!(
-            feed,
-            report_queries(rx, t0, interval, 2, &mut shown, &mut kinds)
-        );
+        let ticker = IntervalTicker::new(t0, interval, 2);
+        let (_, reported) =
+            tokio::join!(feed, report_queries(rx, &ticker, 2, &mut shown, &mut kinds));
         let s = Duration::from_secs;
         assert_eq!(
             shown.0[..3],

@@ -9,7 +9,6 @@
 //! After the handshake it sets the session as sqlx's connect does (sql_mode additions,
 //! UTC time zone, `utf8mb4`), so statements behave the same on either connection.
 
-use std::collections::HashMap;
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
@@ -19,6 +18,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tsload_core::{ErrorKind, SinkError, Statement};
 use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
+use tsload_sql::statement_cache::StatementCache;
 
 use crate::wire::{self, Malformed};
 
@@ -103,7 +103,7 @@ pub(crate) struct LeanConn {
     seq: u8,
     wbuf: Vec<u8>,
     payload: Vec<u8>,
-    statements: HashMap<Arc<str>, u32>,
+    statements: StatementCache<u32>,
     /// A request was cut off midway (its future dropped): the connection is out of step.
     busy: bool,
     label: String,
@@ -153,7 +153,7 @@ impl LeanConn {
             seq: 0,
             wbuf: Vec::new(),
             payload: Vec::new(),
-            statements: HashMap::new(),
+            statements: StatementCache::default(),
             busy: false,
             label: opts.label.clone(),
         };
@@ -309,57 +309,23 @@ impl LeanConn {
         Ok(ok.statement_id)
     }
 
-    /// Reads a command's answer: OK, ERR, or result sets (binary rows when `binary`),
-    /// following SERVER_MORE_RESULTS_EXISTS. Rows are counted, not decoded.
+    /// Reads a command's answer to its end ([`wire::Answer`]): the rows read or, for a
+    /// statement that returned none, the rows it affected.
     async fn read_results(&mut self, binary: bool) -> Result<u64, SinkError> {
-        let mut total: u64 = 0;
+        let mut answer = wire::Answer::new(binary);
         loop {
-            self.read_packet().await?;
-            let p = self.packet();
-            match p.first() {
-                Some(0x00) => {
-                    let ok = wire::parse_ok(p).map_err(|e| self.malformed(e))?;
-                    total = total.saturating_add(ok.affected_rows);
-                    if ok.status & wire::SERVER_MORE_RESULTS_EXISTS == 0 {
-                        return Ok(total);
-                    }
-                }
-                Some(0xFF) => {
-                    let e = wire::parse_err(p);
+            if !self.buffered_packet() && !self.read_more().await? {
+                continue;
+            }
+            match answer.feed(self.packet()) {
+                wire::Step::More => {}
+                wire::Step::Done(total) => return Ok(total),
+                wire::Step::Server(e) => {
+                    // The connection stays in step: the answer was read.
                     self.busy = false;
                     return Err(server_error(&e));
                 }
-                Some(0xFB) => return Err(self.malformed(Malformed("LOCAL INFILE request"))),
-                _ => {
-                    let columns = wire::column_count(p).map_err(|e| self.malformed(e))?;
-                    for _ in 0..columns {
-                        self.read_packet().await?;
-                    }
-                    self.read_packet().await?; // EOF after the column definitions
-                    let mut rows: u64 = 0;
-                    let status = loop {
-                        self.read_packet().await?;
-                        let p = self.packet();
-                        if wire::is_eof(p) {
-                            break wire::eof_status(p);
-                        }
-                        match p.first() {
-                            Some(0xFF) => {
-                                let e = wire::parse_err(p);
-                                self.busy = false;
-                                return Err(server_error(&e));
-                            }
-                            Some(0x00) if binary => {}
-                            Some(_) if !binary => {}
-                            _ => return Err(self.malformed(Malformed("binary row header"))),
-                        }
-                        rows += 1;
-                    };
-                    total = total.saturating_add(rows);
-                    if status & wire::SERVER_MORE_RESULTS_EXISTS == 0 {
-                        return Ok(total);
-                    }
-                }
+                wire::Step::Malformed(e) => return Err(self.malformed(e)),
             }
         }
     }
@@ -397,6 +363,48 @@ impl LeanConn {
     /// The sequence number of the packet last read.
     fn last_seq(&self) -> u8 {
         self.seq
+    }
+
+    /// Takes the next packet into [`Self::packet`] when the read buffer holds it whole
+    /// and it is not a 16 MiB part (those [`Self::read_packet`] joins); false otherwise,
+    /// taking nothing. [`Self::read_results`] takes every packet it can so, and awaits a
+    /// read only when the buffer runs out: an answer's packets mostly come in one read,
+    /// and each await through nested reads cost more than handling a packet.
+    fn buffered_packet(&mut self) -> bool {
+        let unread = self.rbuf.unread();
+        let [a, b, c, seq, ..] = *unread else {
+            return false;
+        };
+        let len = usize::from(a) | usize::from(b) << 8 | usize::from(c) << 16;
+        if len >= wire::MAX_PAYLOAD || unread.len() - 4 < len {
+            return false;
+        }
+        self.seq = seq;
+        self.rbuf.consume(4);
+        self.cur = Some(self.rbuf.consume(len));
+        true
+    }
+
+    /// Reads until the buffer holds the next packet whole, for [`Self::buffered_packet`]
+    /// to take (false); a 16 MiB part is read and joined with the rest into
+    /// [`Self::packet`] by [`Self::read_packet`] (true: taken).
+    async fn read_more(&mut self) -> Result<bool, SinkError> {
+        let need = match *self.rbuf.unread() {
+            [a, b, c, _, ..] => {
+                let len = usize::from(a) | usize::from(b) << 8 | usize::from(c) << 16;
+                if len >= wire::MAX_PAYLOAD {
+                    self.read_packet().await?;
+                    return Ok(true);
+                }
+                4 + len
+            }
+            _ => 4,
+        };
+        self.rbuf
+            .fill(&mut self.stream, need)
+            .await
+            .map_err(|e| lost(&self.label, &e))?;
+        Ok(false)
     }
 
     /// Reads the next packet (joining 16 MiB parts) into [`Self::packet`].

@@ -286,6 +286,107 @@ pub(crate) fn column_count(payload: &[u8]) -> Result<u64, Malformed> {
     Reader { buf: payload }.lenenc()
 }
 
+/// A command's answer, fed packet by packet: an OK, an ERR, or result sets (binary rows
+/// when `binary`), following `SERVER_MORE_RESULTS_EXISTS`. Rows are counted, not decoded;
+/// the total is the rows read or, for a statement that returned none, the rows it
+/// affected.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    binary: bool,
+    total: u64,
+    at: AnswerAt,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum AnswerAt {
+    /// Before a result: OK, ERR or a column count.
+    Start,
+    /// Packets left of a result set's column definitions and the EOF after them.
+    Columns(u64),
+    /// In a result set's rows, this many so far.
+    Rows(u64),
+}
+
+/// What one packet of an [`Answer`] left it at.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// More packets follow.
+    More,
+    /// The answer is complete: its row total.
+    Done(u64),
+    /// The server refused the command (the connection stays in step).
+    Server(ServerError),
+    Malformed(Malformed),
+}
+
+impl Answer {
+    pub(crate) fn new(binary: bool) -> Self {
+        Answer {
+            binary,
+            total: 0,
+            at: AnswerAt::Start,
+        }
+    }
+
+    pub(crate) fn feed(&mut self, p: &[u8]) -> Step {
+        match self.at {
+            AnswerAt::Start => match p.first() {
+                Some(0x00) => match parse_ok(p) {
+                    Ok(ok) => {
+                        self.total = self.total.saturating_add(ok.affected_rows);
+                        self.end_of_result(ok.status)
+                    }
+                    Err(e) => Step::Malformed(e),
+                },
+                Some(0xFF) => Step::Server(parse_err(p)),
+                Some(0xFB) => Step::Malformed(Malformed("LOCAL INFILE request")),
+                _ => match column_count(p) {
+                    Ok(columns) => {
+                        self.at = AnswerAt::Columns(columns.saturating_add(1));
+                        Step::More
+                    }
+                    Err(e) => Step::Malformed(e),
+                },
+            },
+            AnswerAt::Columns(left) => {
+                self.at = if left <= 1 {
+                    AnswerAt::Rows(0)
+                } else {
+                    AnswerAt::Columns(left - 1)
+                };
+                Step::More
+            }
+            AnswerAt::Rows(rows) => {
+                if is_eof(p) {
+                    self.total = self.total.saturating_add(rows);
+                    self.at = AnswerAt::Start;
+                    return self.end_of_result(eof_status(p));
+                }
+                match p.first() {
+                    Some(0xFF) => Step::Server(parse_err(p)),
+                    Some(0x00) if self.binary => {
+                        self.at = AnswerAt::Rows(rows + 1);
+                        Step::More
+                    }
+                    Some(_) if !self.binary => {
+                        self.at = AnswerAt::Rows(rows + 1);
+                        Step::More
+                    }
+                    _ => Step::Malformed(Malformed("binary row header")),
+                }
+            }
+        }
+    }
+
+    fn end_of_result(&self, status: u16) -> Step {
+        if status & SERVER_MORE_RESULTS_EXISTS == 0 {
+            Step::Done(self.total)
+        } else {
+            Step::More
+        }
+    }
+}
+
 /// COM_QUERY with `sql`, as a payload.
 pub(crate) fn query(out: &mut Vec<u8>, sql: &str) {
     out.push(COM_QUERY);
@@ -376,6 +477,98 @@ pub(crate) fn frame(out: &mut Vec<u8>, payload: &[u8], mut seq: u8) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// OK: affected rows 3, last insert id 0, then the status and no warnings.
+    fn ok_packet(status: u16) -> Vec<u8> {
+        let mut p = vec![0x00, 3, 0];
+        p.extend_from_slice(&status.to_le_bytes());
+        p.extend_from_slice(&[0, 0]);
+        p
+    }
+
+    fn eof_packet(status: u16) -> Vec<u8> {
+        let mut p = vec![0xFE, 0, 0];
+        p.extend_from_slice(&status.to_le_bytes());
+        p
+    }
+
+    fn err_packet() -> Vec<u8> {
+        let mut p = vec![0xFF];
+        p.extend_from_slice(&1146u16.to_le_bytes());
+        p.extend_from_slice(b"#42S02Table 't' doesn't exist");
+        p
+    }
+
+    /// Feeds `packets`, checking that every one but the last asks for more.
+    fn answer(binary: bool, packets: &[Vec<u8>]) -> Step {
+        let mut a = Answer::new(binary);
+        let (last, rest) = packets.split_last().unwrap();
+        for (i, p) in rest.iter().enumerate() {
+            assert_eq!(a.feed(p), Step::More, "packet {i}");
+        }
+        a.feed(last)
+    }
+
+    #[test]
+    fn answers_count_rows_and_affected_rows_across_results() {
+        let column = b"\x03def\x00\x00\x00\x01c\x00".to_vec();
+        // An OK: its affected rows.
+        assert_eq!(answer(true, &[ok_packet(2)]), Step::Done(3));
+        // A result set of two columns and three binary rows.
+        let set = |rows: usize, status: u16| {
+            let mut v = vec![vec![2], column.clone(), column.clone(), eof_packet(2)];
+            v.extend((0..rows).map(|_| vec![0x00, 0x00, 1, b'x']));
+            v.push(eof_packet(status));
+            v
+        };
+        assert_eq!(answer(true, &set(3, 2)), Step::Done(3));
+        // No rows; then two result sets and an OK, chained by SERVER_MORE_RESULTS_EXISTS.
+        assert_eq!(answer(true, &set(0, 2)), Step::Done(0));
+        let mut chained = set(2, 2 | SERVER_MORE_RESULTS_EXISTS);
+        chained.extend(set(4, 2 | SERVER_MORE_RESULTS_EXISTS));
+        chained.push(ok_packet(2));
+        assert_eq!(answer(true, &chained), Step::Done(9));
+        // Text rows start with any length byte.
+        let text = vec![
+            vec![1],
+            column.clone(),
+            eof_packet(2),
+            vec![1, b'a'],
+            eof_packet(2),
+        ];
+        assert_eq!(answer(false, &text), Step::Done(1));
+    }
+
+    #[test]
+    fn answers_stop_at_errors_and_refuse_what_they_cannot_read() {
+        let column = b"\x03def".to_vec();
+        let refused = |step: Step| match step {
+            Step::Server(e) => e.code,
+            other => panic!("not refused: {other:?}"),
+        };
+        assert_eq!(refused(answer(true, &[err_packet()])), 1146);
+        // An ERR in place of a row (the query failed midway).
+        let midway = [
+            vec![1],
+            column.clone(),
+            eof_packet(2),
+            vec![0, 0, 1],
+            err_packet(),
+        ];
+        assert_eq!(refused(answer(true, &midway)), 1146);
+        assert_eq!(
+            answer(true, &[vec![0xFB, b'f']]),
+            Step::Malformed(Malformed("LOCAL INFILE request"))
+        );
+        // A binary row must start with 0x00.
+        let bad_row = [vec![1], column, eof_packet(2), vec![0x05, b'x']];
+        assert_eq!(
+            answer(true, &bad_row),
+            Step::Malformed(Malformed("binary row header"))
+        );
+        assert!(matches!(answer(true, &[vec![0x00]]), Step::Malformed(_)));
+        assert!(matches!(answer(true, &[vec![0xFC, 1]]), Step::Malformed(_)));
+    }
 
     /// MariaDB 10.11's handshake as captured on loopback (scramble bytes replaced by
     /// 0x41.., server version shortened).

@@ -144,3 +144,39 @@ async fn connections_and_passwords() {
         "{refused}"
     );
 }
+
+/// A row over 16 MiB comes in packet parts the connection joins: a server that allows
+/// such packets returns two of them, as a text query and as a prepared statement's binary
+/// row, between small rows, on both connections, and the connection stays in step.
+#[tokio::test]
+async fn rows_over_16_mib_are_read_whole_on_both_connections() {
+    use tsload_core::{Param, QueryConn as _, QueryRequest, QueryTarget as _, Statement};
+    let server =
+        tsload_testbed::Server::start_with(ServerKind::MariaDb, &[("max-allowed-packet", "64M")])
+            .unwrap();
+    let url = server.database_url().unwrap();
+    let big = 17_000_000i64;
+    // Past max_allowed_packet REPEAT would return NULL, and no row would be big.
+    let length = server.sql(&format!("SELECT LENGTH(REPEAT('x', {big}))")).unwrap();
+    assert_eq!(length.trim(), big.to_string());
+    let text = format!("SELECT 'a' UNION ALL SELECT REPEAT('x', {big}) UNION ALL SELECT 'b'");
+    let request = QueryRequest {
+        statements: vec![
+            Statement::new(text),
+            Statement::with_params(
+                "SELECT REPEAT('y', ?) UNION ALL SELECT 'c' UNION ALL SELECT REPEAT('z', ?)",
+                vec![Param::Int(big), Param::Int(big + 3)],
+            ),
+            Statement::with_params("SELECT LENGTH(REPEAT('w', ?))", vec![Param::Int(big)]),
+        ],
+        ..QueryRequest::default()
+    };
+    for (url, kind) in [(url.clone(), "tsload"), (sqlx_url(&url), "sqlx")] {
+        let mut conn = target(url).connect(0).await.unwrap();
+        assert_eq!(conn.connection_kind(), kind);
+        for round in 0..2 {
+            let ack = conn.execute(&request).await.unwrap();
+            assert_eq!((ack.rows, ack.statements), (7, 3), "{kind}, round {round}");
+        }
+    }
+}

@@ -11,15 +11,14 @@
 //! and `synchronous_commit` is set as on sqlx's connections, so statements behave the
 //! same on either.
 
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tsload_core::{ErrorKind, SinkError, Statement};
 use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
+use tsload_sql::statement_cache::StatementCache;
 
 use crate::error::kind_for_sqlstate;
 use crate::wire::{self, Auth, Malformed};
@@ -130,7 +129,7 @@ pub(crate) struct LeanConn {
     body: Range<usize>,
     wbuf: Vec<u8>,
     /// Statement text -> its name (`s1`, `s2`, ...).
-    statements: HashMap<Arc<str>, String>,
+    statements: StatementCache<String>,
     next_statement: u64,
     /// A request was cut off midway (its future dropped): the connection is out of step.
     busy: bool,
@@ -196,7 +195,7 @@ impl LeanConn {
             tag: 0,
             body: 0..0,
             wbuf: Vec::new(),
-            statements: HashMap::new(),
+            statements: StatementCache::default(),
             next_statement: 1,
             busy: false,
             target: opts.target.clone(),
@@ -317,7 +316,10 @@ impl LeanConn {
         let mut rows: u64 = 0;
         let mut error: Option<wire::ServerError> = None;
         loop {
-            self.read_message().await?;
+            if !self.buffered_message() {
+                self.read_more().await?;
+                continue;
+            }
             match self.tag {
                 b'D' => rows += 1,
                 b'C' => {
@@ -381,6 +383,40 @@ impl LeanConn {
     }
 
     /// Reads the next message into `tag` and [`Self::body`].
+    /// Takes the next message (its tag and body) when the read buffer holds it whole;
+    /// false otherwise, taking nothing (a bad length too: [`Self::read_more`] says so).
+    /// [`Self::read_until_ready`] takes every message it can so, and awaits a read only
+    /// when the buffer runs out: an answer's messages mostly come in one read, and each
+    /// await through nested reads cost more than handling a message.
+    fn buffered_message(&mut self) -> bool {
+        let unread = self.rbuf.unread();
+        let [tag, a, b, c, d, ..] = *unread else {
+            return false;
+        };
+        let len = match usize::try_from(i32::from_be_bytes([a, b, c, d])) {
+            Ok(len) if len >= 4 && unread.len() > len => len,
+            _ => return false,
+        };
+        self.rbuf.consume(5);
+        self.tag = tag;
+        self.body = self.rbuf.consume(len - 4);
+        true
+    }
+
+    /// Reads until the buffer holds the next message whole, for
+    /// [`Self::buffered_message`] to take.
+    async fn read_more(&mut self) -> Result<(), LeanFailure> {
+        let need = match *self.rbuf.unread() {
+            [_, a, b, c, d, ..] => usize::try_from(i32::from_be_bytes([a, b, c, d]))
+                .ok()
+                .filter(|&l| l >= 4)
+                .ok_or_else(|| self.malformed(Malformed("message length")))?
+                .saturating_add(1),
+            _ => 5,
+        };
+        self.fill(need).await
+    }
+
     async fn read_message(&mut self) -> Result<(), LeanFailure> {
         self.fill(5).await?;
         let h = self.rbuf.peek(5);

@@ -2,9 +2,11 @@
 //! says whether a retry may succeed, and its message), where each database supplies only
 //! the reading of its own server errors ([`ServerErrors`]); and the statement that records
 //! a batch in the exactly-once ledger ([`tsload_core::LEDGER_TABLE`]) and commits; and
-//! the read buffer of the targets' own wire connections ([`read_buffer`]).
+//! the read buffer and statement cache of the targets' own wire connections
+//! ([`read_buffer`], [`statement_cache`]).
 
 pub mod read_buffer;
+pub mod statement_cache;
 
 use sqlx::error::DatabaseError;
 use tsload_core::{ErrorKind, SinkError};

@@ -56,6 +56,12 @@ impl ReadBuffer {
         Ok(())
     }
 
+    /// Every unread byte: where a caller looks for a whole frame before it awaits a
+    /// [`ReadBuffer::fill`] (most answers come in one read, so most frames are there).
+    pub fn unread(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
     /// The next `n` unread bytes (after [`ReadBuffer::fill`] of at least `n`).
     pub fn peek(&self, n: usize) -> &[u8] {
         &self.buf[self.start..self.start + n]
