@@ -128,6 +128,18 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// The VictoriaMetrics server binary (`$TSLOAD_VICTORIA_METRICS`, else Debian's
+/// `victoria-metrics` on PATH), for a guest script to start in a namespace of its own;
+/// the error names the package to install.
+pub fn victoria_metrics_binary() -> Result<PathBuf, TestbedError> {
+    locate::binary(
+        "victoria-metrics",
+        "TSLOAD_VICTORIA_METRICS",
+        "the VictoriaMetrics server, for the R1 sweep in the netem VM",
+        "victoria-metrics",
+    )
+}
+
 impl Vm {
     /// Finds qemu, the newest kernel with netem, its modules and busybox; errors name the
     /// Debian package to install.
