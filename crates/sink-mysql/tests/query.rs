@@ -157,7 +157,9 @@ async fn rows_over_16_mib_are_read_whole_on_both_connections() {
     let url = server.database_url().unwrap();
     let big = 17_000_000i64;
     // Past max_allowed_packet REPEAT would return NULL, and no row would be big.
-    let length = server.sql(&format!("SELECT LENGTH(REPEAT('x', {big}))")).unwrap();
+    let length = server
+        .sql(&format!("SELECT LENGTH(REPEAT('x', {big}))"))
+        .unwrap();
     assert_eq!(length.trim(), big.to_string());
     let text = format!("SELECT 'a' UNION ALL SELECT REPEAT('x', {big}) UNION ALL SELECT 'b'");
     let request = QueryRequest {
