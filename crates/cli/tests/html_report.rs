@@ -424,6 +424,33 @@ async fn check_page(client: &Client, page: &Path, reports: &[&Value], name: &str
     assert!(errors.is_empty(), "{name}: console errors: {errors:?}");
 }
 
+/// Moves the pointer over chart `chart` at `at` (0 to 1) of its width and reads its
+/// tooltip: whether it is hidden, the interval it shows, and its fields' values.
+async fn hover(client: &Client, chart: &str, at: f64) -> Value {
+    let plot = client
+        .find(Locator::Css(&format!("#{chart} .plot")))
+        .await
+        .unwrap();
+    let (_, _, width, _) = plot.rectangle().await.unwrap();
+    let moves = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+        element: plot,
+        duration: None,
+        x: ((at - 0.5) * width).round(),
+        y: 0.0,
+    });
+    client.perform_actions(moves).await.unwrap();
+    client
+        .execute(
+            "var t = document.querySelector('#' + arguments[0] + ' .tip'); var o = {}; \
+             t.querySelectorAll('[data-field]').forEach(function (e) \
+             { o[e.getAttribute('data-field')] = e.getAttribute('data-value'); }); \
+             return { hidden: t.hidden, interval: t.getAttribute('data-interval'), fields: o };",
+            vec![json!(chart)],
+        )
+        .await
+        .unwrap()
+}
+
 /// Moves the pointer over interval i of the throughput chart and reads the tooltip.
 async fn hover_shows_an_interval(client: &Client, report: &Value, name: &str) {
     let iv = intervals(report, "write");
@@ -432,29 +459,8 @@ async fn hover_shows_an_interval(client: &Client, report: &Value, name: &str) {
         .iter()
         .map(|i| i["elapsed_s"].as_f64().unwrap())
         .fold(0.0, f64::max);
-    let plot = client
-        .find(Locator::Css("#r0-write-throughput .plot"))
-        .await
-        .unwrap();
-    let (_, _, width, _) = plot.rectangle().await.unwrap();
-    let x = (iv[i]["elapsed_s"].as_f64().unwrap() / t_max - 0.5) * width;
-    let moves = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
-        element: plot,
-        duration: None,
-        x: x.round(),
-        y: 0.0,
-    });
-    client.perform_actions(moves).await.unwrap();
-    let tip = client
-        .execute(
-            "var t = document.querySelector('#r0-write-throughput .tip'); var o = {}; \
-             t.querySelectorAll('[data-field]').forEach(function (e) \
-             { o[e.getAttribute('data-field')] = e.getAttribute('data-value'); }); \
-             return { hidden: t.hidden, interval: t.getAttribute('data-interval'), fields: o };",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let at = iv[i]["elapsed_s"].as_f64().unwrap() / t_max;
+    let tip = hover(client, "r0-write-throughput", at).await;
     assert_eq!(
         tip["hidden"], false,
         "{name}: no tooltip after hovering: {tip}"
@@ -703,29 +709,8 @@ async fn check_shards(client: &Client, shards: &[(usize, &Value)], logs: &[Log],
         .iter()
         .map(|v| v.as_f64().unwrap())
         .fold(0.0, f64::max);
-    let plot = client
-        .find(Locator::Css("#merge-write-throughput .plot"))
-        .await
-        .unwrap();
-    let (_, _, width, _) = plot.rectangle().await.unwrap();
-    let x = (d["elapsed_s"][i].as_f64().unwrap() / t_max - 0.5) * width;
-    let moves = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
-        element: plot,
-        duration: None,
-        x: x.round(),
-        y: 0.0,
-    });
-    client.perform_actions(moves).await.unwrap();
-    let tip = client
-        .execute(
-            "var t = document.querySelector('#merge-write-throughput .tip'); var o = {}; \
-             t.querySelectorAll('[data-field]').forEach(function (e) \
-             { o[e.getAttribute('data-field')] = e.getAttribute('data-value'); }); \
-             return { hidden: t.hidden, interval: t.getAttribute('data-interval'), fields: o };",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let at = d["elapsed_s"][i].as_f64().unwrap() / t_max;
+    let tip = hover(client, "merge-write-throughput", at).await;
     assert_eq!(tip["hidden"], false, "{name}: no tooltip: {tip}");
     assert_eq!(tip["interval"], json!(i.to_string()), "{name}: {tip}");
     for f in ["rows", "metrics", "errors", "p99_ms"] {

@@ -191,24 +191,8 @@ pub(crate) fn time_chart(
             .flat_map(|l| l.values.iter().flatten().copied()),
         unit,
     );
-    let points = if t.is_empty() {
-        String::new()
-    } else {
-        format!(" data-points=\"{}\"", t.len())
-    };
-    let key = if data_key.is_empty() {
-        String::new()
-    } else {
-        format!(" data-key=\"{}\"", esc(data_key))
-    };
-    let _ = write!(
-        out,
-        "<figure class=\"chart\" id=\"{id}\"{points}><figcaption>{}</figcaption>\
-         <div class=\"plot\"{key}>\
-         <svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
-        esc(title),
-        esc(title)
-    );
+    let points = (!t.is_empty()).then_some(t.len());
+    open_figure(out, id, points, data_key, title);
     grid(out, &axis);
     if let Some(marks) = marks {
         let (mut err, mut retry) = (String::new(), String::new());
@@ -272,13 +256,7 @@ pub(crate) fn spectrum_chart(out: &mut String, id: &str, title: &str, lines: &[L
             .flat_map(|l| l.values.iter().flatten().copied()),
         " ms",
     );
-    let _ = write!(
-        out,
-        "<figure class=\"chart\" id=\"{id}\" data-points=\"{SPECTRUM_POINTS}\"><figcaption>{}</figcaption>\
-         <div class=\"plot\"><svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
-        esc(title),
-        esc(title)
-    );
+    open_figure(out, id, Some(SPECTRUM_POINTS), "", title);
     grid(out, &axis);
     for l in lines {
         polyline(
@@ -316,6 +294,25 @@ pub(crate) const SPECTRUM_POINTS: usize = 101;
 pub(crate) fn spectrum_quantile(k: usize) -> f64 {
     let x = k as f64 * 5.0 / (SPECTRUM_POINTS - 1) as f64;
     1.0 - 10f64.powf(-x)
+}
+
+/// Opens a chart's figure, its plot and SVG: `data-points` (the points it draws, for the
+/// browser test) when given, `data-key` when not empty.
+fn open_figure(out: &mut String, id: &str, points: Option<usize>, data_key: &str, title: &str) {
+    let points = points.map_or(String::new(), |n| format!(" data-points=\"{n}\""));
+    let key = if data_key.is_empty() {
+        String::new()
+    } else {
+        format!(" data-key=\"{}\"", esc(data_key))
+    };
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" id=\"{id}\"{points}><figcaption>{}</figcaption>\
+         <div class=\"plot\"{key}>\
+         <svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
+        esc(title),
+        esc(title)
+    );
 }
 
 fn grid(out: &mut String, axis: &Axis) {
@@ -406,13 +403,7 @@ pub(crate) fn xy_chart(
         .filter(|l| l.dots)
         .map(|l| l.points.len())
         .sum();
-    let _ = write!(
-        out,
-        "<figure class=\"chart\" id=\"{id}\" data-points=\"{measured}\"><figcaption>{}</figcaption>\
-         <div class=\"plot\"><svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
-        esc(title),
-        esc(title)
-    );
+    open_figure(out, id, Some(measured), "", title);
     grid(out, &axis);
     for l in lines.iter().rev() {
         let (mut pts, mut xs, mut ys, mut rows, mut dots) = (
