@@ -341,6 +341,21 @@ const DOC_COMMANDS: &[(&str, How)] = &[
             "TDengine: its target; the same sweep runs into PostgreSQL below, as its header offers",
         ),
     ),
+    // README.md and docs/experiments.md: R1 with kernel netem, in the qemu VM.
+    (
+        "tsload sweep configs/r1-rtt-sweep.toml",
+        How::Skip(
+            "TDengine as written; crates/cli/tests/netem_vm.rs runs this sweep against VictoriaMetrics with netem and the proxy, the PostgreSQL run below its flags",
+        ),
+    ),
+    (
+        "cargo test -p tsload --test netem_vm",
+        How::Skip("boots a kernel under qemu (minutes); `cargo xtask test` runs it"),
+    ),
+    (
+        "cargo test -p tsload --test netem_vm -- --ignored --exact r1_sweeps_in_the_vm_for_results",
+        How::Skip("R1's seven delays in the VM for results/, tens of minutes"),
+    ),
     // InfluxDB.
     (
         "tsload run configs/influxdb.toml",

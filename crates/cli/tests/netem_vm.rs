@@ -1460,19 +1460,28 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
     }
 
     for (backend, r) in &results {
-        // The probe's RTT tracks the delay: what each point adds over the first (no
-        // delay) is the delay, within 6 ms under the emulated CPU. Measured (HTTP ping
-        // p50, 50 probes, the VM's 2 CPUs shared with the load's leftovers): no delay
-        // 18.6 / 19.8 ms (netem / proxy), added at 10 ms 7.3 / 8.6, at 30 ms 29.7 / 33.6.
-        // A delay not applied, or applied in other units, is off by far more.
-        let base = rtt(r, 0);
+        // The probe's RTT tracks the delay: what each point adds to the fastest probe over
+        // the first point's (no delay) is the delay, from 2 ms under it to a fifth plus 4
+        // ms over it. The minimum, not the median: the load's leftovers on the VM's 2
+        // emulated CPUs only ever add, and they move the median by several ms from run to
+        // run (the proxy's p50 at 30 ms grew by 37.7 ms once in a loaded CI run while its
+        // minimum grew by 34.3). Measured (HTTP ping, 50 probes), added to the minimum at
+        // 10 / 30 ms: netem 11.5 / 31.3, proxy 10.9 / 34.3. A delay not applied, applied
+        // in both directions, or in other units is off by far more.
+        let rtt_min = |i: usize| {
+            r.json["rows"][i]["rtt"]["min_ms"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{backend}: no RTT minimum in {}", r.json["rows"][i]))
+        };
+        let base = rtt_min(0);
         assert!(base < 40.0, "{backend}: RTT without delay {base} ms");
         for (i, d) in delays.iter().enumerate().skip(1) {
-            let added = rtt(r, i) - base;
+            let added = rtt_min(i) - base;
             let want = delay_ms(d);
+            let (low, high) = (want - 2.0, want * 1.2 + 4.0);
             assert!(
-                (added - want).abs() <= 6.0,
-                "{backend}: delay {d}: the probe's RTT grew by {added:.3} ms, not {want} ± 6"
+                (low..=high).contains(&added),
+                "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, not {low} to {high}"
             );
         }
         // The rate falls as the RTT grows, and the fit sees it: k > 0, R² high (the
