@@ -731,7 +731,7 @@ async fn run_worker<C: SinkConn>(
     let mut pending: Option<(C, Batch)> = None;
     let mut exhausted = false;
     let mut seq: u64 = 0;
-    let mut pacer = Pacer::new(period.unwrap_or_default());
+    let mut pacer = Pacer::new(period.unwrap_or_default(), true);
     let schedule = Schedule::new(shared.t0, period, worker, cfg.workers);
 
     loop {

@@ -28,7 +28,8 @@ pub mod workload;
 pub use batch::{Batch, BatchShapeError, Column, ColumnValues, StrValues, TableBatch};
 pub use engine::{LoadConfig, LoadMode, RunOutcome};
 pub use query::{
-    Param, QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload, Statement,
+    Param, QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload, SpareParams,
+    Statement,
 };
 pub use query_engine::{KindOutcome, QueryConfig, QueryOutcome, run_queries};
 pub use query_report::{KindSummary, QuerySummary};

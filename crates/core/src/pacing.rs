@@ -117,30 +117,46 @@ const BUSY_WAIT_DIVISOR: u32 = 10;
 pub(crate) struct Pacer {
     period: Duration,
     timer: Option<PreciseTimer>,
+    /// Whether the runtime has tokio's time driver, which the coarse fallback needs.
+    tokio_time: bool,
 }
 
 impl Pacer {
-    /// A pacer for requests due every `period_s` seconds.
-    pub(crate) fn new(period_s: f64) -> Self {
+    /// A pacer for requests due every `period_s` seconds, on a runtime with tokio's time
+    /// driver (`tokio_time`) or without.
+    pub(crate) fn new(period_s: f64, tokio_time: bool) -> Self {
         Pacer {
             period: Duration::try_from_secs_f64(period_s).unwrap_or(Duration::MAX),
             timer: None,
+            tokio_time,
+        }
+    }
+
+    /// The timer when no timerfd can be had: tokio's, or yielding where the runtime has no
+    /// time driver.
+    fn fallback(&self) -> PreciseTimer {
+        if self.tokio_time {
+            PreciseTimer::coarse()
+        } else {
+            PreciseTimer::spinning()
         }
     }
 
     /// Returns once `Instant::now() >= due`.
     pub(crate) async fn wait_until(&mut self, due: Instant) {
         let max_busy_wait = self.period / BUSY_WAIT_DIVISOR;
-        let timer = self
-            .timer
-            .get_or_insert_with(|| PreciseTimer::new().with_max_busy_wait(max_busy_wait));
+        let timer = match self.timer.take() {
+            Some(timer) => timer,
+            None => PreciseTimer::try_new()
+                .unwrap_or_else(|_| self.fallback())
+                .with_max_busy_wait(max_busy_wait),
+        };
+        let timer = self.timer.insert(timer);
         if timer.sleep_until(due).await.is_err() {
             // The timerfd could not be armed or read (never seen): the fallback, which
             // cannot fail, for the rest of the run.
-            let coarse = self
-                .timer
-                .insert(PreciseTimer::coarse().with_max_busy_wait(max_busy_wait));
-            let _ = coarse.sleep_until(due).await;
+            let fallback = self.fallback().with_max_busy_wait(max_busy_wait);
+            let _ = self.timer.insert(fallback).sleep_until(due).await;
         }
     }
 }

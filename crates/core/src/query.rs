@@ -45,7 +45,8 @@ impl Statement {
 }
 
 /// One request of a query run: a single query, or a transaction of statements. Sources
-/// refill the same request again and again, so its vectors keep their capacity.
+/// refill the same request again and again, so its vectors keep their capacity: the
+/// statement list's, and (through [`QueryRequest::push`]) each statement's parameters'.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueryRequest {
     /// Index into the workload's [`QueryWorkload::kinds`]; latency is kept per kind.
@@ -54,14 +55,53 @@ pub struct QueryRequest {
     pub statements: Vec<Statement>,
     /// Whether the statements run between BEGIN and COMMIT (rolled back on an error).
     pub transaction: bool,
+    /// The emptied parameter vectors of the statements cleared, for [`QueryRequest::push`].
+    pub spare: SpareParams,
 }
 
 impl QueryRequest {
-    /// Empties the request for refilling.
+    /// Empties the request for refilling; the statements' parameter vectors are kept for
+    /// [`QueryRequest::push`].
     pub fn clear(&mut self) {
         self.kind = 0;
-        self.statements.clear();
+        for statement in self.statements.drain(..) {
+            self.spare.put(statement.params);
+        }
         self.transaction = false;
+    }
+
+    /// Appends a statement whose parameters go into a vector a cleared statement left,
+    /// so a source that refills the request allocates none per statement (one malloc and
+    /// free fewer per point select, measured with callgrind at about 3% of a worker's
+    /// instructions).
+    pub fn push(&mut self, text: Arc<str>, params: impl IntoIterator<Item = Param>) {
+        let mut vec = self.spare.take();
+        vec.extend(params);
+        self.statements.push(Statement { text, params: vec });
+    }
+}
+
+/// Emptied parameter vectors kept for reuse: capacity only, so never part of a request's
+/// value (any two compare equal).
+#[derive(Debug, Clone, Default)]
+pub struct SpareParams(Vec<Vec<Param>>);
+
+impl SpareParams {
+    fn put(&mut self, mut params: Vec<Param>) {
+        if params.capacity() > 0 {
+            params.clear();
+            self.0.push(params);
+        }
+    }
+
+    fn take(&mut self) -> Vec<Param> {
+        self.0.pop().unwrap_or_default()
+    }
+}
+
+impl PartialEq for SpareParams {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
 }
 
@@ -124,6 +164,10 @@ pub trait QueryTarget: Send + Sync + 'static {
     /// (where its connection is opened, and where it waits for its answers alone, as a
     /// sysbench thread does) instead of as a task on the run's shared runtime. For targets
     /// whose connections are one socket each and share nothing with the other workers'.
+    ///
+    /// That runtime has no tokio time driver where [`tsload_timer::NEEDS_TIME_DRIVER`] is
+    /// false (Linux): `connect` and `execute` must not use `tokio::time` (it panics
+    /// there), but wait on a [`tsload_timer::ReactorTimer`] (or `tsload_timer::timeout`).
     fn thread_per_worker(&self) -> bool {
         false
     }
@@ -180,6 +224,44 @@ impl Statement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refilled_request_reuses_its_parameter_vectors_and_equals_a_fresh_one() {
+        let text: Arc<str> = Arc::from("SELECT c FROM sbtest1 WHERE id=?");
+        let mut request = QueryRequest::default();
+        request.push(text.clone(), [Param::Int(1)]);
+        request.push(text.clone(), [Param::Int(2), Param::Text("x".into())]);
+        let fresh = QueryRequest {
+            statements: vec![
+                Statement::with_params(text.clone(), vec![Param::Int(1)]),
+                Statement::with_params(text.clone(), vec![Param::Int(2), Param::Text("x".into())]),
+            ],
+            ..QueryRequest::default()
+        };
+        assert_eq!(request, fresh);
+        let held: Vec<*const Param> = request
+            .statements
+            .iter()
+            .map(|s| s.params.as_ptr())
+            .collect();
+
+        request.clear();
+        assert!(request.statements.is_empty());
+        request.push(text.clone(), [Param::Int(3)]);
+        request.push(text.clone(), [Param::Int(4)]);
+        // The same two vectors, last cleared first, with nothing of the old values left.
+        let reused: Vec<*const Param> = request
+            .statements
+            .iter()
+            .map(|s| s.params.as_ptr())
+            .collect();
+        assert_eq!(reused, [held[1], held[0]]);
+        assert_eq!(request.statements[0].params, [Param::Int(3)]);
+        assert_eq!(request.statements[1].params, [Param::Int(4)]);
+        // A third has no vector to reuse: a new one.
+        request.push(text, []);
+        assert!(request.statements[2].params.is_empty());
+    }
 
     #[test]
     fn excerpt_collapses_whitespace_and_cuts_long_text() {

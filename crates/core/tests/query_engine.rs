@@ -262,10 +262,16 @@ impl QueryConn for Conn {
             }
         }
         let n = db.queries.fetch_add(1, Ordering::SeqCst) + 1;
-        if db.stall_at == Some(n) {
-            tokio::time::sleep(db.stall).await;
-        } else if !db.delay.is_zero() {
-            tokio::time::sleep(db.delay).await;
+        // On a timerfd, as a real target must: a worker on its own thread has no tokio
+        // time driver (`tokio::time` would panic there).
+        let wait = if db.stall_at == Some(n) {
+            db.stall
+        } else {
+            db.delay
+        };
+        if !wait.is_zero() {
+            let mut timer = tsload_timer::ReactorTimer::new().unwrap();
+            timer.sleep(wait).await.unwrap();
         }
         if let Some((every, kind)) = db.fail_every
             && n.is_multiple_of(every)

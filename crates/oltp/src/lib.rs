@@ -34,7 +34,7 @@
 //! assert!(oltp.source(0, 1).next(&mut request));
 //! assert!(request.transaction);
 //! assert_eq!(request.statements.len(), 18); // + BEGIN and COMMIT = sysbench's 20 queries
-//! assert_eq!(request.statements[0].text, "SELECT c FROM sbtest1 WHERE id=$1");
+//! assert_eq!(&*request.statements[0].text, "SELECT c FROM sbtest1 WHERE id=$1");
 //! assert_eq!(oltp.statement_counts().queries(), 20);
 //! ```
 

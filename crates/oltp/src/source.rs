@@ -187,33 +187,25 @@ impl RunSource {
         i64::from(self.rng.default(c.rand_type, 1, c.table_size))
     }
 
-    fn point_selects(&mut self, n: u32, out: &mut Vec<Statement>) {
+    fn point_selects(&mut self, n: u32, out: &mut QueryRequest) {
         let text = self.table().point_select.clone();
         for _ in 0..n {
             let id = self.id();
-            out.push(Statement::with_params(text.clone(), vec![Param::Int(id)]));
+            out.push(text.clone(), [Param::Int(id)]);
         }
     }
 
     /// `n` range selects of one table: ids `[x, x + range_size - 1]`.
-    fn ranges(
-        &mut self,
-        n: u32,
-        pick: fn(&TableStatements) -> &Arc<str>,
-        out: &mut Vec<Statement>,
-    ) {
+    fn ranges(&mut self, n: u32, pick: fn(&TableStatements) -> &Arc<str>, out: &mut QueryRequest) {
         let text = pick(self.table()).clone();
         let span = i64::from(self.shared.config.range_size) - 1;
         for _ in 0..n {
             let id = self.id();
-            out.push(Statement::with_params(
-                text.clone(),
-                vec![Param::Int(id), Param::Int(id + span)],
-            ));
+            out.push(text.clone(), [Param::Int(id), Param::Int(id + span)]);
         }
     }
 
-    fn writes(&mut self, out: &mut Vec<Statement>) {
+    fn writes(&mut self, out: &mut QueryRequest) {
         let (index_updates, non_index_updates, delete_inserts) = {
             let c = &self.shared.config;
             (c.index_updates, c.non_index_updates, c.delete_inserts)
@@ -221,16 +213,13 @@ impl RunSource {
         let text = self.table().index_update.clone();
         for _ in 0..index_updates {
             let id = self.id();
-            out.push(Statement::with_params(text.clone(), vec![Param::Int(id)]));
+            out.push(text.clone(), [Param::Int(id)]);
         }
         let text = self.table().non_index_update.clone();
         for _ in 0..non_index_updates {
             let c = self.rng.digit_string(C_GROUPS);
             let id = self.id();
-            out.push(Statement::with_params(
-                text.clone(),
-                vec![Param::Text(c), Param::Int(id)],
-            ));
+            out.push(text.clone(), [Param::Text(c), Param::Int(id)]);
         }
         let table = self.table();
         let (delete, insert) = (table.delete.clone(), table.insert.clone());
@@ -239,16 +228,16 @@ impl RunSource {
             let k = self.id();
             let c = self.rng.digit_string(C_GROUPS);
             let pad = self.rng.digit_string(PAD_GROUPS);
-            out.push(Statement::with_params(delete.clone(), vec![Param::Int(id)]));
-            out.push(Statement::with_params(
+            out.push(delete.clone(), [Param::Int(id)]);
+            out.push(
                 insert.clone(),
-                vec![
+                [
                     Param::Int(id),
                     Param::Int(k),
                     Param::Text(c),
                     Param::Text(pad),
                 ],
-            ));
+            );
         }
     }
 }
@@ -256,7 +245,6 @@ impl RunSource {
 impl QuerySource for RunSource {
     fn next(&mut self, request: &mut QueryRequest) -> bool {
         request.kind = 0;
-        let out = &mut request.statements;
         let (kind, point_selects, range_selects, skip_trx) = {
             let c = &self.shared.config;
             (c.kind, c.point_selects, c.range_selects, c.skip_trx)
@@ -264,6 +252,7 @@ impl QuerySource for RunSource {
         match kind {
             OltpKind::ReadWrite | OltpKind::ReadOnly => {
                 request.transaction = !skip_trx;
+                let out = request;
                 self.point_selects(point_selects, out);
                 if range_selects {
                     let c = &self.shared.config;
@@ -284,7 +273,7 @@ impl QuerySource for RunSource {
             }
             OltpKind::PointSelect => {
                 request.transaction = false;
-                self.point_selects(1, out);
+                self.point_selects(1, request);
             }
             OltpKind::Insert => {
                 request.transaction = false;
@@ -292,10 +281,7 @@ impl QuerySource for RunSource {
                 let k = self.id();
                 let c = self.rng.digit_string(C_GROUPS);
                 let pad = self.rng.digit_string(PAD_GROUPS);
-                out.push(Statement::with_params(
-                    text,
-                    vec![Param::Int(k), Param::Text(c), Param::Text(pad)],
-                ));
+                request.push(text, [Param::Int(k), Param::Text(c), Param::Text(pad)]);
             }
         }
         true

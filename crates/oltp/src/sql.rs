@@ -83,6 +83,7 @@ pub(crate) fn ddl(texts: Vec<String>) -> QueryRequest {
         kind: 0,
         statements: texts.into_iter().map(Statement::new).collect(),
         transaction: false,
+        ..Default::default()
     }
 }
 

@@ -120,9 +120,18 @@ impl LeanConn {
         if timeout.is_zero() {
             return connect.await;
         }
-        match tokio::time::timeout(timeout, connect).await {
-            Ok(result) => result,
-            Err(_) => Err(Lean::Failed(SinkError::new(
+        // On the timer that needs no time driver: the query engine's per-worker runtimes
+        // have none (see tsload_timer::ReactorTimer).
+        match tsload_timer::timeout(timeout, connect).await {
+            Ok(Some(result)) => result,
+            Err(e) => Err(Lean::Failed(SinkError::new(
+                ErrorKind::Connection,
+                format!(
+                    "cannot connect to {}: no timer for the connect timeout: {e}",
+                    opts.label
+                ),
+            ))),
+            Ok(None) => Err(Lean::Failed(SinkError::new(
                 ErrorKind::Connection,
                 format!(
                     "cannot connect to {}: timed out after {timeout:?}",

@@ -331,9 +331,20 @@ impl Inner {
         let result = if self.cfg.connect_timeout.is_zero() {
             connect.await
         } else {
-            match tokio::time::timeout(self.cfg.connect_timeout, connect).await {
-                Ok(result) => result,
-                Err(_) => {
+            // On the timer that needs no time driver: the query engine's per-worker
+            // runtimes have none (see tsload_timer::ReactorTimer).
+            match tsload_timer::timeout(self.cfg.connect_timeout, connect).await {
+                Ok(Some(result)) => result,
+                Err(e) => {
+                    return Err(SinkError::new(
+                        ErrorKind::Connection,
+                        format!(
+                            "cannot connect to {}: no timer for the connect timeout: {e}",
+                            self.label
+                        ),
+                    ));
+                }
+                Ok(None) => {
                     return Err(SinkError::new(
                         ErrorKind::Connection,
                         format!(

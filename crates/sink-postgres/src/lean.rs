@@ -139,9 +139,18 @@ pub(crate) struct LeanConn {
 impl LeanConn {
     /// Connects, authenticates and sets the session, within `timeout`.
     pub(crate) async fn connect(opts: &LeanOptions, timeout: Duration) -> Result<Self, Lean> {
-        match tokio::time::timeout(timeout, Self::connect_inner(opts)).await {
-            Ok(result) => result,
-            Err(_) => Err(Lean::Failed(SinkError::new(
+        // On the timer that needs no time driver: the query engine's per-worker runtimes
+        // have none (see tsload_timer::ReactorTimer).
+        match tsload_timer::timeout(timeout, Self::connect_inner(opts)).await {
+            Ok(Some(result)) => result,
+            Err(e) => Err(Lean::Failed(SinkError::new(
+                ErrorKind::Connection,
+                format!(
+                    "cannot connect to PostgreSQL at {}: no timer for connect_timeout: {e}",
+                    opts.target
+                ),
+            ))),
+            Ok(None) => Err(Lean::Failed(SinkError::new(
                 ErrorKind::Connection,
                 format!(
                     "cannot connect to PostgreSQL at {}: no answer within {timeout:?} \

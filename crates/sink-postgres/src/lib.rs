@@ -315,14 +315,19 @@ impl Connector {
                 format!("cannot connect to PostgreSQL at {}: {reason}", self.target),
             )
         };
-        let mut conn = match tokio::time::timeout(self.timeout, self.options.connect()).await {
-            Err(_) => {
+        // On the timer that needs no time driver: the query engine's per-worker runtimes have
+        // none (see tsload_timer::ReactorTimer).
+        let mut conn = match tsload_timer::timeout(self.timeout, self.options.connect()).await {
+            Err(e) => {
+                return Err(unreachable(format!("no timer for connect_timeout: {e}")));
+            }
+            Ok(None) => {
                 return Err(unreachable(format!(
                     "no answer within {:?} (connect_timeout)",
                     self.timeout
                 )));
             }
-            Ok(Err(e)) => {
+            Ok(Some(Err(e))) => {
                 let kind = match error::kind_of(&e) {
                     // A refused or reset socket, or a server starting up, may answer later.
                     ErrorKind::Other | ErrorKind::Rejected => ErrorKind::Connection,
@@ -337,7 +342,7 @@ impl Connector {
                     ),
                 ));
             }
-            Ok(Ok(conn)) => conn,
+            Ok(Some(Ok(conn))) => conn,
         };
         if let Some(value) = self.synchronous_commit {
             sqlx::query(&sql::set_synchronous_commit(value.as_str()))

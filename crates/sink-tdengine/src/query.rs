@@ -172,6 +172,7 @@ mod tests {
             kind: 0,
             statements: vec![Statement::new("SELECT 1")],
             transaction: true,
+            ..Default::default()
         };
         let e = check_request(&tx).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Rejected);
@@ -184,6 +185,7 @@ mod tests {
                 Statement::with_params("SELECT * FROM t WHERE v > ?", vec![Param::Int(1)]),
             ],
             transaction: false,
+            ..Default::default()
         };
         let e = check_request(&params).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Rejected);
@@ -196,6 +198,7 @@ mod tests {
             kind: 0,
             statements: vec![Statement::new("SELECT 1")],
             transaction: false,
+            ..Default::default()
         };
         assert!(check_request(&plain).is_ok());
     }

@@ -19,6 +19,7 @@ fn one(text: &str) -> QueryRequest {
         kind: 0,
         statements: vec![Statement::new(text)],
         transaction: false,
+        ..Default::default()
     }
 }
 

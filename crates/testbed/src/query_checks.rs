@@ -21,6 +21,7 @@ pub fn request(statements: Vec<Statement>, transaction: bool) -> QueryRequest {
         kind: 0,
         statements,
         transaction,
+        ..Default::default()
     }
 }
 

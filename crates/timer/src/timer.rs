@@ -62,6 +62,9 @@ enum Kind {
     #[cfg(target_os = "linux")]
     TimerFd(tokio::io::unix::AsyncFd<linux::TimerFd>),
     Coarse,
+    /// Yields until the deadline: for runtimes without tokio's time driver where no
+    /// timerfd can be made.
+    Spin,
 }
 
 impl PreciseTimer {
@@ -74,6 +77,27 @@ impl PreciseTimer {
             return PreciseTimer::of(Kind::TimerFd(fd));
         }
         PreciseTimer::of(Kind::Coarse)
+    }
+
+    /// A timerfd-backed timer, or the error that kept one from being made (always an
+    /// error elsewhere than on Linux). For runtimes without tokio's time driver, where
+    /// [`PreciseTimer::new`]'s fallback cannot run.
+    pub fn try_new() -> io::Result<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            linux::register(linux::TimerFd::new()?).map(|fd| PreciseTimer::of(Kind::TimerFd(fd)))
+        }
+        #[cfg(not(target_os = "linux"))]
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no timerfd on this platform",
+        ))
+    }
+
+    /// A timer that yields to the runtime until each deadline (a busy wait that lets other
+    /// tasks run): the fallback where neither a timerfd nor tokio's timer is at hand.
+    pub fn spinning() -> Self {
+        PreciseTimer::of(Kind::Spin)
     }
 
     fn of(kind: Kind) -> Self {
@@ -101,7 +125,7 @@ impl PreciseTimer {
 
     /// Whether this timer sleeps on a timerfd (not the fallback).
     pub fn is_precise(&self) -> bool {
-        !matches!(self.kind, Kind::Coarse)
+        !matches!(self.kind, Kind::Coarse | Kind::Spin)
     }
 
     /// Returns once `Instant::now() >= deadline`. Errors only if the timerfd cannot be
@@ -142,6 +166,10 @@ impl PreciseTimer {
                         return Ok(());
                     }
                 }
+                Kind::Spin => {
+                    spin_until(deadline).await;
+                    return Ok(());
+                }
                 Kind::Coarse => {
                     let margin = COARSE_MARGIN.min(self.max_busy_wait);
                     if let Some(coarse) = deadline.checked_sub(margin).filter(|&c| c > now) {
@@ -180,7 +208,7 @@ async fn spin_until(deadline: Instant) {
 }
 
 #[cfg(target_os = "linux")]
-mod linux {
+pub(crate) mod linux {
     //! A timerfd that tokio's `AsyncFd` can watch.
 
     use std::io;
@@ -193,7 +221,7 @@ mod linux {
     use tokio::io::unix::AsyncFd;
 
     #[derive(Debug)]
-    pub(super) struct TimerFd(timerfd::TimerFd);
+    pub(crate) struct TimerFd(timerfd::TimerFd);
 
     impl AsRawFd for TimerFd {
         fn as_raw_fd(&self) -> RawFd {
@@ -202,7 +230,7 @@ mod linux {
     }
 
     impl TimerFd {
-        pub(super) fn new() -> io::Result<Self> {
+        pub(crate) fn new() -> io::Result<Self> {
             let flags = TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC;
             Ok(TimerFd(timerfd::TimerFd::new(
                 ClockId::CLOCK_MONOTONIC,
@@ -212,13 +240,13 @@ mod linux {
 
         /// Arms the timer to expire `after` from now (`after` must not be zero: a zero
         /// value disarms it). Re-arming resets the expiry count.
-        pub(super) fn arm(&self, after: Duration) -> io::Result<()> {
+        pub(crate) fn arm(&self, after: Duration) -> io::Result<()> {
             let spec = Expiration::OneShot(TimeSpec::from_duration(after));
             Ok(self.0.set(spec, TimerSetTimeFlags::empty())?)
         }
 
         /// Reads the expiry count; `WouldBlock` if the timer has not expired.
-        pub(super) fn consume(&self) -> io::Result<()> {
+        pub(crate) fn consume(&self) -> io::Result<()> {
             Ok(self.0.wait()?)
         }
     }
@@ -231,7 +259,7 @@ mod linux {
     /// descriptor (an `OwnedFd`), never replaces it, and the `AsyncFd` owns the `TimerFd`.
     /// The deprecated safe form is used because this workspace denies `unsafe`.
     #[allow(deprecated)]
-    pub(super) fn register(fd: TimerFd) -> io::Result<AsyncFd<TimerFd>> {
+    pub(crate) fn register(fd: TimerFd) -> io::Result<AsyncFd<TimerFd>> {
         AsyncFd::with_interest(fd, Interest::READABLE)
     }
 }
