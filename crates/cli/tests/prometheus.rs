@@ -68,7 +68,11 @@ fn victoria_metrics_counts_every_sample_of_every_tsbs_data_set() {
         let (out, r) = run(dir.path(), &sets(&vm, kind, 2));
         let metrics = stored_all(kind, &out, &r);
         vm.vm_flush();
-        assert_eq!(vm.vm_sample_count(r#"{__name__=~".+"}"#), metrics, "{kind}");
+        assert_eq!(
+            vm.vm_settled_sample_count(r#"{__name__=~".+"}"#),
+            metrics,
+            "{kind}"
+        );
         // Line protocol's names: measurement_field, tags as labels; one sample per 10 s
         // of the hour (iot leaves some fields out: fewer).
         let (name, samples) = match kind {

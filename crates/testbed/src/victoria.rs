@@ -3,8 +3,8 @@
 //! VictoriaMetrics stores a line-protocol field `f` of measurement `m` as the metric
 //! `m_f` (e.g. `cpu_usage_user`) with the tags as labels. Freshly written samples sit in an
 //! in-memory buffer for up to a second before searches see them; the export helpers force
-//! a flush first (`/internal/force_flush`) and wait until the server reports nothing pending,
-//! and a sample count is taken when two exports agree.
+//! a flush first (`/internal/force_flush`), and a settled sample count (once writes have
+//! ended) is taken when two exports agree.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -76,26 +76,11 @@ impl Server {
         }
     }
 
-    /// Forces a flush, then waits (up to 10 s) until the server reports no rows pending
-    /// for its storage or its index (`vm_pending_rows` on /metrics).
     fn try_vm_flush(&self) -> Result<(), TestbedError> {
         self.require(ServerKind::VictoriaMetrics, "vm_flush")?;
         self.http
             .expect("GET", "/internal/force_flush", &[], None, 200)
-            .map(drop)?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let metrics = self.http.expect("GET", "/metrics", &[], None, 200)?.body;
-            let pending: f64 = metrics
-                .lines()
-                .filter(|l| l.starts_with("vm_pending_rows{"))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum();
-            if pending == 0.0 || Instant::now() >= deadline {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            .map(drop)
     }
 
     /// Flushes, then exports every series matching the series selector `match_expr`
@@ -134,29 +119,36 @@ impl Server {
     }
 
     /// The number of samples in all series matching `match_expr` (the lengths of the
-    /// export's `values` arrays, summed).
+    /// export's `values` arrays, summed), as one export right after a flush sees them:
+    /// for counts taken while a load still writes.
     ///
     /// # Panics
     /// If the export fails (with the error and the server's log tail).
-    ///
-    /// Exports until two exports a quarter of a second apart agree (for up to 20 s): once,
-    /// under a loaded CI machine, an export right after a flush held 504,979 of the
-    /// 727,200 samples the server had counted in (`vm_rows_inserted_total`, and all of them
-    /// were there, distinct, when exported again). A count that stays short still fails
-    /// the caller's comparison.
     pub fn vm_sample_count(&self, match_expr: &str) -> u64 {
-        let count = || match self
+        match self
             .vm_export_json(match_expr)
             .and_then(|l| sample_count(&l))
         {
             Ok(n) => n,
             Err(e) => self.fail(&format!("export of {match_expr}"), e),
-        };
+        }
+    }
+
+    /// [`Server::vm_sample_count`] once writes have ended: exports until two exports a
+    /// quarter of a second apart agree (for up to 20 s). Once, on a loaded CI machine, an
+    /// export right after a flush held 504,979 of the 727,200 samples the server had
+    /// counted in (`vm_rows_inserted_total`; all were there, distinct, when exported
+    /// again). A count that stays short still fails the caller's comparison. Not for a
+    /// count taken while rows still arrive: it would wait until they stop.
+    ///
+    /// # Panics
+    /// If an export fails (with the error and the server's log tail).
+    pub fn vm_settled_sample_count(&self, match_expr: &str) -> u64 {
         let deadline = Instant::now() + Duration::from_secs(20);
-        let mut last = count();
+        let mut last = self.vm_sample_count(match_expr);
         loop {
             std::thread::sleep(Duration::from_millis(250));
-            let now = count();
+            let now = self.vm_sample_count(match_expr);
             if now == last || Instant::now() >= deadline {
                 return now;
             }
