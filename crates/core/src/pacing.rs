@@ -118,24 +118,24 @@ pub(crate) struct Pacer {
     period: Duration,
     timer: Option<PreciseTimer>,
     /// Whether the runtime has tokio's time driver, which the coarse fallback needs.
-    tokio_time: bool,
+    time_driver: bool,
 }
 
 impl Pacer {
     /// A pacer for requests due every `period_s` seconds, on a runtime with tokio's time
-    /// driver (`tokio_time`) or without.
-    pub(crate) fn new(period_s: f64, tokio_time: bool) -> Self {
+    /// driver (`time_driver`) or without.
+    pub(crate) fn new(period_s: f64, time_driver: bool) -> Self {
         Pacer {
             period: Duration::try_from_secs_f64(period_s).unwrap_or(Duration::MAX),
             timer: None,
-            tokio_time,
+            time_driver,
         }
     }
 
     /// The timer when no timerfd can be had: tokio's, or yielding where the runtime has no
     /// time driver.
     fn fallback(&self) -> PreciseTimer {
-        if self.tokio_time {
+        if self.time_driver {
             PreciseTimer::coarse()
         } else {
             PreciseTimer::spinning()

@@ -621,13 +621,15 @@ impl<T: QueryTarget> Workers<T> {
             let spawned = std::thread::Builder::new()
                 .name(format!("tsload-query-{worker}"))
                 .spawn(move || {
-                    // I/O only: a time driver costs a lock, a look at its wheel and a clock
-                    // read on every wait for an answer (about 420 instructions, some 9% of a
-                    // point select's client work), and the worker's waits for time are on
-                    // timerfds (tsload_timer::ReactorTimer, the pacer's PreciseTimer).
+                    // I/O only: a time driver costs a lock, a look at its wheel and two
+                    // clock reads on every wait for an answer (about 480 instructions, some
+                    // 10% of a point select's client work, in callgrind), and the worker's
+                    // waits for time are on timerfds (tsload_timer::ReactorTimer, the
+                    // pacer's PreciseTimer).
+                    let time_driver = tsload_timer::NEEDS_TIME_DRIVER;
                     let mut builder = tokio::runtime::Builder::new_current_thread();
                     builder.enable_io();
-                    if tsload_timer::NEEDS_TIME_DRIVER {
+                    if time_driver {
                         builder.enable_time();
                     }
                     let runtime = match builder.build() {
@@ -660,6 +662,7 @@ impl<T: QueryTarget> Workers<T> {
                                 start.target,
                                 start.shared,
                                 start.recorder,
+                                time_driver,
                             )
                             .await;
                         }
@@ -702,8 +705,9 @@ impl<T: QueryTarget> Workers<T> {
                 let mut tasks = tokio::task::JoinSet::new();
                 for (worker, conn) in conns.into_iter().enumerate() {
                     let s = start(worker);
+                    // On the caller's runtime, which has tokio's time driver.
                     tasks.spawn(run_worker(
-                        worker, s.source, conn, s.target, s.shared, s.recorder,
+                        worker, s.source, conn, s.target, s.shared, s.recorder, true,
                     ));
                 }
                 Running::Tasks(tasks)
@@ -846,6 +850,9 @@ async fn run_worker<T: QueryTarget>(
     target: Arc<T>,
     shared: Arc<Shared>,
     mut recorder: QueryRecorder,
+    // Whether the worker's runtime has tokio's time driver (only the pacer's fallback
+    // needs it; everything else waits on timerfds).
+    time_driver: bool,
 ) {
     let cfg = &shared.cfg;
     let stop = &shared.stop;
@@ -857,10 +864,7 @@ async fn run_worker<T: QueryTarget>(
     let mut conn = Some(conn);
     let mut request = QueryRequest::default();
     let mut seq: u64 = 0;
-    // A worker on its own thread runs on a runtime without tokio's time driver (see
-    // `Workers::threads`): it waits on timerfds, never on `tokio::time`.
-    let tokio_time = !target.thread_per_worker() || tsload_timer::NEEDS_TIME_DRIVER;
-    let mut pacer = Pacer::new(period.unwrap_or_default(), tokio_time);
+    let mut pacer = Pacer::new(period.unwrap_or_default(), time_driver);
     // For the back-off and request timeouts, made on first use.
     let mut timer: Option<ReactorTimer> = None;
     let schedule = Schedule::new(shared.t0, period, worker, cfg.workers);
@@ -871,12 +875,7 @@ async fn run_worker<T: QueryTarget>(
     while !stop.is_stopped() {
         if failures_in_a_row > 0 {
             let wait = failure_backoff(failures_in_a_row);
-            let slept = async {
-                match reactor_timer(&mut timer) {
-                    Ok(timer) => timer.sleep(wait).await,
-                    Err(e) => Err(e),
-                }
-            };
+            let slept = async { reactor_timer(&mut timer)?.sleep(wait).await };
             tokio::select! {
                 slept = flushing(&mut recorder, slept) => if let Err(e) = slept {
                     shared.fatal(no_timer("the back-off after a failure", &e));
@@ -965,13 +964,16 @@ async fn run_worker<T: QueryTarget>(
             let execute = std::pin::pin!(async {
                 match cfg.timeout {
                     None => Some(c.execute(&request).await),
-                    Some(limit) => match reactor_timer(&mut timer) {
-                        Ok(timer) => match timer.timeout(limit, c.execute(&request)).await {
-                            Ok(answer) => answer,
-                            Err(e) => Some(Err(no_timer("the request timeout", &e))),
-                        },
-                        Err(e) => Some(Err(no_timer("the request timeout", &e))),
-                    },
+                    Some(limit) => {
+                        let timed = async {
+                            reactor_timer(&mut timer)?
+                                .timeout(limit, c.execute(&request))
+                                .await
+                        };
+                        timed
+                            .await
+                            .unwrap_or_else(|e| Some(Err(no_timer("the request timeout", &e))))
+                    }
                 }
             });
             flushing(&mut recorder, execute).await

@@ -2,9 +2,9 @@
 //! by tokio's reactor, like a socket.
 //!
 //! A current-thread runtime with the time driver pays for it on every park, timer or not:
-//! a lock, a look at the wheel and a clock read before and after each wait (about 420
+//! a lock, a look at the wheel and a clock read before and after each wait (about 480
 //! instructions per wait, measured with callgrind on an OLTP worker that waits once per
-//! point select, about 9% of its work). The query engine's per-worker runtimes are built
+//! point select, about 10% of its work). The query engine's per-worker runtimes are built
 //! with I/O only (see [`NEEDS_TIME_DRIVER`]), and whatever runs on them waits with a
 //! [`ReactorTimer`] instead of `tokio::time`: failure back-off, request and connect
 //! timeouts. Unlike [`crate::PreciseTimer`] it neither arms early nor waits busily: these
