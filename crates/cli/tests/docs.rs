@@ -354,7 +354,7 @@ const DOC_COMMANDS: &[(&str, How)] = &[
     ),
     (
         "cargo test -p tsload --test netem_vm -- --ignored --exact r1_sweeps_in_the_vm_for_results",
-        How::Skip("R1's seven delays in the VM for results/, tens of minutes"),
+        How::Skip("R1's seven delays (x20) in the VM for results/, about 5 minutes"),
     ),
     // InfluxDB.
     (

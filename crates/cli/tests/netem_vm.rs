@@ -64,12 +64,12 @@ fn netem_in_a_real_kernel() {
     );
 }
 
-/// R1's seven delays, 10 s each, netem and proxy, in the VM: writes
+/// R1's seven delays scaled 20 times, 10 s each, netem and proxy, in the VM: writes
 /// `results/r1-{netem,proxy}-vm.{csv,json,svg}` (the tables of docs/experiments.md).
-/// Takes about 15 minutes; run by hand:
+/// Takes about 5 minutes; run by hand:
 /// `cargo test -p tsload --test netem_vm -- --ignored --exact r1_sweeps_in_the_vm_for_results`.
 #[test]
-#[ignore = "writes results/ (about 15 minutes): run by hand"]
+#[ignore = "writes results/ (about 5 minutes): run by hand"]
 fn r1_sweeps_in_the_vm_for_results() {
     let dir = tempfile::tempdir().unwrap();
     let name = "vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy";
@@ -1143,12 +1143,21 @@ const VICTORIA_PORT: u16 = 8428;
 /// The R1 sweep the test runs, in each backend: three of R1's delays scaled to the
 /// emulated machine (whose own RTT and its noise are a millisecond or two), a few seconds
 /// each, R1's load shape otherwise (2 workers, not 16: see `r1_sweep`; 10 rows per
-/// request, interlace 10, 1 varchar + 10 float columns). `TSLOAD_R1_VM_FULL=1` runs R1's seven delays for `results/` instead.
+/// request, interlace 10, 1 varchar + 10 float columns). `TSLOAD_R1_VM_FULL=1` runs R1's
+/// seven delays scaled 20 times ([`R1_DELAYS_X20`]) for `results/` instead.
 const QUICK_DELAYS: [&str; 3] = ["0ms", "10ms", "30ms"];
 const QUICK_DURATION: &str = "4s";
-const R1_DELAYS: [&str; 7] = [
-    "0ms", "0.22ms", "0.432ms", "0.844ms", "1.054ms", "1.252ms", "2.067ms",
+/// R1's seven delays (0, 0.22, 0.432, 0.844, 1.054, 1.252 and 2.067 ms) times 20. R1's own
+/// are within the emulated machine's noise: its HTTP ping takes 9-15 ms with no delay, and
+/// a sweep of them in the VM fitted k 0.63 / 0.28 with R² 0.32 / 0.04 (netem / proxy),
+/// which says nothing about either backend.
+const R1_DELAYS_X20: [&str; 7] = [
+    "0ms", "4.4ms", "8.64ms", "16.88ms", "21.08ms", "25.04ms", "41.34ms",
 ];
+/// Under this delay the full sweep's per-point RTT check is skipped: the fastest probe of
+/// a point moves by about 2 ms from point to point in the VM with no delay change at all
+/// (-1.9 ms at R1's 1.252 ms once), which is the size of the delay itself there.
+const CHECKED_DELAY_MS: f64 = 8.0;
 
 /// VictoriaMetrics in the right namespace (its data in a temp dir), killed on drop.
 struct Victoria {
@@ -1399,7 +1408,7 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
     let victoria = Victoria::start(&lab);
     let full = std::env::var("TSLOAD_R1_VM_FULL").as_deref() == Ok("1");
     let (delays, duration): (&[&str], &str) = if full {
-        (&R1_DELAYS, "10s")
+        (&R1_DELAYS_X20, "10s")
     } else {
         (&QUICK_DELAYS, QUICK_DURATION)
     };
@@ -1478,14 +1487,17 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
         for (i, d) in delays.iter().enumerate().skip(1) {
             let added = rtt_min(i) - base;
             let want = delay_ms(d);
+            if want < CHECKED_DELAY_MS {
+                continue;
+            }
             let (low, high) = (want - 2.0, want * 1.2 + 4.0);
             assert!(
                 (low..=high).contains(&added),
                 "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, not {low} to {high}"
             );
         }
-        // The rate falls as the RTT grows, and the fit sees it: k > 0, R² high (the
-        // quick sweep's delays only: R1's own are within the emulated machine's noise).
+        // The rate falls as the RTT grows (point by point in the quick sweep, whose
+        // delays are 10 and 20 ms apart), and the fit sees it: k > 0, R² high.
         let fit = &r.json["fits"][0]["fit"];
         let (k, r2) = (f(fit, &["k"]), f(fit, &["r_squared"]));
         if !full {
@@ -1496,11 +1508,11 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
                     r.json["rows"]
                 );
             }
-            // Measured (2 workers): netem k 0.93 R² 0.96, proxy k 0.74 R² 0.98; with the
-            // host loaded by builds the proxy's R² fell to 0.69 once (3 points only).
-            assert!(k > 0.3, "{backend}: k = {k}\n{fit}");
-            assert!(r2 >= 0.5, "{backend}: R² = {r2}\n{fit}");
         }
+        // Measured (2 workers): netem k 0.93 R² 0.96, proxy k 0.74 R² 0.98; with the
+        // host loaded by builds the proxy's R² fell to 0.69 once (3 points only).
+        assert!(k > 0.3, "{backend}: k = {k}\n{fit}");
+        assert!(r2 >= 0.5, "{backend}: R² = {r2}\n{fit}");
 
         // What VictoriaMetrics stored is what tsload reported: each row is 11 samples
         // (1 varchar, stored as 0, and 10 floats), duplicates kept (no -dedup).
