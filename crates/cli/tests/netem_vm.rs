@@ -1470,13 +1470,16 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
 
     for (backend, r) in &results {
         // The probe's RTT tracks the delay: what each point adds to the fastest probe over
-        // the first point's (no delay) is the delay, from 2 ms under it to a fifth plus 4
-        // ms over it. The minimum, not the median: the load's leftovers on the VM's 2
-        // emulated CPUs only ever add, and they move the median by several ms from run to
-        // run (the proxy's p50 at 30 ms grew by 37.7 ms once in a loaded CI run while its
-        // minimum grew by 34.3). Measured (HTTP ping, 50 probes), added to the minimum at
-        // 10 / 30 ms: netem 11.5 / 31.3, proxy 10.9 / 34.3. A delay not applied, applied
-        // in both directions, or in other units is off by far more.
+        // the first point's (no delay) is the delay, from half of it to a fifth plus 4 ms
+        // over it. A delay not applied adds nothing, one applied in both directions adds
+        // twice it (20 / 60 ms at 10 / 30 ms, over 16 / 40), one in other units is off by
+        // a factor of 1,000. The minimum, not the median: the load's leftovers on the VM's
+        // 2 emulated CPUs only ever add, and they move the median by several ms from run
+        // to run (the proxy's p50 at 30 ms grew by 37.7 ms once in a loaded CI run while
+        // its minimum grew by 34.3). The minimum moves too, less: added at 10 / 30 ms,
+        // netem 11.5 / 31.3, proxy 10.9 / 34.3 in one run, and the proxy 7.4 at 10 ms in a
+        // fresh-clone CI run whose no-delay point was slow (506 rows/s against 524 at 10
+        // ms; netem's 664).
         let rtt_min = |i: usize| {
             r.json["rows"][i]["rtt"]["min_ms"]
                 .as_f64()
@@ -1490,25 +1493,24 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
             if want < CHECKED_DELAY_MS {
                 continue;
             }
-            let (low, high) = (want - 2.0, want * 1.2 + 4.0);
+            let (low, high) = (want / 2.0, want * 1.2 + 4.0);
             assert!(
                 (low..=high).contains(&added),
                 "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, not {low} to {high}"
             );
         }
-        // The rate falls as the RTT grows (point by point in the quick sweep, whose
-        // delays are 10 and 20 ms apart), and the fit sees it: k > 0, R² high.
+        // The rate falls as the RTT grows: the largest delay's under no delay's (about
+        // 0.6 of it at 30 ms; from one point to the next the fall is within the noise:
+        // the proxy's 506 rows/s at no delay and 524 at 10 ms above), and the fit sees it:
+        // k > 0, R² high.
         let fit = &r.json["fits"][0]["fit"];
         let (k, r2) = (f(fit, &["k"]), f(fit, &["r_squared"]));
-        if !full {
-            for i in 1..delays.len() {
-                assert!(
-                    rate(r, i) < rate(r, i - 1),
-                    "{backend}: the rate must fall as the RTT grows: {:?}",
-                    r.json["rows"]
-                );
-            }
-        }
+        let last = delays.len() - 1;
+        assert!(
+            rate(r, last) < rate(r, 0),
+            "{backend}: the rate must fall as the RTT grows: {:?}",
+            r.json["rows"]
+        );
         // Measured (2 workers): netem k 0.93 R² 0.96, proxy k 0.74 R² 0.98; with the
         // host loaded by builds the proxy's R² fell to 0.69 once (3 points only).
         assert!(k > 0.3, "{backend}: k = {k}\n{fit}");
