@@ -7,8 +7,11 @@
 //! interval once every worker has handed it over (`report_intervals`, both engines').
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+use crossbeam_utils::CachePadded;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
@@ -101,11 +104,17 @@ pub enum StopReason {
 /// In-flight requests are always finished and recorded.
 #[derive(Debug, Clone)]
 pub struct StopHandle {
+    /// Set by [`StopHandle::stop`], read by [`StopHandle::is_stopped`] before every
+    /// request: a plain load of a line no one writes until the stop (the watch's value sits
+    /// behind a lock whose read takes and gives back a count: two atomic writes to a line
+    /// every worker shares, per request, bounced between the cores).
+    stopped: Arc<CachePadded<AtomicBool>>,
+    /// Wakes [`StopHandle::stopped`].
     tx: Arc<watch::Sender<bool>>,
     reason: Arc<Mutex<Option<StopReason>>>,
     /// Set by a stop for [`StopReason::Interrupted`] even when another reason came first:
     /// retries end at once then (the report must be out within a grace period).
-    interrupted: Arc<std::sync::atomic::AtomicBool>,
+    interrupted: Arc<AtomicBool>,
 }
 
 impl Default for StopHandle {
@@ -117,31 +126,32 @@ impl Default for StopHandle {
 impl StopHandle {
     pub fn new() -> Self {
         StopHandle {
+            stopped: Arc::new(CachePadded::new(AtomicBool::new(false))),
             tx: Arc::new(watch::channel(false).0),
             reason: Arc::new(Mutex::new(None)),
-            interrupted: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            interrupted: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// Stops the run; the first reason given is the one reported.
     pub fn stop(&self, reason: StopReason) {
         if reason == StopReason::Interrupted {
-            self.interrupted
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.interrupted.store(true, Ordering::Relaxed);
         }
         if let Ok(mut r) = self.reason.lock() {
             r.get_or_insert(reason);
         }
+        self.stopped.store(true, Ordering::Release);
         self.tx.send_replace(true);
     }
 
     pub fn is_stopped(&self) -> bool {
-        *self.tx.borrow()
+        self.stopped.load(Ordering::Acquire)
     }
 
     /// Whether a signal (Ctrl-C, SIGTERM) stopped the run, whatever stopped it first.
     pub fn is_interrupted(&self) -> bool {
-        self.interrupted.load(std::sync::atomic::Ordering::Relaxed)
+        self.interrupted.load(Ordering::Relaxed)
     }
 
     pub fn reason(&self) -> Option<StopReason> {
@@ -900,4 +910,36 @@ fn finish<C>(
         }
     }
     free.push((done.conn, done.batch));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_stop_is_seen_by_every_clone_and_keeps_the_first_reason() {
+        let stop = StopHandle::new();
+        let clone = stop.clone();
+        assert!(!clone.is_stopped() && clone.reason().is_none());
+        let waiting = tokio::spawn({
+            let clone = clone.clone();
+            async move { clone.stopped().await }
+        });
+        stop.stop(StopReason::Duration);
+        stop.stop(StopReason::Interrupted);
+        assert!(clone.is_stopped());
+        assert_eq!(clone.reason(), Some(StopReason::Duration));
+        assert!(
+            clone.is_interrupted(),
+            "an interrupt is told even when second"
+        );
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("stopped() resolves after stop()")
+            .unwrap();
+        // A waiter that comes after the stop resolves at once.
+        tokio::time::timeout(Duration::from_secs(10), clone.stopped())
+            .await
+            .expect("stopped() after the stop");
+    }
 }

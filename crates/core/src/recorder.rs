@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use futures_util::task::AtomicWaker;
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc::UnboundedSender;
@@ -141,8 +142,10 @@ pub(crate) struct IntervalTicker {
     interval: Duration,
     /// Intervals ended so far: interval `k` has ended once this is over `k`.
     ended: AtomicU64,
-    /// One per worker, woken at each end.
-    wakers: Vec<AtomicWaker>,
+    /// One per worker, woken at each end. Each on a cache line of its own: a worker
+    /// registers its waker at every wait (atomic writes), and wakers side by side would
+    /// have the workers on different cores take the line from each other at every request.
+    wakers: Vec<CachePadded<AtomicWaker>>,
 }
 
 impl IntervalTicker {
@@ -151,7 +154,9 @@ impl IntervalTicker {
             t0,
             interval,
             ended: AtomicU64::new(0),
-            wakers: (0..workers).map(|_| AtomicWaker::new()).collect(),
+            wakers: (0..workers)
+                .map(|_| CachePadded::new(AtomicWaker::new()))
+                .collect(),
         })
     }
 
