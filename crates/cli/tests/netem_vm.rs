@@ -232,10 +232,10 @@ impl Lab {
 
     /// Each end knows the other's MAC for good (`nud permanent`), so no ARP crosses the
     /// pair: netem on the left end would drop or delay ARP too, and with `loss 20%` a lost
-    /// ARP request holds the first probes for a second's retry (queued, answered late:
-    /// a probe's 1 s timeout counts them lost; a fresh-clone CI run lost 156 of 500 once,
-    /// where 64..136 are the binomial bounds). Measurements see netem's effect on the
-    /// probes alone.
+    /// ARP request holds the first probes for a second's retry (queued, answered late: a
+    /// probe's 1 s timeout counts them lost). A fresh-clone CI run once lost 156 of 500
+    /// where 64..136 are the binomial bounds; whether ARP did it is not established.
+    /// Measurements see netem's effect on the probes alone.
     fn pin_neighbours(&self) {
         let p = &self.pair;
         let mac = |ns: &str, dev: &str| {
@@ -309,6 +309,13 @@ impl Lab {
             tsload(&["netem", "clear", "--dev", self.dev(), "--netns", self.ns()]),
             "tsload netem clear",
         );
+    }
+
+    /// What `f` returns, and the packets the left end's root qdisc dropped while it ran.
+    fn drops_during<T>(&self, f: impl FnOnce() -> T) -> (T, f64) {
+        let before = self.qdisc_drops();
+        let out = f();
+        (out, self.qdisc_drops() - before)
     }
 
     /// The packets the left end's root qdisc has dropped (`tc -s -j qdisc show`).
@@ -719,9 +726,8 @@ fn vm_loss_is_within_binomial_bounds() {
     lab.apply(&[], "loss 20%");
     // What netem itself dropped while each tool ran: the count the tool's loss must
     // equal (nothing else on the pair loses packets: no ARP, see `pin_neighbours`).
-    let drops_before = lab.qdisc_drops();
-    let r = lab.probe(&["icmp", &right, "--flood", "-c", "500", "--timeout", "1s"]);
-    let dropped = lab.qdisc_drops() - drops_before;
+    let (r, dropped) = lab
+        .drops_during(|| lab.probe(&["icmp", &right, "--flood", "-c", "500", "--timeout", "1s"]));
     let lost = f(&r, &["transmitted"]) - f(&r, &["received"]);
     println!(
         "loss 20%: tsload probe icmp --flood lost {lost} of {n} (bounds {lo:.0}..{hi:.0}; \
@@ -732,29 +738,29 @@ fn vm_loss_is_within_binomial_bounds() {
     assert_eq!(f(&r, &["transmitted"]), n);
     assert_eq!(lost, dropped, "tsload's lost count against netem's drops");
     assert!((lo..=hi).contains(&lost), "lost {lost} of {n} at {p}");
-    let drops_before = lab.qdisc_drops();
-    let out = ok(
-        run(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                lab.ns(),
-                "ping",
-                "-f",
-                "-q",
-                "-c",
-                "500",
-                "-W",
-                "1",
-                &right,
-            ],
-        ),
-        "ping -f",
-    );
+    let (out, dropped) = lab.drops_during(|| {
+        ok(
+            run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    lab.ns(),
+                    "ping",
+                    "-f",
+                    "-q",
+                    "-c",
+                    "500",
+                    "-W",
+                    "1",
+                    &right,
+                ],
+            ),
+            "ping -f",
+        )
+    });
     let ping = parse_ping(&out);
     let lost = ping.transmitted - ping.received;
-    let dropped = lab.qdisc_drops() - drops_before;
     println!("loss 20%: ping -f lost {lost} of {n} (netem dropped {dropped})");
     assert_eq!(
         lost, dropped,

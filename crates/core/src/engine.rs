@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_utils::CachePadded;
-
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
 use tokio::sync::{mpsc, watch};
@@ -109,8 +108,8 @@ pub struct StopHandle {
     /// behind a lock whose read takes and gives back a count: two atomic writes to a line
     /// every worker shares, per request, bounced between the cores).
     stopped: Arc<CachePadded<AtomicBool>>,
-    /// Wakes [`StopHandle::stopped`].
-    tx: Arc<watch::Sender<bool>>,
+    /// Wakes [`StopHandle::stopped`] (the flag says whether it was a stop).
+    tx: Arc<watch::Sender<()>>,
     reason: Arc<Mutex<Option<StopReason>>>,
     /// Set by a stop for [`StopReason::Interrupted`] even when another reason came first:
     /// retries end at once then (the report must be out within a grace period).
@@ -127,7 +126,7 @@ impl StopHandle {
     pub fn new() -> Self {
         StopHandle {
             stopped: Arc::new(CachePadded::new(AtomicBool::new(false))),
-            tx: Arc::new(watch::channel(false).0),
+            tx: Arc::new(watch::channel(()).0),
             reason: Arc::new(Mutex::new(None)),
             interrupted: Arc::new(AtomicBool::new(false)),
         }
@@ -142,7 +141,7 @@ impl StopHandle {
             r.get_or_insert(reason);
         }
         self.stopped.store(true, Ordering::Release);
-        self.tx.send_replace(true);
+        self.tx.send_replace(());
     }
 
     pub fn is_stopped(&self) -> bool {
@@ -160,9 +159,14 @@ impl StopHandle {
 
     /// Resolves once [`StopHandle::stop`] has been called.
     pub async fn stopped(&self) {
+        // Subscribed before the flag is read: a stop after the read is a change seen.
         let mut rx = self.tx.subscribe();
-        // The sender lives in `self`, so waiting cannot fail.
-        let _ = rx.wait_for(|stopped| *stopped).await;
+        while !self.is_stopped() {
+            // The sender lives in `self`, so waiting cannot fail.
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
     }
 }
 
