@@ -171,6 +171,19 @@ pub trait QueryTarget: Send + Sync + 'static {
     fn thread_per_worker(&self) -> bool {
         false
     }
+
+    /// Opens the connection of worker `worker` on that worker's own thread (where
+    /// [`QueryTarget::thread_per_worker`] is true), first and after a lost connection alike.
+    /// Nothing else shares the thread, so the connection may wait for its answers by
+    /// blocking it, as a sysbench thread does, as long as it lets the thread's runtime poll
+    /// its timers now and then (the worker's request timeout is one). [`QueryTarget::connect`]
+    /// by default.
+    fn connect_on_own_thread(
+        &self,
+        worker: usize,
+    ) -> impl Future<Output = Result<Self::Conn, SinkError>> + Send {
+        self.connect(worker)
+    }
 }
 
 /// One worker's connection.

@@ -643,7 +643,7 @@ impl<T: QueryTarget> Workers<T> {
                         }
                     };
                     runtime.block_on(async move {
-                        let conn = match target.connect(worker).await {
+                        let conn = match target.connect_on_own_thread(worker).await {
                             Ok(conn) => conn,
                             Err(error) => {
                                 let _ = connected_tx.send(Err(error));
@@ -662,7 +662,7 @@ impl<T: QueryTarget> Workers<T> {
                                 start.target,
                                 start.shared,
                                 start.recorder,
-                                time_driver,
+                                Threading::OwnThread { time_driver },
                             )
                             .await;
                         }
@@ -707,7 +707,13 @@ impl<T: QueryTarget> Workers<T> {
                     let s = start(worker);
                     // On the caller's runtime, which has tokio's time driver.
                     tasks.spawn(run_worker(
-                        worker, s.source, conn, s.target, s.shared, s.recorder, true,
+                        worker,
+                        s.source,
+                        conn,
+                        s.target,
+                        s.shared,
+                        s.recorder,
+                        Threading::Task,
                     ));
                 }
                 Running::Tasks(tasks)
@@ -850,10 +856,12 @@ async fn run_worker<T: QueryTarget>(
     target: Arc<T>,
     shared: Arc<Shared>,
     mut recorder: QueryRecorder,
-    // Whether the worker's runtime has tokio's time driver (only the pacer's fallback
-    // needs it; everything else waits on timerfds).
-    time_driver: bool,
+    threading: Threading,
 ) {
+    let time_driver = match threading {
+        Threading::Task => true,
+        Threading::OwnThread { time_driver } => time_driver,
+    };
     let cfg = &shared.cfg;
     let stop = &shared.stop;
     // Seconds between two requests of this worker in open loop.
@@ -942,7 +950,13 @@ async fn run_worker<T: QueryTarget>(
         // reconnect fails this request (the next one tries again).
         if conn.is_none() {
             sent = None;
-            match flushing(&mut recorder, target.connect(worker)).await {
+            let connect = async {
+                match threading {
+                    Threading::Task => target.connect(worker).await,
+                    Threading::OwnThread { .. } => target.connect_on_own_thread(worker).await,
+                }
+            };
+            match flushing(&mut recorder, connect).await {
                 Ok(c) => conn = Some(c),
                 Err(error) => {
                     recorder.record_failure(kind, Instant::now(), error.kind);
@@ -1020,6 +1034,16 @@ async fn run_worker<T: QueryTarget>(
         }
     }
     recorder.finish();
+}
+
+/// Where a worker runs.
+#[derive(Debug, Clone, Copy)]
+enum Threading {
+    /// A task on the run's shared runtime (which has tokio's time driver).
+    Task,
+    /// Alone on its own thread and current-thread runtime; with tokio's time driver or
+    /// not (only the pacer's fallback needs it; everything else waits on timerfds).
+    OwnThread { time_driver: bool },
 }
 
 /// The worker's timer for back-off and timeouts, made on first use.

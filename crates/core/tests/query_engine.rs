@@ -174,8 +174,9 @@ struct Db {
     refuse_worker: Option<usize>,
     /// Ask for a thread per worker ([`QueryTarget::thread_per_worker`]).
     thread_per_worker: bool,
-    /// The name of the thread each `connect` ran on, in order.
-    connect_threads: Mutex<Vec<Option<String>>>,
+    /// The name of the thread each connect ran on, and whether it came through
+    /// `connect_on_own_thread`, in order.
+    connect_threads: Mutex<Vec<(Option<String>, bool)>>,
 }
 
 struct Target(Arc<Db>);
@@ -190,9 +191,27 @@ static NEXT_CONN: AtomicUsize = AtomicUsize::new(0);
 impl QueryTarget for Target {
     type Conn = Conn;
     async fn connect(&self, worker: usize) -> Result<Conn, SinkError> {
+        self.open(worker, false)
+    }
+
+    async fn connect_on_own_thread(&self, worker: usize) -> Result<Conn, SinkError> {
+        self.open(worker, true)
+    }
+
+    fn thread_per_worker(&self) -> bool {
+        self.0.thread_per_worker
+    }
+}
+
+impl Target {
+    fn open(&self, worker: usize, own_thread: bool) -> Result<Conn, SinkError> {
         self.0.connects.lock().unwrap().push(worker);
         let thread = std::thread::current().name().map(str::to_string);
-        self.0.connect_threads.lock().unwrap().push(thread);
+        self.0
+            .connect_threads
+            .lock()
+            .unwrap()
+            .push((thread, own_thread));
         if self.0.refuse_worker.is_some_and(|n| worker >= n) {
             return Err(SinkError::new(ErrorKind::Connection, "connection refused"));
         }
@@ -200,10 +219,6 @@ impl QueryTarget for Target {
             db: self.0.clone(),
             id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
         })
-    }
-
-    fn thread_per_worker(&self) -> bool {
-        self.0.thread_per_worker
     }
 }
 
@@ -1033,11 +1048,14 @@ async fn workers_on_their_own_threads_run_the_same_load() {
         assert_eq!(out.counters.requests, 1000, "workers {workers}");
         assert_eq!(db.queries.load(Ordering::SeqCst), 1000, "executed");
         // Setup and the loader connect from the caller's runtime, then each worker on its
-        // own thread.
+        // own thread, through connect_on_own_thread.
         let threads = db.connect_threads.lock().unwrap().clone();
-        let timed: Vec<String> = threads[threads.len() - workers..]
+        let (shared, timed) = threads.split_at(threads.len() - workers);
+        assert!(shared.iter().all(|(_, own)| !own), "{threads:?}");
+        assert!(timed.iter().all(|(_, own)| *own), "{threads:?}");
+        let timed: Vec<String> = timed
             .iter()
-            .map(|t| t.clone().unwrap_or_default())
+            .map(|(t, _)| t.clone().unwrap_or_default())
             .collect();
         let mut want: Vec<String> = (0..workers).map(|w| format!("tsload-query-{w}")).collect();
         let mut got = timed.clone();
@@ -1059,8 +1077,8 @@ async fn workers_on_their_own_threads_run_the_same_load() {
     assert_eq!(out.counters.errors.get(&ErrorKind::Timeout), Some(&1));
     let threads = db.connect_threads.lock().unwrap().clone();
     assert_eq!(
-        threads.last().cloned().flatten().as_deref(),
-        Some("tsload-query-0"),
+        threads.last().cloned(),
+        Some((Some("tsload-query-0".to_string()), true)),
         "{threads:?}"
     );
 }

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt as _;
-use tokio::net::TcpStream;
 use tsload_core::{ErrorKind, SinkError, Statement};
 use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
+use tsload_sql::socket::{Socket, Waiting};
 use tsload_sql::statement_cache::StatementCache;
 
 use crate::wire::{self, Malformed};
@@ -94,7 +94,7 @@ const STATEMENT_CACHE: usize = 256;
 /// One connection to a MySQL or MariaDB server.
 #[derive(Debug)]
 pub(crate) struct LeanConn {
-    stream: TcpStream,
+    stream: Socket,
     rbuf: ReadBuffer,
     /// The current packet's payload: in `rbuf` (`cur`), or joined from 16 MiB parts into
     /// `big` when `cur` is `None`; and its sequence number.
@@ -114,9 +114,19 @@ const SESSION: &str = "SET sql_mode=(SELECT CONCAT(@@sql_mode, ',PIPES_AS_CONCAT
 time_zone='+00:00',NAMES utf8mb4 COLLATE utf8mb4_unicode_ci;";
 
 impl LeanConn {
-    /// Connects, authenticates and sets the session, within `timeout` (zero: no limit).
-    pub(crate) async fn connect(opts: &LeanOptions, timeout: Duration) -> Result<Self, Lean> {
-        let connect = Self::connect_inner(opts);
+    /// How the socket waits for answers.
+    pub(crate) fn waiting(&self) -> Waiting {
+        self.stream.waiting()
+    }
+
+    /// Connects, authenticates and sets the session, within `timeout` (zero: no limit);
+    /// the socket waits as `waiting` says.
+    pub(crate) async fn connect(
+        opts: &LeanOptions,
+        timeout: Duration,
+        waiting: Waiting,
+    ) -> Result<Self, Lean> {
+        let connect = Self::connect_inner(opts, waiting);
         if timeout.is_zero() {
             return connect.await;
         }
@@ -141,18 +151,15 @@ impl LeanConn {
         }
     }
 
-    async fn connect_inner(opts: &LeanOptions) -> Result<Self, Lean> {
+    async fn connect_inner(opts: &LeanOptions, waiting: Waiting) -> Result<Self, Lean> {
         let failed = |kind: ErrorKind, why: String| {
             Lean::Failed(SinkError::new(
                 kind,
                 format!("cannot connect to {}: {why}", opts.label),
             ))
         };
-        let stream = TcpStream::connect((opts.host.as_str(), opts.port))
+        let stream = Socket::connect(&opts.host, opts.port, waiting)
             .await
-            .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
-        stream
-            .set_nodelay(true)
             .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
         let mut conn = LeanConn {
             stream,

@@ -66,6 +66,8 @@ pub fn is_non_transactional_engine(engine: &str) -> bool {
         .any(|e| e.eq_ignore_ascii_case(engine))
 }
 pub use query::{MysqlQueryConn, MysqlQueryTarget};
+/// How tsload's own read connection waits for answers ([`MysqlQueryConn::waiting`]).
+pub use tsload_sql::socket::Waiting;
 
 /// The column type of `ts`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -22,6 +22,7 @@ use sqlx::{Arguments as _, Connection as _, Either, Executor as _};
 use tsload_core::{
     ErrorKind, Param, QueryAck, QueryConn, QueryRequest, QueryTarget, SinkError, Statement,
 };
+use tsload_sql::socket::Waiting;
 
 use crate::error::sink_error;
 use crate::lean::{Lean, LeanConn, LeanOptions};
@@ -48,15 +49,28 @@ impl MysqlQueryTarget {
     }
 }
 
+impl MysqlQueryTarget {
+    async fn open(&self, waiting: Waiting) -> Result<MysqlQueryConn, SinkError> {
+        Ok(MysqlQueryConn {
+            conn: Some(open(&self.inner, self.lean.as_deref(), waiting).await?),
+            inner: self.inner.clone(),
+            lean: self.lean.clone(),
+            waiting,
+        })
+    }
+}
+
 impl QueryTarget for MysqlQueryTarget {
     type Conn = MysqlQueryConn;
 
     async fn connect(&self, _worker: usize) -> Result<MysqlQueryConn, SinkError> {
-        Ok(MysqlQueryConn {
-            conn: Some(open(&self.inner, self.lean.as_deref()).await?),
-            inner: self.inner.clone(),
-            lean: self.lean.clone(),
-        })
+        self.open(Waiting::Reactor).await
+    }
+
+    /// tsload's own connection blocks the worker's thread while it waits for an answer
+    /// ([`Waiting::Blocking`]).
+    async fn connect_on_own_thread(&self, _worker: usize) -> Result<MysqlQueryConn, SinkError> {
+        self.open(Waiting::Blocking).await
     }
 
     /// One socket per worker, shared with no other: each worker waits for its answers on
@@ -74,11 +88,15 @@ enum Conn {
     Sqlx(MySqlConnection),
 }
 
-/// Opens the lean connection when `lean` is given and the server takes it, sqlx's
-/// otherwise.
-async fn open(inner: &Inner, lean: Option<&LeanOptions>) -> Result<Conn, SinkError> {
+/// Opens the lean connection (waiting as `waiting` says) when `lean` is given and the
+/// server takes it, sqlx's otherwise.
+async fn open(
+    inner: &Inner,
+    lean: Option<&LeanOptions>,
+    waiting: Waiting,
+) -> Result<Conn, SinkError> {
     if let Some(options) = lean {
-        match LeanConn::connect(options, inner.cfg.connect_timeout).await {
+        match LeanConn::connect(options, inner.cfg.connect_timeout, waiting).await {
             Ok(conn) => return Ok(Conn::Lean(Box::new(conn))),
             Err(Lean::Failed(error)) => return Err(error),
             Err(Lean::Unsupported) => {}
@@ -95,6 +113,8 @@ pub struct MysqlQueryConn {
     inner: Arc<Inner>,
     /// Where the lean connection connects, when the URL allows it.
     lean: Option<Arc<LeanOptions>>,
+    /// How the lean connection waits, reopened too.
+    waiting: Waiting,
 }
 
 impl MysqlQueryConn {
@@ -107,6 +127,16 @@ impl MysqlQueryConn {
             None => "none",
         }
     }
+
+    /// How tsload's own connection waits for answers: blocking its thread where
+    /// [`QueryTarget::connect_on_own_thread`] opened it, on tokio's reactor otherwise;
+    /// `None` for sqlx's connection (always on the reactor) or none.
+    pub fn waiting(&self) -> Option<Waiting> {
+        match &self.conn {
+            Some(Conn::Lean(conn)) => Some(conn.waiting()),
+            _ => None,
+        }
+    }
 }
 
 impl QueryConn for MysqlQueryConn {
@@ -115,7 +145,7 @@ impl QueryConn for MysqlQueryConn {
             Some(conn) => conn,
             None => self
                 .conn
-                .insert(open(&self.inner, self.lean.as_deref()).await?),
+                .insert(open(&self.inner, self.lean.as_deref(), self.waiting).await?),
         };
         let result = match (conn, request.transaction) {
             (Conn::Sqlx(conn), true) => run_transaction(conn, request).await,

@@ -6,7 +6,7 @@
 //! testbed's plain URL) and on sqlx's (a URL option only sqlx speaks); and a user with a
 //! password logs in over tsload's `mysql_native_password`.
 
-use tsload_sink_mysql::{MysqlConfig, MysqlQueryTarget};
+use tsload_sink_mysql::{MysqlConfig, MysqlQueryTarget, Waiting};
 use tsload_testbed::ServerKind;
 use tsload_testbed::query_checks::SqlDialect;
 use tsload_testbed::sql_server_checks::{self as checks, SqlServer};
@@ -122,8 +122,13 @@ async fn connections_and_passwords() {
     let url = server.database_url().unwrap();
     let lean = target(url.clone()).connect(0).await.unwrap();
     assert_eq!(lean.connection_kind(), "tsload");
+    assert_eq!(lean.waiting(), Some(Waiting::Reactor));
+    let alone = target(url.clone()).connect_on_own_thread(0).await.unwrap();
+    assert_eq!(alone.connection_kind(), "tsload");
+    assert_eq!(alone.waiting(), Some(Waiting::Blocking));
     let sqlx = target(sqlx_url(&url)).connect(0).await.unwrap();
     assert_eq!(sqlx.connection_kind(), "sqlx");
+    assert_eq!(sqlx.waiting(), None);
 
     server
         .sql("CREATE USER 'pw'@'%' IDENTIFIED BY 's3cret-pw'; GRANT ALL ON tsload.* TO 'pw'@'%'")
@@ -181,4 +186,15 @@ async fn rows_over_16_mib_are_read_whole_on_both_connections() {
             assert_eq!((ack.rows, ack.statements), (7, 3), "{kind}, round {round}");
         }
     }
+}
+
+#[tokio::test]
+async fn on_its_own_thread_a_request_times_out_and_the_next_connection_works() {
+    checks::on_its_own_thread_a_request_times_out_and_the_next_connection_works(&MARIADB).await;
+}
+
+#[tokio::test]
+async fn sqlx_on_its_own_thread_a_request_times_out_and_the_next_connection_works() {
+    checks::on_its_own_thread_a_request_times_out_and_the_next_connection_works(&MARIADB_SQLX)
+        .await;
 }

@@ -15,9 +15,9 @@ use std::ops::Range;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tsload_core::{ErrorKind, SinkError, Statement};
 use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
+use tsload_sql::socket::{Socket, Waiting};
 use tsload_sql::statement_cache::StatementCache;
 
 use crate::error::kind_for_sqlstate;
@@ -122,7 +122,7 @@ const STATEMENT_CACHE: usize = 256;
 /// One connection to a PostgreSQL server.
 #[derive(Debug)]
 pub(crate) struct LeanConn {
-    stream: TcpStream,
+    stream: Socket,
     rbuf: ReadBuffer,
     /// The current message: its type and where its body is in `rbuf`.
     tag: u8,
@@ -137,11 +137,21 @@ pub(crate) struct LeanConn {
 }
 
 impl LeanConn {
-    /// Connects, authenticates and sets the session, within `timeout`.
-    pub(crate) async fn connect(opts: &LeanOptions, timeout: Duration) -> Result<Self, Lean> {
+    /// How the socket waits for answers.
+    pub(crate) fn waiting(&self) -> Waiting {
+        self.stream.waiting()
+    }
+
+    /// Connects, authenticates and sets the session, within `timeout`; the socket waits
+    /// as `waiting` says.
+    pub(crate) async fn connect(
+        opts: &LeanOptions,
+        timeout: Duration,
+        waiting: Waiting,
+    ) -> Result<Self, Lean> {
         // On the timer that needs no time driver: the query engine's per-worker runtimes
         // have none (see tsload_timer::ReactorTimer).
-        match tsload_timer::timeout(timeout, Self::connect_inner(opts)).await {
+        match tsload_timer::timeout(timeout, Self::connect_inner(opts, waiting)).await {
             Ok(Some(result)) => result,
             Err(e) => Err(Lean::Failed(SinkError::new(
                 ErrorKind::Connection,
@@ -161,18 +171,15 @@ impl LeanConn {
         }
     }
 
-    async fn connect_inner(opts: &LeanOptions) -> Result<Self, Lean> {
+    async fn connect_inner(opts: &LeanOptions, waiting: Waiting) -> Result<Self, Lean> {
         let failed = |kind: ErrorKind, why: String| {
             Lean::Failed(SinkError::new(
                 kind,
                 format!("cannot connect to PostgreSQL at {}: {why}", opts.target),
             ))
         };
-        let mut stream = TcpStream::connect((opts.host.as_str(), opts.port))
+        let mut stream = Socket::connect(&opts.host, opts.port, waiting)
             .await
-            .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
-        stream
-            .set_nodelay(true)
             .map_err(|e| failed(ErrorKind::Connection, e.to_string()))?;
         let mut out = Vec::new();
         if opts.ask_tls {

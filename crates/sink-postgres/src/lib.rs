@@ -59,6 +59,8 @@ pub use conn::PostgresConn;
 pub use error::redact_url;
 pub use kind::{KIND, PostgresKind};
 pub use query::{PostgresQueryConn, PostgresQueryTarget};
+/// How tsload's own read connection waits for answers ([`PostgresQueryConn::waiting`]).
+pub use tsload_sql::socket::Waiting;
 
 /// How tags are stored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -22,6 +22,7 @@ use sqlx::{Arguments as _, Connection as _, Either, Executor as _};
 use tsload_core::{
     ErrorKind, Param, QueryAck, QueryConn, QueryRequest, QueryTarget, SinkError, Statement,
 };
+use tsload_sql::socket::Waiting;
 
 use crate::error::{breaks_connection, describe, kind_of};
 use crate::lean::{Lean, LeanConn, LeanFailure, LeanOptions};
@@ -51,15 +52,28 @@ impl PostgresQueryTarget {
     }
 }
 
+impl PostgresQueryTarget {
+    async fn open(&self, waiting: Waiting) -> Result<PostgresQueryConn, SinkError> {
+        Ok(PostgresQueryConn {
+            conn: Some(open(&self.connector, self.lean.as_deref(), waiting).await?),
+            connector: self.connector.clone(),
+            lean: self.lean.clone(),
+            waiting,
+        })
+    }
+}
+
 impl QueryTarget for PostgresQueryTarget {
     type Conn = PostgresQueryConn;
 
     async fn connect(&self, _worker: usize) -> Result<PostgresQueryConn, SinkError> {
-        Ok(PostgresQueryConn {
-            conn: Some(open(&self.connector, self.lean.as_deref()).await?),
-            connector: self.connector.clone(),
-            lean: self.lean.clone(),
-        })
+        self.open(Waiting::Reactor).await
+    }
+
+    /// tsload's own connection blocks the worker's thread while it waits for an answer
+    /// ([`Waiting::Blocking`]).
+    async fn connect_on_own_thread(&self, _worker: usize) -> Result<PostgresQueryConn, SinkError> {
+        self.open(Waiting::Blocking).await
     }
 
     /// One socket per worker, shared with no other: each worker waits for its answers on
@@ -77,11 +91,15 @@ enum Conn {
     Sqlx(PgConnection),
 }
 
-/// Opens the lean connection when `lean` is given and the server takes it, sqlx's
-/// otherwise.
-async fn open(connector: &Connector, lean: Option<&LeanOptions>) -> Result<Conn, SinkError> {
+/// Opens the lean connection (waiting as `waiting` says) when `lean` is given and the
+/// server takes it, sqlx's otherwise.
+async fn open(
+    connector: &Connector,
+    lean: Option<&LeanOptions>,
+    waiting: Waiting,
+) -> Result<Conn, SinkError> {
     if let Some(options) = lean {
-        match LeanConn::connect(options, connector.timeout()).await {
+        match LeanConn::connect(options, connector.timeout(), waiting).await {
             Ok(conn) => return Ok(Conn::Lean(Box::new(conn))),
             Err(Lean::Failed(error)) => return Err(error),
             Err(Lean::Unsupported) => {}
@@ -97,6 +115,8 @@ pub struct PostgresQueryConn {
     conn: Option<Conn>,
     connector: Arc<Connector>,
     lean: Option<Arc<LeanOptions>>,
+    /// How the lean connection waits, reopened too.
+    waiting: Waiting,
 }
 
 impl PostgresQueryConn {
@@ -107,6 +127,16 @@ impl PostgresQueryConn {
             Some(Conn::Lean(_)) => "tsload",
             Some(Conn::Sqlx(_)) => "sqlx",
             None => "none",
+        }
+    }
+
+    /// How tsload's own connection waits for answers: blocking its thread where
+    /// [`QueryTarget::connect_on_own_thread`] opened it, on tokio's reactor otherwise;
+    /// `None` for sqlx's connection (always on the reactor) or none.
+    pub fn waiting(&self) -> Option<Waiting> {
+        match &self.conn {
+            Some(Conn::Lean(conn)) => Some(conn.waiting()),
+            _ => None,
         }
     }
 }
@@ -133,7 +163,7 @@ impl QueryConn for PostgresQueryConn {
             Some(conn) => conn,
             None => self
                 .conn
-                .insert(open(&self.connector, self.lean.as_deref()).await?),
+                .insert(open(&self.connector, self.lean.as_deref(), self.waiting).await?),
         };
         let result = match (conn, request.transaction) {
             (Conn::Sqlx(conn), true) => run_transaction(conn, request).await,

@@ -5,7 +5,7 @@
 //! says what PostgreSQL's differ in. Each runs twice: on tsload's own connection (the
 //! testbed's plain URL) and on sqlx's (a URL option only sqlx speaks).
 
-use tsload_sink_postgres::{PostgresConfig, PostgresQueryTarget};
+use tsload_sink_postgres::{PostgresConfig, PostgresQueryTarget, Waiting};
 use tsload_testbed::ServerKind;
 use tsload_testbed::query_checks::SqlDialect;
 use tsload_testbed::sql_server_checks::{self as checks, SqlServer};
@@ -121,6 +121,10 @@ async fn connections_and_session_settings() {
     let url = server.database_url().unwrap();
     let sqlx = target(sqlx_url(&url)).connect(0).await.unwrap();
     assert_eq!(sqlx.connection_kind(), "sqlx");
+    assert_eq!(sqlx.waiting(), None);
+    let alone = target(url.clone()).connect_on_own_thread(0).await.unwrap();
+    assert_eq!(alone.connection_kind(), "tsload");
+    assert_eq!(alone.waiting(), Some(Waiting::Blocking));
     let mut cfg = PostgresConfig::new(url);
     cfg.synchronous_commit = Some(SynchronousCommit::Off);
     let mut lean = PostgresQueryTarget::new(&cfg)
@@ -129,6 +133,7 @@ async fn connections_and_session_settings() {
         .await
         .unwrap();
     assert_eq!(lean.connection_kind(), "tsload");
+    assert_eq!(lean.waiting(), Some(Waiting::Reactor));
     for (setting, want) in [
         ("synchronous_commit", "off"),
         ("TimeZone", "UTC"),
@@ -144,4 +149,15 @@ async fn connections_and_session_settings() {
         let ack = lean.execute(&request).await.unwrap();
         assert_eq!(ack.rows, 1, "{setting} is {want}");
     }
+}
+
+#[tokio::test]
+async fn on_its_own_thread_a_request_times_out_and_the_next_connection_works() {
+    checks::on_its_own_thread_a_request_times_out_and_the_next_connection_works(&POSTGRES).await;
+}
+
+#[tokio::test]
+async fn sqlx_on_its_own_thread_a_request_times_out_and_the_next_connection_works() {
+    checks::on_its_own_thread_a_request_times_out_and_the_next_connection_works(&POSTGRES_SQLX)
+        .await;
 }

@@ -2,10 +2,11 @@
 //! says whether a retry may succeed, and its message), where each database supplies only
 //! the reading of its own server errors ([`ServerErrors`]); and the statement that records
 //! a batch in the exactly-once ledger ([`tsload_core::LEDGER_TABLE`]) and commits; and
-//! the read buffer and statement cache of the targets' own wire connections
-//! ([`read_buffer`], [`statement_cache`]).
+//! the read buffer, statement cache and socket of the targets' own wire connections
+//! ([`read_buffer`], [`statement_cache`], [`socket`]).
 
 pub mod read_buffer;
+pub mod socket;
 pub mod statement_cache;
 
 use sqlx::error::DatabaseError;

@@ -52,6 +52,7 @@ pub fn assert_rejected(err: &SinkError, label: &str, server: &str) {
 }
 
 /// What the checks need to know about one SQL database.
+#[derive(Clone, Copy)]
 pub struct SqlDialect {
     /// Whether bind parameters are numbered, `$1, $2, ...` (PostgreSQL), rather than `?`.
     pub numbered_placeholders: bool,

@@ -2,8 +2,10 @@
 //! sink crates: each starts a server, makes the target through a [`SqlServer`] that says
 //! what differs between databases, fills the table `t` of [`crate::query_checks`] through
 //! the target and runs checks on it, among them two connections that deadlock, a killed
-//! and restarted server, and a server that does not listen. A [`Server`] is their
-//! [`Outside`].
+//! and restarted server, a server that does not listen, and a worker alone on its thread
+//! whose request times out. A [`Server`] is their [`Outside`].
+
+use std::time::Duration;
 
 use tsload_core::{ErrorKind, Param, QueryConn, QueryTarget, Statement};
 
@@ -164,4 +166,48 @@ pub async fn unreachable_server_is_a_connection_error_without_the_password<T: Qu
     };
     assert_error(&err, ErrorKind::Connection, &[&format!("127.0.0.1:{port}")]);
     assert!(!err.message.contains("hunter2"), "{err}");
+}
+
+/// A worker's connection opened on its own thread ([`QueryTarget::connect_on_own_thread`])
+/// and used there on a runtime as the query engine gives it (current-thread; I/O only
+/// where [`tsload_timer::NEEDS_TIME_DRIVER`] is false): it reads every row and binds
+/// parameters as any connection does; a request (the 0.3 s sleep) still waiting when the
+/// worker's 20 ms timeout fires is cut off, which it is only if the connection's wait lets
+/// that timer be polled; and a connection opened again on that thread works.
+pub async fn on_its_own_thread_a_request_times_out_and_the_next_connection_works<T: QueryTarget>(
+    db: &SqlServer<T>,
+) {
+    let (_server, target, _conn) = start(db).await;
+    let sleep = db.sleep;
+    let dialect = db.dialect;
+    let worker = std::thread::spawn(move || {
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        builder.enable_io();
+        if tsload_timer::NEEDS_TIME_DRIVER {
+            builder.enable_time();
+        }
+        builder.build().unwrap().block_on(async move {
+            let mut conn = target.connect_on_own_thread(0).await.unwrap();
+            checks::select_reads_every_row(&mut conn).await;
+            checks::parameters_bind_int_float_and_text(&mut conn, &dialect).await;
+            let timed = tsload_timer::timeout(Duration::from_millis(20), conn.execute(&one(sleep)))
+                .await
+                .unwrap();
+            assert!(
+                timed.is_none(),
+                "`{sleep}` ended before the 20 ms timeout: {timed:?}"
+            );
+            // As the worker does after a timeout: a new connection.
+            drop(conn);
+            let mut conn = target.connect_on_own_thread(0).await.unwrap();
+            checks::select_reads_every_row(&mut conn).await;
+        });
+    });
+    // A panic on the worker's thread fails the test with its message.
+    if let Err(panic) = tokio::task::spawn_blocking(move || worker.join())
+        .await
+        .unwrap()
+    {
+        std::panic::resume_unwind(panic);
+    }
 }
