@@ -26,10 +26,11 @@ const USAGE: &str =
                  fresh servers, three
                  rounds, medians and ratios of rows/s and client CPU (default targets:
                  null, victoria-metrics, postgres, mariadb). --sysbench [mariadb]
-                 [postgres] [--kinds K,K] [--time S] [--rounds N] [--current BIN]:
-                 tsload's OLTP kinds against Debian's sysbench on one fresh server each,
-                 alternated, medians and ratios of TPS, p95/p99 and client user/system
-                 CPU per transaction
+                 [postgres] [--kinds K,K] [--time S] [--rounds N] [--current BIN]
+                 [--baseline BIN]: tsload's OLTP kinds against Debian's sysbench on one
+                 fresh server each, alternated, medians and ratios of TPS, p95/p99 and
+                 client user/system CPU per transaction (and against a baseline tsload
+                 build in the same rounds, when given)
   serve <victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)

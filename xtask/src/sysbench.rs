@@ -36,11 +36,13 @@ struct Figures {
     sys_us: f64,
 }
 
-/// Options: `[--current BIN] [--time SECONDS] [--rounds N] [mariadb|postgres]...
-/// [--kinds K,K...]`.
+/// Options: `[--current BIN] [--baseline BIN] [--time SECONDS] [--rounds N]
+/// [mariadb|postgres]... [--kinds K,K...]`. With `--baseline`, a second tsload build runs
+/// in each round too (the three in turn), and each kind's line adds current vs baseline.
 pub fn bench(args: &[&String]) -> anyhow::Result<()> {
     use tsload_testbed::{Server, ServerKind};
     let mut current: Option<String> = None;
+    let mut baseline: Option<String> = None;
     let mut seconds: u32 = 8;
     let mut rounds: usize = 3;
     let mut kinds: Vec<String> = KINDS.iter().map(|k| k.to_string()).collect();
@@ -54,6 +56,7 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
         };
         match arg.as_str() {
             "--current" => current = Some(value("the path of a tsload binary")?),
+            "--baseline" => baseline = Some(value("the path of a tsload binary")?),
             "--time" => {
                 seconds = value("seconds")?
                     .parse()
@@ -77,7 +80,8 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
             "postgres" => servers.push(ServerKind::Postgres),
             other => bail!(
                 "bench-targets --sysbench: unknown argument {other}; allowed: mariadb, \
-                 postgres, --current BIN, --time SECONDS, --rounds N, --kinds K,K"
+                 postgres, --current BIN, --baseline BIN, --time SECONDS, --rounds N, \
+                 --kinds K,K"
             ),
         }
     }
@@ -103,22 +107,25 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
         tsload_run(&tsload, &db, "oltp_point_select", None, &dir, true)
             .with_context(|| format!("preparing sbtest1 on {kind}"))?;
         for oltp in &kinds {
-            // [sysbench, tsload] per round.
-            let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+            // [sysbench, tsload, baseline tsload] per round, each round starting one
+            // further along.
+            let tools = if baseline.is_some() { 3 } else { 2 };
+            let mut figures: [Vec<Figures>; 3] = [Vec::new(), Vec::new(), Vec::new()];
             for round in 0..rounds {
-                let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-                for tool in order {
-                    let f = if tool == 0 {
-                        sysbench_run(&db, oltp, seconds)
-                    } else {
-                        tsload_run(&tsload, &db, oltp, Some(seconds), &dir, false)
+                for step in 0..tools {
+                    let tool = (round + step) % tools;
+                    let f = match (tool, &baseline) {
+                        (0, _) => sysbench_run(&db, oltp, seconds),
+                        (1, _) => tsload_run(&tsload, &db, oltp, Some(seconds), &dir, false),
+                        (_, Some(base)) => tsload_run(base, &db, oltp, Some(seconds), &dir, false),
+                        (_, None) => unreachable!("two tools without a baseline"),
                     }
                     .with_context(|| format!("{oltp} on {kind}:\n{}", server.log_tail()))?;
                     eprintln!(
                         "   {kind} {oltp} round {} {}: {:.0} TPS, p95 {:.2} ms, p99 {:.2} ms, \
                          user {:.1} us + sys {:.1} us per tx",
                         round + 1,
-                        ["sysbench", "tsload"][tool],
+                        ["sysbench", "tsload", "baseline"][tool],
                         f.tps,
                         f.p95_ms,
                         f.p99_ms,
@@ -128,11 +135,29 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
                     figures[tool].push(f);
                 }
             }
-            let [s, t] = [median(&figures[0]), median(&figures[1])];
+            let [s, t, b] = [
+                median(&figures[0]),
+                median(&figures[1]),
+                median(&figures[2]),
+            ];
+            let vs_baseline = if baseline.is_some() {
+                format!(
+                    " | vs baseline: TPS {:.0} ({:.2}), user {:.1} us/tx ({:.2}), sys {:.1} \
+                     us/tx ({:.2})",
+                    b.tps,
+                    ratio(t.tps, b.tps),
+                    b.user_us,
+                    ratio(t.user_us, b.user_us),
+                    b.sys_us,
+                    ratio(t.sys_us, b.sys_us),
+                )
+            } else {
+                String::new()
+            };
             table.push(format!(
                 "   {:<9} {oltp:<17} TPS {:>8.0} vs {:>8.0} ({:.2}) | p95 {:>6.2} vs {:>6.2} ms | \
                  p99 {:>6.2} vs {:>6.2} ms | user {:>6.1} vs {:>6.1} us/tx ({:.2}) | \
-                 sys {:>6.1} vs {:>6.1} us/tx ({:.2})",
+                 sys {:>6.1} vs {:>6.1} us/tx ({:.2}){vs_baseline}",
                 db.name,
                 t.tps,
                 s.tps,
