@@ -284,6 +284,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         How::Skip("benchmarks against sysbench, minutes"),
     ),
     (
+        "cargo xtask bench-targets --sysbench mariadb postgres --rounds 5 --time 8",
+        How::Skip("benchmarks against sysbench, 10 minutes and more"),
+    ),
+    (
         "cargo bench -p tsload-benches --bench own_sink",
         How::Skip("a criterion benchmark, minutes"),
     ),
