@@ -389,6 +389,31 @@ impl Lab {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
     }
 
+    /// iputils `ping -f -q -c COUNT -W 1` from the left namespace to the right end, its
+    /// output.
+    fn ping_flood(&self, count: &str) -> String {
+        let right = self.right();
+        ok(
+            run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    self.ns(),
+                    "ping",
+                    "-f",
+                    "-q",
+                    "-c",
+                    count,
+                    "-W",
+                    "1",
+                    &right,
+                ],
+            ),
+            "ping -f",
+        )
+    }
+
     /// A TCP listener in the right namespace that accepts and reads everything, reporting
     /// (bytes, seconds from the first byte to the end) of each connection.
     fn listener(&self) -> (SocketAddr, std::sync::mpsc::Receiver<(u64, f64)>) {
@@ -738,27 +763,7 @@ fn vm_loss_is_within_binomial_bounds() {
     assert_eq!(f(&r, &["transmitted"]), n);
     assert_eq!(lost, dropped, "tsload's lost count against netem's drops");
     assert!((lo..=hi).contains(&lost), "lost {lost} of {n} at {p}");
-    let (out, dropped) = lab.drops_during(|| {
-        ok(
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    lab.ns(),
-                    "ping",
-                    "-f",
-                    "-q",
-                    "-c",
-                    "500",
-                    "-W",
-                    "1",
-                    &right,
-                ],
-            ),
-            "ping -f",
-        )
-    });
+    let (out, dropped) = lab.drops_during(|| lab.ping_flood("500"));
     let ping = parse_ping(&out);
     let lost = ping.transmitted - ping.received;
     println!("loss 20%: ping -f lost {lost} of {n} (netem dropped {dropped})");
@@ -845,25 +850,7 @@ fn vm_flood_probe_agrees_with_iputils_ping() {
     let right = lab.right();
     let flood = |count: &str| -> (Ping, Ping, f64) {
         let r = lab.probe(&["icmp", &right, "--flood", "-c", count, "--timeout", "1s"]);
-        let out = ok(
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    lab.ns(),
-                    "ping",
-                    "-f",
-                    "-q",
-                    "-c",
-                    count,
-                    "-W",
-                    "1",
-                    &right,
-                ],
-            ),
-            "ping -f",
-        );
+        let out = lab.ping_flood(count);
         let mine = Ping {
             transmitted: f(&r, &["transmitted"]),
             received: f(&r, &["received"]),
