@@ -6,9 +6,10 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 
 mod sysbench;
+mod timescaledb;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|container-base|fmt>
+    "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|timescaledb|container-base|fmt>
   test [--repeat N] [--timeout MINUTES]
                  install what the tests need, then fmt check, clippy, and every test
                  (N rounds, each killed and failed past MINUTES, default 60)
@@ -31,7 +32,7 @@ const USAGE: &str =
                  fresh server each, alternated, medians and ratios of TPS, p95/p99 and
                  client user/system CPU per transaction (and against a baseline tsload
                  build in the same rounds, when given)
-  serve <victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse>
+  serve <victoria-metrics|influxdb|questdb|postgres|timescaledb|mariadb|prometheus|clickhouse>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)
   k8s-simulate [--env NAME=VALUE]... [--dir DIR]
@@ -39,6 +40,9 @@ const USAGE: &str =
                  processes (the pods' environment, args and volumes as Kubernetes gives
                  them; volumes under DIR), into a testbed VictoriaMetrics started here
                  unless --env TSLOAD_TARGET=URL names another target
+  timescaledb    build TimescaleDB (Apache-2.0 edition) from ../shared/vendor or
+                 $TSLOAD_TIMESCALEDB_SOURCE into PostgreSQL 15, unless installed
+                 (`test` does this too)
   container-base make the local Debian image the container test builds the Dockerfile's
                  runtime stage on (debootstrap from apt's mirror; `test` does this too)
   fmt            format the workspace";
@@ -56,6 +60,12 @@ fn main() -> anyhow::Result<()> {
             ensure_container_base()
         }
         Some("fmt") => run("cargo", &["fmt", "--all"]),
+        Some("timescaledb") => {
+            if !timescaledb::ensure()? {
+                bail!("no TimescaleDB source: see above");
+            }
+            Ok(())
+        }
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);
@@ -478,6 +488,13 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     ensure_maven_artifacts()?;
     ensure_kubernetes_validate()?;
     ensure_container_base()?;
+    // False (said loudly) where there is no TimescaleDB source: its tests are skipped by
+    // name in every round below.
+    let skip: &[&str] = if timescaledb::ensure()? {
+        &[]
+    } else {
+        &["--skip", timescaledb::TEST_FILTER]
+    };
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",
@@ -504,6 +521,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     // Every test binary runs even after one fails, so a round reports all its failures.
     let mut test_args = vec!["test", "--workspace", "--all-targets", "--no-fail-fast"];
     test_args.extend(extra.iter().copied());
+    let test_args = with_test_filters(test_args, skip);
     let mut total = Counts::default();
     for round in 1..=repeat {
         let started = std::time::Instant::now();
@@ -512,7 +530,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         counts.add(run_tests(&["test", "--workspace", "--doc"], timeout)?);
         // The lean build's scenario checks: TDengine is refused at validation, by name.
         counts.add(run_tests(
-            &[&["test"], &lean[..], &["--bin", "tsload"]].concat(),
+            &with_test_filters([&["test"], &lean[..], &["--bin", "tsload"]].concat(), skip),
             timeout,
         )?);
         if repeat > 1 {
@@ -535,6 +553,18 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         bail!("no test ran");
     }
     Ok(())
+}
+
+/// `args` (a `cargo test` command line) with libtest's `filters` after its `--`.
+fn with_test_filters<'a>(mut args: Vec<&'a str>, filters: &[&'a str]) -> Vec<&'a str> {
+    if filters.is_empty() {
+        return args;
+    }
+    if !args.contains(&"--") {
+        args.push("--");
+    }
+    args.extend(filters);
+    args
 }
 
 /// What a cold `cargo xtask test` writes, in GiB, measured from a fresh clone: the build
@@ -704,7 +734,7 @@ fn serve(args: &[String]) -> anyhow::Result<()> {
     let [name] = args else {
         bail!(
             "usage: cargo xtask serve \
-             <victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse>"
+             <victoria-metrics|influxdb|questdb|postgres|timescaledb|mariadb|prometheus|clickhouse>"
         );
     };
     let kind = server_kind(name)?;
@@ -728,12 +758,13 @@ fn server_kind(name: &str) -> anyhow::Result<tsload_testbed::ServerKind> {
         "influxdb" => ServerKind::InfluxDb1,
         "questdb" => ServerKind::QuestDb,
         "postgres" => ServerKind::Postgres,
+        "timescaledb" => ServerKind::TimescaleDb,
         "mariadb" => ServerKind::MariaDb,
         "prometheus" => ServerKind::Prometheus,
         "clickhouse" => ServerKind::ClickHouse,
         other => bail!(
             "unknown server {other}; allowed: victoria-metrics, influxdb, questdb, postgres, \
-             mariadb, prometheus, clickhouse"
+             timescaledb, mariadb, prometheus, clickhouse"
         ),
     })
 }
@@ -837,8 +868,8 @@ fn bench_sets(server: Option<&tsload_testbed::Server>) -> anyhow::Result<Vec<Str
     };
     let kind = server.kind();
     match kind {
-        ServerKind::Postgres | ServerKind::MariaDb => {
-            let target = if kind == ServerKind::Postgres {
+        ServerKind::Postgres | ServerKind::TimescaleDb | ServerKind::MariaDb => {
+            let target = if kind.is_postgres() {
                 "postgres"
             } else {
                 "mysql"
@@ -848,6 +879,11 @@ fn bench_sets(server: Option<&tsload_testbed::Server>) -> anyhow::Result<Vec<Str
             sets.push(format!("target.url=\"{url}\""));
             sets.push("target.drop_existing=true".into());
             sets.push("workload.end=\"2016-01-01T06:00:00Z\"".into());
+            if kind == ServerKind::TimescaleDb {
+                // TSBS's TimescaleDB layout: hypertables of 12 h chunks, a shared tags table.
+                sets.push("target.hypertable=true".into());
+                sets.push("target.layout=\"tags\"".into());
+            }
         }
         ServerKind::Prometheus => {
             // Prometheus as installed takes each series in time order only: one worker.

@@ -19,8 +19,8 @@ use crate::encode::{
     self, ArrayWriter, COPY_BINARY_HEADER, COPY_BINARY_TRAILER, Cell, PgType, Value,
 };
 use crate::error::{breaks_connection, describe, kind_of};
-use crate::sql::{self, ColumnDef, TagSlotColumn};
-use crate::{Connector, CopyFormat, InsertMethod, Layout, PostgresConfig};
+use crate::sql::{self, ColumnDef, TagPlacement, TagSlotColumn};
+use crate::{Connector, CopyFormat, InsertMethod, PostgresConfig};
 
 /// Distinct partial-chunk INSERTs kept per table. Batches of one size need one; a run whose
 /// row counts vary more just rebuilds the odd statement.
@@ -42,13 +42,13 @@ pub struct PostgresConn {
 /// Everything but the connection, so a write can borrow both at once.
 #[derive(Debug)]
 struct Writer {
-    layout: Layout,
     method: InsertMethod,
     format: CopyFormat,
     tables: Vec<TableState>,
     devices: Devices,
-    /// Wide layout: for every row of the batch being written (tables one after the other),
-    /// the dense index of its device in `devices`. Reused between batches.
+    /// For every row of the batch being written (tables one after the other), the dense
+    /// index of its device in `devices` (0 in tables without tag columns of their own).
+    /// Reused between batches.
     row_dev: Vec<u32>,
     /// COPY data, or the UNNEST arrays end to end. Reused between batches.
     buf: Vec<u8>,
@@ -66,11 +66,12 @@ struct Writer {
 struct TableState {
     /// The table name, quoted, for messages.
     label: String,
-    /// Columns of a row: ts, tags or tags_id, fields.
+    /// Columns of a row: ts, tags_id (tags layout), the table's own tags, fields.
     columns: Vec<ColumnDef>,
     /// Tags layout: the second column is `tags_id`, the device number.
     tags_id: bool,
-    /// Wide layout: tag slot, wire type and name of each tag column, in column order.
+    /// Tag slot, wire type and name of each tag column of the table itself (wide: every
+    /// tag; tags layout: those not in the shared `tags` table), in column order.
     tag_cols: Vec<(usize, PgType, String)>,
     /// Wire type and name of each field column.
     fields: Vec<(PgType, String)>,
@@ -87,8 +88,8 @@ struct TableState {
     full: String,
     /// INSERTs for partial chunks, by row count.
     tails: HashMap<usize, String>,
-    /// COPY, wide layout: the encoded tag columns of each device (by dense index), in this
-    /// table's order and the configured format, end to end.
+    /// COPY: the encoded tag columns of each device (by dense index), in this table's
+    /// order and the configured format, end to end.
     tag_bytes: Vec<u8>,
     /// `tag_spans[dense]` is that device's range in `tag_bytes` (start `u32::MAX`: not yet).
     tag_spans: Vec<(u32, u32)>,
@@ -280,24 +281,21 @@ impl PostgresConn {
         connector: Arc<Connector>,
         cfg: &PostgresConfig,
         schema: Arc<Schema>,
+        placement: &TagPlacement,
         slots: Vec<TagSlotColumn>,
     ) -> Self {
         let tables: Vec<TableState> = schema
             .tables
             .iter()
             .map(|t| {
-                let columns = sql::table_columns(t, cfg.layout);
-                let tag_cols = match cfg.layout {
-                    Layout::Wide => t
-                        .tags
-                        .iter()
-                        .map(|tag| (tag.slot, PgType::of(tag.data_type), tag.name.clone()))
-                        .collect(),
-                    Layout::TagsTable => Vec::new(),
-                };
+                let columns = sql::table_columns(t, placement);
+                let tag_cols = placement
+                    .own_tags(t)
+                    .map(|tag| (tag.slot, PgType::of(tag.data_type), tag.name.clone()))
+                    .collect();
                 TableState {
                     label: sql::quote_ident(&t.name),
-                    tags_id: cfg.layout == Layout::TagsTable,
+                    tags_id: placement.has_tags_id(),
                     tag_cols,
                     fields: t
                         .fields
@@ -324,7 +322,7 @@ impl PostgresConn {
             .max()
             .unwrap_or(0)
             .max(schema.tag_slots);
-        let tags = (cfg.layout == Layout::TagsTable).then(|| TagsTable {
+        let tags = placement.has_tags_id().then(|| TagsTable {
             insert_sql: sql::insert_tags(&slots),
             slots: slots
                 .into_iter()
@@ -340,7 +338,6 @@ impl PostgresConn {
             ledger: (cfg.delivery == Delivery::ExactlyOnce).then_some(cfg.run_id),
             in_transaction: false,
             state: Writer {
-                layout: cfg.layout,
                 method: cfg.method,
                 format: cfg.copy_format,
                 tables,
@@ -379,18 +376,15 @@ impl Writer {
             })
     }
 
-    /// Looks up every row's device (wide) or the devices without a tags row yet (tags
-    /// layout), encodes new devices' COPY tag columns and builds the INSERTs the batch
-    /// needs, so that sending only borrows.
+    /// Looks up the device of every row of a table with tag columns of its own, and (tags
+    /// layout) the devices without a tags row yet, encodes new devices' COPY tag columns
+    /// and builds the INSERTs the batch needs, so that sending only borrows.
     fn resolve(&mut self, batch: &Batch) -> Result<(), SinkError> {
         self.row_dev.clear();
         let copy = self.method == InsertMethod::Copy;
         for (t, tb) in self.tables.iter_mut().zip(&batch.tables) {
             if self.method == InsertMethod::Insert && tb.rows() > 0 {
                 t.ensure_inserts(tb.rows());
-            }
-            if self.layout != Layout::Wide {
-                continue;
             }
             if t.tag_cols.is_empty() {
                 self.row_dev.resize(self.row_dev.len() + tb.rows(), 0);
@@ -496,11 +490,7 @@ impl Writer {
             if rows == 0 {
                 continue;
             }
-            let row_dev = if self.layout == Layout::Wide {
-                first_row..first_row + rows
-            } else {
-                0..0
-            };
+            let row_dev = first_row..first_row + rows;
             first_row += rows;
             bytes += match self.method {
                 InsertMethod::Copy => self.copy_table(conn, i, tb, row_dev).await?,
@@ -620,30 +610,26 @@ impl Writer {
         a.finish(buf);
         self.arrays.push(at..buf.len());
 
-        match self.layout {
-            Layout::Wide => {
-                for (slot, ty, name) in &t.tag_cols {
-                    let at = buf.len();
-                    let mut a = ArrayWriter::begin(buf, *ty, rows)?;
-                    for (row, &dense) in row_dev.iter().enumerate() {
-                        let cell = Cell::of_tag(&self.devices.of(dense)[*slot]);
-                        let value = encode::convert(cell, *ty)
-                            .map_err(|e| tag_error(&t.label, name, tb.device[row], &e))?;
-                        a.push(buf, &value)?;
-                    }
-                    a.finish(buf);
-                    self.arrays.push(at..buf.len());
-                }
+        if t.tags_id {
+            let at = buf.len();
+            let mut a = ArrayWriter::begin(buf, PgType::Int8, rows)?;
+            for &device in &tb.device {
+                a.push(buf, &Value::Int8(i64::from(device)))?;
             }
-            Layout::TagsTable => {
-                let at = buf.len();
-                let mut a = ArrayWriter::begin(buf, PgType::Int8, rows)?;
-                for &device in &tb.device {
-                    a.push(buf, &Value::Int8(i64::from(device)))?;
-                }
-                a.finish(buf);
-                self.arrays.push(at..buf.len());
+            a.finish(buf);
+            self.arrays.push(at..buf.len());
+        }
+        for (slot, ty, name) in &t.tag_cols {
+            let at = buf.len();
+            let mut a = ArrayWriter::begin(buf, *ty, rows)?;
+            for (row, &dense) in row_dev.iter().enumerate() {
+                let cell = Cell::of_tag(&self.devices.of(dense)[*slot]);
+                let value = encode::convert(cell, *ty)
+                    .map_err(|e| tag_error(&t.label, name, tb.device[row], &e))?;
+                a.push(buf, &value)?;
             }
+            a.finish(buf);
+            self.arrays.push(at..buf.len());
         }
 
         for (col, (column, (ty, _))) in tb.columns.iter().zip(&t.fields).enumerate() {
@@ -745,7 +731,7 @@ where
         .map_err(|e| SinkError::new(ErrorKind::Rejected, format!("table {table}: {e}")))
 }
 
-/// Binds row `row` of `tb` (ts, tags or tags_id, fields); returns its payload bytes.
+/// Binds row `row` of `tb` (ts, tags_id, own tags, fields); returns its payload bytes.
 fn bind_row(
     args: &mut PgArguments,
     t: &TableState,
@@ -789,7 +775,7 @@ fn binary_len(value: &Value<'_>) -> u64 {
     }
 }
 
-/// Rows of `tb` in COPY's text format: `ts \t <tags or tags_id> \t <fields> \n`.
+/// Rows of `tb` in COPY's text format: `ts [\t tags_id] [\t <own tags>] \t <fields> \n`.
 fn encode_copy_text(
     buf: &mut Vec<u8>,
     t: &TableState,
@@ -802,7 +788,8 @@ fn encode_copy_text(
         if tags_id {
             buf.push(b'\t');
             buf.extend_from_slice(itoa::Buffer::new().format(tb.device[row]).as_bytes());
-        } else if !t.tag_cols.is_empty()
+        }
+        if !t.tag_cols.is_empty()
             && let Some(&dense) = row_dev.get(row)
         {
             buf.extend_from_slice(t.tag_section(dense));
@@ -840,7 +827,8 @@ fn encode_copy_binary(
         if tags_id {
             buf.extend_from_slice(&8i32.to_be_bytes());
             buf.extend_from_slice(&i64::from(tb.device[row]).to_be_bytes());
-        } else if !t.tag_cols.is_empty()
+        }
+        if !t.tag_cols.is_empty()
             && let Some(&dense) = row_dev.get(row)
         {
             buf.extend_from_slice(t.tag_section(dense));

@@ -5,8 +5,11 @@
 //! - [`Layout::Wide`] (default): `("ts" timestamptz NOT NULL, <tags>, <fields>)`, each row
 //!   carrying its device's tag values.
 //! - [`Layout::TagsTable`], as TSBS loads TimescaleDB: one shared `"tags"` table
-//!   `("id" bigint PRIMARY KEY, <one column per tag slot>)` and measurement tables
-//!   `("ts" timestamptz NOT NULL, "tags_id" bigint NOT NULL, <fields>)`. A device's tags row
+//!   `("id" bigint PRIMARY KEY, <one column per tag slot every table has>)` and measurement
+//!   tables `("ts" timestamptz NOT NULL, "tags_id" bigint NOT NULL, <own tags>, <fields>)`,
+//!   where a table's own tags are those not every table has (devops' `interface` of `net`,
+//!   `port` and `server` of `nginx` and of `redis`; TSBS keeps them in a per-row JSON
+//!   column `additional_tags`). A device's tags row
 //!   has `id` = the device number: deterministic, so every connection agrees on it without
 //!   asking the server (no `RETURNING` round trip, no id lookup), and two connections that
 //!   meet the same device insert the same row (`ON CONFLICT ("id") DO NOTHING`), so there
@@ -399,15 +402,20 @@ impl PostgresSink {
     }
 
     /// Fails with [`ErrorKind::Schema`] when the schema cannot be laid out as configured;
-    /// returns the `tags` table's columns (tags layout).
-    fn check(&self, schema: &Schema) -> Result<Vec<sql::TagSlotColumn>, SinkError> {
+    /// returns where the tags go and the `tags` table's columns (tags layout).
+    fn check(
+        &self,
+        schema: &Schema,
+    ) -> Result<(sql::TagPlacement, Vec<sql::TagSlotColumn>), SinkError> {
+        let placement = sql::TagPlacement::of(self.cfg.layout, &schema.tables);
         for table in &schema.tables {
-            sql::check_table(table, self.cfg.layout)?;
+            sql::check_table(table, &placement)?;
         }
-        match self.cfg.layout {
-            Layout::Wide => Ok(Vec::new()),
-            Layout::TagsTable => sql::tag_slot_columns(&schema.tables),
-        }
+        let slots = match &placement {
+            sql::TagPlacement::Wide => Vec::new(),
+            sql::TagPlacement::TagsTable(shared) => sql::tag_slot_columns(&schema.tables, shared)?,
+        };
+        Ok((placement, slots))
     }
 
     /// Creates the TimescaleDB extension, or says precisely why it cannot.
@@ -510,7 +518,7 @@ impl Sink for PostgresSink {
     type Conn = PostgresConn;
 
     async fn prepare(&self, schema: &Arc<Schema>) -> Result<(), SinkError> {
-        let slots = self.check(schema)?;
+        let (placement, slots) = self.check(schema)?;
         let mut conn = self.connector.open().await?;
         if self.cfg.connections > 0 {
             check_connection_limit(&mut conn, self.cfg.connections).await?;
@@ -535,12 +543,7 @@ impl Sink for PostgresSink {
                 ddl(&mut conn, &sql::drop_table(&table.name), &context).await?;
             }
             let context = format!("creating table {name}");
-            ddl(
-                &mut conn,
-                &sql::create_table(table, self.cfg.layout),
-                &context,
-            )
-            .await?;
+            ddl(&mut conn, &sql::create_table(table, &placement), &context).await?;
             if self.cfg.hypertable {
                 let text = sql::create_hypertable(&table.name, self.cfg.chunk_time_interval);
                 let context = format!("making table {name} a hypertable");
@@ -548,12 +551,7 @@ impl Sink for PostgresSink {
             }
             if self.cfg.create_index {
                 let context = format!("creating the index of table {name}");
-                ddl(
-                    &mut conn,
-                    &sql::create_index(table, self.cfg.layout),
-                    &context,
-                )
-                .await?;
+                ddl(&mut conn, &sql::create_index(table, &placement), &context).await?;
             }
         }
         if self.cfg.delivery == Delivery::ExactlyOnce {
@@ -622,13 +620,14 @@ impl Sink for PostgresSink {
         schema: &Arc<Schema>,
         _worker: usize,
     ) -> Result<PostgresConn, SinkError> {
-        let slots = self.check(schema)?;
+        let (placement, slots) = self.check(schema)?;
         let conn = self.connector.open().await?;
         Ok(PostgresConn::new(
             conn,
             self.connector.clone(),
             &self.cfg,
             schema.clone(),
+            &placement,
             slots,
         ))
     }

@@ -3,10 +3,12 @@
 //! indexes, TimescaleDB hypertables) and the statements of the three insert methods
 //! (COPY, multi-row INSERT chunked under the bind-parameter limit, INSERT ... UNNEST).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use tsload_core::{ColumnClash, DataType, ErrorKind, SinkError, TableSchema, find_column_clash};
+use tsload_core::{
+    ColumnClash, DataType, ErrorKind, SinkError, TableSchema, TagDef, find_column_clash,
+};
 
 use crate::encode::PgType;
 use crate::{CopyFormat, Layout};
@@ -118,19 +120,65 @@ impl ColumnDef {
     }
 }
 
-/// The columns of a measurement table, in row order: `ts`, then the tag columns (wide) or
-/// `tags_id` (tags layout), then the fields.
-pub(crate) fn table_columns(table: &TableSchema, layout: Layout) -> Vec<ColumnDef> {
-    let mut cols = vec![ColumnDef::ts()];
-    match layout {
-        Layout::Wide => cols.extend(
-            table
-                .tags
-                .iter()
-                .map(|t| ColumnDef::of(&t.name, t.data_type)),
-        ),
-        Layout::TagsTable => cols.push(ColumnDef::bigint(TAGS_ID_COLUMN)),
+/// Where a layout keeps a table's tags.
+///
+/// Wide: every tag is a column of its table. Tags layout (TSBS's for TimescaleDB): the
+/// tags every table has, the device's identity (TSBS's "common tags": hostname, region,
+/// ...), are columns of the shared `tags` table that rows refer to by `tags_id`; a tag only
+/// some tables have (devops' `interface` of `net`, `port` of `nginx` and of `redis`) is a
+/// column of those tables, where TSBS keeps it in a per-row JSON `additional_tags`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TagPlacement {
+    Wide,
+    /// The slots of the shared `tags` table.
+    TagsTable(BTreeSet<usize>),
+}
+
+impl TagPlacement {
+    /// The placement `layout` gives the tables of one schema.
+    pub(crate) fn of(layout: Layout, tables: &[TableSchema]) -> TagPlacement {
+        match layout {
+            Layout::Wide => TagPlacement::Wide,
+            Layout::TagsTable => {
+                let mut tables = tables.iter();
+                let mut shared: BTreeSet<usize> = tables
+                    .next()
+                    .map(|t| t.tags.iter().map(|tag| tag.slot).collect())
+                    .unwrap_or_default();
+                for t in tables {
+                    shared.retain(|slot| t.tags.iter().any(|tag| tag.slot == *slot));
+                }
+                TagPlacement::TagsTable(shared)
+            }
+        }
     }
+
+    /// Whether rows carry `tags_id`.
+    pub(crate) fn has_tags_id(&self) -> bool {
+        matches!(self, TagPlacement::TagsTable(_))
+    }
+
+    /// The tags of `table` that are columns of the table itself, in the table's order.
+    pub(crate) fn own_tags<'t>(&self, table: &'t TableSchema) -> impl Iterator<Item = &'t TagDef> {
+        table.tags.iter().filter(move |t| match self {
+            TagPlacement::Wide => true,
+            TagPlacement::TagsTable(shared) => !shared.contains(&t.slot),
+        })
+    }
+}
+
+/// The columns of a measurement table, in row order: `ts`, `tags_id` (tags layout), the
+/// table's own tag columns (wide: every tag), then the fields.
+pub(crate) fn table_columns(table: &TableSchema, placement: &TagPlacement) -> Vec<ColumnDef> {
+    let mut cols = vec![ColumnDef::ts()];
+    if placement.has_tags_id() {
+        cols.push(ColumnDef::bigint(TAGS_ID_COLUMN));
+    }
+    cols.extend(
+        placement
+            .own_tags(table)
+            .map(|t| ColumnDef::of(&t.name, t.data_type)),
+    );
     cols.extend(
         table
             .fields
@@ -147,14 +195,17 @@ pub(crate) struct TagSlotColumn {
     pub(crate) column: ColumnDef,
 }
 
-/// The tag columns of the shared `tags` table: one per tag slot any table uses, in slot
-/// order, named after the tag. The same slot must have the same name in every table (it is
-/// the same value of the device); string types merge to the longest, other types must
-/// agree. Two slots may not share a name.
-pub(crate) fn tag_slot_columns(tables: &[TableSchema]) -> Result<Vec<TagSlotColumn>, SinkError> {
+/// The tag columns of the shared `tags` table: one per slot of `shared` (the slots every
+/// table has, [`TagPlacement::of`]), in slot order, named after the tag. The same slot
+/// must have the same name in every table (it is the same value of the device); string
+/// types merge to the longest, other types must agree. Two slots may not share a name.
+pub(crate) fn tag_slot_columns(
+    tables: &[TableSchema],
+    shared: &BTreeSet<usize>,
+) -> Result<Vec<TagSlotColumn>, SinkError> {
     let mut slots: BTreeMap<usize, (&str, DataType, &str)> = BTreeMap::new();
     for table in tables {
-        for tag in &table.tags {
+        for tag in table.tags.iter().filter(|t| shared.contains(&t.slot)) {
             let Some((name, ty, first_table)) = slots.get_mut(&tag.slot) else {
                 slots.insert(tag.slot, (&tag.name, tag.data_type, &table.name));
                 continue;
@@ -224,28 +275,24 @@ fn ident_key(name: &str) -> &str {
 /// a column named like the layout's own columns (`ts`, `tags_id`), two columns PostgreSQL
 /// would take for one (same name, or same first 63 bytes), or (tags layout) a table named
 /// `tags`. Renaming silently would make the data set differ from what other targets get.
-pub(crate) fn check_table(table: &TableSchema, layout: Layout) -> Result<(), SinkError> {
+pub(crate) fn check_table(table: &TableSchema, placement: &TagPlacement) -> Result<(), SinkError> {
     let bad = |what: String| Err(schema_error(format!("table {:?}: {what}", table.name)));
     if table.name.is_empty() {
         return bad("a table name cannot be empty".into());
     }
-    if layout == Layout::TagsTable && ident_key(&table.name) == TAGS_TABLE {
+    if placement.has_tags_id() && ident_key(&table.name) == TAGS_TABLE {
         return bad(
             "the tags layout keeps device tags in a table of that name (use layout = wide)".into(),
         );
     }
     let mut reserved = vec![TS_COLUMN];
-    let tags: Vec<(&str, &'static str)> = match layout {
-        Layout::Wide => table
-            .tags
-            .iter()
-            .map(|t| (t.name.as_str(), "tag"))
-            .collect(),
-        Layout::TagsTable => {
-            reserved.push(TAGS_ID_COLUMN);
-            Vec::new()
-        }
-    };
+    if placement.has_tags_id() {
+        reserved.push(TAGS_ID_COLUMN);
+    }
+    let tags: Vec<(&str, &'static str)> = placement
+        .own_tags(table)
+        .map(|t| (t.name.as_str(), "tag"))
+        .collect();
     let columns = || {
         tags.iter()
             .copied()
@@ -297,19 +344,20 @@ fn push_column_list(sql: &mut String, columns: &[ColumnDef]) {
 }
 
 /// `CREATE TABLE IF NOT EXISTS "<table>" ("ts" timestamptz NOT NULL, ...)`: the tags and
-/// fields (wide) or `"tags_id" bigint NOT NULL` and the fields (tags layout).
-pub(crate) fn create_table(table: &TableSchema, layout: Layout) -> String {
+/// fields (wide) or `"tags_id" bigint NOT NULL`, the table's own tags and the fields
+/// (tags layout).
+pub(crate) fn create_table(table: &TableSchema, placement: &TagPlacement) -> String {
     let mut sql = String::from("CREATE TABLE IF NOT EXISTS ");
     push_ident(&mut sql, &table.name);
     sql.push_str(" (");
-    for (i, c) in table_columns(table, layout).iter().enumerate() {
+    for (i, c) in table_columns(table, placement).iter().enumerate() {
         if i > 0 {
             sql.push_str(", ");
         }
         push_ident(&mut sql, &c.name);
         sql.push(' ');
         sql.push_str(&c.sql_type);
-        if c.name == TS_COLUMN || (layout == Layout::TagsTable && c.name == TAGS_ID_COLUMN) {
+        if c.name == TS_COLUMN || (placement.has_tags_id() && c.name == TAGS_ID_COLUMN) {
             sql.push_str(" NOT NULL");
         }
     }
@@ -336,15 +384,15 @@ pub(crate) fn create_tags_table(slots: &[TagSlotColumn]) -> String {
 
 /// The TSBS-like index: `(<tags>, ts DESC)` (wide) or `(tags_id, ts DESC)` (tags layout),
 /// named `<table>_tags_ts_idx`.
-pub(crate) fn create_index(table: &TableSchema, layout: Layout) -> String {
+pub(crate) fn create_index(table: &TableSchema, placement: &TagPlacement) -> String {
     let mut sql = String::from("CREATE INDEX IF NOT EXISTS ");
     push_ident(&mut sql, &format!("{}_tags_ts_idx", table.name));
     sql.push_str(" ON ");
     push_ident(&mut sql, &table.name);
     sql.push_str(" (");
-    let keys: Vec<&str> = match layout {
-        Layout::Wide => table.tags.iter().map(|t| t.name.as_str()).collect(),
-        Layout::TagsTable => vec![TAGS_ID_COLUMN],
+    let keys: Vec<&str> = match placement {
+        TagPlacement::Wide => table.tags.iter().map(|t| t.name.as_str()).collect(),
+        TagPlacement::TagsTable(_) => vec![TAGS_ID_COLUMN],
     };
     for k in keys {
         push_ident(&mut sql, k);
@@ -517,6 +565,22 @@ mod tests {
         }
     }
 
+    /// The tags layout's placement for `tables`, through `tag_slot_columns`' caller's rule.
+    fn tags_of_all(tables: &[TableSchema]) -> TagPlacement {
+        TagPlacement::of(Layout::TagsTable, tables)
+    }
+
+    fn tags_of(t: &TableSchema) -> TagPlacement {
+        tags_of_all(std::slice::from_ref(t))
+    }
+
+    fn shared_columns(tables: &[TableSchema]) -> Result<Vec<TagSlotColumn>, SinkError> {
+        let TagPlacement::TagsTable(shared) = tags_of_all(tables) else {
+            unreachable!("the tags layout")
+        };
+        tag_slot_columns(tables, &shared)
+    }
+
     fn cpu() -> TableSchema {
         table(
             "cp\"u",
@@ -556,7 +620,7 @@ mod tests {
     #[test]
     fn creates_wide_tables() {
         assert_eq!(
-            create_table(&cpu(), Layout::Wide),
+            create_table(&cpu(), &TagPlacement::Wide),
             "CREATE TABLE IF NOT EXISTS \"cp\"\"u\" (\"ts\" timestamptz NOT NULL, \
              \"host\" varchar(16), \"rack\" integer, \"usage\" double precision, \"n\" smallint)"
         );
@@ -565,12 +629,12 @@ mod tests {
             "DROP TABLE IF EXISTS \"cp\"\"u\" CASCADE"
         );
         assert_eq!(
-            create_index(&cpu(), Layout::Wide),
+            create_index(&cpu(), &TagPlacement::Wide),
             "CREATE INDEX IF NOT EXISTS \"cp\"\"u_tags_ts_idx\" ON \"cp\"\"u\" (\"host\", \"rack\", \"ts\" DESC)"
         );
         let bare = table("t", &[], &[("v", DataType::Bool)]);
         assert_eq!(
-            create_index(&bare, Layout::Wide),
+            create_index(&bare, &TagPlacement::Wide),
             "CREATE INDEX IF NOT EXISTS \"t_tags_ts_idx\" ON \"t\" (\"ts\" DESC)"
         );
     }
@@ -578,40 +642,104 @@ mod tests {
     #[test]
     fn creates_tags_layout_tables() {
         assert_eq!(
-            create_table(&cpu(), Layout::TagsTable),
+            create_table(&cpu(), &tags_of(&cpu())),
             "CREATE TABLE IF NOT EXISTS \"cp\"\"u\" (\"ts\" timestamptz NOT NULL, \
              \"tags_id\" bigint NOT NULL, \"usage\" double precision, \"n\" smallint)"
         );
         assert_eq!(
-            create_index(&cpu(), Layout::TagsTable),
+            create_index(&cpu(), &tags_of(&cpu())),
             "CREATE INDEX IF NOT EXISTS \"cp\"\"u_tags_ts_idx\" ON \"cp\"\"u\" (\"tags_id\", \"ts\" DESC)"
         );
         let mem = table(
             "mem",
             &[
                 ("host", DataType::Varchar(32), 0),
+                ("rack", DataType::Int, 1),
                 ("path", DataType::NChar(8), 3),
             ],
             &[("used", DataType::BigInt)],
         );
-        let slots = tag_slot_columns(&[cpu(), mem]).unwrap();
+        let slots = shared_columns(&[cpu(), mem.clone()]).unwrap();
         assert_eq!(
             slots
                 .iter()
                 .map(|s| (s.slot, s.column.sql_type.as_str()))
                 .collect::<Vec<_>>(),
-            vec![(0, "varchar(32)"), (1, "integer"), (3, "text")],
-            "slots in order; string lengths merge to the longest"
+            vec![(0, "varchar(32)"), (1, "integer")],
+            "the slots every table has, in order; string lengths merge to the longest"
         );
         assert_eq!(
             create_tags_table(&slots),
             "CREATE TABLE IF NOT EXISTS \"tags\" (\"id\" bigint PRIMARY KEY, \
-             \"host\" varchar(32), \"rack\" integer, \"path\" text)"
+             \"host\" varchar(32), \"rack\" integer)"
         );
         assert_eq!(
             insert_tags(&slots),
-            "INSERT INTO \"tags\" (\"id\",\"host\",\"rack\",\"path\") SELECT * FROM \
-             UNNEST($1::bigint[], $2::text[], $3::integer[], $4::text[]) ON CONFLICT (\"id\") DO NOTHING"
+            "INSERT INTO \"tags\" (\"id\",\"host\",\"rack\") SELECT * FROM \
+             UNNEST($1::bigint[], $2::text[], $3::integer[]) ON CONFLICT (\"id\") DO NOTHING"
+        );
+        // A tag only some tables have is a column of those tables.
+        let placement = tags_of_all(&[cpu(), mem.clone()]);
+        assert_eq!(
+            create_table(&mem, &placement),
+            "CREATE TABLE IF NOT EXISTS \"mem\" (\"ts\" timestamptz NOT NULL, \
+             \"tags_id\" bigint NOT NULL, \"path\" text, \"used\" bigint)"
+        );
+        assert_eq!(
+            create_table(&cpu(), &placement),
+            create_table(&cpu(), &tags_of(&cpu()))
+        );
+    }
+
+    /// TSBS devops' shape: host tags in every table, and `port` and `server` in both `nginx`
+    /// and `redis` as slots of their own (a host's nginx port is not its redis port).
+    #[test]
+    fn tags_layout_holds_devops_tags_of_one_name_in_two_tables() {
+        let host = ("hostname", DataType::Varchar(32), 0);
+        let cpu = table("cpu", &[host], &[("usage_user", DataType::Double)]);
+        let nginx = table(
+            "nginx",
+            &[
+                host,
+                ("port", DataType::Varchar(8), 14),
+                ("server", DataType::Varchar(32), 15),
+            ],
+            &[("accepts", DataType::BigInt)],
+        );
+        let redis = table(
+            "redis",
+            &[
+                host,
+                ("port", DataType::Varchar(8), 16),
+                ("server", DataType::Varchar(32), 17),
+            ],
+            &[("uptime", DataType::BigInt)],
+        );
+        let tables = [cpu, nginx, redis];
+        let slots = shared_columns(&tables).unwrap();
+        assert_eq!(
+            slots.iter().map(|s| s.slot).collect::<Vec<_>>(),
+            vec![0],
+            "{slots:?}"
+        );
+        let placement = tags_of_all(&tables);
+        for t in &tables {
+            check_table(t, &placement).unwrap();
+        }
+        let names = |t: &TableSchema| -> Vec<String> {
+            table_columns(t, &placement)
+                .into_iter()
+                .map(|c| c.name)
+                .collect()
+        };
+        assert_eq!(names(&tables[0]), ["ts", "tags_id", "usage_user"]);
+        assert_eq!(
+            names(&tables[1]),
+            ["ts", "tags_id", "port", "server", "accepts"]
+        );
+        assert_eq!(
+            names(&tables[2]),
+            ["ts", "tags_id", "port", "server", "uptime"]
         );
     }
 
@@ -619,7 +747,7 @@ mod tests {
     fn rejects_tags_layouts_it_cannot_build() {
         let a = table("a", &[("host", DataType::Varchar(8), 0)], &[]);
         let b = table("b", &[("name", DataType::Varchar(8), 0)], &[]);
-        let e = tag_slot_columns(&[a.clone(), b]).unwrap_err();
+        let e = shared_columns(&[a.clone(), b]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Schema);
         assert!(
             e.message.contains("\"host\"") && e.message.contains("\"name\""),
@@ -627,52 +755,65 @@ mod tests {
         );
 
         let c = table("c", &[("host", DataType::Int, 0)], &[]);
-        let e = tag_slot_columns(&[a.clone(), c]).unwrap_err();
+        let e = shared_columns(&[a.clone(), c]).unwrap_err();
         assert!(
             e.message.contains("varchar(8)") && e.message.contains("int"),
             "{e}"
         );
 
-        let d = table("d", &[("host", DataType::Varchar(8), 1)], &[]);
-        let e = tag_slot_columns(&[a, d]).unwrap_err();
+        let d = table(
+            "d",
+            &[
+                ("host", DataType::Varchar(8), 0),
+                ("host", DataType::Varchar(8), 1),
+            ],
+            &[],
+        );
+        let e = shared_columns(&[d]).unwrap_err();
         assert!(e.message.contains("slots 0 and 1"), "{e}");
 
         let id = table("e", &[("id", DataType::Int, 0)], &[]);
-        assert!(tag_slot_columns(&[id]).is_err());
+        assert!(shared_columns(&[id]).is_err());
+
+        // A tag of the table itself clashes with a field as in the wide layout.
+        let own = table("own", &[("v", DataType::Int, 5)], &[("v", DataType::Int)]);
+        let placement = tags_of_all(&[a.clone(), own.clone()]);
+        let e = check_table(&own, &placement).unwrap_err();
+        assert!(e.message.contains("both a tag and a field"), "{e}");
 
         let named_tags = table("tags", &[], &[("v", DataType::Int)]);
-        assert!(check_table(&named_tags, Layout::Wide).is_ok());
-        let e = check_table(&named_tags, Layout::TagsTable).unwrap_err();
+        assert!(check_table(&named_tags, &TagPlacement::Wide).is_ok());
+        let e = check_table(&named_tags, &tags_of(&named_tags)).unwrap_err();
         assert!(e.message.contains("\"tags\""), "{e}");
         let tags_id = table("t", &[], &[("tags_id", DataType::Int)]);
-        assert!(check_table(&tags_id, Layout::Wide).is_ok());
-        assert!(check_table(&tags_id, Layout::TagsTable).is_err());
+        assert!(check_table(&tags_id, &TagPlacement::Wide).is_ok());
+        assert!(check_table(&tags_id, &tags_of(&tags_id)).is_err());
     }
 
     #[test]
     fn rejects_clashing_columns() {
-        assert!(check_table(&cpu(), Layout::Wide).is_ok());
+        assert!(check_table(&cpu(), &TagPlacement::Wide).is_ok());
         // Quoted identifiers are case-sensitive: "TS" and "Host" are their own columns.
         let t = table(
             "t",
             &[("host", DataType::Int, 0)],
             &[("Host", DataType::Int), ("TS", DataType::Int)],
         );
-        assert!(check_table(&t, Layout::Wide).is_ok());
+        assert!(check_table(&t, &TagPlacement::Wide).is_ok());
 
         let t = table(
             "t",
             &[("host", DataType::Int, 0)],
             &[("host", DataType::Int)],
         );
-        let e = check_table(&t, Layout::Wide).unwrap_err();
+        let e = check_table(&t, &TagPlacement::Wide).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Schema);
         assert!(e.message.contains("both a tag and a field"), "{e}");
         // In the tags layout the tags are not columns of the table, so no clash.
-        assert!(check_table(&t, Layout::TagsTable).is_ok());
+        assert!(check_table(&t, &tags_of(&t)).is_ok());
 
         let t = table("t", &[], &[("ts", DataType::Int)]);
-        let e = check_table(&t, Layout::Wide).unwrap_err();
+        let e = check_table(&t, &TagPlacement::Wide).unwrap_err();
         assert!(e.message.contains("\"ts\""), "{e}");
 
         let long = "x".repeat(70);
@@ -684,21 +825,21 @@ mod tests {
                 (&format!("{long}b"), DataType::Int),
             ],
         );
-        let e = check_table(&t, Layout::Wide).unwrap_err();
+        let e = check_table(&t, &TagPlacement::Wide).unwrap_err();
         assert!(e.message.contains("first 63 bytes"), "{e}");
 
         let t = table("", &[], &[]);
-        assert!(check_table(&t, Layout::Wide).is_err());
+        assert!(check_table(&t, &TagPlacement::Wide).is_err());
     }
 
     #[test]
     fn builds_copy_statements() {
-        let cols = table_columns(&cpu(), Layout::Wide);
+        let cols = table_columns(&cpu(), &TagPlacement::Wide);
         assert_eq!(
             copy_in("cp\"u", &cols, CopyFormat::Text),
             "COPY \"cp\"\"u\" (\"ts\",\"host\",\"rack\",\"usage\",\"n\") FROM STDIN"
         );
-        let cols = table_columns(&cpu(), Layout::TagsTable);
+        let cols = table_columns(&cpu(), &tags_of(&cpu()));
         assert_eq!(
             copy_in("cpu", &cols, CopyFormat::Binary),
             "COPY \"cpu\" (\"ts\",\"tags_id\",\"usage\",\"n\") FROM STDIN (FORMAT binary)"
@@ -707,7 +848,7 @@ mod tests {
 
     #[test]
     fn builds_chunked_inserts() {
-        let cols = table_columns(&cpu(), Layout::Wide);
+        let cols = table_columns(&cpu(), &TagPlacement::Wide);
         let prefix = insert_prefix("cp\"u", &cols);
         assert_eq!(
             prefix,
@@ -755,12 +896,12 @@ mod tests {
             ],
         );
         assert_eq!(
-            insert_unnest("m", &table_columns(&t, Layout::Wide)),
+            insert_unnest("m", &table_columns(&t, &TagPlacement::Wide)),
             "INSERT INTO \"m\" (\"ts\",\"host\",\"b\",\"i2\",\"i4\",\"i8\",\"f4\",\"f8\",\"s\",\"ms\") \
              SELECT * FROM UNNEST($1::timestamptz[], $2::text[], $3::boolean[], $4::smallint[], \
              $5::integer[], $6::bigint[], $7::real[], $8::double precision[], $9::text[], $10::bigint[])"
         );
-        let tags = insert_unnest("m", &table_columns(&t, Layout::TagsTable));
+        let tags = insert_unnest("m", &table_columns(&t, &tags_of(&t)));
         assert!(
             tags.starts_with(
                 "INSERT INTO \"m\" (\"ts\",\"tags_id\",\"b\",\"i2\",\"i4\",\"i8\",\"f4\",\"f8\",\"s\",\"ms\") \

@@ -80,7 +80,7 @@ use process::User;
 
 pub use error::TestbedError;
 pub use http::HttpAnswer;
-pub use locate::QUESTDB_VERSION;
+pub use locate::{QUESTDB_VERSION, TIMESCALEDB_VERSION, timescaledb_installed};
 pub use sockets::Listener;
 
 use http::Http;
@@ -115,6 +115,12 @@ pub enum ServerKind {
     /// PostgreSQL 15 (`/usr/lib/postgresql/15/bin/postgres`, Debian package `postgresql`).
     /// Runs as the `postgres` user when the tests run as root.
     Postgres,
+    /// PostgreSQL 15 with TimescaleDB [`TIMESCALEDB_VERSION`] (its Apache-2.0 edition,
+    /// which no Debian package has: `cargo xtask test` builds it from source into
+    /// PostgreSQL's directories): `shared_preload_libraries = 'timescaledb'`, telemetry
+    /// off, and `CREATE EXTENSION timescaledb` in the database `tsload`. Everything else
+    /// as [`ServerKind::Postgres`].
+    TimescaleDb,
     /// MariaDB 10.11 (`mariadbd`, Debian package `mariadb-server`).
     MariaDb,
     /// Prometheus 2.x as a remote-write receiver (`prometheus`, Debian package
@@ -126,11 +132,12 @@ pub enum ServerKind {
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 7] = [
+    pub const ALL: [ServerKind; 8] = [
         ServerKind::InfluxDb1,
         ServerKind::VictoriaMetrics,
         ServerKind::QuestDb,
         ServerKind::Postgres,
+        ServerKind::TimescaleDb,
         ServerKind::MariaDb,
         ServerKind::Prometheus,
         ServerKind::ClickHouse,
@@ -141,9 +148,10 @@ impl ServerKind {
     /// before, with its own 2-minute limit).
     pub fn start_timeout(self) -> Duration {
         match self {
-            ServerKind::QuestDb | ServerKind::Postgres | ServerKind::MariaDb => {
-                Duration::from_secs(60)
-            }
+            ServerKind::QuestDb
+            | ServerKind::Postgres
+            | ServerKind::TimescaleDb
+            | ServerKind::MariaDb => Duration::from_secs(60),
             ServerKind::InfluxDb1
             | ServerKind::VictoriaMetrics
             | ServerKind::Prometheus
@@ -153,7 +161,12 @@ impl ServerKind {
 
     /// Whether this is a SQL database the `sql` helpers and `database_url` serve.
     pub fn is_sql(self) -> bool {
-        matches!(self, ServerKind::Postgres | ServerKind::MariaDb)
+        self.is_postgres() || self == ServerKind::MariaDb
+    }
+
+    /// Whether this is PostgreSQL, with or without TimescaleDB.
+    pub fn is_postgres(self) -> bool {
+        matches!(self, ServerKind::Postgres | ServerKind::TimescaleDb)
     }
 
     fn slug(self) -> &'static str {
@@ -162,6 +175,7 @@ impl ServerKind {
             ServerKind::VictoriaMetrics => "victoria-metrics",
             ServerKind::QuestDb => "questdb",
             ServerKind::Postgres => "postgres",
+            ServerKind::TimescaleDb => "timescaledb",
             ServerKind::MariaDb => "mariadb",
             ServerKind::Prometheus => "prometheus",
             ServerKind::ClickHouse => "clickhouse",
@@ -176,7 +190,7 @@ impl ServerKind {
             ServerKind::QuestDb => Probe::Http("/exec", &[("query", "select 1")], 200),
             ServerKind::Prometheus => Probe::Http("/-/ready", &[], 200),
             ServerKind::ClickHouse => Probe::Http("/", &[("query", "SELECT 1")], 200),
-            ServerKind::Postgres | ServerKind::MariaDb => Probe::Tool,
+            ServerKind::Postgres | ServerKind::TimescaleDb | ServerKind::MariaDb => Probe::Tool,
         }
     }
 
@@ -190,7 +204,7 @@ impl ServerKind {
     /// temp dir). SIGTERM, the usual clean stop, otherwise.
     fn stop_signal(self) -> libc::c_int {
         match self {
-            ServerKind::Postgres => libc::SIGQUIT,
+            ServerKind::Postgres | ServerKind::TimescaleDb => libc::SIGQUIT,
             ServerKind::MariaDb | ServerKind::ClickHouse => libc::SIGKILL,
             _ => libc::SIGTERM,
         }
@@ -212,6 +226,7 @@ impl fmt::Display for ServerKind {
             ServerKind::VictoriaMetrics => "VictoriaMetrics",
             ServerKind::QuestDb => "QuestDB",
             ServerKind::Postgres => "PostgreSQL",
+            ServerKind::TimescaleDb => "TimescaleDB",
             ServerKind::MariaDb => "MariaDB",
             ServerKind::Prometheus => "Prometheus",
             ServerKind::ClickHouse => "ClickHouse",
@@ -321,7 +336,7 @@ impl Server {
             ca.ca_file().display().to_string(),
         );
         match kind {
-            ServerKind::Postgres => {
+            ServerKind::Postgres | ServerKind::TimescaleDb => {
                 if let Some(user) = postgres::run_as()? {
                     ca.give_key_to(user.uid, user.gid)?;
                 }
@@ -397,6 +412,12 @@ impl Server {
             ServerKind::VictoriaMetrics => victoria::launch(dir.path(), &mut ports, settings, tls)?,
             ServerKind::QuestDb => questdb::launch(dir.path(), &mut ports)?,
             ServerKind::Postgres => postgres::launch(dir.path(), &mut ports, settings, &log_path)?,
+            ServerKind::TimescaleDb => {
+                locate::timescaledb_installed()?;
+                let mut settings = settings.to_vec();
+                settings.extend(postgres::TIMESCALEDB_SETTINGS);
+                postgres::launch(dir.path(), &mut ports, &settings, &log_path)?
+            }
             ServerKind::MariaDb => mariadb::launch(dir.path(), &mut ports, settings, &log_path)?,
             ServerKind::Prometheus => prometheus::launch(dir.path(), &mut ports, settings)?,
             ServerKind::ClickHouse => clickhouse::launch(dir.path(), &mut ports)?,
@@ -430,6 +451,10 @@ impl Server {
         match kind {
             ServerKind::Postgres => {
                 server.sql_in(Some("postgres"), &format!("CREATE DATABASE {DATABASE}"))?;
+            }
+            ServerKind::TimescaleDb => {
+                server.sql_in(Some("postgres"), &format!("CREATE DATABASE {DATABASE}"))?;
+                server.sql("CREATE EXTENSION timescaledb")?;
             }
             ServerKind::MariaDb => {
                 server.sql_in(None, &format!("CREATE DATABASE {DATABASE}"))?;
@@ -492,7 +517,7 @@ impl Server {
     fn probe_command(&self) -> Result<Command, TestbedError> {
         let tools = self.sql_tools("the readiness probe")?;
         Ok(match self.kind {
-            ServerKind::Postgres => postgres::probe(tools, self.addr),
+            ServerKind::Postgres | ServerKind::TimescaleDb => postgres::probe(tools, self.addr),
             _ => mariadb::probe(tools, self.addr),
         })
     }
@@ -578,7 +603,7 @@ impl Server {
     /// `None` for the other kinds.
     pub fn database_url(&self) -> Option<String> {
         match self.kind {
-            ServerKind::Postgres => Some(format!(
+            ServerKind::Postgres | ServerKind::TimescaleDb => Some(format!(
                 "postgres://{}@{}/{DATABASE}",
                 postgres::USER,
                 self.addr
@@ -709,7 +734,7 @@ impl Server {
     fn sql_in(&self, database: Option<&str>, statement: &str) -> Result<String, TestbedError> {
         let tools = self.sql_tools("sql")?;
         let (name, command) = match self.kind {
-            ServerKind::Postgres => (
+            ServerKind::Postgres | ServerKind::TimescaleDb => (
                 "psql",
                 postgres::client(tools, self.addr, database.unwrap_or(DATABASE), statement),
             ),
@@ -795,7 +820,7 @@ impl Server {
         if matches!(self.child.try_wait(), Ok(None)) {
             self.kill();
         }
-        if self.kind == ServerKind::Postgres && self.killed {
+        if self.kind.is_postgres() && self.killed {
             // Every process of the old server is gone (`kill` waited for that).
             postgres::clear_stale(self.dir.path());
         }
@@ -853,7 +878,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         process::terminate(&mut self.child, self.kind.stop_signal(), STOP_GRACE);
-        if self.kind == ServerKind::Postgres {
+        if self.kind.is_postgres() {
             // After a `kill`: the shared memory segment nobody else would remove.
             postgres::clear_stale(self.dir.path());
         }

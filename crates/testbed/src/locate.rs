@@ -95,6 +95,54 @@ pub(crate) fn postgres_bin_dir() -> Result<PathBuf, TestbedError> {
     Ok(dir)
 }
 
+/// The TimescaleDB release `ServerKind::TimescaleDb` runs: its Apache-2.0 edition, the
+/// newest release that supports PostgreSQL 15. `cargo xtask test` builds this version.
+pub const TIMESCALEDB_VERSION: &str = "2.28.3";
+
+/// Ok when TimescaleDB [`TIMESCALEDB_VERSION`] is installed into Debian's PostgreSQL 15:
+/// its library in the package library dir and its control file and install script in the
+/// extension dir, the control file's default version this one. Else a `Missing` error
+/// saying how to get it.
+pub fn timescaledb_installed() -> Result<(), TestbedError> {
+    let lib = PathBuf::from(format!(
+        "/usr/lib/postgresql/{POSTGRES_MAJOR}/lib/timescaledb-{TIMESCALEDB_VERSION}.so"
+    ));
+    let ext = PathBuf::from(format!("/usr/share/postgresql/{POSTGRES_MAJOR}/extension"));
+    let script = ext.join(format!("timescaledb--{TIMESCALEDB_VERSION}.sql"));
+    let control = ext.join("timescaledb.control");
+    let missing = |looked: String| TestbedError::Missing {
+        what: format!(
+            "TimescaleDB {TIMESCALEDB_VERSION} (the PostgreSQL {POSTGRES_MAJOR} extension)"
+        ),
+        looked,
+        install: format!(
+            "no Debian package has it: `cargo xtask test` builds it from \
+             ../shared/vendor/timescaledb-{TIMESCALEDB_VERSION}-apache.tar.xz or from \
+             $TSLOAD_TIMESCALEDB_SOURCE (`git clone --branch {TIMESCALEDB_VERSION} \
+             https://github.com/timescale/timescaledb`), built with -DAPACHE_ONLY=ON"
+        ),
+    };
+    for file in [&lib, &script, &control] {
+        if !file.is_file() {
+            return Err(missing(format!("no file {}", file.display())));
+        }
+    }
+    let text = std::fs::read_to_string(&control)
+        .map_err(|e| TestbedError::io(format!("reading {}", control.display()), e))?;
+    let default = text.lines().find_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        (key.trim() == "default_version").then(|| value.trim().trim_matches('\'').to_string())
+    });
+    match default {
+        Some(v) if v == TIMESCALEDB_VERSION => Ok(()),
+        other => Err(missing(format!(
+            "{} installs version {}, not {TIMESCALEDB_VERSION}",
+            control.display(),
+            other.as_deref().unwrap_or("(none given)")
+        ))),
+    }
+}
+
 /// `java`: `$JAVA_HOME/bin/java` if JAVA_HOME is set, else PATH.
 pub(crate) fn java() -> Result<PathBuf, TestbedError> {
     if let Some(home) = std::env::var_os("JAVA_HOME") {

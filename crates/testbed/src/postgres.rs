@@ -29,6 +29,12 @@ use crate::{Launch, SqlTools, TestbedError, locate};
 pub(crate) const USER: &str = "tsload";
 /// The unprivileged account PostgreSQL runs as when the tests run as root.
 const OS_USER: &str = "postgres";
+/// The settings a TimescaleDB server starts with: the extension must be preloaded, and it
+/// must not try to send telemetry (nothing outside loopback can be reached).
+pub(crate) const TIMESCALEDB_SETTINGS: [(&str, &str); 2] = [
+    ("shared_preload_libraries", "timescaledb"),
+    ("timescaledb.telemetry_level", "off"),
+];
 /// How long initdb may take.
 const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
 
