@@ -39,6 +39,8 @@ enum Group {
     Victoria,
     Quest,
     Postgres,
+    /// PostgreSQL with TimescaleDB (built from source by `cargo xtask test`).
+    Timescale,
     Maria,
     /// `tsload compare` over PostgreSQL, InfluxDB, VictoriaMetrics and QuestDB at once.
     Compare,
@@ -401,17 +403,7 @@ const DOC_COMMANDS: &[(&str, How)] = &[
     ),
     (
         "tsload run configs/timescaledb.toml",
-        // Debian has no TimescaleDB package: the run stops before writing and says how
-        // to get the extension.
-        How::Run(Run {
-            group: Group::Postgres,
-            extra: "--set load.duration=3s",
-            rewrite: &[],
-            setup: &[],
-            command: None,
-            exit: 1,
-            stderr: "install TimescaleDB on the server",
-        }),
+        run(Group::Timescale, "--set load.duration=3s"),
     ),
     (
         "--set target.kind=\"postgres\" --set target.url=\"postgres://postgres@127.0.0.1:5432/postgres\" --set network.probe=\"app\"",
@@ -840,6 +832,7 @@ impl Servers {
             Group::Victoria => &[ServerKind::VictoriaMetrics],
             Group::Quest => &[ServerKind::QuestDb],
             Group::Postgres => &[ServerKind::Postgres],
+            Group::Timescale => &[ServerKind::TimescaleDb],
             Group::Maria => &[ServerKind::MariaDb],
             Group::Compare => &[
                 ServerKind::Postgres,
@@ -861,7 +854,7 @@ impl Servers {
                 .unwrap_or_else(|e| panic!("{kind:?} did not start: {e}"));
                 match kind {
                     // Debian's cluster has the superuser `postgres`; the configs log in as it.
-                    ServerKind::Postgres => {
+                    ServerKind::Postgres | ServerKind::TimescaleDb => {
                         server.sql("CREATE ROLE postgres SUPERUSER LOGIN").unwrap();
                     }
                     // Debian's MariaDB has no database `tsload`.
@@ -884,7 +877,7 @@ impl Servers {
                 ServerKind::InfluxDb1 => "127.0.0.1:8086",
                 ServerKind::VictoriaMetrics => "127.0.0.1:8428",
                 ServerKind::QuestDb => "127.0.0.1:9000",
-                ServerKind::Postgres => "127.0.0.1:5432",
+                ServerKind::Postgres | ServerKind::TimescaleDb => "127.0.0.1:5432",
                 ServerKind::MariaDb => "127.0.0.1:3306",
                 ServerKind::Prometheus => "127.0.0.1:9090",
                 ServerKind::ClickHouse => "127.0.0.1:8123",
@@ -901,7 +894,7 @@ impl Servers {
             let debian = match s.kind() {
                 ServerKind::InfluxDb1 => "/var/lib/influxdb",
                 ServerKind::VictoriaMetrics => "/var/lib/victoria-metrics",
-                ServerKind::Postgres => "/var/lib/postgresql/15/main",
+                ServerKind::Postgres | ServerKind::TimescaleDb => "/var/lib/postgresql/15/main",
                 ServerKind::QuestDb
                 | ServerKind::MariaDb
                 | ServerKind::Prometheus
@@ -1101,6 +1094,11 @@ fn documented_commands_run_against_questdb() {
 #[test]
 fn documented_commands_run_against_postgres() {
     check(Group::Postgres);
+}
+
+#[test]
+fn documented_commands_run_against_timescaledb() {
+    check(Group::Timescale);
 }
 
 #[test]

@@ -56,6 +56,14 @@ fn target_sets(server: &Server) -> Vec<String> {
             format!("target.url=\"{}\"", server.database_url().unwrap()),
             s("target.drop_existing=true"),
         ],
+        ServerKind::TimescaleDb => vec![
+            s("target.kind=\"postgres\""),
+            format!("target.url=\"{}\"", server.database_url().unwrap()),
+            s("target.drop_existing=true"),
+            s("target.hypertable=true"),
+            s("target.layout=\"tags\""),
+            s("query.time_bucket=true"),
+        ],
         ServerKind::MariaDb => vec![
             s("target.kind=\"mysql\""),
             format!("target.url=\"{}\"", server.database_url().unwrap()),

@@ -300,7 +300,7 @@ fn mariadb_crash_mid_run_costs_retries_not_rows() {
 }
 
 #[test]
-fn a_missing_timescaledb_is_named() {
+fn a_hypertable_on_plain_postgres_names_the_missing_extension() {
     let pg = start(ServerKind::Postgres);
     let dir = tempfile::tempdir().unwrap();
     let mut sets = SMALL_CPU.to_vec();

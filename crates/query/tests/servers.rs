@@ -268,6 +268,34 @@ fn postgres_answers_every_type_in_both_layouts() {
     }
 }
 
+/// TSBS's TimescaleDB set-up: hypertables of 2 h chunks in the tags layout, queried with
+/// `time_bucket`; every type's answer equals the reference computed from the generator.
+#[test]
+fn timescaledb_answers_every_type_with_time_bucket_on_hypertables() {
+    let db = start(ServerKind::TimescaleDb);
+    let mut cfg = tsload_sink_postgres::PostgresConfig::new(db.database_url().unwrap());
+    cfg.drop_existing = true;
+    cfg.hypertable = true;
+    cfg.chunk_time_interval = Some(std::time::Duration::from_secs(2 * 3600));
+    cfg.layout = tsload_sink_postgres::Layout::TagsTable;
+    load(
+        tsload_sink_postgres::PostgresSink::new(cfg).expect("valid config"),
+        Some(&db),
+    );
+    let chunks = db
+        .sql("SELECT count(*) FROM timescaledb_information.chunks WHERE hypertable_name = 'cpu'")
+        .unwrap();
+    assert!(
+        chunks.parse::<u32>().unwrap() >= 2,
+        "the data spans several chunks: {chunks}"
+    );
+    let dialect = Dialect::Postgres(PostgresOptions {
+        layout: PgLayout::TagsTable,
+        time_bucket: true,
+    });
+    check_sql_server(&db, "TimescaleDB", dialect, pg_time, 1e-9);
+}
+
 #[test]
 fn postgres_single_groupby_and_cpu_max_all_equal_the_reference() {
     // The two answers the reference was written for, spelled out on their own.
