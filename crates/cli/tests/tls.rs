@@ -69,20 +69,25 @@ fn path(p: &Path) -> String {
 /// The target settings for a server: line protocol to its HTTPS base URL, or its SQL URL.
 fn target(server: &Server) -> Vec<String> {
     match server.kind() {
-        ServerKind::Postgres | ServerKind::MariaDb => {
-            let kind = if server.kind() == ServerKind::Postgres {
+        ServerKind::Postgres | ServerKind::TimescaleDb | ServerKind::MariaDb => {
+            let kind = if server.kind().is_postgres() {
                 "postgres"
             } else {
                 "mysql"
             };
-            vec![
+            let mut sets = vec![
                 format!("target.kind=\"{kind}\""),
                 format!(
                     "target.url=\"{}\"",
                     server.database_url().expect("a SQL server")
                 ),
                 "target.drop_existing=true".into(),
-            ]
+            ];
+            if server.kind() == ServerKind::TimescaleDb {
+                sets.push("target.hypertable=true".into());
+                sets.push("target.layout=\"tags\"".into());
+            }
+            sets
         }
         _ => {
             assert!(
@@ -166,6 +171,11 @@ fn influxdb_over_https_stores_every_row_and_refuses_a_wrong_ca() {
 #[test]
 fn postgres_over_tls_stores_every_row_and_refuses_a_wrong_ca() {
     check_server(ServerKind::Postgres, |pg| pg.sql_count("cpu"));
+}
+
+#[test]
+fn timescaledb_over_tls_stores_every_row_and_refuses_a_wrong_ca() {
+    check_server(ServerKind::TimescaleDb, |db| db.sql_count("cpu"));
 }
 
 #[test]
