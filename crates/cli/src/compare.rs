@@ -268,14 +268,43 @@ fn row_of(name: &str, r: &serde_json::Value) -> Option<CompareRow> {
         latency_p99_ms: f(&r["latency"]["p99_ms"]),
         client_cpu_us_per_1000_metrics: f(&r["client"]["cpu_us_per_1000_metrics"]),
         server_cpu_s_per_million_metrics: r["server"]["cpu_s_per_million_metrics"].as_f64(),
-        bytes_per_metric: r["server"]["bytes_per_metric"].as_f64(),
+        bytes_per_metric: bytes_per_metric(r),
         stop_reason: r["stop_reason"].as_str().unwrap_or("").to_string(),
     })
+}
+
+/// What a run's data costs on disk per metric, from its JSON report: the database's own
+/// figure for the run's tables (`[monitor] storage`: `storage.bytes_per_metric`, read
+/// after the server's flush), else what the server's data dir grew by
+/// (`server.bytes_per_metric`: the whole server, WAL and all).
+pub(crate) fn bytes_per_metric(r: &serde_json::Value) -> Option<f64> {
+    r["storage"]["bytes_per_metric"]
+        .as_f64()
+        .or_else(|| r["server"]["bytes_per_metric"].as_f64())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_per_metric_is_the_databases_own_figure_else_the_data_dirs() {
+        let report = |storage: Option<f64>, server: Option<f64>| {
+            let mut r = serde_json::json!({"rows": 10, "metrics": 100});
+            if let Some(b) = storage {
+                r["storage"] = serde_json::json!({"bytes": 1, "bytes_per_metric": b});
+            }
+            if let Some(b) = server {
+                r["server"] = serde_json::json!({"cpu_s": 1.0, "bytes_per_metric": b});
+            }
+            r
+        };
+        let row = |r: serde_json::Value| row_of("t", &r).unwrap().bytes_per_metric;
+        assert_eq!(row(report(Some(14.18), Some(30.0))), Some(14.18));
+        assert_eq!(row(report(Some(0.6), None)), Some(0.6));
+        assert_eq!(row(report(None, Some(30.0))), Some(30.0));
+        assert_eq!(row(report(None, None)), None);
+    }
 
     fn configs() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")

@@ -218,7 +218,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                     errors: s.failed_requests,
                     client_cpu_s: s.client.cpu_s,
                     server_cpu_s: server_figure(&executed.report, "cpu_s"),
-                    bytes_per_metric: server_figure(&executed.report, "bytes_per_metric"),
+                    bytes_per_metric: crate::compare::bytes_per_metric(&executed.report),
                     workers: plan.load.workers as u64,
                     batch: plan.load.batch as u64,
                     in_flight: plan.load.in_flight as u64,

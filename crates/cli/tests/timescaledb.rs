@@ -117,13 +117,21 @@ fn timescaledb_loads_every_tsbs_workload_into_hypertable_chunks() {
             text(&out.stderr),
             db.log_tail()
         );
-        let rows = r["rows"].as_u64().unwrap_or_else(|| panic!("{workload}: {r}"));
+        let rows = r["rows"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{workload}: {r}"));
         let stored: u64 = tables
             .iter()
             .map(|t| count(&db, &format!("SELECT count(*) FROM \"{t}\"")))
             .sum();
-        assert_eq!(stored, rows, "{workload}: the server holds what the report says");
-        assert_eq!(r["stored"]["rows"], rows, "{workload}: the stored check: {r}");
+        assert_eq!(
+            stored, rows,
+            "{workload}: the server holds what the report says"
+        );
+        assert_eq!(
+            r["stored"]["rows"], rows,
+            "{workload}: the stored check: {r}"
+        );
         if workload != "iot" {
             // iot leaves some rows out on purpose (TSBS's missing data): only there is the
             // row count not a product.
@@ -243,6 +251,120 @@ fn timescaledb_answers_every_tsbs_query_type_with_time_bucket() {
     assert_eq!(r["failed_requests"], 0, "{r}");
     for k in kinds {
         assert_eq!(k["requests"], 3, "{k}");
-        assert!(k["rows"].as_u64().unwrap() > 0, "{} returned no rows", k["name"]);
+        assert!(
+            k["rows"].as_u64().unwrap() > 0,
+            "{} returned no rows",
+            k["name"]
+        );
     }
+}
+
+/// R3 in one command: TimescaleDB (hypertables, TSBS's layout) beside plain PostgreSQL on
+/// the same server, InfluxDB, VictoriaMetrics and QuestDB, each profile asking its database
+/// for its storage: compare shows every target's bytes per metric, and it is the figure
+/// the target's own report has (the database's, after its flush).
+#[test]
+fn timescaledb_r3_compare_shows_bytes_per_metric_for_every_target() {
+    let db = start(ServerKind::TimescaleDb);
+    let others: Vec<(&str, Server)> = [
+        ("influxdb", ServerKind::InfluxDb1),
+        ("victoriametrics", ServerKind::VictoriaMetrics),
+        ("questdb", ServerKind::QuestDb),
+    ]
+    .into_iter()
+    .map(|(name, kind)| (name, start(kind)))
+    .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(
+        &scenario,
+        "[workload]\nkind = \"cpu-only\"\nscale = 10\nend = \"2016-01-01T04:00:00Z\"\n\
+         [target]\nkind = \"null\"\n[load]\nworkers = 2\nbatch = 1000\n",
+    )
+    .unwrap();
+    let url = db.database_url().unwrap();
+    let mut profiles = vec![
+        (
+            "timescaledb",
+            format!(
+                "kind = \"postgres\"\nurl = \"{url}\"\nmethod = \"copy\"\nlayout = \"tags\"\n\
+                 hypertable = true\nchunk_time_interval = \"1h\""
+            ),
+            db.pid(),
+        ),
+        (
+            "postgres",
+            format!("kind = \"postgres\"\nurl = \"{url}\"\nmethod = \"copy\""),
+            db.pid(),
+        ),
+    ];
+    for (name, s) in &others {
+        let extra = if *name == "questdb" {
+            "\ncreate_database = false"
+        } else {
+            ""
+        };
+        profiles.push((
+            name,
+            format!("kind = \"influx\"\nurl = \"{}\"{extra}", s.base_url()),
+            s.pid(),
+        ));
+    }
+    let mut paths = Vec::new();
+    for (name, target, pid) in &profiles {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"{name}\"\n[target]\n{target}\n[monitor]\npid = {pid}\nstorage = true\n"
+            ),
+        )
+        .unwrap();
+        paths.push(path.display().to_string());
+    }
+    let out = tsload()
+        .arg("compare")
+        .arg(&scenario)
+        .args(["--targets", &paths.join(","), "--out", "r3"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let r3 = dir.path().join("r3");
+    let compare = json(&r3.join("compare.json"));
+    let rows = compare["targets"].as_array().unwrap();
+    assert_eq!(rows.len(), profiles.len(), "{compare}");
+    for (row, (name, _, _)) in rows.iter().zip(&profiles) {
+        assert_eq!(row["target"], *name);
+        assert_eq!(row["rows"], 14_400, "{row}");
+        let report = json(&r3.join(format!("{name}.json")));
+        let own = report["storage"]["bytes_per_metric"].as_f64();
+        assert!(
+            own.is_some_and(|b| b > 0.0 && b < 10_000.0),
+            "{name}: the database's own figure: {}",
+            report["storage"]
+        );
+        assert_eq!(row["bytes_per_metric"].as_f64(), own, "{name}: {row}");
+        // Rows where the server counts rows, samples (10 per row) where it counts those.
+        let stored = &report["stored"];
+        assert!(
+            stored["rows"] == 14_400 || stored["samples"] == 144_000,
+            "{name}: {stored}"
+        );
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM timescaledb_information.hypertables WHERE hypertable_name = 'cpu'"
+        ),
+        0,
+        "the postgres profile, run after, dropped the hypertable and made a plain table"
+    );
+    let txt = std::fs::read_to_string(r3.join("compare.txt")).unwrap();
+    assert!(txt.contains("timescaledb"), "{txt}");
 }
