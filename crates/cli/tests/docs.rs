@@ -113,6 +113,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         How::Skip("it is the run this test is part of"),
     ),
     (
+        "cargo xtask timescaledb",
+        How::Skip("builds and installs TimescaleDB: `cargo xtask test` ran it before this test"),
+    ),
+    (
         "cargo install --path crates/cli",
         How::Skip(
             "installs into ~/.cargo/bin: a release build (4 min) of the binary this test runs",
