@@ -889,7 +889,7 @@ async fn exactly_once_on(server: &Server) {
     let schema = schema();
     for (layout, method, format) in COMBOS {
         let what = format!("{layout} / {method} / {format}");
-        let mut cfg = config(&server, layout, method, format);
+        let mut cfg = config(server, layout, method, format);
         cfg.drop_existing = true;
         let run_id = cfg.run_id;
         let (_sink, mut conn) = open(cfg, &schema).await;
@@ -915,7 +915,7 @@ async fn exactly_once_on(server: &Server) {
         assert_eq!(server.sql_count("mem"), 12, "{what}");
         assert_eq!(
             sql(
-                &server,
+                server,
                 &format!(
                     "SELECT count(*), sum(batch_rows) FROM tsload_ledger WHERE run_id = {run_id}"
                 )
