@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use tsload_netem::guard::DEFAULT_RECORD_DIR;
-use tsload_netem::{ApplyOptions, Guard, Psched, QdiscOp, QdiscRequest, Spec, Target};
+use tsload_netem::{ApplyOptions, Guard, Psched, QdiscOp, QdiscRequest, Replaced, Spec, Target};
 
 #[derive(Subcommand)]
 pub enum NetemCommand {
@@ -159,6 +159,19 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
             let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             outln!("{hex}");
         }
+        let root = qdiscs
+            .iter()
+            .find(|q| q.parent == tsload_netem::encode::TC_H_ROOT);
+        if op == QdiscOp::Replace
+            && tsload_netem::apply::mixes_duplicating_netems(spec.kind(), spec.duplicates(), root)
+            && let Some(root) = root
+        {
+            outln!(
+                "note: the root is {root}: a duplicating netem cannot replace another netem or \
+                 be replaced by one on kernels since 2025 (EINVAL), so where the kernel refuses, \
+                 apply deletes the root and adds {shown}, and puts {root} back if that add fails"
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let options = ApplyOptions {
@@ -167,8 +180,13 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         allow_default_route: args.allow_default_route,
         ..ApplyOptions::default()
     };
-    tsload_netem::apply(&target, &spec, &options).await?;
-    outln!("{target}: {spec}");
+    match tsload_netem::apply(&target, &spec, &options).await? {
+        Replaced::AsRequested => outln!("{target}: {spec}"),
+        Replaced::DeletedAndAdded => outln!(
+            "{target}: {spec} (the kernel refused to replace a netem with or by a duplicating \
+             one: the root was deleted and this one added)"
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

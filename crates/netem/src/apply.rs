@@ -22,7 +22,10 @@ use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteType};
 use netlink_sys::AsyncSocket;
 use nix::sched::CloneFlags;
 
-use crate::encode::{self, Psched, QdiscOp, QdiscRequest, TC_H_ROOT, TcMsg, parse_ext_ack};
+use crate::encode::{
+    self, Psched, QdiscOp, QdiscRequest, TC_H_ROOT, TcMsg, dumped_options_for_request,
+    parse_ext_ack,
+};
 use crate::error::Error;
 use crate::netns::netns_path;
 use crate::spec::Spec;
@@ -133,6 +136,11 @@ impl Qdisc {
         self.handle >> 16 == 0
     }
 
+    /// Whether this is a netem that duplicates packets.
+    pub fn duplicates(&self) -> bool {
+        self.spec.as_ref().is_some_and(Spec::duplicates)
+    }
+
     /// The handle as tc prints it (`8001:`).
     pub fn handle_str(&self) -> String {
         format!("{:x}:", self.handle >> 16)
@@ -162,6 +170,33 @@ impl fmt::Display for Qdisc {
             None => write!(f, "{} {}", self.kind, self.handle_str()),
         }
     }
+}
+
+/// Whether putting a qdisc of `new_kind` (`new_duplicates`: a netem that duplicates) in
+/// place of the root `current` mixes a duplicating netem with another netem in one tree.
+///
+/// Linux refuses that since 2025 (the fix against recursive duplication, backported to
+/// stable kernels: Debian 12's 6.1.192 answers EINVAL, "netem: cannot mix duplicating
+/// netems with other netems in tree"), for `tc qdisc replace` too: during a replace the
+/// new netem is made while the old one is still in the tree. Changing one netem in place
+/// is allowed.
+pub fn mixes_duplicating_netems(
+    new_kind: &str,
+    new_duplicates: bool,
+    current: Option<&Qdisc>,
+) -> bool {
+    new_kind == "netem"
+        && current.is_some_and(|q| q.kind == "netem" && (new_duplicates || q.duplicates()))
+}
+
+/// How [`Netlink::replace_root`] put a qdisc in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// By the request itself (a replace is atomic: the old root until the new one).
+    AsRequested,
+    /// The kernel refused the replace ([`mixes_duplicating_netems`]): the root was
+    /// deleted and the new qdisc added (the kernel's default qdisc for that moment).
+    DeletedAndAdded,
 }
 
 /// A netlink failure as the kernel reported it.
@@ -472,6 +507,74 @@ impl Netlink {
         Ok(())
     }
 
+    /// Sends `request`, which installs `ifname`'s root qdisc, `current` being the root now.
+    /// Where the kernel refuses a replace because it would mix duplicating netems
+    /// ([`mixes_duplicating_netems`]), deletes the root and adds the request's qdisc
+    /// instead; if that add fails, `current` is added back (from its dumped options) and
+    /// the add's error returned, so a failure leaves what was there.
+    pub async fn replace_root(
+        &self,
+        ifname: &str,
+        request: &QdiscRequest,
+        current: Option<&Qdisc>,
+    ) -> Result<Replaced, Error> {
+        let refused = match self.request(request.to_netlink()).await? {
+            Ok(_) => return Ok(Replaced::AsRequested),
+            Err(e) => e,
+        };
+        let kind = request.kind.as_deref().unwrap_or_default();
+        let duplicates = kind == "netem"
+            && request
+                .options
+                .as_deref()
+                .and_then(|o| encode::decode_options(kind, o, &self.psched).ok())
+                .is_some_and(|s| s.duplicates());
+        let error = || {
+            kernel_error(
+                request.op.name(),
+                &self.target(ifname),
+                Some(kind),
+                &refused,
+            )
+        };
+        let Some(current) = current.filter(|_| {
+            refused.errno == EINVAL
+                && request.op == QdiscOp::Replace
+                && mixes_duplicating_netems(kind, duplicates, current)
+        }) else {
+            return Err(error());
+        };
+        self.send(ifname, &QdiscRequest::delete_root(request.ifindex))
+            .await?;
+        let add = QdiscRequest {
+            op: QdiscOp::Add,
+            ..request.clone()
+        };
+        let Err(add_error) = self.send(ifname, &add).await else {
+            return Ok(Replaced::DeletedAndAdded);
+        };
+        let back = QdiscRequest::raw(
+            QdiscOp::Add,
+            request.ifindex,
+            current.handle,
+            TC_H_ROOT,
+            &current.kind,
+            current
+                .options
+                .as_deref()
+                .map(|o| dumped_options_for_request(&current.kind, o)),
+        );
+        match self.send(ifname, &back).await {
+            Ok(()) => Err(add_error),
+            Err(back_error) => Err(Error::PreviousLost {
+                target: self.target(ifname).to_string(),
+                previous: current.to_string(),
+                add_error: Box::new(add_error),
+                back_error: Box::new(back_error),
+            }),
+        }
+    }
+
     /// Refuses an interface that carries the default route (unless allowed).
     pub async fn check_default_route(&self, ifname: &str, ifindex: u32) -> Result<(), Error> {
         if self.default_route_ifindexes().await?.contains(&ifindex) {
@@ -483,8 +586,13 @@ impl Netlink {
     }
 }
 
-/// Installs `spec` as the root qdisc of `target`.
-pub async fn apply(target: &Target, spec: &Spec, options: &ApplyOptions) -> Result<(), Error> {
+/// Installs `spec` as the root qdisc of `target`; a replace the kernel refuses because it
+/// would mix duplicating netems is done as delete and add ([`Netlink::replace_root`]).
+pub async fn apply(
+    target: &Target,
+    spec: &Spec,
+    options: &ApplyOptions,
+) -> Result<Replaced, Error> {
     let nl = Netlink::open(target.netns.as_deref()).await?;
     let ifindex = nl.ifindex(&target.ifname).await?;
     if !options.allow_default_route {
@@ -508,7 +616,13 @@ pub async fn apply(target: &Target, spec: &Spec, options: &ApplyOptions) -> Resu
         options.handle
     };
     let request = QdiscRequest::root(options.op, ifindex as i32, handle, spec, &nl.psched)?;
-    nl.send(&target.ifname, &request).await
+    if options.op != QdiscOp::Replace {
+        nl.send(&target.ifname, &request).await?;
+        return Ok(Replaced::AsRequested);
+    }
+    let current = nl.root_qdisc(ifindex).await?;
+    nl.replace_root(&target.ifname, &request, current.as_ref())
+        .await
 }
 
 /// The root qdisc of `target` (None if the interface has none, which is rare: even
@@ -567,6 +681,58 @@ mod tests {
         );
         let all: Vec<Qdisc> = APPLY_HANDLE_MAJORS.map(|m| qdisc(m << 16)).collect();
         assert_eq!(fresh_handle(&all), None);
+    }
+
+    #[test]
+    fn a_duplicating_netem_mixes_with_any_other_netem_only() {
+        let root = |text: &str| {
+            let spec: Spec = text.parse().unwrap();
+            Qdisc {
+                kind: spec.kind().to_string(),
+                spec: Some(spec),
+                ..qdisc(0x7461_0000)
+            }
+        };
+        let dup: Spec = "duplicate 1.5%".parse().unwrap();
+        let plain: Spec = "corrupt 0.7%".parse().unwrap();
+        assert!(dup.duplicates() && !plain.duplicates());
+        assert!(!"duplicate 0%".parse::<Spec>().unwrap().duplicates());
+        // The issue's sequence: corrupt, then duplicate; loss, then duplicate.
+        assert!(mixes_duplicating_netems(
+            "netem",
+            true,
+            Some(&root("corrupt 0.7%"))
+        ));
+        assert!(mixes_duplicating_netems(
+            "netem",
+            true,
+            Some(&root("loss 1%"))
+        ));
+        // A duplicating root replaced by a plain netem, or by another duplicating one.
+        assert!(mixes_duplicating_netems(
+            "netem",
+            false,
+            Some(&root("duplicate 2%"))
+        ));
+        assert!(mixes_duplicating_netems(
+            "netem",
+            true,
+            Some(&root("duplicate 2%"))
+        ));
+        // Nothing to mix: no netem on either side, or neither duplicates.
+        assert!(!mixes_duplicating_netems(
+            "netem",
+            false,
+            Some(&root("delay 5ms"))
+        ));
+        assert!(!mixes_duplicating_netems("netem", true, None));
+        let tbf = root("tbf rate 8mbit burst 32kbit latency 400ms");
+        assert!(!mixes_duplicating_netems("netem", true, Some(&tbf)));
+        assert!(!mixes_duplicating_netems(
+            "tbf",
+            false,
+            Some(&root("duplicate 2%"))
+        ));
     }
 
     #[test]

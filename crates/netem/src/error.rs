@@ -79,6 +79,21 @@ pub enum Error {
         /// The extended ack message, or the errno's description.
         message: String,
     },
+    /// A replace done as delete and add failed at the add, and the root that was there
+    /// could not be put back either: the interface is left with the kernel's default.
+    #[error(
+        "{target}: the kernel refused to replace the root qdisc ({previous}) in place, so it was deleted to add the new one; the add failed ({add_error}) and putting {previous} back failed too ({back_error}): {target} now has the kernel's default qdisc"
+    )]
+    PreviousLost {
+        /// Interface (and namespace).
+        target: String,
+        /// The root qdisc that was there, as `tsload netem show` prints it.
+        previous: String,
+        /// Why the new qdisc could not be added.
+        add_error: Box<Error>,
+        /// Why the previous one could not be added back.
+        back_error: Box<Error>,
+    },
     /// An API used the wrong way.
     #[error("{0}")]
     Usage(String),

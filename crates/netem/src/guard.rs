@@ -14,7 +14,10 @@
 //!
 //! Restoring only touches the root qdisc if it is still ours (same kind and handle); if
 //! someone replaced it meanwhile it is left alone. If applying fails, the kernel changed
-//! nothing (qdisc requests are atomic) and the record is removed again. A root qdisc with
+//! nothing (qdisc requests are atomic) and the record is removed again. Where the kernel
+//! refuses to replace a netem with or by a duplicating one (Linux since 2025), applying and
+//! restoring delete the root and add the new qdisc, putting the old one back if the add
+//! fails ([`crate::apply::Netlink::replace_root`]). A root qdisc with
 //! classes is refused, since its classes and filters could not be put back.
 
 use std::path::{Path, PathBuf};
@@ -379,7 +382,14 @@ impl Guard {
             path: path.clone(),
         };
         write_record(&record)?;
-        if let Err(e) = nl.send(&target.ifname, &request).await {
+        let sent = match op {
+            QdiscOp::Replace => nl
+                .replace_root(&target.ifname, &request, previous.as_ref())
+                .await
+                .map(drop),
+            _ => nl.send(&target.ifname, &request).await,
+        };
+        if let Err(e) = sent {
             // The kernel applies a qdisc request whole or not at all; make sure.
             if let Ok(Some(now)) = nl.root_qdisc(ifindex).await
                 && now.handle == handle
@@ -543,7 +553,8 @@ async fn restore_with(nl: &Netlink, record: &Record) -> Result<RestoreOutcome, E
                 &prev.kind,
                 options,
             );
-            nl.send(&record.ifname, &request).await?;
+            nl.replace_root(&record.ifname, &request, current.as_ref())
+                .await?;
             let now = nl.root_qdisc(ifindex).await?;
             Ok(RestoreOutcome::Restored(
                 now.map_or_else(|| prev.kind.clone(), |q| q.to_string()),

@@ -31,7 +31,7 @@ pub mod guard;
 pub mod netns;
 pub mod spec;
 
-pub use apply::{ApplyOptions, Qdisc, Target, apply, clear, show};
+pub use apply::{ApplyOptions, Qdisc, Replaced, Target, apply, clear, show};
 pub use encode::{Psched, QdiscOp, QdiscRequest};
 pub use error::Error;
 pub use guard::{Guard, GuardOptions, Record, RestoreOutcome};

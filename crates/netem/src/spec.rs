@@ -484,6 +484,11 @@ impl Spec {
         }
     }
 
+    /// Whether this is a netem that duplicates packets (a duplicate chance above 0%).
+    pub fn duplicates(&self) -> bool {
+        matches!(self, Spec::Netem(n) if n.duplicate.is_some_and(|c| c.probability.0 > 0))
+    }
+
     /// Parses a spec (same as `str::parse`).
     pub fn parse(text: &str) -> Result<Spec, SpecError> {
         let tokens: Vec<&str> = text.split_whitespace().collect();
