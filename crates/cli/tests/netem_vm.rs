@@ -832,35 +832,46 @@ fn vm_delay_and_jitter_show_in_icmp_and_tcp_rtt() {
         });
     }
 
-    // delay D J (uniform): RTTs spread over [D-J, D+J]: the median D, p90 4 ms above it,
-    // the least of 100 some 5 ms below. The emulated CPU adds a tail of its own, so the
-    // checks are on the median, p90 and min, not the max.
-    lab.apply(&[], "delay 20ms 5ms");
+    // delay D J (uniform): RTTs spread over [D-J, D+J]. What the emulated CPU adds (a
+    // busy host stalls it for milliseconds: the median of 20ms 5ms read 24-25 ms with two
+    // CPU hogs beside the VM, p90 - p50 from 2.4 to 7.5) only ever adds, and it adds to
+    // `delay D` alone as much: each try measures both, one right after the other, and
+    // checks what the jitter changes. The least RTT falls about J (the least of 100 of
+    // U[-J, J] is J - 0.1) below the least without jitter, never under D - J; the median
+    // stays (the jitter is symmetric). No jitter, twice it, one-sided or in other units
+    // fails one of them.
+    let j = 5.0;
     for (kind, target) in [("icmp", &right), ("tcp", &tcp)] {
-        tries(&format!("delay 20ms 5ms, {kind}"), || {
-            let r = lab.probe(&[kind, target, "-c", "100", "-i", "10ms"]);
-            let (min, p50, p90, max, mdev) = (
-                f(&r, &["min_ms"]),
-                f(&r, &["latency", "p50_ms"]),
-                f(&r, &["latency", "p90_ms"]),
-                f(&r, &["max_ms"]),
-                f(&r, &["mdev_ms"]),
-            );
-            println!(
-                "rtt: delay 20ms 5ms: {kind} min {min:.3} p50 {p50:.3} p90 {p90:.3} max {max:.3} mdev {mdev:.3} ms"
-            );
-            ensure(min >= 15.0 - 0.5, format!("min {min} < D - J - 0.5"))?;
+        tries(&format!("delay 20ms 5ms against 20ms, {kind}"), || {
+            let measure = |spec: &str| {
+                lab.apply(&[], spec);
+                let r = lab.probe(&[kind, target, "-c", "100", "-i", "10ms"]);
+                let (min, p50, p90, max) = (
+                    f(&r, &["min_ms"]),
+                    f(&r, &["latency", "p50_ms"]),
+                    f(&r, &["latency", "p90_ms"]),
+                    f(&r, &["max_ms"]),
+                );
+                println!(
+                    "rtt: {spec}: {kind} min {min:.3} p50 {p50:.3} p90 {p90:.3} max {max:.3} ms"
+                );
+                (min, p50)
+            };
+            let (min_a, p50_a) = measure("delay 20ms");
+            let (min_b, p50_b) = measure("delay 20ms 5ms");
+            ensure(min_b >= d - j - 0.5, format!("min {min_b} < D - J - 0.5"))?;
             ensure(
-                p50 >= d - 1.5 && p50 <= d + 6.0,
-                format!("p50 {p50} not within D - 1.5 .. D + 6"),
+                (j / 2.0..=j + 1.5).contains(&(min_a - min_b)),
+                format!(
+                    "the jitter lowered the least RTT by {} ms, not {} to {} (J = {j})",
+                    min_a - min_b,
+                    j / 2.0,
+                    j + 1.5
+                ),
             )?;
             ensure(
-                (2.5..=7.0).contains(&(p90 - p50)),
-                format!("p90 - p50 = {} not 2.5..7 (uniform: 4)", p90 - p50),
-            )?;
-            ensure(
-                (2.5..=8.5).contains(&(p50 - min)),
-                format!("p50 - min = {} not 2.5..8.5 (uniform: 5)", p50 - min),
+                (p50_b - p50_a).abs() <= 2.5,
+                format!("the jitter moved the median by {} ms", p50_b - p50_a),
             )
         });
     }
@@ -1394,12 +1405,16 @@ fn vm_a_run_refuses_the_default_route_interface() {
 /// VictoriaMetrics' HTTP port on the right end of the veth pair.
 const VICTORIA_PORT: u16 = 8428;
 
-/// The R1 sweep the test runs, in each backend: three of R1's delays scaled to the
-/// emulated machine (whose own RTT and its noise are a millisecond or two), a few seconds
-/// each, R1's load shape otherwise (2 workers, not 16: see `r1_sweep`; 10 rows per
-/// request, interlace 10, 1 varchar + 10 float columns). `TSLOAD_R1_VM_FULL=1` runs R1's
-/// seven delays scaled 20 times ([`R1_DELAYS_X20`]) for `results/` instead.
-const QUICK_DELAYS: [&str; 3] = ["0ms", "10ms", "30ms"];
+/// The R1 sweep the test runs, in each backend: three delays for the emulated machine
+/// (whose own RTT and its noise are a millisecond or two, and up to 10 ms when the host is
+/// busy), a few seconds each, R1's load shape otherwise (2 workers, not 16: see `r1_sweep`;
+/// 10 rows per request, interlace 10, 1 varchar + 10 float columns). The largest is 60
+/// ms: with two CPU hogs beside the VM the proxy's RTT without delay was 33 ms and its
+/// rate at 30 ms only 0.93 of that at none (0 and 10 ms came out 243 and 283 rows/s),
+/// while 60 ms more than halves a cycle of the workers whatever the load.
+/// `TSLOAD_R1_VM_FULL=1` runs R1's seven delays scaled 20 times ([`R1_DELAYS_X20`]) for
+/// `results/` instead.
+const QUICK_DELAYS: [&str; 3] = ["0ms", "10ms", "60ms"];
 const QUICK_DURATION: &str = "4s";
 /// R1's seven delays (0, 0.22, 0.432, 0.844, 1.054, 1.252 and 2.067 ms) times 20. R1's own
 /// are within the emulated machine's noise: its HTTP ping takes 9-15 ms with no delay, and
@@ -1724,16 +1739,16 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
 
     for (backend, r) in &results {
         // The probe's RTT tracks the delay: what each point adds to the fastest probe over
-        // the first point's (no delay) is the delay, from half of it to a fifth plus 4 ms
-        // over it. A delay not applied adds nothing, one applied in both directions adds
-        // twice it (20 / 60 ms at 10 / 30 ms, over 16 / 40), one in other units is off by
-        // a factor of 1,000. The minimum, not the median: the load's leftovers on the VM's
-        // 2 emulated CPUs only ever add, and they move the median by several ms from run
-        // to run (the proxy's p50 at 30 ms grew by 37.7 ms once in a loaded CI run while
-        // its minimum grew by 34.3). The minimum moves too, less: added at 10 / 30 ms,
-        // netem 11.5 / 31.3, proxy 10.9 / 34.3 in one run, and the proxy 7.4 at 10 ms in a
-        // fresh-clone CI run whose no-delay point was slow (506 rows/s against 524 at 10
-        // ms; netem's 664).
+        // the first point's (no delay) is the delay, at least half of it. A delay not
+        // applied adds nothing, one in other units is off by a factor of 1,000. The
+        // minimum, not the median: the load's leftovers on the VM's 2 emulated CPUs only
+        // ever add, and they move the median by several ms from run to run (the proxy's
+        // p50 at 30 ms grew by 37.7 ms once in a loaded CI run while its minimum grew by
+        // 34.3). The minimum moves too, less, and upwards only: the proxy's grew by 18.9
+        // ms at 10 ms with two other loads on the host, so the upper bound, which catches
+        // a delay applied in both directions (twice it), is checked only from 20 ms on,
+        // where twice the delay is far above the delay and that noise: 1.5 times it plus 2
+        // ms.
         let rtt_min = |i: usize| {
             r.json["rows"][i]["rtt"]["min_ms"]
                 .as_f64()
@@ -1744,29 +1759,35 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
         for (i, d) in delays.iter().enumerate().skip(1) {
             let added = rtt_min(i) - base;
             let want = delay_ms(d);
+            println!("r1: {backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms");
             if want < CHECKED_DELAY_MS {
                 continue;
             }
-            let (low, high) = (want / 2.0, want * 1.2 + 4.0);
+            let low = want / 2.0;
             assert!(
-                (low..=high).contains(&added),
-                "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, not {low} to {high}"
+                added >= low,
+                "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, under {low}"
+            );
+            let high = want * 1.5 + 2.0;
+            assert!(
+                want < 20.0 || added <= high,
+                "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, over {high}"
             );
         }
-        // The rate falls as the RTT grows: the largest delay's under no delay's (about
-        // 0.6 of it at 30 ms; from one point to the next the fall is within the noise:
-        // the proxy's 506 rows/s at no delay and 524 at 10 ms above), and the fit sees it:
-        // k > 0, R² high.
+        // The rate falls as the RTT grows: the largest delay's under no delay's (from one
+        // point to the next the fall is within the noise: the proxy's 243 rows/s at no
+        // delay and 283 at 10 ms with the host loaded), and the fit sees it: k > 0.
         let fit = &r.json["fits"][0]["fit"];
         let (k, r2) = (f(fit, &["k"]), f(fit, &["r_squared"]));
         let last = delays.len() - 1;
         assert!(
-            rate(r, last) < rate(r, 0),
-            "{backend}: the rate must fall as the RTT grows: {:?}",
+            rate(r, last) < rate(r, 0) * 0.8,
+            "{backend}: the rate must fall by a fifth at the largest delay: {:?}",
             r.json["rows"]
         );
-        // Measured (2 workers): netem k 0.93 R² 0.96, proxy k 0.74 R² 0.98; with the
-        // host loaded by builds the proxy's R² fell to 0.69 once (3 points only).
+        // Measured (2 workers, 0/10/30 ms): netem k 0.93 R² 0.96, proxy k 0.74 R² 0.98;
+        // with the host loaded the proxy's R² fell to 0.45 (the 0 and 10 ms points within
+        // the noise of each other), which the 60 ms point now carries.
         assert!(k > 0.3, "{backend}: k = {k}\n{fit}");
         assert!(r2 >= 0.5, "{backend}: R² = {r2}\n{fit}");
 
