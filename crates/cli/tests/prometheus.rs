@@ -15,23 +15,10 @@ use std::process::Output;
 use tsload_testbed::{Server, ServerKind};
 
 mod common;
-use common::{json, start, text, tsload};
+use common::{start, text};
 
 fn run(dir: &Path, sets: &[String]) -> (Output, serde_json::Value) {
-    let out = tsload()
-        .args(["run", "--json", "r.json", "--progress", "none"])
-        .args(sets.iter().flat_map(|s| ["--set", s.as_str()]))
-        .current_dir(dir)
-        .output()
-        .expect("start tsload");
-    let path = dir.join("r.json");
-    let r = if path.exists() {
-        json(&path)
-    } else {
-        serde_json::Value::Null
-    };
-    let _ = std::fs::remove_file(path);
-    (out, r)
+    common::run_sets(dir, sets)
 }
 
 fn sets(server: &Server, kind: &str, workers: u32) -> Vec<String> {

@@ -170,17 +170,7 @@ fn devops_creates_all_nine_tables_in_postgres_and_mariadb() {
         );
         assert_eq!(r["rows"], 2 * 60 * 9);
         let mut total = 0;
-        for t in [
-            "cpu",
-            "diskio",
-            "disk",
-            "kernel",
-            "mem",
-            "net",
-            "nginx",
-            "postgresl",
-            "redis",
-        ] {
+        for t in common::DEVOPS_TABLES {
             let n = server.sql_count(t);
             assert_eq!(n, 120, "{target}: {t}");
             total += n;

@@ -13,27 +13,17 @@ use std::process::Output;
 use tsload_testbed::{Server, ServerKind};
 
 mod common;
-use common::{json, start, text, tsload};
+use common::{start, text};
 
 fn run(dir: &Path, url: &str, kind: &str, sets: &[&str]) -> (Output, serde_json::Value) {
-    let out = tsload()
-        .args(["run", "--json", "r.json", "--progress", "none"])
-        .args(["--set", &format!("target.kind=\"{kind}\"")])
-        .args(["--set", &format!("target.url=\"{url}\"")])
-        .args(["--set", "workload.scale=3"])
-        .args(["--set", "load.batch=100"])
-        .args(sets.iter().flat_map(|s| ["--set", *s]))
-        .current_dir(dir)
-        .output()
-        .expect("start tsload");
-    let path = dir.join("r.json");
-    let r = if path.exists() {
-        json(&path)
-    } else {
-        serde_json::Value::Null
-    };
-    let _ = std::fs::remove_file(path);
-    (out, r)
+    let mut all = vec![
+        format!("target.kind=\"{kind}\""),
+        format!("target.url=\"{url}\""),
+        "workload.scale=3".into(),
+        "load.batch=100".into(),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    common::run_sets(dir, &all)
 }
 
 #[test]

@@ -21,24 +21,14 @@ use common::{json, start, text, tsload};
 /// `tsload run --json r.json` into `server` with TSBS's TimescaleDB layout and `sets`.
 fn run(server: &Server, dir: &Path, sets: &[&str]) -> (Output, serde_json::Value) {
     let url = server.database_url().expect("an SQL server");
-    let _ = std::fs::remove_file(dir.join("r.json"));
-    let out = tsload()
-        .args(["run", "--json", "r.json", "--progress", "none"])
-        .args(["--set", "target.kind=\"postgres\""])
-        .args(["--set", &format!("target.url=\"{url}\"")])
-        .args(["--set", "target.layout=\"tags\""])
-        .args(["--set", "target.hypertable=true"])
-        .args(sets.iter().flat_map(|s| ["--set", *s]))
-        .current_dir(dir)
-        .output()
-        .expect("start tsload");
-    let path = dir.join("r.json");
-    let r = if path.exists() {
-        json(&path)
-    } else {
-        serde_json::Value::Null
-    };
-    (out, r)
+    let mut all = vec![
+        "target.kind=\"postgres\"".to_string(),
+        format!("target.url=\"{url}\""),
+        "target.layout=\"tags\"".into(),
+        "target.hypertable=true".into(),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    common::run_sets(dir, &all)
 }
 
 fn count(server: &Server, query: &str) -> u64 {
@@ -76,21 +66,7 @@ fn timescaledb_loads_every_tsbs_workload_into_hypertable_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &str, &[&str]); 3] = [
         ("cpu-only", "insert", &["cpu"]),
-        (
-            "devops",
-            "copy",
-            &[
-                "cpu",
-                "diskio",
-                "disk",
-                "kernel",
-                "mem",
-                "net",
-                "nginx",
-                "postgresl",
-                "redis",
-            ],
-        ),
+        ("devops", "copy", &common::DEVOPS_TABLES),
         ("iot", "unnest", &["diagnostics", "readings"]),
     ];
     for (workload, method, tables) in cases {
