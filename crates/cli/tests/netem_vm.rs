@@ -1076,10 +1076,10 @@ fn vm_flood_probe_agrees_with_iputils_ping() {
             (mine_p50 - ping_avg).abs() <= 2.0,
             "tsload's p50 added and ping's avg added differ by > 2 ms",
         )?;
-        ensure(
-            (mine.mdev - ping.mdev).abs() <= 2.0,
-            "mdev differs by > 2 ms",
-        )?;
+        // Not mdev: one stall of the host decides it (tsload's 9.45 ms with a 108.8 ms
+        // reply against ping's 2 in one round beside two CPU hogs), and two runs meet
+        // their own stalls. That tsload computes it as iputils does is checked on
+        // iputils' own integer arithmetic in crates/probe (stats.rs).
         ensure(
             mine.max >= 5.5 && ping.max >= 5.5,
             "max under netem's 6 ms jitter ceiling",
@@ -1423,10 +1423,12 @@ const QUICK_DURATION: &str = "4s";
 const R1_DELAYS_X20: [&str; 7] = [
     "0ms", "4.4ms", "8.64ms", "16.88ms", "21.08ms", "25.04ms", "41.34ms",
 ];
-/// Under this delay the full sweep's per-point RTT check is skipped: the fastest probe of
-/// a point moves by about 2 ms from point to point in the VM with no delay change at all
-/// (-1.9 ms at R1's 1.252 ms once), which is the size of the delay itself there.
-const CHECKED_DELAY_MS: f64 = 8.0;
+/// Under this delay a point's RTT is not checked (it is printed): the fastest probe of a
+/// point moves by about 2 ms from point to point in the VM with no delay change at all
+/// (-1.9 ms at R1's 1.252 ms once), and by 5 to 9 ms when the host is busy (two CPU hogs
+/// beside the VM: the proxy's fastest probe grew by 18.9 ms at 10 ms in one run and by
+/// 4.7 in another, its no-delay point's probes queued behind a heavier write load).
+const CHECKED_DELAY_MS: f64 = 20.0;
 
 /// VictoriaMetrics in the right namespace (its data in a temp dir), killed on drop.
 struct Victoria {
@@ -1738,17 +1740,15 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
     }
 
     for (backend, r) in &results {
-        // The probe's RTT tracks the delay: what each point adds to the fastest probe over
-        // the first point's (no delay) is the delay, at least half of it. A delay not
-        // applied adds nothing, one in other units is off by a factor of 1,000. The
-        // minimum, not the median: the load's leftovers on the VM's 2 emulated CPUs only
-        // ever add, and they move the median by several ms from run to run (the proxy's
-        // p50 at 30 ms grew by 37.7 ms once in a loaded CI run while its minimum grew by
-        // 34.3). The minimum moves too, less, and upwards only: the proxy's grew by 18.9
-        // ms at 10 ms with two other loads on the host, so the upper bound, which catches
-        // a delay applied in both directions (twice it), is checked only from 20 ms on,
-        // where twice the delay is far above the delay and that noise: 1.5 times it plus 2
-        // ms.
+        // The probe's RTT tracks the delay: what each point of 20 ms or more adds to the
+        // fastest probe over the first point's (no delay) is the delay, from half of it to
+        // 1.5 times it plus 2 ms. A delay not applied adds nothing, one applied in both
+        // directions adds twice it, one in other units is off by a factor of 1,000. The
+        // minimum, not the median: the load's leftovers on the VM's 2 emulated CPUs move
+        // the median by several ms from run to run (the proxy's p50 at 30 ms grew by 37.7
+        // ms once in a loaded CI run while its minimum grew by 34.3). The minimum moves
+        // too, by up to 9 ms under a busy host (see `CHECKED_DELAY_MS`), which is within
+        // these bounds at 20 ms and more and not at 10.
         let rtt_min = |i: usize| {
             r.json["rows"][i]["rtt"]["min_ms"]
                 .as_f64()
@@ -1770,7 +1770,7 @@ fn vm_r1_sweep_against_victoriametrics_with_netem_and_the_proxy() {
             );
             let high = want * 1.5 + 2.0;
             assert!(
-                want < 20.0 || added <= high,
+                added <= high,
                 "{backend}: delay {d}: the fastest probe's RTT grew by {added:.3} ms, over {high}"
             );
         }
