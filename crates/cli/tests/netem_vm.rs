@@ -293,8 +293,8 @@ impl Lab {
         self.pair.right_addr.to_string()
     }
 
-    /// `tsload netem apply [FLAGS] -- SPEC` on the left end.
-    fn apply(&self, flags: &[&str], spec: &str) {
+    /// `tsload netem apply [FLAGS] -- SPEC` on the left end; what it printed.
+    fn apply(&self, flags: &[&str], spec: &str) -> String {
         let mut args = vec!["netem", "apply", "--dev", self.dev(), "--netns", self.ns()];
         args.extend(flags);
         args.push("--");
@@ -302,7 +302,7 @@ impl Lab {
         ok(
             tsload(&args),
             &format!("tsload netem apply {flags:?} -- {spec}"),
-        );
+        )
     }
 
     fn clear(&self) {
@@ -613,39 +613,12 @@ fn vm_every_spec_applies_over_every_other_and_the_guard_restores_it() {
     };
     // The issue's own sequence, through the binary: corrupt, then duplicate.
     lab.apply(&[], "corrupt 0.7%");
-    let dry = ok(
-        tsload(&[
-            "netem",
-            "apply",
-            "--dry-run",
-            "--dev",
-            lab.dev(),
-            "--netns",
-            lab.ns(),
-            "--",
-            "duplicate",
-            "1.5%",
-        ]),
-        "tsload netem apply --dry-run",
-    );
+    let dry = lab.apply(&["--dry-run"], "duplicate 1.5%");
     assert!(
         dry.contains("note: the root is netem"),
         "--dry-run says so: {dry}"
     );
-    let out = ok(
-        tsload(&[
-            "netem",
-            "apply",
-            "--dev",
-            lab.dev(),
-            "--netns",
-            lab.ns(),
-            "--",
-            "duplicate",
-            "1.5%",
-        ]),
-        "duplicate 1.5% over corrupt 0.7%",
-    );
+    let out = lab.apply(&[], "duplicate 1.5%");
     println!("over: duplicate over corrupt: {}", out.trim());
     readback(&specs[2], "duplicate 1.5% over corrupt 0.7%");
     // Every ordered pair, through the library.

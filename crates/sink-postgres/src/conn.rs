@@ -46,8 +46,8 @@ struct Writer {
     format: CopyFormat,
     tables: Vec<TableState>,
     devices: Devices,
-    /// For every row of the batch being written (tables one after the other), the dense
-    /// index of its device in `devices` (0 in tables without tag columns of their own).
+    /// For every row of the batch being written in a table with tag columns of its own
+    /// (such tables one after the other), the dense index of its device in `devices`.
     /// Reused between batches.
     row_dev: Vec<u32>,
     /// COPY data, or the UNNEST arrays end to end. Reused between batches.
@@ -387,7 +387,6 @@ impl Writer {
                 t.ensure_inserts(tb.rows());
             }
             if t.tag_cols.is_empty() {
-                self.row_dev.resize(self.row_dev.len() + tb.rows(), 0);
                 continue;
             }
             for &device in &tb.device {
@@ -490,8 +489,13 @@ impl Writer {
             if rows == 0 {
                 continue;
             }
-            let row_dev = first_row..first_row + rows;
-            first_row += rows;
+            // Only tables with tag columns of their own have rows in `row_dev`.
+            let row_dev = if self.tables[i].tag_cols.is_empty() {
+                0..0
+            } else {
+                first_row += rows;
+                first_row - rows..first_row
+            };
             bytes += match self.method {
                 InsertMethod::Copy => self.copy_table(conn, i, tb, row_dev).await?,
                 InsertMethod::Unnest => self.unnest_table(conn, i, tb, row_dev).await?,
@@ -510,14 +514,8 @@ impl Writer {
         let n = tags.pending.len();
         self.buf.clear();
         self.arrays.clear();
+        push_device_ids(&mut self.buf, &mut self.arrays, &tags.pending)?;
         let buf = &mut self.buf;
-        let at = buf.len();
-        let mut a = ArrayWriter::begin(buf, PgType::Int8, n)?;
-        for &device in &tags.pending {
-            a.push(buf, &Value::Int8(i64::from(device)))?;
-        }
-        a.finish(buf);
-        self.arrays.push(at..buf.len());
         for (slot, ty, name) in &tags.slots {
             let at = buf.len();
             let mut a = ArrayWriter::begin(buf, *ty, n)?;
@@ -611,13 +609,7 @@ impl Writer {
         self.arrays.push(at..buf.len());
 
         if t.tags_id {
-            let at = buf.len();
-            let mut a = ArrayWriter::begin(buf, PgType::Int8, rows)?;
-            for &device in &tb.device {
-                a.push(buf, &Value::Int8(i64::from(device)))?;
-            }
-            a.finish(buf);
-            self.arrays.push(at..buf.len());
+            push_device_ids(buf, &mut self.arrays, &tb.device)?;
         }
         for (slot, ty, name) in &t.tag_cols {
             let at = buf.len();
@@ -720,6 +712,23 @@ impl Writer {
         }
         Ok(bytes)
     }
+}
+
+/// Appends one `bigint[]` UNNEST array of device numbers (the tags table's `id`, the rows'
+/// `tags_id`) to `buf`, and its range to `arrays`.
+fn push_device_ids(
+    buf: &mut Vec<u8>,
+    arrays: &mut Vec<Range<usize>>,
+    devices: &[u32],
+) -> Result<(), Failure> {
+    let at = buf.len();
+    let mut a = ArrayWriter::begin(buf, PgType::Int8, devices.len())?;
+    for &device in devices {
+        a.push(buf, &Value::Int8(i64::from(device)))?;
+    }
+    a.finish(buf);
+    arrays.push(at..buf.len());
+    Ok(())
 }
 
 /// Adds one parameter; sqlx only fails here when a value passes 2 GiB.
