@@ -6,13 +6,15 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 
 mod sysbench;
+mod test_pool;
 mod timescaledb;
 
 const USAGE: &str =
     "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|timescaledb|container-base|fmt>
-  test [--repeat N] [--timeout MINUTES]
+  test [--repeat N] [--timeout MINUTES] [--jobs J] [CARGO ARGS] [-- LIBTEST ARGS]
                  install what the tests need, then fmt check, clippy, and every test
-                 (N rounds, each killed and failed past MINUTES, default 60)
+                 (N rounds, each killed and failed past MINUTES, default 60; J test
+                 binaries at a time, default 3, the slowest of the last round first)
   bench          criterion benchmarks of the hot path
   bench-targets [--ledger-only] [--baseline BIN [--current BIN]]
                 [null|victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse]...
@@ -452,13 +454,20 @@ fn which(bin: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `cargo xtask test [--repeat N] [--timeout MINUTES] [CARGO TEST ARGS...]`: installs,
-/// checks formatting and lints once, then runs every test N times (default 1), each
-/// round under a time limit (default 60 minutes: a hung test fails the round instead of
-/// hanging the task). Stops at the first failing round.
+/// How many test binaries a round runs at once by default. Most of a round is waiting
+/// (servers starting, timed loads, the netem VM), so more binaries than cores fit: on
+/// this project's 2-core machine 3 at once took a round from about 13 minutes to SEE_README.
+const DEFAULT_TEST_JOBS: usize = 3;
+
+/// `cargo xtask test [--repeat N] [--timeout MINUTES] [--jobs J] [CARGO TEST ARGS...
+/// [-- LIBTEST ARGS...]]`: installs, checks formatting and lints once, builds the test
+/// binaries, then runs every test N times (default 1), J binaries at a time
+/// (`test_pool`), each round under a time limit (default 60 minutes: a hung test fails
+/// the round instead of hanging the task). Stops at the first failing round.
 fn test(args: &[String]) -> anyhow::Result<()> {
     let mut repeat = 1u32;
     let mut timeout = std::time::Duration::from_secs(60 * 60);
+    let mut parallel = DEFAULT_TEST_JOBS;
     let mut extra = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -470,6 +479,14 @@ fn test(args: &[String]) -> anyhow::Result<()> {
                     .ok()
                     .filter(|n| *n >= 1)
                     .with_context(|| format!("--repeat {v}: expected a whole number >= 1"))?;
+            }
+            "--jobs" => {
+                let v = it.next().context("--jobs needs a number")?;
+                parallel = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .with_context(|| format!("--jobs {v}: expected a whole number >= 1"))?;
             }
             "--timeout" => {
                 let v = it.next().context("--timeout needs minutes")?;
@@ -518,31 +535,73 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         ]
         .concat(),
     )?;
-    // Every test binary runs even after one fails, so a round reports all its failures.
-    let mut test_args = vec!["test", "--workspace", "--all-targets", "--no-fail-fast"];
-    test_args.extend(extra.iter().copied());
-    let test_args = with_test_filters(test_args, skip);
+    // Cargo's arguments before a `--`, libtest's after it (filters, --exact, --skip).
+    let (cargo_extra, libtest_extra) = match extra.iter().position(|a| *a == "--") {
+        Some(i) => (&extra[..i], &extra[i + 1..]),
+        None => (&extra[..], &[][..]),
+    };
+    let libtest_args = [libtest_extra, skip].concat();
+    let mut jobs = test_pool::build(
+        &[&["test", "--workspace", "--all-targets"], cargo_extra].concat(),
+        &libtest_args,
+        "",
+    )?;
+    // The lean build's scenario checks: TDengine is refused at validation, by name.
+    jobs.extend(test_pool::build(
+        &[&["test"], &lean[..], &["--bin", "tsload"]].concat(),
+        skip,
+        " (no default features)",
+    )?);
+    // Doc tests are not part of --all-targets; rustdoc builds them as they run.
+    jobs.push(test_pool::Job::cargo(
+        "doc tests",
+        &["test", "--workspace", "--doc"],
+    ));
+    let target = target_dir();
+    let history_file = target.join("xtask-test-times.tsv");
     let mut total = Counts::default();
+    let mut failed = Vec::new();
     for round in 1..=repeat {
         let started = std::time::Instant::now();
-        let mut counts = run_tests(&test_args, timeout)?;
-        // Doc tests are not part of --all-targets.
-        counts.add(run_tests(&["test", "--workspace", "--doc"], timeout)?);
-        // The lean build's scenario checks: TDengine is refused at validation, by name.
-        counts.add(run_tests(
-            &with_test_filters([&["test"], &lean[..], &["--bin", "tsload"]].concat(), skip),
+        let history = test_pool::read_history(&history_file);
+        let result = test_pool::run(
+            jobs.clone(),
+            parallel,
             timeout,
-        )?);
-        if repeat > 1 {
-            println!(
-                "round {round} of {repeat}: {} passed, {} failed, {} skipped in {:.0} s",
-                counts.passed,
-                counts.failed,
-                counts.ignored,
-                started.elapsed().as_secs_f64()
-            );
+            &history,
+            &target.join("xtask-test-logs"),
+        )?;
+        test_pool::write_history(&history_file, &result.times)?;
+        let counts = result.counts;
+        println!(
+            "\nround {round} of {repeat}: {} passed, {} failed, {} skipped in {:.0} s \
+             ({} jobs, {parallel} at a time); the slowest:",
+            counts.passed,
+            counts.failed,
+            counts.ignored,
+            started.elapsed().as_secs_f64(),
+            result.times.len()
+        );
+        for (label, t) in result.times.iter().take(8) {
+            println!("  {:7.1} s  {label}", t.as_secs_f64());
         }
         total.add(counts);
+        if !result.failed.is_empty() {
+            failed = result.failed;
+            break;
+        }
+    }
+    if !failed.is_empty() {
+        println!(
+            "tests: {} passed, {} failed, {} skipped",
+            total.passed, total.failed, total.ignored
+        );
+        bail!(
+            "{} test job(s) failed (their output is above, and under {}):\n  {}",
+            failed.len(),
+            target.join("xtask-test-logs").display(),
+            failed.join("\n  ")
+        );
     }
     // One closing line for the whole suite (the last runner's own line may count 0).
     println!(
@@ -553,18 +612,6 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         bail!("no test ran");
     }
     Ok(())
-}
-
-/// `args` (a `cargo test` command line) with libtest's `filters` after its `--`.
-fn with_test_filters<'a>(mut args: Vec<&'a str>, filters: &[&'a str]) -> Vec<&'a str> {
-    if filters.is_empty() {
-        return args;
-    }
-    if !args.contains(&"--") {
-        args.push("--");
-    }
-    args.extend(filters);
-    args
 }
 
 /// What a cold `cargo xtask test` writes, in GiB, measured from a fresh clone: the build
@@ -580,19 +627,12 @@ const COLD_RUN_TEMP_GIB: f64 = 1.0;
 /// error somewhere in the middle of the run.
 fn warn_if_disk_is_short() {
     use std::os::unix::fs::MetadataExt as _;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .to_path_buf();
+    let target = target_dir();
     // The target dir, or (before the first build) the nearest dir above it that exists.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let build = target
-        .ancestors()
-        .find(|p| p.exists())
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or(root);
+    let build = target.ancestors().find(|p| p.exists()).map_or_else(
+        || std::path::PathBuf::from("."),
+        std::path::Path::to_path_buf,
+    );
     let temp = std::env::temp_dir();
     let device = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev()).ok();
     let one_disk = device(&build).is_some() && device(&build) == device(&temp);
@@ -613,6 +653,19 @@ fn warn_if_disk_is_short() {
             None => eprintln!("disk: cannot read the free space at {}", path.display()),
         }
     }
+}
+
+/// Cargo's target dir: `$CARGO_TARGET_DIR`, or `target/` in the workspace root.
+fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join("target")
+        },
+        std::path::PathBuf::from,
+    )
 }
 
 /// Free space at `path` in GiB, from `df -Pk` (POSIX output: the fourth column of the
@@ -664,59 +717,6 @@ impl Counts {
         }
         Some(c)
     }
-}
-
-/// Runs `cargo ARGS`, passing its output through, and counts the tests it ran. Past
-/// `timeout` the whole process group (cargo and the test binaries it started) is killed
-/// and the run fails, saying so.
-fn run_tests(args: &[&str], timeout: std::time::Duration) -> anyhow::Result<Counts> {
-    use std::io::BufRead as _;
-    use std::os::unix::process::CommandExt as _;
-    eprintln!("$ cargo {}", args.join(" "));
-    let mut child = Command::new("cargo")
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .context("cannot start cargo")?;
-    let out = child.stdout.take().context("cargo's output")?;
-    let reader = std::thread::spawn(move || {
-        let mut counts = Counts::default();
-        for line in std::io::BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            println!("{line}");
-            if let Some(c) = Counts::parse(&line) {
-                counts.add(c);
-            }
-        }
-        counts
-    });
-    let deadline = std::time::Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for cargo")? {
-            break status;
-        }
-        if std::time::Instant::now() >= deadline {
-            // Negative pid: the process group cargo leads.
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
-            let _ = child.wait();
-            bail!(
-                "`cargo {}` did not finish within {} minutes: killed (a hung test?)",
-                args.join(" "),
-                timeout.as_secs() / 60
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
-    let counts = reader
-        .join()
-        .map_err(|_| anyhow::anyhow!("reading cargo's output failed"))?;
-    if !status.success() {
-        bail!("`cargo {}` failed with {status}", args.join(" "));
-    }
-    Ok(counts)
 }
 
 fn bench(extra: &[String]) -> anyhow::Result<()> {
