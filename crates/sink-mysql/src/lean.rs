@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncWriteExt as _;
 use tsload_core::{ErrorKind, SinkError, Statement};
-use tsload_sql::read_buffer::{ReadBuffer, decode_url_part};
+use tsload_sql::read_buffer::{MAX_MESSAGE_BYTES, ReadBuffer, decode_url_part, too_long};
 use tsload_sql::socket::{Socket, Waiting};
 use tsload_sql::statement_cache::StatementCache;
 
@@ -436,6 +436,10 @@ impl LeanConn {
         loop {
             let at = self.read_part().await?;
             let last = at.len() < wire::MAX_PAYLOAD;
+            // The joined packet has the one cap a single read has.
+            if big.len() + at.len() > MAX_MESSAGE_BYTES {
+                return Err(lost(&self.label, &too_long(big.len() + at.len())));
+            }
             big.extend_from_slice(self.rbuf.get(at));
             if last {
                 break;

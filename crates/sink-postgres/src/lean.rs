@@ -475,6 +475,45 @@ fn server_error(e: &wire::ServerError) -> SinkError {
 mod tests {
     use super::*;
 
+    /// A hostile server: reads the startup message, answers with an authentication message
+    /// that declares 0x7ffffff0 bytes, and then says nothing more, keeping the connection.
+    #[tokio::test]
+    async fn a_server_declaring_a_two_gigabyte_message_is_refused_at_once() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).await.unwrap();
+            let mut rest = vec![0u8; u32::from_be_bytes(len) as usize - 4];
+            s.read_exact(&mut rest).await.unwrap();
+            s.write_all(&[b'R', 0x7f, 0xff, 0xff, 0xf0, 0, 0, 0, 0])
+                .await
+                .unwrap();
+            // Silence, the connection held until the client drops it.
+            let mut end = Vec::new();
+            let _ = s.read_to_end(&mut end).await;
+        });
+        let url = format!("postgres://u@127.0.0.1:{port}/db?sslmode=disable");
+        let opts = LeanOptions::from_url(&url, "T", None).unwrap();
+        let started = std::time::Instant::now();
+        let e = LeanConn::connect(&opts, Duration::from_secs(30), Waiting::Reactor)
+            .await
+            .unwrap_err();
+        let Lean::Failed(e) = e else {
+            panic!("refused as unsupported, not as the server's fault")
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("2147483633 bytes") && text.contains("at most 67108864"),
+            "{text}"
+        );
+        // Refused as it was read, not at the connect timeout.
+        assert!(started.elapsed() < Duration::from_secs(20), "{text}");
+        server.await.unwrap();
+    }
+
     #[test]
     fn takes_plain_urls_only() {
         let o = LeanOptions::from_url("postgres://u:p%40ss@127.0.0.1:5433/db", "T", None).unwrap();

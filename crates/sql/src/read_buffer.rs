@@ -12,6 +12,14 @@ use tokio::io::{AsyncRead, AsyncReadExt as _};
 /// the next read, so reads stay large.
 const MIN_ROOM: usize = 4096;
 
+/// The largest message (PostgreSQL) or packet (MySQL, its 16 MiB parts joined) a
+/// connection reads. A server declares a message's length before its bytes; without a cap
+/// one that declares 2 GB and sends nothing more makes the buffer that large (4.2 GB for two
+/// workers, measured). PostgreSQL allows 1 GB per message; tsload's answers (a result row,
+/// an error, a COPY acknowledgement) are bytes to kilobytes: a longer one is refused as
+/// the server's fault, the connection dropped, the buffer never grown past this.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Bytes read and not yet consumed: `buf[start..end]`.
 #[derive(Debug)]
 pub struct ReadBuffer {
@@ -30,10 +38,14 @@ impl ReadBuffer {
     }
 
     /// Reads from `stream` until at least `n` unread bytes are held; `UnexpectedEof` when
-    /// the peer closes first. Grows the buffer when `n` is larger than it.
+    /// the peer closes first. Grows the buffer when `n` is larger than it; `InvalidData`,
+    /// reading nothing, when `n` is over [`MAX_MESSAGE_BYTES`].
     pub async fn fill<S: AsyncRead + Unpin>(&mut self, stream: &mut S, n: usize) -> io::Result<()> {
         if self.end - self.start >= n {
             return Ok(());
+        }
+        if n > MAX_MESSAGE_BYTES {
+            return Err(too_long(n));
         }
         if self.start + n > self.buf.len() || self.buf.len() - self.end < MIN_ROOM {
             self.buf.copy_within(self.start..self.end, 0);
@@ -81,6 +93,17 @@ impl ReadBuffer {
     }
 }
 
+/// The error for a message of `bytes` bytes, over [`MAX_MESSAGE_BYTES`].
+pub fn too_long(bytes: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "the server sent a message of {bytes} bytes; tsload reads at most {MAX_MESSAGE_BYTES} \
+             bytes (64 MiB) in one message"
+        ),
+    )
+}
+
 /// A percent-encoded part of a URL (user, password, database) as text; `None` when it is
 /// not UTF-8.
 pub fn decode_url_part(part: &str) -> Option<String> {
@@ -115,6 +138,25 @@ mod tests {
         let eof = b.fill(&mut stream, 1).await.unwrap_err();
         assert_eq!(eof.kind(), io::ErrorKind::UnexpectedEof);
         assert_eq!(decode_url_part("p%40ss").as_deref(), Some("p@ss"));
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_cap_is_refused_before_any_read_or_growth() {
+        // A stream that would block forever: fill must not wait on it, nor allocate.
+        let (mut silent, _peer) = tokio::io::duplex(64);
+        let mut b = ReadBuffer::with_capacity(16);
+        let e = b
+            .fill(&mut silent, MAX_MESSAGE_BYTES + 1)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("67108865 bytes"), "{e}");
+        assert_eq!(b.buf.len(), MIN_ROOM);
+        // The cap itself is allowed: a buffer of exactly that much.
+        let data = vec![5u8; MAX_MESSAGE_BYTES];
+        let mut stream: &[u8] = &data;
+        b.fill(&mut stream, MAX_MESSAGE_BYTES).await.unwrap();
+        assert_eq!(b.unread().len(), MAX_MESSAGE_BYTES);
         assert_eq!(decode_url_part("%FF"), None);
     }
 }
