@@ -14,7 +14,7 @@ const USAGE: &str =
   test [--repeat N] [--timeout MINUTES] [--jobs J] [CARGO ARGS] [-- LIBTEST ARGS]
                  install what the tests need, then fmt check, clippy, and every test
                  (N rounds, each killed and failed past MINUTES, default 60; J test
-                 binaries at a time, default 3, the slowest of the last round first)
+                 binaries at a time, default 2, the slowest of the last round first)
   bench          criterion benchmarks of the hot path
   bench-targets [--ledger-only] [--baseline BIN [--current BIN]]
                 [null|victoria-metrics|influxdb|questdb|postgres|mariadb|prometheus|clickhouse]...
@@ -454,10 +454,14 @@ fn which(bin: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// How many test binaries a round runs at once by default. Most of a round is waiting
-/// (servers starting, timed loads, the netem VM), so more binaries than cores fit: on
-/// this project's 2-core machine 3 at once took a round from about 13 minutes to SEE_README.
-const DEFAULT_TEST_JOBS: usize = 3;
+/// How many test binaries a round runs at once by default. On this project's 2-core
+/// machine a round of one binary at a time took about 13 minutes, of which the netem VM
+/// alone took 3.5 to 4.5; two at a time, 8.4 minutes (the VM's 6.3 the longest part);
+/// three at a time, 7.4 to 8.7 (the VM's 7 to 8.7 with two others beside it, which its
+/// timing checks must survive but which gains little: the whole `cargo xtask test` used
+/// 16.8 CPU-minutes in 10.3, checks and build included, so the work, not the order, is
+/// what is left to cut).
+const DEFAULT_TEST_JOBS: usize = 2;
 
 /// `cargo xtask test [--repeat N] [--timeout MINUTES] [--jobs J] [CARGO TEST ARGS...
 /// [-- LIBTEST ARGS...]]`: installs, checks formatting and lints once, builds the test

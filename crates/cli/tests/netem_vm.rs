@@ -788,9 +788,12 @@ fn vm_delay_and_jitter_show_in_icmp_and_tcp_rtt() {
     let base_tcp = f(&tcp_base, &["latency", "p50_ms"]);
     println!("rtt: no netem: icmp p50 {base_icmp:.3} ms, tcp p50 {base_tcp:.3} ms");
 
-    // delay D: the least RTT is at least D (less 0.5 ms of timer slack) and the median
-    // at most 6 ms above it: the path's own (about 2 ms here) and the emulated CPU's
-    // stalls. A stall of the host can spoil one measurement: each gets three tries.
+    // delay D: the least RTT is at least D (less 0.5 ms of timer slack) and at most 6 ms
+    // above it: the path's own (about 2 ms here) and the emulated CPU's stalls. A delay
+    // applied twice, or not at all, or in other units, is off by more. Not the median:
+    // with two test binaries beside the VM it read 26.3 to 42.7 ms at D = 20 in six
+    // measurements whose least RTTs were all 22.0 to 22.6 ms. A stall of the host can
+    // spoil one measurement: each gets three tries.
     let d = 20.0;
     lab.apply(&[], "delay 20ms");
     for (kind, target) in [("icmp", &right), ("tcp", &tcp)] {
@@ -801,7 +804,7 @@ fn vm_delay_and_jitter_show_in_icmp_and_tcp_rtt() {
             println!("rtt: delay 20ms: {kind} p50 {p50:.3} ms, min {min:.3} ms");
             ensure(f(&r, &["received"]) == 40.0, "something was lost")?;
             ensure(min >= d - 0.5, format!("min {min} < D - 0.5"))?;
-            ensure(p50 <= d + 6.0, format!("p50 {p50} > D + 6"))
+            ensure(min <= d + 6.0, format!("min {min} > D + 6"))
         });
     }
 
