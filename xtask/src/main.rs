@@ -12,6 +12,7 @@ mod timescaledb;
 const USAGE: &str =
     "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|timescaledb|container-base|fmt>
   test [--repeat N] [--timeout MINUTES] [--jobs J] [CARGO ARGS] [-- LIBTEST ARGS]
+                 (CARGO ARGS, e.g. `-p tsload --test docs`, select the test binaries)
                  install what the tests need, then fmt check, clippy, and every test
                  (N rounds, each killed and failed past MINUTES, default 60; J test
                  binaries at a time, default 2, the slowest of the last round first)
@@ -465,7 +466,8 @@ const DEFAULT_TEST_JOBS: usize = 2;
 
 /// `cargo xtask test [--repeat N] [--timeout MINUTES] [--jobs J] [CARGO TEST ARGS...
 /// [-- LIBTEST ARGS...]]`: installs, checks formatting and lints once, builds the test
-/// binaries, then runs every test N times (default 1), J binaries at a time
+/// binaries (cargo's arguments, if any, select them instead of the whole workspace, its
+/// doc tests and its lean build), then runs every test N times (default 1), J binaries at a time
 /// (`test_pool`), each round under a time limit (default 60 minutes: a hung test fails
 /// the round instead of hanging the task). Stops at the first failing round.
 fn test(args: &[String]) -> anyhow::Result<()> {
@@ -545,22 +547,24 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         None => (&extra[..], &[][..]),
     };
     let libtest_args = [libtest_extra, skip].concat();
-    let mut jobs = test_pool::build(
-        &[&["test", "--workspace", "--all-targets"], cargo_extra].concat(),
-        &libtest_args,
-        "",
-    )?;
-    // The lean build's scenario checks: TDengine is refused at validation, by name.
-    jobs.extend(test_pool::build(
-        &[&["test"], &lean[..], &["--bin", "tsload"]].concat(),
-        skip,
-        " (no default features)",
-    )?);
-    // Doc tests are not part of --all-targets; rustdoc builds them as they run.
-    jobs.push(test_pool::Job::cargo(
-        "doc tests",
-        &["test", "--workspace", "--doc"],
-    ));
+    let mut jobs;
+    if cargo_extra.is_empty() {
+        jobs = test_pool::build(&["test", "--workspace", "--all-targets"], &libtest_args, "")?;
+        // The lean build's scenario checks: TDengine is refused at validation, by name.
+        jobs.extend(test_pool::build(
+            &[&["test"], &lean[..], &["--bin", "tsload"]].concat(),
+            skip,
+            " (no default features)",
+        )?);
+        // Doc tests are not part of --all-targets; rustdoc builds them as they run.
+        jobs.push(test_pool::Job::cargo(
+            "doc tests",
+            &["test", "--workspace", "--doc"],
+        ));
+    } else {
+        // Cargo's selection (`-p tsload --test docs`) instead of the whole workspace.
+        jobs = test_pool::build(&[&["test"], cargo_extra].concat(), &libtest_args, "")?;
+    }
     let target = target_dir();
     let history_file = target.join("xtask-test-times.tsv");
     let mut total = Counts::default();
@@ -575,7 +579,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
             &history,
             &target.join("xtask-test-logs"),
         )?;
-        test_pool::write_history(&history_file, &result.times)?;
+        test_pool::update_history(&history_file, &result.times)?;
         let counts = result.counts;
         println!(
             "\nround {round} of {repeat}: {} passed, {} failed, {} skipped in {:.0} s \

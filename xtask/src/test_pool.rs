@@ -336,11 +336,16 @@ pub(crate) fn read_history(path: &Path) -> HashMap<String, f64> {
         .collect()
 }
 
-/// Writes `times` for the next round's order.
-pub(crate) fn write_history(path: &Path, times: &[(String, Duration)]) -> anyhow::Result<()> {
-    let text: String = times
+/// Adds `times` to the history at `path` (a job not run this round keeps its last time,
+/// so a round of a few binaries does not lose the order of the others).
+pub(crate) fn update_history(path: &Path, times: &[(String, Duration)]) -> anyhow::Result<()> {
+    let mut history: Vec<(String, f64)> = read_history(path).into_iter().collect();
+    history.retain(|(label, _)| !times.iter().any(|(l, _)| l == label));
+    history.extend(times.iter().map(|(l, t)| (l.clone(), t.as_secs_f64())));
+    history.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let text: String = history
         .iter()
-        .map(|(label, t)| format!("{:.1}\t{label}\n", t.as_secs_f64()))
+        .map(|(label, seconds)| format!("{seconds:.1}\t{label}\n"))
         .collect();
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
@@ -429,11 +434,11 @@ mod tests {
     }
 
     #[test]
-    fn history_round_trips() {
+    fn history_keeps_what_a_round_did_not_run() {
         let dir = tempfile_dir();
         let path = dir.join("times.tsv");
         assert!(read_history(&path).is_empty());
-        write_history(
+        update_history(
             &path,
             &[
                 (
@@ -447,9 +452,17 @@ mod tests {
             ],
         )
         .unwrap();
+        assert_eq!(read_history(&path)["tsload tests/docs.rs"], 97.0);
+        // A later round of one binary changes its time and keeps the other's.
+        update_history(
+            &path,
+            &[("tsload tests/docs.rs".to_string(), Duration::from_secs(50))],
+        )
+        .unwrap();
         let history = read_history(&path);
+        assert_eq!(history.len(), 2);
         assert_eq!(history["tsload tests/netem_vm.rs"], 212.0);
-        assert_eq!(history["tsload tests/docs.rs"], 97.0);
+        assert_eq!(history["tsload tests/docs.rs"], 50.0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
