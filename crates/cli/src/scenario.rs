@@ -850,12 +850,34 @@ impl Ctx<'_> {
             .opt_int(&l.in_flight, "load.in_flight", 1, 1024)?
             .map_or(d.in_flight, |v| v as usize);
         let mode = self.load_mode(&l.rate, "load.rate", "rows")?;
+        let duration = self.opt_duration(&l.duration, "load.duration", Duration::from_millis(1))?;
+        if let (LoadMode::Open { rate }, Some(duration), Some(r)) = (mode, duration, &l.rate) {
+            // Each worker sends one request every `period`: one longer than the run would
+            // offer less than a request per worker, and the run, which cannot send part of
+            // one, would achieve many times what was offered (or nothing).
+            let period = batch as f64 * workers as f64 / rate;
+            if period > duration.as_secs_f64() {
+                return Err(self.error(
+                    Some(&r.span()),
+                    "load.rate",
+                    format!(
+                        "{rate} rows/s with load.batch = {batch} and load.workers = {workers} \
+                         is one request per worker every {period:.3} s, longer than \
+                         load.duration ({:.3} s): the run would not offer a request per \
+                         worker; allowed: a rate of at least {:.3} rows/s here, or a smaller \
+                         batch, fewer workers or a longer duration",
+                        duration.as_secs_f64(),
+                        batch as f64 * workers as f64 / duration.as_secs_f64()
+                    ),
+                ));
+            }
+        }
         Ok(LoadConfig {
             workers,
             batch,
             in_flight,
             mode,
-            duration: self.opt_duration(&l.duration, "load.duration", Duration::from_millis(1))?,
+            duration,
             rows: self
                 .opt_int(&l.rows, "load.rows", 1, i64::MAX)?
                 .map(|v| v as u64),

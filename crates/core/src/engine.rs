@@ -791,10 +791,12 @@ async fn run_worker<C: SinkConn>(
             };
             let now = Instant::now();
             if intended > now {
+                // Never past the run's end: a request due after it is not waited for.
+                let until = shared.deadline.map_or(intended, |d| intended.min(d));
                 // The recorder hands its interval over if one ends while this waits.
                 let waited = flushing(&mut recorder, async {
                     tokio::select! {
-                        _ = pacer.wait_until(intended) => Waited::Due,
+                        _ = pacer.wait_until(until) => Waited::Due,
                         Some(done) = in_flight.next(), if !in_flight.is_empty() => {
                             Waited::Completed(done)
                         }
@@ -814,7 +816,8 @@ async fn run_worker<C: SinkConn>(
                         continue;
                     }
                 }
-                if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+                // Woken by the run's end rather than the request's due time, or both.
+                if until < intended || shared.deadline.is_some_and(|d| Instant::now() >= d) {
                     stop.stop(StopReason::Duration);
                     free.push((conn, batch));
                     continue;

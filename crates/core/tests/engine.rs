@@ -370,6 +370,32 @@ async fn open_loop_requests_leave_at_their_due_time() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_duration_ends_an_open_loop_wait_for_a_request_due_after_it() {
+    // One request every 10 s, a run of 300 ms: the second request is due after the end,
+    // and the run ends at its duration, not when that request would be due.
+    let mut c = cfg(1, 1);
+    c.mode = LoadMode::Open { rate: 0.1 };
+    c.duration = Some(Duration::from_millis(300));
+    let t = Instant::now();
+    let out = engine::run(
+        Grid::workload(1, 100),
+        Arc::new(NullSink),
+        c,
+        StopHandle::new(),
+        &mut NoObserver,
+    )
+    .await
+    .unwrap();
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(290) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert_eq!(out.stop_reason, StopReason::Duration);
+    assert_eq!(out.counters.requests, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_ends_an_open_loop_wait_for_a_far_due_time() {
     // One request every 10 s: the second is due long after the stop.
     let stop = StopHandle::new();

@@ -588,6 +588,41 @@ fn overrides_apply_and_are_validated() {
 }
 
 #[test]
+fn an_open_loop_offering_less_than_a_request_per_worker_in_the_run_is_refused() {
+    // 1,000 rows per request at 100 rows/s is one request every 10 s, in a run of 3 s.
+    let e = parse(
+        "s.toml",
+        "[load]\nrate = 100\n",
+        &["load.duration=\"3s\"".into()],
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("load.rate"));
+    assert!(
+        e.message
+            .contains("every 10.000 s, longer than load.duration (3.000 s)")
+            && e.message.contains("at least 333.333 rows/s"),
+        "{e}"
+    );
+    // Workers share the rate: 4 workers of 1,000 rows at 2,000 rows/s send every 2 s.
+    let e = parse(
+        "s.toml",
+        "[load]\nrate = 2000\nworkers = 4\nduration = \"1s\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.line, Some(2), "{e}");
+    // The boundary: one request per worker in the run is allowed; so is a closed loop
+    // or an open loop without a duration.
+    for ok in [
+        "[load]\nrate = 1000\nduration = \"1s\"\n",
+        "[load]\nduration = \"1ms\"\n",
+        "[load]\nrate = 0.5\n",
+    ] {
+        parse("s.toml", ok, &[]).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
+#[test]
 fn bad_threshold_is_reported_at_its_line() {
     let e = err("[output]\nfail_if = [\"p99<20\"]\n");
     assert_eq!(e.line, Some(2));
