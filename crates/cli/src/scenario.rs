@@ -632,6 +632,41 @@ impl Ctx<'_> {
         Ok(LoadMode::Open { rate })
     }
 
+    /// Refuses an open loop (`SECTION.rate`, `unit`s per second) that offers less than one
+    /// request per worker within `SECTION.duration`. `per_round` is what all workers send
+    /// with one request each (rows: batch x workers; requests: workers), `given` says
+    /// where that comes from. Each worker sends one request every `per_round / rate` s: a
+    /// run shorter than that, which cannot send part of a request, would achieve many
+    /// times what was offered, or nothing.
+    fn open_loop_fits(
+        &self,
+        rate: &Option<Spanned<f64>>,
+        duration: Option<Duration>,
+        section: &str,
+        unit: &str,
+        (per_round, given): (usize, &str),
+    ) -> Result<(), ScenarioError> {
+        let (Some(r), Some(duration)) = (rate, duration) else {
+            return Ok(());
+        };
+        let (rate, seconds) = (*r.get_ref(), duration.as_secs_f64());
+        let period = per_round as f64 / rate;
+        if period <= seconds {
+            return Ok(());
+        }
+        Err(self.error(
+            Some(&r.span()),
+            &format!("{section}.rate"),
+            format!(
+                "{rate} {unit}/s with {given} is one request per worker every {period:.3} s, \
+                 longer than {section}.duration ({seconds:.3} s): the run would not offer a \
+                 request per worker; allowed: a rate of at least {:.3} {unit}/s here, or fewer \
+                 workers, smaller requests or a longer duration",
+                per_round as f64 / seconds
+            ),
+        ))
+    }
+
     /// Refuses a key that the section's `kind` does not read: another kind's keys are
     /// mistakes, not settings silently ignored. `what` names the kind in the message.
     fn check_kind_keys(
@@ -851,27 +886,16 @@ impl Ctx<'_> {
             .map_or(d.in_flight, |v| v as usize);
         let mode = self.load_mode(&l.rate, "load.rate", "rows")?;
         let duration = self.opt_duration(&l.duration, "load.duration", Duration::from_millis(1))?;
-        if let (LoadMode::Open { rate }, Some(duration), Some(r)) = (mode, duration, &l.rate) {
-            // Each worker sends one request every `period`: one longer than the run would
-            // offer less than a request per worker, and the run, which cannot send part of
-            // one, would achieve many times what was offered (or nothing).
-            let period = batch as f64 * workers as f64 / rate;
-            if period > duration.as_secs_f64() {
-                return Err(self.error(
-                    Some(&r.span()),
-                    "load.rate",
-                    format!(
-                        "{rate} rows/s with load.batch = {batch} and load.workers = {workers} \
-                         is one request per worker every {period:.3} s, longer than \
-                         load.duration ({:.3} s): the run would not offer a request per \
-                         worker; allowed: a rate of at least {:.3} rows/s here, or a smaller \
-                         batch, fewer workers or a longer duration",
-                        duration.as_secs_f64(),
-                        batch as f64 * workers as f64 / duration.as_secs_f64()
-                    ),
-                ));
-            }
-        }
+        self.open_loop_fits(
+            &l.rate,
+            duration,
+            "load",
+            "rows",
+            (
+                batch * workers,
+                &format!("load.batch = {batch} and load.workers = {workers}"),
+            ),
+        )?;
         Ok(LoadConfig {
             workers,
             batch,

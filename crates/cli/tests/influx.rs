@@ -398,7 +398,7 @@ fn out_influx_to_a_closed_port_never_shows_its_secrets() {
             "--target",
             "null",
             "-r",
-            "2000",
+            "20000",
             "-d",
             "1s",
             "--set",

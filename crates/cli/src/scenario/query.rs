@@ -33,10 +33,19 @@ impl Ctx<'_> {
         let workers = self
             .opt_int(&q.workers, "query.workers", 1, 100_000)?
             .map_or(1, |v| v as usize);
+        let duration =
+            self.opt_duration(&q.duration, "query.duration", Duration::from_millis(1))?;
+        self.open_loop_fits(
+            &q.rate,
+            duration,
+            "query",
+            "requests",
+            (workers, &format!("query.workers = {workers}")),
+        )?;
         let config = tsload_core::QueryConfig {
             workers,
             mode,
-            duration: self.opt_duration(&q.duration, "query.duration", Duration::from_millis(1))?,
+            duration,
             requests: self
                 .opt_int(&q.queries, "query.queries", 1, i64::MAX)?
                 .map(|v| v as u64),

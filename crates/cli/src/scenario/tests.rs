@@ -611,6 +611,19 @@ fn an_open_loop_offering_less_than_a_request_per_worker_in_the_run_is_refused() 
     )
     .unwrap_err();
     assert_eq!(e.line, Some(2), "{e}");
+    // Queries: 0.01 requests/s for 3 s (it stopped at 0.016 s claiming 629,432%).
+    let e = parse(
+        "s.toml",
+        "[query]\nkind = \"tsbs\"\nrate = 0.01\nduration = \"3s\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("query.rate"), "{e}");
+    assert!(
+        e.message
+            .contains("query.workers = 1 is one request per worker every 100.000 s"),
+        "{e}"
+    );
     // The boundary: one request per worker in the run is allowed; so is a closed loop
     // or an open loop without a duration.
     for ok in [
