@@ -600,8 +600,13 @@ pub(crate) async fn report_intervals<R: HandOver>(
         }
     }
     // Every worker has finished: report what is left, up to the last interval that holds
-    // anything, which ends with the last record.
-    let end = last_record.saturating_duration_since(t0).max(reported.end);
+    // anything, which ends when the workers did (the run's window: a worker of an open
+    // loop whose next request fell due after the duration waited for its end, and a run
+    // measured to its last answer instead would achieve more than it was offered).
+    let end = Instant::now()
+        .saturating_duration_since(t0)
+        .max(last_record.saturating_duration_since(t0))
+        .max(reported.end);
     while open.back().is_some_and(|r| r.is_empty()) {
         open.pop_back();
     }

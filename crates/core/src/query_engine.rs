@@ -898,6 +898,15 @@ async fn run_worker<T: QueryTarget>(
             && (Instant::now() >= deadline || due.is_at_or_after(deadline))
         {
             // This worker is done; the others still send what falls due before the deadline.
+            // It ends at the deadline, not at its last answer: the run's window is its
+            // duration, so offered and achieved are over the same time (ended at the last
+            // answer, 0.01 requests/s for 3 s measured one request in 0.016 s, 629,432%).
+            if Instant::now() < deadline {
+                tokio::select! {
+                    _ = flushing(&mut recorder, pacer.wait_until(deadline)) => {}
+                    _ = stop.stopped() => {}
+                }
+            }
             shared.deadline_reached.store(true, Ordering::Relaxed);
             let unsent = schedule.unsent_before(deadline, seq);
             shared.unsent.fetch_add(unsent, Ordering::Relaxed);

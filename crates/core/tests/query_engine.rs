@@ -541,6 +541,25 @@ async fn open_loop_offers_the_rate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_loop_run_lasts_its_duration_when_no_request_falls_due_at_its_end() {
+    // One worker at 2 requests/s for 1.2 s: due at 0, 0.5 and 1.0 s; the next (1.5 s) is
+    // after the end. The run measures the whole 1.2 s, not up to its last answer (~1.0 s,
+    // which made "achieved" 3 / 1.0 s against 2 offered: 150%).
+    let db = Arc::new(Db::default());
+    let mut c = cfg(1);
+    c.mode = LoadMode::Open { rate: 2.0 };
+    c.duration = Some(Duration::from_millis(1200));
+    let out = run(Mix::new(100), &db, c).await.unwrap();
+    assert_eq!(out.stop_reason, StopReason::Duration);
+    assert_eq!(out.counters.requests, 3);
+    assert!(
+        out.elapsed >= Duration::from_millis(1190) && out.elapsed < Duration::from_secs(5),
+        "{:?}",
+        out.elapsed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_latency_includes_the_queue_behind_a_stall() {
     // 2 workers at 100 requests/s each; the 20th request stalls 200 ms. The requests due
     // meanwhile on that worker wait for it: their latency counts the wait, their service
