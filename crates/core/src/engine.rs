@@ -551,7 +551,6 @@ pub(crate) async fn report_intervals<R: HandOver>(
     let mut open: VecDeque<IntervalAccumulator> = VecDeque::new();
     // Per worker: the intervals before this one it has handed over.
     let mut next = vec![0u64; workers];
-    let mut last_record = t0;
     loop {
         // Report every interval that all workers have handed over, unless all have
         // finished: the rest (the last interval ends with the last record) comes below.
@@ -576,7 +575,6 @@ pub(crate) async fn report_intervals<R: HandOver>(
             record = rx.recv() => match record {
                 Some(record) => {
                     if !record.is_empty() {
-                        last_record = Instant::now();
                         // Records of an interval already reported count in the open one.
                         let slot = usize::try_from(record.interval().saturating_sub(first))
                             .unwrap_or(usize::MAX);
@@ -603,9 +601,9 @@ pub(crate) async fn report_intervals<R: HandOver>(
     // anything, which ends when the workers did (the run's window: a worker of an open
     // loop whose next request fell due after the duration waited for its end, and a run
     // measured to its last answer instead would achieve more than it was offered).
+    // (Now is past every record: the channel closed after the last.)
     let end = Instant::now()
         .saturating_duration_since(t0)
-        .max(last_record.saturating_duration_since(t0))
         .max(reported.end);
     while open.back().is_some_and(|r| r.is_empty()) {
         open.pop_back();
