@@ -342,6 +342,9 @@ pub struct Plan {
     pub description: Option<String>,
     /// The file the plan came from.
     pub source: String,
+    /// The keys `--set` gave (`workload.path`), so a later error about one of their values
+    /// names the `--set`, not the file.
+    pub set_keys: Vec<String>,
     pub workload: WorkloadPlan,
     pub target: TargetPlan,
     pub load: LoadConfig,

@@ -203,13 +203,12 @@ fn apply_overrides(text: &str, overrides: &[String]) -> Result<String, ScenarioE
 
 /// serde's words for a person: "an integer" for `i64`, "a number" for `f64`, a hint to
 /// quote dates and times, and "did you mean" for a near miss of a known key.
-fn friendly_toml_message(message: &str, line: Option<&str>) -> String {
+fn friendly_toml_message(message: &str, value: Option<&str>) -> String {
     let mut out = message
         .replace("expected i64", "expected an integer")
         .replace("expected u64", "expected a whole number >= 0")
         .replace("expected f64", "expected a number")
         .replace("expected a boolean", "expected true or false");
-    let value = line.and_then(|l| l.split_once('=')).map(|(_, v)| v.trim());
     if out.starts_with("invalid type: map, expected a string")
         && value.is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && v.contains('-'))
     {
@@ -304,14 +303,55 @@ fn hide_value(message: &str, given: &str) -> String {
     m
 }
 
-/// The name of the `[table]` whose body holds byte `at` of `text` (`None` at top level).
-fn table_header_before(text: &str, at: usize) -> Option<String> {
-    let head = &text[..at.min(text.len())];
-    head.lines().rev().find_map(|l| {
-        let l = l.trim();
-        (l.starts_with('[') && !l.starts_with("[["))
-            .then(|| l.trim_matches(['[', ']']).trim().to_string())
-    })
+/// The decoded key path (`["target", "password"]`, an escaped key decoded) of the entry
+/// whose key or value holds byte `at` of `text`, the innermost one; `None` when `text` is
+/// not a TOML document or no entry holds `at`.
+fn key_path_at(text: &str, at: usize) -> Option<Vec<String>> {
+    use toml::de::{DeTable, DeValue};
+    fn walk(
+        table: &DeTable<'_>,
+        at: usize,
+        path: &mut Vec<String>,
+        best: &mut Option<Vec<String>>,
+    ) {
+        for (key, value) in table {
+            path.push(key.get_ref().to_string());
+            if key.span().contains(&at) || value.span().contains(&at) {
+                *best = Some(path.clone());
+            }
+            walk_value(value.get_ref(), at, path, best);
+            path.pop();
+        }
+    }
+    fn walk_value(
+        value: &DeValue<'_>,
+        at: usize,
+        path: &mut Vec<String>,
+        best: &mut Option<Vec<String>>,
+    ) {
+        match value {
+            DeValue::Table(t) => walk(t, at, path, best),
+            DeValue::Array(items) => {
+                for item in items.iter() {
+                    walk_value(item.get_ref(), at, path, best);
+                }
+            }
+            _ => {}
+        }
+    }
+    let doc = DeTable::parse(text).ok()?;
+    let mut best = None;
+    walk(doc.get_ref(), at, &mut Vec::new(), &mut best);
+    best
+}
+
+/// The source text from byte `at` of `text` to its line's end (after the `=` when `at` is
+/// at a key), for the hint about unquoted dates. Only asked for a key that is no secret.
+fn value_text_at(text: &str, at: usize) -> Option<&str> {
+    let rest = &text[at..];
+    let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let value = line.split_once('=').map_or(line, |(_, v)| v);
+    Some(value.trim()).filter(|v| !v.is_empty())
 }
 
 impl Ctx<'_> {
@@ -366,42 +406,41 @@ impl Ctx<'_> {
         has(&format!("{section}.kind")) && !has(&format!("{section}.{key}"))
     }
 
+    /// A TOML error as the user can act on it: the file's line and the full key, or the
+    /// `--set` that gave the value. No source line is ever quoted (one could hold a secret
+    /// in any spelling: a multi-line string, an escaped key, an array's later line), and a
+    /// value is shown only when its key is not a secret.
     fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
-        let line_text = e.span().map(|s| {
-            let start = self.text[..s.start.min(self.text.len())]
-                .rfind('\n')
-                .map_or(0, |i| i + 1);
-            let end = self.text[start..]
-                .find('\n')
-                .map_or(self.text.len(), |i| start + i);
-            self.text[start..end].trim()
-        });
-        let message = friendly_toml_message(e.message().trim_end(), line_text);
-        // A value that came from --set is reported against that --set, not a line of the
-        // (possibly built-in) file: the unknown key, or the key on the offending line.
-        let name = unknown_field(&message).or_else(|| {
-            line_text
-                .and_then(|l| l.split_once('='))
-                .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
-        });
-        // The full dotted key of the offending line: its table header, then the key.
-        let section = e
-            .span()
-            .and_then(|s| table_header_before(self.text, s.start));
-        if let Some(name) = name
-            && let Some(given) = self.overrides.iter().rev().find(|o| {
-                o.split_once('=').is_some_and(|(k, _)| {
-                    let k = k.trim();
-                    let (head, last) = k.rsplit_once('.').unwrap_or(("", k));
-                    last.trim_matches(['"', '\'']) == name
-                        && section.as_deref().is_none_or(|s| s == head.trim())
-                })
+        let at = e.span().map(|s| s.start.min(self.text.len()));
+        // The decoded key path at the error (`None` for a syntax error: the document does
+        // not parse, and overrides are applied only to a document that parses, so a
+        // syntax error is always the file's).
+        let path = at.and_then(|at| key_path_at(self.text, at));
+        let dotted = path.as_ref().map(|p| p.join("."));
+        let secret = path
+            .as_ref()
+            .is_some_and(|p| p.iter().any(|k| crate::plan::is_secret_key(k)));
+        let raw = e.message().trim_end();
+        let message = if secret {
+            "the value is not allowed (not shown: a secret)".to_string()
+        } else {
+            let value = at.and_then(|at| value_text_at(self.text, at));
+            tsload_redact::text(&friendly_toml_message(raw, value))
+        };
+        // The value came from a `--set` when the error's key is the key it set (or lies
+        // under it).
+        let from_set = path.as_ref().and_then(|path| {
+            self.overrides.iter().rev().find(|o| {
+                o.split_once('=')
+                    .and_then(|(k, _)| key_path(k.trim()).ok())
+                    .is_some_and(|set| path.starts_with(&set))
             })
-        {
+        });
+        if let Some(given) = from_set {
             let key = given.split_once('=').map(|(k, _)| k.trim().to_string());
             let message = match &key {
                 Some(k) if crate::plan::is_secret_key(k) => hide_value(&message, given),
-                _ => tsload_redact::text(&message),
+                _ => message,
             };
             return ScenarioError {
                 file: "--set".into(),
@@ -410,21 +449,19 @@ impl Ctx<'_> {
                 message: format!("{message} (in `--set {}`)", crate::plan::shown_set(given)),
             };
         }
-        let secret_line = name.is_some_and(crate::plan::is_secret_key);
-        let snippet = line_text
-            .filter(|_| !secret_line)
-            .map(|l| format!(" (in `{}`)", tsload_redact::text(l)))
-            .unwrap_or_default();
-        let message = if secret_line {
-            "the value is not allowed (not shown: a secret)".to_string()
-        } else {
-            tsload_redact::text(&message)
+        let column = at.map(|at| {
+            let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);
+            self.text[line_start..at].chars().count() + 1
+        });
+        let message = match (column, path.is_some()) {
+            (Some(c), false) => format!("{message} (column {c})"),
+            _ => message,
         };
         ScenarioError {
             file: self.file.clone(),
             line: e.span().map(|s| self.line_of(&s)),
-            key: None,
-            message: format!("{message}{snippet}"),
+            key: dotted,
+            message,
         }
     }
 
@@ -811,6 +848,7 @@ impl Ctx<'_> {
                 .map_or_else(|| self.file.clone(), Spanned::into_inner),
             description: raw.description.map(Spanned::into_inner),
             source: self.file.clone(),
+            set_keys: self.overridden.clone(),
             workload,
             target,
             load,

@@ -138,11 +138,19 @@ fn check_state(plan: &Plan, limit: Option<(u64, String)>) -> Result<(), Workload
 
 /// Builds the plan's workload.
 pub fn build(plan: &Plan) -> Result<Arc<dyn Workload>, ScenarioError> {
+    // An error about a value `--set` gave names that `--set`, not the scenario file.
+    let input = |key: &str| {
+        if plan.set_keys.iter().any(|k| k == key) {
+            "--set".to_string()
+        } else {
+            plan.source.clone()
+        }
+    };
     let located = |e: WorkloadError| {
         if e.key == "file" {
             // The replayed file's own errors name that file and line already.
             return ScenarioError {
-                file: plan.source.clone(),
+                file: input("workload.path"),
                 line: None,
                 key: Some("workload.path".into()),
                 message: e.message,
@@ -162,10 +170,11 @@ pub fn build(plan: &Plan) -> Result<Arc<dyn Workload>, ScenarioError> {
             },
             _ => None,
         };
+        let key = format!("workload.{}", e.key);
         ScenarioError {
-            file: plan.source.clone(),
-            line,
-            key: Some(format!("workload.{}", e.key)),
+            file: input(&key),
+            line: line.filter(|_| !plan.set_keys.contains(&key)),
+            key: Some(key),
             message: e.message,
         }
     };
@@ -226,6 +235,27 @@ mod tests {
     fn plan(sets: &[&str]) -> Plan {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         crate::scenario::parse("s.toml", "", &sets).unwrap()
+    }
+
+    /// A replayed file given by `--set workload.path` that cannot be read is the
+    /// `--set`'s error, not the scenario file's (it named the built-in quickstart).
+    #[test]
+    fn an_error_in_a_file_given_by_set_names_the_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = dir.path().join("one-long-line.lp");
+        std::fs::write(&long, vec![b'x'; 2 << 20]).unwrap();
+        let path = format!("workload.path={}", long.display());
+        let p = plan(&["workload.kind=file", &path]);
+        let e = build(&p).err().expect("a 2 MiB line is refused");
+        assert_eq!(e.file, "--set", "{e}");
+        assert_eq!(e.key.as_deref(), Some("workload.path"), "{e}");
+        // From the file, the file is named.
+        let text = format!(
+            "[workload]\nkind = \"file\"\npath = \"{}\"\n",
+            long.display()
+        );
+        let p = crate::scenario::parse("s.toml", &text, &[]).unwrap();
+        assert_eq!(build(&p).err().expect("refused").file, "s.toml");
     }
 
     #[test]

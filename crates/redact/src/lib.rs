@@ -23,6 +23,10 @@
 
 use std::sync::RwLock;
 
+mod secret;
+
+pub use self::secret::{Secret, basic_auth_header};
+
 use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// What a secret is replaced with.
@@ -103,6 +107,7 @@ pub fn register(secret: &str) {
         forms.push(json.trim_matches('"').to_string());
         // CSV doubles quotes inside a quoted field.
         forms.push(s.replace('"', "\"\""));
+        forms.push(html_escaped(s));
     }
     let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
     for form in forms {
@@ -112,6 +117,38 @@ pub fn register(secret: &str) {
     }
     // Longest first: a secret that contains another is replaced whole.
     registry.sort_by_key(|s| std::cmp::Reverse(s.len()));
+}
+
+/// `s` as an HTML page holds it in text or an attribute: `&`, `<`, `>`, `"` and `'`
+/// escaped as tsload's pages escape them.
+fn html_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Registers the HTTP Basic credentials `user:password` in the form an `Authorization`
+/// header carries them (base64, with and without the `Basic ` prefix), so a server that
+/// echoes the header back cannot put the password on screen; the password itself too.
+pub fn register_basic_auth(user: &str, password: &str) {
+    use base64::Engine as _;
+    if password.is_empty() {
+        return;
+    }
+    register(password);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    register(&encoded);
+    // Unpadded, as some servers log it.
+    register(encoded.trim_end_matches('='));
 }
 
 /// Registers the password and the secret query values of `url` (as written and decoded).

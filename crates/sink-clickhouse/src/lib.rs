@@ -34,6 +34,7 @@ use std::time::Duration;
 use reqwest::Url;
 use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
+use tsload_redact::Secret;
 use tsload_sink_influx::{answer_error, classify_request_error, classify_status};
 
 pub use encode::RowBinaryEncoder;
@@ -77,7 +78,7 @@ pub struct ClickHouseConfig {
     pub database: String,
     /// Basic auth user (`None`: the server's `default` user) and password (a secret).
     pub user: Option<String>,
-    pub password: Option<String>,
+    pub password: Option<Secret>,
     /// Drop the schema's tables before creating them.
     pub drop_existing: bool,
     /// Limit for one request, connect to last byte of the answer.
@@ -121,15 +122,16 @@ impl ClickHouseConfig {
 
     /// The `Authorization` header of the credentials, if any (a password alone is the
     /// `default` user's).
-    fn auth(&self) -> Option<String> {
-        use base64::Engine as _;
+    fn auth(&self) -> Option<Secret> {
         if self.user.is_none() && self.password.is_none() {
             return None;
         }
         let user = self.user.as_deref().unwrap_or("default");
-        let token = base64::engine::general_purpose::STANDARD
-            .encode(format!("{user}:{}", self.password.as_deref().unwrap_or("")));
-        Some(format!("Basic {token}"))
+        let none = Secret::new("");
+        Some(tsload_redact::basic_auth_header(
+            user,
+            self.password.as_ref().unwrap_or(&none),
+        ))
     }
 }
 
@@ -186,7 +188,7 @@ pub struct ClickHouseSink {
     /// The interface's endpoint: the base URL's path with a trailing `/`, no query.
     endpoint: Url,
     /// The `Authorization` header: a secret.
-    auth: Option<String>,
+    auth: Option<Secret>,
     tls: rustls::ClientConfig,
 }
 
@@ -244,8 +246,8 @@ impl ClickHouseSink {
         url
     }
 
-    pub(crate) fn auth(&self) -> Option<&str> {
-        self.auth.as_deref()
+    pub(crate) fn auth(&self) -> Option<&Secret> {
+        self.auth.as_ref()
     }
 
     /// One client (one connection) with the target's timeout and trust.
@@ -269,9 +271,7 @@ impl ClickHouseSink {
     pub async fn execute(&self, client: &reqwest::Client, sql: &str) -> Result<String, SinkError> {
         let label = || format!("`{}` at {}", excerpt(sql), self.endpoint);
         let mut request = client.post(self.endpoint.clone());
-        if let Some(auth) = &self.auth {
-            request = request.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        request = tsload_http::with_authorization(request, self.auth.as_ref());
         let response = request.body(sql.to_string()).send().await.map_err(|e| {
             let e = classify_request_error(&e.without_url(), self.endpoint.as_str());
             SinkError::new(e.kind, format!("`{}`: {}", excerpt(sql), e.message))
@@ -419,7 +419,7 @@ struct TableInsert {
 pub struct ClickHouseConn {
     client: reqwest::Client,
     endpoint: Url,
-    auth: Option<String>,
+    auth: Option<Secret>,
     tables: Vec<TableInsert>,
     encoder: RowBinaryEncoder,
     buf: Vec<u8>,
@@ -442,9 +442,7 @@ impl ClickHouseConn {
             .client
             .post(table.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/octet-stream");
-        if let Some(auth) = &self.auth {
-            request = request.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        request = tsload_http::with_authorization(request, self.auth.as_ref());
         let response = request.body(body).send().await.map_err(|e| {
             // Without the URL: its query is the whole INSERT statement.
             classify_request_error(&e.without_url(), &label())
@@ -650,10 +648,13 @@ mod tests {
         assert_eq!(cfg.auth(), None);
         cfg.password = Some("pw".into());
         // base64("default:pw")
-        assert_eq!(cfg.auth().as_deref(), Some("Basic ZGVmYXVsdDpwdw=="));
+        assert_eq!(
+            cfg.auth().as_ref().map(Secret::expose),
+            Some("Basic ZGVmYXVsdDpwdw==")
+        );
         cfg.user = Some("u".into());
         cfg.password = None;
-        assert_eq!(cfg.auth().as_deref(), Some("Basic dTo="));
+        assert_eq!(cfg.auth().as_ref().map(Secret::expose), Some("Basic dTo="));
         cfg.password = Some("s3cret".into());
         assert!(!format!("{cfg:?}").contains("s3cret"));
     }

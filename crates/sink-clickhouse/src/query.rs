@@ -19,6 +19,7 @@ use reqwest::Url;
 use tsload_core::{
     ErrorKind, QueryAck, QueryConn, QueryRequest, QueryTarget, SinkError, Statement,
 };
+use tsload_redact::Secret;
 use tsload_sink_influx::{classify_request_error, classify_status};
 
 use crate::{ClickHouseConfig, ClickHouseSink, answer_code, exception_code, refine_kind};
@@ -67,7 +68,7 @@ impl QueryTarget for ClickHouseQueryTarget {
         Ok(ClickHouseQueryConn {
             client: self.sink.client()?,
             url: self.url.clone(),
-            auth: self.sink.auth().map(str::to_string),
+            auth: self.sink.auth().cloned(),
         })
     }
 }
@@ -77,7 +78,7 @@ pub struct ClickHouseQueryConn {
     client: reqwest::Client,
     url: Url,
     /// The `Authorization` header: a secret.
-    auth: Option<String>,
+    auth: Option<Secret>,
 }
 
 impl fmt::Debug for ClickHouseQueryConn {
@@ -132,9 +133,7 @@ impl ClickHouseQueryConn {
             SinkError::new(e.kind, format!("{}: {}", label(), e.message))
         };
         let mut builder = self.client.post(self.url.clone());
-        if let Some(auth) = &self.auth {
-            builder = builder.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        builder = tsload_http::with_authorization(builder, self.auth.as_ref());
         let mut response = builder
             .body(statement.text.to_string())
             .send()

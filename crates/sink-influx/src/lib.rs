@@ -19,6 +19,7 @@ use reqwest::{StatusCode, Url};
 use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
 use tsload_lineproto::LineEncoder;
+use tsload_redact::Secret;
 
 pub use classify::{
     answer_error, classify_request_error, classify_status, parse_retry_after, status_error,
@@ -27,50 +28,24 @@ pub use kind::{InfluxKind, KIND, force_flush};
 pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
 pub use tsload_lineproto::Precision;
 
-/// Which write API the server is spoken to with.
-#[derive(Clone, PartialEq, Eq)]
+/// Which write API the server is spoken to with. Its credentials are [`Secret`]s, so even
+/// `Debug` shows none.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Api {
     /// InfluxDB 1.x: `POST /write?db=DB&rp=RP&precision=P`, basic auth when a user is set.
     V1 {
         db: String,
         rp: Option<String>,
         user: Option<String>,
-        password: Option<String>,
+        password: Option<Secret>,
     },
     /// InfluxDB 2.x/3.x: `POST /api/v2/write?org=ORG&bucket=BUCKET&precision=P`,
     /// `Authorization: Token TOKEN` when a token is set.
     V2 {
         org: String,
         bucket: String,
-        token: Option<String>,
+        token: Option<Secret>,
     },
-}
-
-impl fmt::Debug for Api {
-    // Secrets never reach a log or a report, not even through Debug.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hidden = |s: &Option<String>| s.as_ref().map(|_| "***");
-        match self {
-            Api::V1 {
-                db,
-                rp,
-                user,
-                password,
-            } => f
-                .debug_struct("V1")
-                .field("db", db)
-                .field("rp", rp)
-                .field("user", user)
-                .field("password", &hidden(password))
-                .finish(),
-            Api::V2 { org, bucket, token } => f
-                .debug_struct("V2")
-                .field("org", org)
-                .field("bucket", bucket)
-                .field("token", &hidden(token))
-                .finish(),
-        }
-    }
 }
 
 /// Settings of the line-protocol target.
@@ -121,7 +96,7 @@ pub struct InfluxSink {
     cfg: InfluxConfig,
     write_url: Url,
     /// The `Authorization` header: a secret.
-    auth: Option<String>,
+    auth: Option<Secret>,
     /// The TLS configuration every worker's client starts from (used for `https://`).
     tls: rustls::ClientConfig,
 }
@@ -167,10 +142,17 @@ impl InfluxSink {
         let (path, auth) = match &cfg.api {
             Api::V1 { user, password, .. } => (
                 "write",
-                user.as_ref()
-                    .map(|u| basic_auth(u, password.as_deref().unwrap_or_default())),
+                user.as_ref().map(|u| {
+                    let none = Secret::new("");
+                    tsload_redact::basic_auth_header(u, password.as_ref().unwrap_or(&none))
+                }),
             ),
-            Api::V2 { token, .. } => ("api/v2/write", token.as_ref().map(|t| format!("Token {t}"))),
+            Api::V2 { token, .. } => (
+                "api/v2/write",
+                token
+                    .as_ref()
+                    .map(|t| Secret::new(format!("Token {}", t.expose()))),
+            ),
         };
         let mut write_url = join(&base, path);
         {
@@ -234,12 +216,6 @@ fn join(base: &Url, path: &str) -> Url {
     url
 }
 
-fn basic_auth(user: &str, password: &str) -> String {
-    use base64::Engine as _;
-    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    format!("Basic {token}")
-}
-
 impl Sink for InfluxSink {
     type Conn = InfluxConn;
 
@@ -258,9 +234,7 @@ impl Sink for InfluxSink {
         );
         url.query_pairs_mut().append_pair("q", &q);
         let mut request = self.client()?.post(url);
-        if let Some(auth) = &self.auth {
-            request = request.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        request = tsload_http::with_authorization(request, self.auth.as_ref());
         let response = request
             .send()
             .await
@@ -387,11 +361,7 @@ impl Sink for InfluxSink {
 impl InfluxSink {
     /// A GET of `url` with the configured credentials.
     fn get(&self, client: &reqwest::Client, url: Url) -> reqwest::RequestBuilder {
-        let request = client.get(url);
-        match &self.auth {
-            Some(auth) => request.header(reqwest::header::AUTHORIZATION, auth),
-            None => request,
-        }
+        tsload_http::with_authorization(client.get(url), self.auth.as_ref())
     }
 
     /// QuestDB's figure for the schema's tables (see `storage_bytes`), `None` when `/exec`
@@ -672,7 +642,7 @@ fn influxdb_disk_bytes(vars: &serde_json::Value, db: &str) -> Option<u64> {
 pub struct InfluxConn {
     client: reqwest::Client,
     url: Url,
-    auth: Option<String>,
+    auth: Option<Secret>,
     gzip: bool,
     encoder: LineEncoder,
     /// Size of the previous body, to size the next one in one allocation.
@@ -721,9 +691,7 @@ impl SinkConn for InfluxConn {
         if self.gzip {
             request = request.header(reqwest::header::CONTENT_ENCODING, "gzip");
         }
-        if let Some(auth) = &self.auth {
-            request = request.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        request = tsload_http::with_authorization(request, self.auth.as_ref());
         let response = request
             .body(body)
             .send()
@@ -823,16 +791,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn basic_auth_is_base64_of_user_colon_password() {
-        assert_eq!(
-            basic_auth("Aladdin", "open sesame"),
-            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
-        );
-        assert_eq!(basic_auth("a", ""), "Basic YTo=");
-        assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
-    }
-
-    #[test]
     fn v1_and_v2_write_urls() {
         let s = InfluxSink::new(InfluxConfig::v1("http://127.0.0.1:8086", "bench db")).unwrap();
         assert_eq!(
@@ -853,7 +811,10 @@ mod tests {
             s.write_url().as_str(),
             "http://h:9/prefix/api/v2/write?org=o&bucket=b&precision=ms"
         );
-        assert_eq!(s.auth.as_deref(), Some("Token secret-token"));
+        assert_eq!(
+            s.auth.as_ref().map(Secret::expose),
+            Some("Token secret-token")
+        );
         assert!(
             !format!("{s:?}").contains("secret-token"),
             "Debug hides the token"

@@ -30,6 +30,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tsload_core::{
     ErrorKind, Param, QueryAck, QueryConn, QueryRequest, QueryTarget, SinkError, Statement,
 };
+use tsload_redact::Secret;
 
 use crate::{Api, InfluxConfig, InfluxSink, classify_request_error, classify_status, join};
 
@@ -180,7 +181,7 @@ pub struct InfluxQueryConn {
     url: Url,
     range_url: Url,
     /// The `Authorization` header: a secret.
-    auth: Option<String>,
+    auth: Option<Secret>,
 }
 
 impl fmt::Debug for InfluxQueryConn {
@@ -232,9 +233,7 @@ impl InfluxQueryConn {
             SinkError::new(e.kind, format!("{}: {}", label(), e.message))
         };
         let mut builder = self.client.request(method, url);
-        if let Some(auth) = &self.auth {
-            builder = builder.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        builder = tsload_http::with_authorization(builder, self.auth.as_ref());
         let response = builder.send().await.map_err(transport)?;
         let status = response.status();
         if let Some(message) = tsload_http::redirect_message(status, response.headers()) {

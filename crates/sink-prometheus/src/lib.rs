@@ -28,6 +28,7 @@ use std::time::Duration;
 use reqwest::Url;
 use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
+use tsload_redact::Secret;
 use tsload_sink_influx::{answer_error, classify_request_error, status_error};
 
 pub use encode::{LabelClash, RemoteWriteEncoder};
@@ -50,7 +51,7 @@ pub struct PrometheusConfig {
     pub query_url: Option<String>,
     /// Basic auth user and password (a secret).
     pub user: Option<String>,
-    pub password: Option<String>,
+    pub password: Option<Secret>,
     /// Limit for one request, connect to last byte of the answer.
     pub timeout: Duration,
     pub tls: tsload_tls::TlsOptions,
@@ -100,12 +101,13 @@ impl PrometheusConfig {
     }
 
     /// The `Authorization` header of the credentials, if any.
-    fn auth(&self) -> Option<String> {
-        use base64::Engine as _;
+    fn auth(&self) -> Option<Secret> {
         let user = self.user.as_deref()?;
-        let token = base64::engine::general_purpose::STANDARD
-            .encode(format!("{user}:{}", self.password.as_deref().unwrap_or("")));
-        Some(format!("Basic {token}"))
+        let none = Secret::new("");
+        Some(tsload_redact::basic_auth_header(
+            user,
+            self.password.as_ref().unwrap_or(&none),
+        ))
     }
 }
 
@@ -113,8 +115,8 @@ impl PrometheusConfig {
 pub struct PrometheusSink {
     cfg: PrometheusConfig,
     url: Url,
-    /// The `Authorization` header: a secret.
-    auth: Option<String>,
+    /// The `Authorization` header.
+    auth: Option<Secret>,
     tls: rustls::ClientConfig,
 }
 
@@ -174,9 +176,7 @@ impl PrometheusSink {
     async fn get_text(&self, client: &reqwest::Client, path: &str) -> Result<String, SinkError> {
         let url = format!("{}/{path}", self.cfg.base_url());
         let mut request = client.get(&url);
-        if let Some(auth) = &self.auth {
-            request = request.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        request = tsload_http::with_authorization(request, self.auth.as_ref());
         let response = request
             .send()
             .await
@@ -254,7 +254,7 @@ impl Sink for PrometheusSink {
 pub struct PrometheusConn {
     client: reqwest::Client,
     url: Url,
-    auth: Option<String>,
+    auth: Option<Secret>,
     encoder: RemoteWriteEncoder,
     snappy: snap::raw::Encoder,
     compressed: Vec<u8>,
@@ -297,9 +297,7 @@ impl SinkConn for PrometheusConn {
                 concat!("tsload/", env!("CARGO_PKG_VERSION")),
             )
             .header("X-Prometheus-Remote-Write-Version", PROTOCOL_VERSION);
-        if let Some(auth) = &self.auth {
-            request = request.header(reqwest::header::AUTHORIZATION, auth);
-        }
+        request = tsload_http::with_authorization(request, self.auth.as_ref());
         let response = request
             .body(body)
             .send()

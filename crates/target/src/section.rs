@@ -218,9 +218,9 @@ impl Section {
     }
 
     /// A secret, if set: the value itself, or `$NAME` / `${NAME}` to read it from the
-    /// environment (so scenario files need not hold passwords). A value read is made known
-    /// to the redaction before anything can print it.
-    pub fn secret(&self, key: &str) -> Result<Option<String>, KeyError> {
+    /// environment (so scenario files need not hold passwords), as a
+    /// [`tsload_redact::Secret`], which no message or report can print.
+    pub fn secret(&self, key: &str) -> Result<Option<tsload_redact::Secret>, KeyError> {
         let Some(raw) = self.text(key)? else {
             return Ok(None);
         };
@@ -229,12 +229,9 @@ impl Section {
             .and_then(|r| r.strip_suffix('}'))
             .or_else(|| raw.strip_prefix('$'));
         match name {
-            None => Ok(Some(raw.to_string())),
+            None => Ok(Some(tsload_redact::Secret::new(raw))),
             Some(name) => match std::env::var(name) {
-                Ok(value) => {
-                    tsload_redact::register(&value);
-                    Ok(Some(value))
-                }
+                Ok(value) => Ok(Some(tsload_redact::Secret::new(value))),
                 Err(_) => Err(KeyError {
                     says_no_value: true,
                     ..self.error(
@@ -277,7 +274,7 @@ impl Section {
         }
         Ok(format!(
             "{scheme}{user}:{}@{host}{}",
-            crate::percent_encode(&password),
+            crate::percent_encode(password.expose()),
             &rest[authority_end..]
         ))
     }

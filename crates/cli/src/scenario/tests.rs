@@ -807,3 +807,59 @@ fn an_unset_environment_variable_is_named_wherever_the_secret_was_given() {
         "{e}"
     );
 }
+
+/// A TOML error never quotes a source line: a secret can sit on any line in forms no key
+/// check recognises (a multi-line string, an escaped key, a later line of a sweep's array).
+#[test]
+fn a_toml_error_quotes_no_line_a_secret_could_be_on() {
+    let cases = [
+        // A multi-line password, then an error on its second line.
+        "[target]\nkind = \"mysql\"\npassword = \"\"\"\nKNRYml1\nKNRYml2\n\"\"\" x\n",
+        // An escaped key that decodes to `password`, of the wrong type.
+        "[target]\nkind = \"mysql\"\n\"pass\\u0077ord\" = [\"KNRYesc\"]\n",
+        // A sweep's array of passwords, broken on a later line.
+        "[target]\nkind = \"mysql\"\n[sweep]\n\"target.password\" = [\n  \"KNRYsw1\",\n  \"KNRYsw2\" \"KNRYsw3\",\n]\n",
+        // A later line of a multi-line string that is not valid.
+        "[target]\nkind = \"mysql\"\npassword = \"\"\"KNRYa\nKNRYb\\q\n\"\"\"\n",
+    ];
+    for text in cases {
+        let e = parse("s.toml", text, &[]).unwrap_err();
+        let shown = e.to_string();
+        assert!(!shown.contains("KNRY"), "{text:?}\n→ {shown}");
+        assert_eq!(e.file, "s.toml", "{shown}");
+        assert!(e.line.is_some(), "{shown}");
+    }
+    // The escaped key is named decoded, as the secret it is.
+    let e = parse("s.toml", cases[1], &[]).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("target.password"), "{e}");
+    assert!(e.message.contains("not shown: a secret"), "{e}");
+}
+
+/// An error is the file's when the file's line is wrong, even where a `--set` names the
+/// same key (a syntax error: the overrides were never applied); and the `--set`'s when
+/// its value is the wrong one.
+#[test]
+fn an_error_names_the_input_that_is_wrong() {
+    let broken = "[load]\nworkers = \"3\n";
+    let e = parse("w.toml", broken, &["load.workers=2".into()]).unwrap_err();
+    assert_eq!(e.file, "w.toml", "{e}");
+    assert_eq!(e.line, Some(2), "{e}");
+    assert!(!e.to_string().contains("--set"), "{e}");
+    // The file's wrong value under a key a --set of another section names.
+    let e = parse(
+        "w.toml",
+        "[load]\nworkers = \"x\"\n",
+        &["query.workers=2".into()],
+    )
+    .unwrap_err();
+    assert_eq!(e.file, "w.toml", "{e}");
+    assert_eq!(e.key.as_deref(), Some("load.workers"), "{e}");
+    // The --set's own wrong value.
+    let e = parse(
+        "w.toml",
+        "[load]\nworkers = 3\n",
+        &["load.workers=\"x\"".into()],
+    )
+    .unwrap_err();
+    assert_eq!(e.file, "--set", "{e}");
+}
