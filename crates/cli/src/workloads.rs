@@ -240,6 +240,7 @@ mod tests {
     /// A replayed file given by `--set workload.path` that cannot be read is the
     /// `--set`'s error, not the scenario file's (it named the built-in quickstart).
     #[test]
+    #[allow(clippy::disallowed_methods, reason = "a test's own input file")]
     fn an_error_in_a_file_given_by_set_names_the_set() {
         let dir = tempfile::tempdir().unwrap();
         let long = dir.path().join("one-long-line.lp");
