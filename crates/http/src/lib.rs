@@ -90,6 +90,26 @@ pub fn redirect_message(status: StatusCode, headers: &HeaderMap) -> Option<Strin
     })
 }
 
+/// `request` with an `Authorization` header of `auth` (if any), marked sensitive: the one
+/// place an HTTP target reads its credentials' value.
+pub fn with_authorization(
+    request: reqwest::RequestBuilder,
+    auth: Option<&tsload_redact::Secret>,
+) -> reqwest::RequestBuilder {
+    let Some(auth) = auth else {
+        return request;
+    };
+    match reqwest::header::HeaderValue::from_str(auth.expose()) {
+        Ok(mut value) => {
+            value.set_sensitive(true);
+            request.header(reqwest::header::AUTHORIZATION, value)
+        }
+        // Not a valid header value (a control character in a token): reqwest refuses the
+        // request with an error that does not quote the value.
+        Err(_) => request.header(reqwest::header::AUTHORIZATION, auth.expose()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,25 +195,5 @@ mod tests {
             "{m}"
         );
         assert!(redirect_message(StatusCode::OK, r.headers()).is_none());
-    }
-}
-
-/// `request` with an `Authorization` header of `auth` (if any), marked sensitive: the one
-/// place an HTTP target reads its credentials' value.
-pub fn with_authorization(
-    request: reqwest::RequestBuilder,
-    auth: Option<&tsload_redact::Secret>,
-) -> reqwest::RequestBuilder {
-    let Some(auth) = auth else {
-        return request;
-    };
-    match reqwest::header::HeaderValue::from_str(auth.expose()) {
-        Ok(mut value) => {
-            value.set_sensitive(true);
-            request.header(reqwest::header::AUTHORIZATION, value)
-        }
-        // Not a valid header value (a control character in a token): reqwest refuses the
-        // request with an error that does not quote the value.
-        Err(_) => request.header(reqwest::header::AUTHORIZATION, auth.expose()),
     }
 }
