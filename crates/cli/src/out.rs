@@ -1,6 +1,7 @@
 //! Every byte the CLI prints or writes to a file passes here, through tsload's one
-//! redaction (`tsload_redact::text`): standard output, standard error, reports, tables,
-//! CSV, NDJSON, SVG, baselines. `outln!`, `errln!`, `std::fs::write` and
+//! redaction (`tsload_redact::text`) after its control characters are made visible
+//! (`tsload_redact::printable`: a server's error text may hold ESC sequences or NULs):
+//! standard output, standard error, reports, tables, CSV, NDJSON, SVG, baselines. `outln!`, `errln!`, `std::fs::write` and
 //! `std::fs::File::create` are refused by clippy in this crate (`clippy.toml`), so a new
 //! output cannot bypass it.
 
@@ -33,20 +34,26 @@ macro_rules! err {
 /// error worth a panic: the output is dropped, as `head` expects.
 pub fn stdout_text(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(tsload_redact::text(text).as_bytes());
+    let _ = out.write_all(shown(text).as_bytes());
     let _ = out.flush();
 }
 
 /// Writes `text` to standard error with its secrets hidden.
 pub fn stderr_text(text: &str) {
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(tsload_redact::text(text).as_bytes());
+    let _ = err.write_all(shown(text).as_bytes());
+}
+
+/// `text` as tsload shows it anywhere: control characters made visible (a server's error
+/// text may hold ESC sequences or NULs), secrets hidden.
+pub fn shown(text: &str) -> String {
+    tsload_redact::text(&tsload_redact::printable(text))
 }
 
 /// Writes a text file (report, table, CSV, SVG, scenario) with its secrets hidden.
 pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
     #[allow(clippy::disallowed_methods)]
-    std::fs::write(path, tsload_redact::text(text))
+    std::fs::write(path, shown(text))
 }
 
 /// Writes a new file at `path` that nothing else can redirect: whatever `path` held (a
@@ -62,7 +69,7 @@ pub fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
         .write(true)
         .create_new(true)
         .open(path)?;
-    f.write_all(tsload_redact::text(text).as_bytes())?;
+    f.write_all(shown(text).as_bytes())?;
     f.sync_all()
 }
 
@@ -103,8 +110,7 @@ impl TextFile {
             }
         };
         let text = String::from_utf8_lossy(&self.line[..end]).into_owned();
-        self.inner
-            .write_all(tsload_redact::text(&text).as_bytes())?;
+        self.inner.write_all(shown(&text).as_bytes())?;
         self.line.drain(..end);
         Ok(())
     }

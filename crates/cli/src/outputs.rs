@@ -50,6 +50,13 @@ impl std::str::FromStr for OutSpec {
                     .ok_or_else(|| {
                         format!("\"{s}\": expected an http(s) URL, e.g. influx=http://127.0.0.1:8086/write?db=tsload")
                     })?;
+                // Its password and secret query values are hidden from here on, as is the
+                // Basic header the HTTP client builds of its user info (a server may echo
+                // either).
+                tsload_redact::register_url(path);
+                if let Some(password) = url.password() {
+                    tsload_redact::register_basic_auth(url.username(), password);
+                }
                 // A bare server URL writes to InfluxDB 1.x's /write into database tsload.
                 Ok(OutSpec::Influx(
                     if url.path() == "/" && url.query().is_none() {
@@ -504,7 +511,7 @@ struct InfluxPush {
     client: reqwest::Client,
     /// `INFLUX_TOKEN` from the environment, sent as `Authorization: Token ...` (InfluxDB
     /// 2.x/3.x; 1.8+ takes `user:password` there too). Never shown.
-    token: Option<String>,
+    token: Option<tsload_redact::Secret>,
     /// The first failed post. After an HTTP error status the later intervals are still
     /// sent; after an unreachable or timed-out post they are not.
     error: Arc<Mutex<Option<String>>>,
@@ -604,23 +611,25 @@ impl InfluxPush {
             client,
             token: std::env::var(INFLUX_TOKEN_ENV)
                 .ok()
-                .filter(|t| !t.is_empty()),
+                .filter(|t| !t.is_empty())
+                .map(|t| InfluxPush::token_header(&t)),
             error: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// The `Authorization` value of an InfluxDB token.
+    fn token_header(token: &str) -> tsload_redact::Secret {
+        tsload_redact::Secret::new(format!("Token {token}"))
     }
 
     /// One post of `body`, with the token when there is one.
     fn post(
         client: &reqwest::Client,
         url: &str,
-        token: Option<&str>,
+        token: Option<&tsload_redact::Secret>,
         body: Vec<u8>,
     ) -> reqwest::RequestBuilder {
-        let request = client.post(url).body(body);
-        match token {
-            Some(t) => request.header(reqwest::header::AUTHORIZATION, format!("Token {t}")),
-            None => request,
-        }
+        tsload_http::with_authorization(client.post(url).body(body), token)
     }
 
     fn start(&mut self, runtime: &tokio::runtime::Runtime) {
@@ -631,7 +640,7 @@ impl InfluxPush {
         let token = self.token.clone();
         self.task = Some(runtime.spawn(async move {
             while let Some(body) = rx.recv().await {
-                let request = InfluxPush::post(&client, &url, token.as_deref(), body);
+                let request = InfluxPush::post(&client, &url, token.as_ref(), body);
                 let failed = match request.send().await {
                     Ok(r) if r.status().is_success() => {
                         tsload_http::drain(r).await;
@@ -863,9 +872,14 @@ mod tests {
             .build()
             .unwrap();
         let url = "https://h/api/v2/write?org=o&bucket=b";
-        let r = InfluxPush::post(&client, url, Some("s3cret"), b"x".to_vec())
-            .build()
-            .unwrap();
+        let r = InfluxPush::post(
+            &client,
+            url,
+            Some(&InfluxPush::token_header("s3cret")),
+            b"x".to_vec(),
+        )
+        .build()
+        .unwrap();
         assert_eq!(r.headers()["authorization"], "Token s3cret");
         assert_eq!(r.url().as_str(), url);
         let r = InfluxPush::post(&client, url, None, Vec::new())

@@ -137,18 +137,24 @@ fn html_escaped(s: &str) -> String {
 }
 
 /// Registers the HTTP Basic credentials `user:password` in the form an `Authorization`
-/// header carries them (base64, with and without the `Basic ` prefix), so a server that
-/// echoes the header back cannot put the password on screen; the password itself too.
+/// header carries them (base64, padded and not), so a server that echoes the header back
+/// cannot put the password on screen; the password itself too. Credentials taken from a
+/// URL's user info are registered as written and percent-decoded.
 pub fn register_basic_auth(user: &str, password: &str) {
     use base64::Engine as _;
     if password.is_empty() {
         return;
     }
     register(password);
-    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    register(&encoded);
-    // Unpadded, as some servers log it.
-    register(encoded.trim_end_matches('='));
+    let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
+    for pair in [
+        format!("{user}:{password}"),
+        format!("{}:{}", decode(user), decode(password)),
+    ] {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        register(&encoded);
+        register(encoded.trim_end_matches('='));
+    }
 }
 
 /// Registers the password and the secret query values of `url` (as written and decoded).
@@ -281,6 +287,43 @@ impl Parts {
             secret_values,
         }
     }
+}
+
+/// `text` with its control characters made visible: every C0 control but a line feed, a
+/// tab and the carriage return of a `\r\n`, DEL and every C1 control, as `\x1b` (C0,
+/// DEL) or `\u{9b}` (C1). A server's error text can hold an ESC sequence that would
+/// rewrite the terminal, or a NUL; what tsload prints and writes as text goes through
+/// this before [`text`].
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char, next: Option<char>| {
+        (c.is_control() && !matches!(c, '\n' | '\t')) && !(c == '\r' && next == Some('\n'))
+    };
+    let mut chars = text.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if bad(c, chars.peek().copied()) {
+            any = true;
+            break;
+        }
+    }
+    if !any {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if bad(c, chars.peek().copied()) {
+            let n = c as u32;
+            if n < 0x80 {
+                out.push_str(&format!("\\x{n:02x}"));
+            } else {
+                out.push_str(&format!("\\u{{{n:x}}}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// `text` with every registered secret, every URL's secrets and every secret key's value
@@ -432,6 +475,16 @@ fn redact_key_values(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_made_visible() {
+        assert_eq!(printable("plain\ttext\r\nline\n"), "plain\ttext\r\nline\n");
+        assert_eq!(
+            printable("bad\u{1b}[2Jx\0y\rz\u{7f}\u{9b}"),
+            "bad\\x1b[2Jx\\x00y\\x0dz\\x7f\\u{9b}"
+        );
+        assert!(matches!(printable("ok"), std::borrow::Cow::Borrowed(_)));
+    }
 
     #[test]
     fn url_passwords_are_hidden_whole() {

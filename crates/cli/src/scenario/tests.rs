@@ -413,8 +413,10 @@ fn stated_defaults_are_the_parsers_defaults() {
                     .unwrap_or_else(|e| panic!("{dotted} for {kind:?}: the base scenario: {e}"));
                 let mut with = base.clone();
                 with.push(format!("{dotted}={value}"));
-                let with = parse("s.toml", "", &with)
+                let mut with = parse("s.toml", "", &with)
                     .unwrap_or_else(|e| panic!("{dotted} = {value} for {kind:?}: {e}"));
+                // Which keys `--set` gave differs by the one stated; the plans may not.
+                with.set_keys.pop();
                 assert_eq!(
                     with, without,
                     "{dotted} = {value} for {kind:?} is not the same as leaving it out"
