@@ -55,9 +55,13 @@ pub fn write_run_page(path: &Path, name: &str, report: &serde_json::Value) -> an
         anyhow::bail!("the run left no report to show");
     }
     let label = if name.is_empty() { "run" } else { name };
+    // The page is drawn from a report that holds no secret: redacting the finished page
+    // would miss a secret in the form the page escapes it to (`<&>"` in a password).
+    let mut report = report.clone();
+    tsload_redact::json(&mut report);
     let page = tsload_report_html::render(&[ReportInput {
-        label: label.to_string(),
-        report: report.clone(),
+        label: tsload_redact::text(label),
+        report,
     }])?;
     crate::out::write_text(path, &page).with_context(|| format!("writing {}", path.display()))
 }
@@ -70,6 +74,11 @@ pub fn write_page(
     reports: Vec<ReportInput>,
     figures: &[tsload_report_html::Figure],
 ) -> anyhow::Result<()> {
+    let mut reports = reports;
+    for r in &mut reports {
+        tsload_redact::json(&mut r.report);
+        r.label = tsload_redact::text(&r.label);
+    }
     let page = tsload_report_html::render_page(Some(title), &reports, figures)?;
     crate::out::write_text(path, &page).with_context(|| format!("writing {}", path.display()))
 }
@@ -199,4 +208,34 @@ fn same_file(a: &Path, b: &Path) -> bool {
             (std::fs::canonicalize(a), std::fs::canonicalize(b)),
             (Ok(x), Ok(y)) if x == y
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A password with characters the page escapes (`<&>"`) is not on the page in any
+    /// form: the page is drawn from a redacted report (redacting the finished page missed
+    /// the escaped form).
+    #[test]
+    fn a_run_page_holds_no_secret_in_its_escaped_form() {
+        let password = "pw<&>\"KNRYhtml";
+        tsload_redact::register(password);
+        let report = serde_json::json!({
+            "metrics_per_s": 10.0, "rows_per_s": 1.0, "rows": 1, "requests": 1,
+            "metrics": 10, "bytes": 100, "elapsed_s": 1.0, "errors": {}, "retries": 0,
+            "target": "influx", "workload": "cpu-only", "stop_reason": "row limit",
+            "fatal_error": format!("HTTP 401: bad password {password}"),
+            "scenario": {"name": password, "target": {"kind": "influx", "url": "http://h"}},
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.html");
+        write_run_page(&path, password, &report).unwrap();
+        let page = std::fs::read_to_string(&path).unwrap();
+        assert!(!page.contains("KNRYhtml"), "the page holds the password");
+        assert!(
+            page.contains("bad password ***"),
+            "the error is not on the page"
+        );
+    }
 }

@@ -1384,6 +1384,27 @@ fn taosbenchmark_files_import_to_scenarios_that_validate_and_run() {
             dir.path(),
         );
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        // The written scenario reads the password from the environment: it is text the
+        // user will run, not a report (the redaction once wrote `"***"` there, and a run
+        // of it sent `***`).
+        let written = std::fs::read_to_string(dir.path().join("s.toml")).unwrap();
+        if written.contains("password") {
+            assert!(
+                written.contains("password = \"$TAOS_PASSWORD\""),
+                "{name}: {written}"
+            );
+            let unset = tsload()
+                .args(["validate", "s.toml"])
+                .env_remove("TAOS_PASSWORD")
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                !unset.status.success() && text(&unset.stderr).contains("TAOS_PASSWORD is not set"),
+                "{name}: {}",
+                text(&unset.stderr)
+            );
+        }
         let plan = tsload()
             .args(["validate", "s.toml"])
             .env("TAOS_PASSWORD", "secret-pw")

@@ -395,6 +395,19 @@ fn redact_urls_in(text: &str) -> String {
     out
 }
 
+/// Whether `value` is `$NAME` or `${NAME}`: how a scenario reads a secret from the
+/// environment.
+fn is_env_reference(value: &str) -> bool {
+    let name = value
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| value.strip_prefix('$'));
+    name.is_some_and(|n| {
+        n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
 /// `KEY = VALUE`, `KEY=VALUE`, `"KEY": "VALUE"` and `KEY: "VALUE"` of a secret key with the
 /// value hidden. After `:` only a quoted value counts (so prose such as `password: the
 /// value is not allowed` keeps its words).
@@ -461,7 +474,10 @@ fn redact_key_values(text: &str) -> String {
             }
             _ => continue,
         };
-        if value_end > value_start && &text[value_start..value_end] != MASK {
+        let value = &text[value_start..value_end];
+        // `$TAOS_PASSWORD` names where the secret is read from, and is not one: a scenario
+        // written with it (import-taosbenchmark's) must keep it to be run.
+        if value_end > value_start && value != MASK && !is_env_reference(value) {
             out.push_str(&text[copied..value_start]);
             out.push_str(MASK);
             copied = value_end;
@@ -475,6 +491,16 @@ fn redact_key_values(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_environment_reference_is_no_secret_and_is_kept() {
+        assert_eq!(
+            text("password = \"$TAOS_PASSWORD\"\ntoken = \"${T_1}\""),
+            "password = \"$TAOS_PASSWORD\"\ntoken = \"${T_1}\""
+        );
+        assert_eq!(text("password = \"$not a name\""), "password = \"***\"");
+        assert_eq!(text("password = \"pw$X\""), "password = \"***\"");
+    }
 
     #[test]
     fn control_characters_are_made_visible() {
