@@ -502,20 +502,7 @@ fn counted(n: u64, noun: &str) -> String {
 /// Creates the missing directories of the files a run writes (a fresh volume in a
 /// Kubernetes pod has none), before anything connects.
 fn create_output_dirs(o: &plan::OutputPlan) -> Result<(), String> {
-    let files = [
-        ("--json", o.json.as_ref()),
-        ("--hlog", o.hlog.as_ref()),
-        ("--debug-raw-latencies", o.raw_latencies.as_ref()),
-    ]
-    .into_iter()
-    .filter_map(|(flag, p)| p.map(|p| (flag, p)))
-    .chain(o.out.iter().filter_map(|spec| match spec {
-        outputs::OutSpec::Csv(p) | outputs::OutSpec::Ndjson(p) | outputs::OutSpec::Html(p) => {
-            Some(("--out", p))
-        }
-        outputs::OutSpec::Influx(_) => None,
-    }));
-    for (flag, path) in files {
+    for (flag, path) in o.files() {
         out::create_parent_dir(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
     }
     Ok(())
@@ -663,7 +650,11 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     plan.output.out = args.out;
     plan.output.metrics_addr = args.metrics_addr;
     plan.output.raw_latencies = args.debug_raw_latencies;
-    if let Err(e) = create_output_dirs(&plan.output) {
+    if let Err(e) = plan
+        .output
+        .check_distinct_files()
+        .and_then(|()| create_output_dirs(&plan.output))
+    {
         errln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }

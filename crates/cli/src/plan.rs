@@ -100,6 +100,49 @@ pub struct OutputPlan {
     pub verify: bool,
 }
 
+impl OutputPlan {
+    /// The files a run writes, each with the flag that names it.
+    pub fn files(&self) -> Vec<(&'static str, &PathBuf)> {
+        use crate::outputs::OutSpec;
+        let mut files: Vec<(&'static str, &PathBuf)> = [
+            ("--json", self.json.as_ref()),
+            ("--hlog", self.hlog.as_ref()),
+            ("--debug-raw-latencies", self.raw_latencies.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, p)| p.map(|p| (flag, p)))
+        .collect();
+        files.extend(self.out.iter().filter_map(|spec| match spec {
+            OutSpec::Csv(p) => Some(("--out csv=", p)),
+            OutSpec::Ndjson(p) => Some(("--out ndjson=", p)),
+            OutSpec::Html(p) => Some(("--out html=", p)),
+            OutSpec::Influx(_) => None,
+        }));
+        files
+    }
+
+    /// Refuses two outputs written to one file (`--json x --out csv=x`: each would
+    /// overwrite the other, and the run would end as if both were kept). Paths are
+    /// compared made absolute, and by the file they name when it exists.
+    pub fn check_distinct_files(&self) -> Result<(), String> {
+        let files = self.files();
+        let key = |p: &PathBuf| {
+            std::fs::canonicalize(p)
+                .or_else(|_| std::path::absolute(p))
+                .unwrap_or_else(|_| p.clone())
+        };
+        for (i, (flag, path)) in files.iter().enumerate() {
+            if let Some((other, _)) = files[..i].iter().find(|(_, q)| key(q) == key(path)) {
+                return Err(format!(
+                    "{other} and {flag} both write {}: give each output its own file",
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `[monitor]`: which processes are the server, and its data directory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorPlan {
@@ -520,6 +563,28 @@ impl Default for ShardRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--json x --out csv=x --hlog x` ran and kept one file of three: two outputs to one
+    /// file are refused, however the path is spelled.
+    #[test]
+    fn two_outputs_to_one_file_are_refused() {
+        let mut o = crate::scenario::parse("s.toml", "", &[]).unwrap().output;
+        o.json = Some("x".into());
+        o.hlog = Some("y".into());
+        o.out = vec!["csv=z".parse().unwrap(), "html=w".parse().unwrap()];
+        assert_eq!(o.check_distinct_files(), Ok(()));
+        o.out.push("ndjson=./y".parse().unwrap());
+        let e = o.check_distinct_files().unwrap_err();
+        assert!(e.contains("--hlog and --out ndjson= both write ./y"), "{e}");
+        o.out.pop();
+        let here = std::env::current_dir().unwrap().join("x");
+        o.raw_latencies = Some(here);
+        let e = o.check_distinct_files().unwrap_err();
+        assert!(
+            e.starts_with("--json and --debug-raw-latencies both write"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn shown_sets_hide_secrets() {
