@@ -68,10 +68,12 @@ impl Spread {
         }
         v.sort_by(f64::total_cmp);
         let n = v.len();
+        // Halves added, not the sum halved: two figures near f64::MAX have a finite
+        // median.
         let median = if n % 2 == 1 {
             v[n / 2]
         } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
+            v[n / 2 - 1] / 2.0 + v[n / 2] / 2.0
         };
         Some(Spread {
             median,
@@ -383,9 +385,37 @@ pub fn load(name: &str) -> Result<Vec<Value>, String> {
     let doc: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     match doc["runs"].as_array() {
-        Some(runs) if !runs.is_empty() => Ok(runs.clone()),
+        Some(runs) if !runs.is_empty() => {
+            check_figures(runs).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(runs.clone())
+        }
         _ => Err(format!("{}: holds no runs", path.display())),
     }
+}
+
+/// The largest figure a baseline may hold: no rate (rows/s), latency (ms) or CPU figure
+/// of a real run comes near it, and medians of figures below it cannot overflow.
+pub const MAX_FIGURE: f64 = 1e12;
+
+/// Refuses a baseline whose runs hold a figure no run can have (not finite, negative, or
+/// above [`MAX_FIGURE`]): one such value made a median `inf`, and every `--regress-if`
+/// passed against it.
+fn check_figures(runs: &[Value]) -> Result<(), String> {
+    for (i, run) in runs.iter().enumerate() {
+        for (name, _, _) in FIGURES {
+            if let Some(v) = figure(run, name)
+                && !(v.is_finite() && (0.0..=MAX_FIGURE).contains(&v))
+            {
+                return Err(format!(
+                    "run {} of {}: figure `{name}` is {v}; allowed: a finite number from 0 to \
+                     {MAX_FIGURE:e} (the file is damaged or was not written by tsload)",
+                    i + 1,
+                    runs.len()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -417,6 +447,24 @@ mod tests {
         );
         let same = compare("main", &[with(4, "a")], &[with(4, "b")], &[]);
         assert!(same.differences.is_empty() && !same.render_text().contains("NOTE"));
+    }
+
+    /// A baseline run holding 1e308 made the median `inf`, and `--regress-if rate<-5%`
+    /// passed whatever the new run did: such a baseline is refused, naming the figure.
+    #[test]
+    fn a_baseline_with_a_figure_no_run_can_have_is_refused() {
+        assert_eq!(
+            check_figures(&[report(1000.0, 3.0), report(900.0, 4.0)]),
+            Ok(())
+        );
+        for bad in [1e308, -1.0, 2e12] {
+            let e = check_figures(&[report(1000.0, 3.0), report(bad, 4.0)]).unwrap_err();
+            assert!(e.starts_with("run 2 of 2: figure `rate` is"), "{e}");
+        }
+        let e = check_figures(&[report(1000.0, 1e308)]).unwrap_err();
+        assert!(e.contains("`p99`"), "{e}");
+        // And a median of huge figures stays finite.
+        assert_eq!(Spread::of(&[1e308, 1e308]).unwrap().median, 1e308);
     }
 
     #[test]
