@@ -7,6 +7,17 @@ use tsload_core::report::LatencySummary;
 
 use crate::{Error, Figure, Interval, ReportInput, render, render_page};
 
+/// `f`'s result, run on a thread: a test of something that must end fails (rather than
+/// hangs) when it does not end within `secs` seconds.
+pub(crate) fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("not done within {secs} s: a loop without bound"))
+}
+
 fn latency(scale_ns: u64) -> Value {
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
     for i in 1..=10_000u64 {
