@@ -14,8 +14,13 @@ pub(crate) fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send 
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(std::time::Duration::from_secs(secs))
-        .unwrap_or_else(|_| panic!("not done within {secs} s: a loop without bound"))
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("not done within {secs} s: a loop without bound")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("it panicked"),
+    }
 }
 
 fn latency(scale_ns: u64) -> Value {
@@ -203,7 +208,11 @@ fn what_is_not_a_report_is_refused_by_name() {
         report: r,
     }])
     .unwrap_err();
-    assert!(e.to_string().contains("`intervals`"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("y.json: intervals[0].elapsed_s is missing; allowed: "),
+        "{e}"
+    );
     assert!(matches!(render(&[]), Err(Error::NoReport)));
 }
 
@@ -738,4 +747,142 @@ fn a_sweep_draws_each_figure_against_each_key_with_the_fit() {
     .render()
     .unwrap_err();
     assert!(matches!(e, Error::BadSweep(_)), "{e}");
+}
+
+/// The error `render` gives for `report` (labelled `label`), within 3 s: a loop without
+/// bound fails the test rather than hanging it.
+fn refusal(label: &str, report: Value) -> Error {
+    let label = label.to_string();
+    within(3, move || {
+        render(&[ReportInput { label, report }])
+            .map(|p| p.len())
+            .expect_err("rendered, but should be refused")
+    })
+}
+
+#[test]
+fn figures_no_run_has_are_refused_by_report_field_and_value() {
+    let mut cases: Vec<(Value, &str)> = Vec::new();
+    let mut r = write_report(3);
+    r["intervals"][1]["elapsed_s"] = json!(1e308);
+    cases.push((
+        r,
+        "run: intervals[1].elapsed_s is 1e308; allowed: a finite number of seconds from 0 to \
+         1000000000 (about 31.7 years)",
+    ));
+    // (The largest double: the x axis's tick loop once ran forever on it.)
+    let mut r = write_report(3);
+    r["intervals"][2]["elapsed_s"] = json!(f64::MAX);
+    cases.push((
+        r,
+        "run: intervals[2].elapsed_s is 1.7976931348623157e308; allowed: a finite number",
+    ));
+    let mut r = write_report(3);
+    r["intervals"][2]["elapsed_s"] = json!(1.5);
+    cases.push((
+        r,
+        "run: intervals[2].elapsed_s is 1.5; allowed: at least 2.0, the end of intervals[1] of \
+         the same stream: intervals are in time order",
+    ));
+    let mut r = write_report(3);
+    r["intervals"][0]["rows"] = json!(u64::MAX);
+    cases.push((
+        r,
+        "run: intervals[1].rows is 120013; allowed: a count that keeps the sum of the stream's \
+         `rows` within 18446744073709551615",
+    ));
+    let mut r = write_report(3);
+    r["intervals"][0]["p99_ms"] = json!(-2.0);
+    cases.push((
+        r,
+        "run: intervals[0].p99_ms is -2.0; allowed: a finite number",
+    ));
+    let mut r = write_report(3);
+    r["latency"]["p99_ms"] = json!(1e308);
+    cases.push((
+        r,
+        "run: latency.p99_ms is 1e308; allowed: a finite number of milliseconds from 0 to \
+         1000000000000",
+    ));
+    let mut r = write_report(3);
+    r["errors"] = json!({"a": u64::MAX, "b": 1});
+    cases.push((
+        r,
+        "run: errors.b is 1; allowed: a count that keeps the sum of the errors within \
+         18446744073709551615 (the kinds before it sum to 18446744073709551615)",
+    ));
+    let mut r = write_report(3);
+    r["elapsed_s"] = json!(1e300);
+    cases.push((
+        r,
+        "run: elapsed_s is 1e300; allowed: a finite number of seconds",
+    ));
+    let mut r = write_report(3);
+    r["client"]["cpu_s"] = json!(-1);
+    cases.push((
+        r,
+        "run: client.cpu_s is -1; allowed: a finite number of CPU seconds",
+    ));
+    let mut r = write_report(3);
+    r["metrics"] = json!(1.5);
+    cases.push((r, "run: metrics is 1.5; allowed: a whole number"));
+    for (report, says) in cases {
+        let e = refusal("run", report);
+        assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with(says),
+            "{e}\nshould start with\n{says}"
+        );
+    }
+}
+
+#[test]
+fn a_shard_set_whose_counts_pass_a_u64_is_refused_not_wrapped() {
+    // Each shard's own intervals sum within a u64; the set's do not.
+    let half = 1u64 << 63;
+    let shard = |index: u32| {
+        let mut r = shard_report(index, 2, 0, 1);
+        r["intervals"][0]["rows"] = json!(half);
+        r["intervals"][1]["rows"] = json!(0);
+        r
+    };
+    let reports = [
+        ReportInput {
+            label: "s0.json".into(),
+            report: shard(0),
+        },
+        ReportInput {
+            label: "s1.json".into(),
+            report: shard(1),
+        },
+    ];
+    let e = within(3, move || render(&reports).map(|p| p.len()).unwrap_err());
+    assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
+    assert!(
+        e.to_string().starts_with(
+            "s1.json: intervals[0].rows is 9223372036854775808; allowed: a count that keeps the \
+             sum over the shard set's write intervals within 18446744073709551615 (the shards' \
+             intervals before it sum to 9223372036854775808"
+        ),
+        "{e}"
+    );
+    // Half as much each: drawn, the merged point holds the exact sum.
+    let shard = |index: u32| {
+        let mut r = shard_report(index, 2, 0, 1);
+        r["intervals"][0]["rows"] = json!(half / 2);
+        r["intervals"][1]["rows"] = json!(0);
+        r
+    };
+    let p = render(&[
+        ReportInput {
+            label: "s0.json".into(),
+            report: shard(0),
+        },
+        ReportInput {
+            label: "s1.json".into(),
+            report: shard(1),
+        },
+    ])
+    .unwrap();
+    assert_eq!(data_of(&p)["merge-write"]["rows"][0], json!(half));
 }
