@@ -886,3 +886,36 @@ fn a_shard_set_whose_counts_pass_a_u64_is_refused_not_wrapped() {
     .unwrap();
     assert_eq!(data_of(&p)["merge-write"]["rows"][0], json!(half));
 }
+
+#[test]
+fn a_sweep_with_figures_no_run_has_is_refused_by_field() {
+    let reports = [ReportInput {
+        label: "point 1".into(),
+        report: write_report(3),
+    }];
+    let mut huge = sweep_json();
+    huge["rows"][2]["rows_per_s"] = json!(1e308);
+    let mut far = sweep_json();
+    far["rows"][1]["point"]["delay"] = json!("1e308s");
+    far["axes"][0]["values"][1] = json!("1e308s");
+    for (sweep, says) in [
+        (
+            huge,
+            "sweep.json: rows[2].rows_per_s is 1e308; allowed: a finite number",
+        ),
+        (
+            far,
+            "sweep.json: axes[0].values[1] is inf; allowed: a finite number",
+        ),
+    ] {
+        let e = crate::Page {
+            reports: &reports,
+            sweep: Some(&sweep),
+            ..crate::Page::default()
+        }
+        .render()
+        .unwrap_err();
+        assert!(matches!(e, Error::BadSweep(_)), "{e}");
+        assert!(e.to_string().starts_with(says), "{e}");
+    }
+}
