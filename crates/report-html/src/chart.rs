@@ -329,9 +329,10 @@ fn open_figure(out: &mut String, id: &str, points: Option<usize>, data_key: &str
     };
     let _ = write!(
         out,
-        "<figure class=\"chart\" id=\"{id}\"{points}><figcaption>{}</figcaption>\
+        "<figure class=\"chart\" id=\"{}\"{points}><figcaption>{}</figcaption>\
          <div class=\"plot\"{key}>\
          <svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
+        esc(id),
         esc(title),
         esc(title)
     );

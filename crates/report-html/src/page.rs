@@ -1,6 +1,13 @@
 //! The page itself: headline figures, the charts of each stream, the client, server and
 //! network blocks and the resolved plan of each report, with the inline CSS and JS that
 //! make it readable offline (light and dark, down to a phone's width) and the hover.
+//!
+//! Every text that comes from a report (labels, a server's error message, stop reasons,
+//! error kinds, the plan, table keys and values) reaches the page through [`esc`], which
+//! escapes it for HTML and replaces each control character with U+FFFD (`\u{fffd}`, the
+//! replacement character): C0 (0x00 to 0x1f) but newline and tab, DEL (0x7f) and C1
+//! (0x80 to 0x9f), so no ESC sequence, NUL or other control byte is in the page. The
+//! page's data (the hover's JSON) escapes the same characters as `\uXXXX`.
 
 use std::fmt::Write as _;
 
@@ -125,7 +132,7 @@ impl Page<'_> {
         for (k, v) in views.iter().enumerate() {
             report_section(&mut out, k, v, &mut data);
         }
-        let data = Value::Object(data).to_string().replace("</", "<\\/");
+        let data = data_text(Value::Object(data));
         let _ = writeln!(
             out,
             "<footer>Made by tsload {}. Hover or tap a chart to see one interval's figures.</footer>\
@@ -266,7 +273,14 @@ pub(crate) fn redacted(key: &str, value: &str) -> String {
     }
 }
 
-/// HTML text and attribute escaping.
+/// Whether the page shows `c` as U+FFFD: a C0 control but newline and tab, DEL, or a C1
+/// control.
+pub(crate) fn is_hidden_control(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// HTML text and attribute escaping, control characters shown as U+FFFD: how every text
+/// from a report reaches the page.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -276,7 +290,22 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if is_hidden_control(c) => out.push('\u{fffd}'),
             c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The page's data as the text of its `<script type="application/json">`: `</` written
+/// `<\/`, and each control character (those JSON leaves raw: DEL, C1) as `\uXXXX`.
+fn data_text(data: Value) -> String {
+    let mut out = String::new();
+    for c in data.to_string().replace("</", "<\\/").chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
         }
     }
     out

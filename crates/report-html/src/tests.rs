@@ -914,8 +914,42 @@ fn a_sweep_with_figures_no_run_has_is_refused_by_field() {
             ..crate::Page::default()
         }
         .render()
+        .map(|p| p.len())
         .unwrap_err();
         assert!(matches!(e, Error::BadSweep(_)), "{e}");
         assert!(e.to_string().starts_with(says), "{e}");
     }
+}
+
+/// Whether `c` is a control character a page must not carry raw: C0 but `\n` and `\t`,
+/// DEL, C1.
+fn is_forbidden_control(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+}
+
+#[test]
+fn control_characters_from_a_report_never_reach_the_page() {
+    let mut r = write_report(3);
+    r["fatal_error"] = json!("boom\u{0}\u{1b}[2J\u{7f}\u{85}x\r\nnext\tline");
+    r["exit"]["why"] = json!("server said \u{1b}]0;pwned\u{7}");
+    r["errors"] = json!({"bad\u{1b}kind": 2});
+    r["stop_reason"] = json!("dur\u{9b}ation");
+    r["server"]["note"] = json!("nul\u{0}here");
+    r["scenario"]["name"] = json!("c1\u{90}in plan");
+    r["rtt"]["kind\u{1}"] = json!("tcp");
+    let p = render(&[ReportInput {
+        label: "run\u{1b}[31m.json".into(),
+        report: r,
+    }])
+    .unwrap();
+    let raw: Vec<char> = p.chars().filter(|c| is_forbidden_control(*c)).collect();
+    assert!(raw.is_empty(), "the page holds {raw:?}");
+    // Each shown as U+FFFD, the rest of the text kept (newlines and tabs too).
+    assert!(p.contains("fatal: boom\u{fffd}\u{fffd}[2J\u{fffd}\u{fffd}x\u{fffd}\nnext\tline"));
+    assert!(p.contains("server said \u{fffd}]0;pwned\u{fffd}"));
+    assert!(p.contains("run\u{fffd}[31m.json"));
+    assert!(p.contains("bad\u{fffd}kind 2"));
+    assert!(p.contains("dur\u{fffd}ation"));
+    assert!(p.contains("nul\u{fffd}here"));
+    assert!(p.contains("c1\u{fffd}in plan"));
 }
