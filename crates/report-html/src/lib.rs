@@ -24,6 +24,7 @@ mod checked;
 mod hlog;
 mod page;
 mod shards;
+mod svg;
 mod sweep;
 
 use serde::{Deserialize, Serialize};

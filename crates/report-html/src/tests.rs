@@ -953,3 +953,103 @@ fn control_characters_from_a_report_never_reach_the_page() {
     assert!(p.contains("nul\u{fffd}here"));
     assert!(p.contains("c1\u{fffd}in plan"));
 }
+
+/// A bar chart as plotters' SVG backend writes it: each label escaped where it is drawn.
+fn bar_chart_svg(labels: &[&str]) -> String {
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&apos;")
+    };
+    let mut svg = String::from(
+        "<svg width=\"640\" height=\"480\" viewBox=\"0 0 640 480\" \
+         xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <rect x=\"0\" y=\"0\" width=\"640\" height=\"480\" opacity=\"1\" fill=\"#FFFFFF\" \
+         stroke=\"none\"/>\n",
+    );
+    for (i, label) in labels.iter().enumerate() {
+        svg.push_str(&format!(
+            "<rect x=\"{x}\" y=\"100\" width=\"40\" height=\"300\" opacity=\"1\" \
+             fill=\"#1F77B4\" stroke=\"none\"/>\n\
+             <text x=\"{x}\" y=\"420\" dy=\"0.76em\" text-anchor=\"middle\" \
+             font-family=\"sans-serif\" font-size=\"12.9\" opacity=\"1\" fill=\"#000000\" \
+             transform=\"rotate(90, {x}, 420)\">\n{}\n</text>\n",
+            escape(label),
+            x = 60 + i * 100
+        ));
+    }
+    svg.push_str(
+        "<polyline fill=\"none\" opacity=\"1\" stroke=\"#000000\" stroke-width=\"1\" \
+         points=\"50,400 600,400 \"/>\n</svg>\n",
+    );
+    svg
+}
+
+#[test]
+fn figures_are_written_again_with_their_text_escaped_never_scanned() {
+    let hostile = "<a href=\"javascript:x\" onload=y>";
+    let labels = ["ahrefs-prod", hostile, "on-call=1 url(x)"];
+    let reports: Vec<ReportInput> = labels
+        .iter()
+        .map(|l| ReportInput {
+            label: l.to_string(),
+            report: write_report(2),
+        })
+        .collect();
+    let figures = [Figure {
+        title: "rows per second".into(),
+        svg: format!("<?xml version=\"1.0\"?>\n{}", bar_chart_svg(&labels)),
+    }];
+    let p = render_page(Some("tsload compare: x.toml"), &reports, &figures).unwrap();
+    assert_eq!(p.matches("<figure class=\"svgfig\">").count(), 1);
+    assert!(!p.contains("<?xml"));
+    // Each label in the chart, as text.
+    assert!(
+        p.contains(">\nahrefs-prod\n</text>"),
+        "no ahrefs-prod label"
+    );
+    let escaped = "&lt;a href=&quot;javascript:x&quot; onload=y&gt;";
+    assert!(p.contains(&format!(">\n{escaped}\n</text>")));
+    assert!(p.contains(&format!("<h2>{escaped}</h2>")));
+    // No live markup from it: every `onload` is the escaped label's.
+    assert!(!p.contains("<a href=\"javascript"));
+    assert_eq!(
+        p.matches("onload").count(),
+        p.matches("onload=y&gt;").count()
+    );
+    // The drawing itself is kept.
+    assert_eq!(p.matches("fill=\"#1F77B4\"").count(), 3);
+    assert!(p.contains("transform=\"rotate(90, 160, 420)\""));
+
+    // Markup that is not a drawing is refused by what it is, wherever it hides.
+    for (svg, says) in [
+        (
+            format!("<svg><text>{hostile}</text></svg>"),
+            "an element <a> (byte 11); allowed: svg, g,",
+        ),
+        (
+            "<svg><text fill=\"url(https://x/y#z)\">a</text></svg>".to_string(),
+            "<text fill=\"url(https://x/y#z)\"> (byte 5): a paint is",
+        ),
+        (
+            "<svg><rect style=\"fill:url(x)\"/></svg>".to_string(),
+            "<rect style> (byte 5): the attribute style; allowed:",
+        ),
+        ("<svg><g></svg>".to_string(), "</svg> (byte 8) closes <g>"),
+        ("<svg><text>a".to_string(), "<text> is not closed"),
+    ] {
+        let e = render_page(
+            None,
+            &reports[..1],
+            &[Figure {
+                title: "bad".into(),
+                svg,
+            }],
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::BadFigure { .. }), "{e}");
+        assert!(e.to_string().contains(says), "{e}\nshould say\n{says}");
+    }
+}
