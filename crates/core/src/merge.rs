@@ -31,6 +31,11 @@ pub const MAX_ELAPSED_S: f64 = 1e9;
 pub const MAX_CPU_S: f64 = 1e12;
 /// The most request kinds a query report may have (tsload's workloads have at most 15).
 pub const MAX_KINDS: usize = 1000;
+/// The most entries a report's `intervals` may hold (11.6 days of 1 s intervals; a report
+/// of [`MAX_REPORT_BYTES`] holds about 200,000).
+pub const MAX_INTERVALS: usize = 1_000_000;
+/// The longest latency an interval may state, in milliseconds: the longest run.
+pub const MAX_LATENCY_MS: f64 = MAX_ELAPSED_S * 1000.0;
 
 /// One shard's report, as read from its JSON: a write [`Summary`] or a [`QuerySummary`].
 #[derive(Debug, Clone)]
@@ -159,6 +164,187 @@ fn check_range(file: &str, field: &str, v: f64, max: f64, allowed: &str) -> Resu
         value: format!("{v:?}"),
         allowed: allowed.to_string(),
     })
+}
+
+/// The counts of one report interval ([`check_intervals`]).
+const INTERVAL_COUNTS: [&str; 6] = [
+    "requests",
+    "rows",
+    "metrics",
+    "statements",
+    "errors",
+    "retries",
+];
+
+/// The latency figures of one report interval, milliseconds ([`check_intervals`]).
+const INTERVAL_LATENCIES: [&str; 8] = [
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
+    "service_p50_ms",
+    "service_p99_ms",
+    "service_p999_ms",
+    "service_max_ms",
+];
+
+/// Checks a report's `intervals` (`None` or `null`: it has none), as `tsload run --json`
+/// writes them: at most [`MAX_INTERVALS`] objects, each with a `stream` (`write` or
+/// `query`), `elapsed_s` and `interval_s` (finite, 0 to [`MAX_ELAPSED_S`]); each stream's
+/// `elapsed_s` never going back; counts (`requests`, `rows`, `metrics`, `statements`,
+/// `errors`, `retries`) whole numbers whose sum over a stream's intervals fits in a `u64`
+/// (the run's total does); latencies (`p50_ms` ... `service_max_ms`) finite, 0 to
+/// [`MAX_LATENCY_MS`]. A count or a latency may be missing or `null`. The error is an
+/// [`MergeError::OutOfRange`] naming `file`, the field's path (`intervals[3].elapsed_s`),
+/// its value and what is allowed. Every reader of a report's intervals calls it once, as
+/// the report comes in: [`read_report`], and the HTML report's.
+pub fn check_intervals(
+    file: &str,
+    intervals: Option<&serde_json::Value>,
+) -> Result<(), MergeError> {
+    use serde_json::Value;
+    let bad = |field: String, value: String, allowed: String| MergeError::OutOfRange {
+        file: file.to_string(),
+        field,
+        value,
+        allowed,
+    };
+    let list = match intervals {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Array(list)) => list,
+        Some(other) => {
+            return Err(bad(
+                "intervals".into(),
+                json_kind(other),
+                "an array of the report's intervals".into(),
+            ));
+        }
+    };
+    if list.len() > MAX_INTERVALS {
+        return Err(bad(
+            "intervals".into(),
+            format!("{} entries", list.len()),
+            format!("at most {MAX_INTERVALS} intervals"),
+        ));
+    }
+    // Per stream: the last interval's index and end, and each count's sum so far.
+    let mut last: [Option<(usize, f64)>; 2] = [None, None];
+    let mut sums = [[0u64; INTERVAL_COUNTS.len()]; 2];
+    for (i, iv) in list.iter().enumerate() {
+        let path = |key: &str| format!("intervals[{i}].{key}");
+        if !iv.is_object() {
+            return Err(bad(
+                format!("intervals[{i}]"),
+                json_kind(iv),
+                "an object (stream, elapsed_s, interval_s, counts, latencies)".into(),
+            ));
+        }
+        let stream = match iv.get("stream") {
+            Some(Value::String(s)) if s == "write" => 0,
+            Some(Value::String(s)) if s == "query" => 1,
+            other => {
+                return Err(bad(
+                    path("stream"),
+                    json_shown(other),
+                    "\"write\" or \"query\"".into(),
+                ));
+            }
+        };
+        let mut seconds = [0.0; 2];
+        for (slot, key) in seconds.iter_mut().zip(["elapsed_s", "interval_s"]) {
+            let v = iv.get(key);
+            match v.and_then(Value::as_f64) {
+                Some(x) if x.is_finite() && (0.0..=MAX_ELAPSED_S).contains(&x) => *slot = x,
+                _ => {
+                    return Err(bad(
+                        path(key),
+                        json_shown(v),
+                        "a finite number of seconds from 0 to 1000000000 (about 31.7 years)".into(),
+                    ));
+                }
+            }
+        }
+        if let Some((before, end)) = last[stream]
+            && seconds[0] < end
+        {
+            return Err(bad(
+                path("elapsed_s"),
+                format!("{:?}", seconds[0]),
+                format!(
+                    "at least {end:?}, the end of intervals[{before}] of the same stream: \
+                     intervals are in time order"
+                ),
+            ));
+        }
+        last[stream] = Some((i, seconds[0]));
+        for (sum, key) in sums[stream].iter_mut().zip(INTERVAL_COUNTS) {
+            let n = match iv.get(key) {
+                None | Some(Value::Null) => continue,
+                Some(v) => v.as_u64().ok_or_else(|| {
+                    bad(
+                        path(key),
+                        json_shown(Some(v)),
+                        format!("a whole number from 0 to {}", u64::MAX),
+                    )
+                })?,
+            };
+            *sum = sum.checked_add(n).ok_or_else(|| {
+                bad(
+                    path(key),
+                    n.to_string(),
+                    format!(
+                        "a count that keeps the sum of the stream's `{key}` within {} (the \
+                         intervals before it sum to {sum}; a run's total is one u64)",
+                        u64::MAX
+                    ),
+                )
+            })?;
+        }
+        for key in INTERVAL_LATENCIES {
+            match iv.get(key) {
+                None | Some(Value::Null) => {}
+                Some(v) => match v.as_f64() {
+                    Some(x) if x.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&x) => {}
+                    _ => {
+                        return Err(bad(
+                            path(key),
+                            json_shown(Some(v)),
+                            format!(
+                                "a finite number of milliseconds from 0 to {MAX_LATENCY_MS} \
+                                 (the longest run)"
+                            ),
+                        ));
+                    }
+                },
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value as a message shows it: numbers as Rust writes them (`1e308`, `-3`),
+/// strings quoted, `missing` for none.
+fn json_shown(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None => "missing".into(),
+        Some(serde_json::Value::Number(n)) if n.is_f64() => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), |x| format!("{x:?}")),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// What a JSON value is, for a message: `a string`, `an object`, ...
+fn json_kind(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+    .to_string()
 }
 
 /// One shard's line in the merged report.
@@ -871,8 +1057,9 @@ pub enum AnyReport {
 
 /// Reads one shard's `--json` report (`source` names it in errors): at most
 /// [`MAX_REPORT_BYTES`], a write or a query report (not a mixed or an already merged one),
-/// its histograms (`hdr`) decoded by [`crate::hlog::decode_checked`]. Figures are checked
-/// by the merge.
+/// its histograms (`hdr`) decoded by [`crate::hlog::decode_checked`]; its figures checked
+/// as it is read ([`Report::validate`], and [`check_intervals`] on its `intervals`), so a
+/// report no run can write is refused here, by name, before anything sums or draws it.
 pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> {
     let not = |reason: String| MergeError::NotAReport {
         file: source.to_string(),
@@ -905,6 +1092,7 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
             Some(Shard::new(shard.index, shard.count).map_err(|e| not(format!("shard: {e}")))?)
         }
     };
+    check_intervals(source, value.get("intervals"))?;
     let text_field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
     let (host, scenario_sha256) = (text_field("host"), text_field("scenario_sha256"));
 
@@ -938,6 +1126,7 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
             put(&mut k.latency, &h[0]);
             put(&mut k.service, &h[1]);
         }
+        summary.validate(source)?;
         return Ok(AnyReport::Query(ShardReport {
             source: source.to_string(),
             shard,
@@ -950,6 +1139,7 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
         .map_err(|e| not(format!("not a tsload write report (`run --json`): {e}")))?;
     put(&mut summary.latency, &top[0]);
     put(&mut summary.service, &top[1]);
+    summary.validate(source)?;
     Ok(AnyReport::Write(ShardReport {
         source: source.to_string(),
         shard,
@@ -1272,16 +1462,10 @@ mod tests {
         b.summary.elapsed_s = MAX_ELAPSED_S;
         assert!(merge(&[a, b], false).is_ok());
         // Query reports: the load's seconds too; client CPU seconds.
+        // (Refused as the report is read.)
         let mut a = query_json(0);
         a["load_s"] = 1e300.into();
-        let e = merge_queries(
-            &[
-                read_query("a.json", &a),
-                read_query("b.json", &query_json(1)),
-            ],
-            false,
-        )
-        .unwrap_err();
+        let e = read_report("a.json", a.to_string().as_bytes()).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("a.json: load_s is 1e300; allowed: "),
@@ -1430,6 +1614,73 @@ mod tests {
         assert_eq!(
             e,
             "k.json: kinds is 1001 entries; allowed: at most 1000 request kinds"
+        );
+    }
+
+    #[test]
+    fn read_report_refuses_intervals_no_run_has() {
+        let iv = |elapsed: serde_json::Value, rows: u64| {
+            serde_json::json!({"stream": "query", "elapsed_s": elapsed, "interval_s": 1.0,
+                               "statements": 1, "rows": rows, "p99_ms": 2.5})
+        };
+        let read = |intervals: serde_json::Value| {
+            let mut q = query_json(0);
+            q["intervals"] = intervals;
+            read_report("q.json", q.to_string().as_bytes()).map(|_| ())
+        };
+        read(serde_json::json!([iv(1.0.into(), 1), iv(2.0.into(), 1)])).unwrap();
+        let half = 1u64 << 63;
+        for (intervals, says) in [
+            (
+                serde_json::json!([iv(1.0.into(), 1), iv(1e308.into(), 1)]),
+                "q.json: intervals[1].elapsed_s is 1e308; allowed: a finite number of seconds \
+                 from 0 to 1000000000",
+            ),
+            (
+                serde_json::json!([iv(2.0.into(), 1), iv(1.0.into(), 1)]),
+                "q.json: intervals[1].elapsed_s is 1.0; allowed: at least 2.0, the end of \
+                 intervals[0] of the same stream",
+            ),
+            (
+                serde_json::json!([iv(1.0.into(), half), iv(2.0.into(), half)]),
+                "q.json: intervals[1].rows is 9223372036854775808; allowed: a count that keeps \
+                 the sum of the stream's `rows` within 18446744073709551615 (the intervals \
+                 before it sum to 9223372036854775808",
+            ),
+            (
+                serde_json::json!([iv((-1.0).into(), 1)]),
+                "q.json: intervals[0].elapsed_s is -1.0; allowed",
+            ),
+            (
+                serde_json::json!([{"stream": "x", "elapsed_s": 1.0, "interval_s": 1.0}]),
+                "q.json: intervals[0].stream is \"x\"; allowed: \"write\" or \"query\"",
+            ),
+            (
+                serde_json::json!([{"stream": "query", "elapsed_s": 1.0, "interval_s": 1.0,
+                                    "max_ms": 1e300}]),
+                "q.json: intervals[0].max_ms is 1e300; allowed: a finite number of milliseconds",
+            ),
+            (
+                serde_json::json!([{"stream": "query", "elapsed_s": 1.0, "interval_s": 1.0,
+                                    "rows": -3}]),
+                "q.json: intervals[0].rows is -3; allowed: a whole number",
+            ),
+            (
+                serde_json::json!("x"),
+                "q.json: intervals is a string; allowed",
+            ),
+        ] {
+            let e = read(intervals).unwrap_err().to_string();
+            assert!(e.starts_with(says), "{e}\nshould start with\n{says}");
+        }
+        // The summary's own figures are checked as it is read, too.
+        let mut q = query_json(0);
+        q["elapsed_s"] = 1e300.into();
+        let e = read_report("q.json", q.to_string().as_bytes()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("q.json: elapsed_s is 1e300; allowed"),
+            "{e}"
         );
     }
 }

@@ -12,6 +12,9 @@ const W: f64 = 1000.0;
 const H: f64 = 200.0;
 /// Room left above the highest value.
 const TOP: f64 = 8.0;
+/// The most tick labels an axis gets, whatever its values: every loop that draws ticks
+/// runs over a count computed first, at most this.
+const MAX_TICKS: usize = 12;
 
 /// One line of a chart: a value per point (`None`: nothing measured there, drawn at the
 /// bottom).
@@ -56,7 +59,9 @@ impl Axis {
                 let top = if max > 0.0 { max * 1.08 } else { 1.0 };
                 let step = nice_step(top);
                 let hi = ((top / step).ceil() * step).max(step);
-                let ticks = (0..=((hi / step).round() as usize))
+                // `as usize` saturates (NaN: 0), and the count is capped.
+                let n = ((hi / step).round() as usize).min(MAX_TICKS - 1);
+                let ticks = (0..=n)
                     .map(|i| i as f64 * step)
                     .map(|v| (v, format!("{}{unit}", short(v))))
                     .collect();
@@ -69,8 +74,13 @@ impl Axis {
             }
             Scale::Log => {
                 let (lo, hi) = if max > 0.0 {
-                    let lo = min_pos.log10().floor();
-                    let hi = max.log10().ceil().max(lo + 1.0);
+                    let hi = max.log10().ceil();
+                    // At most MAX_TICKS - 1 decades: values further down sit on the bottom.
+                    let lo = min_pos
+                        .log10()
+                        .floor()
+                        .max(hi - (MAX_TICKS - 1) as f64)
+                        .min(hi - 1.0);
                     (lo, hi)
                 } else {
                     (-1.0, 1.0)
@@ -152,6 +162,21 @@ pub(crate) fn short(v: f64) -> String {
     format!("{text}{suffix}")
 }
 
+/// The x ticks of a time axis from 0 to `t_max` seconds: multiples of a round step, their
+/// count computed (at most [`MAX_TICKS`]), never found by adding steps until past the end.
+fn time_ticks(t_max: f64) -> Vec<f64> {
+    if !(t_max.is_finite() && t_max > 0.0) {
+        return vec![0.0];
+    }
+    let step = nice_step(t_max);
+    if !(step.is_finite() && step > 0.0) {
+        return vec![0.0];
+    }
+    // `as usize` saturates, and the count is capped.
+    let n = ((t_max / step * 1.0001).floor() as usize).min(MAX_TICKS - 1);
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
 /// `90` -> `1.5 min`: an elapsed-time tick label.
 fn seconds_label(s: f64) -> String {
     if s >= 120.0 {
@@ -227,16 +252,13 @@ pub(crate) fn time_chart(
     }
     out.push_str("</svg>");
     y_labels(out, &axis);
-    let step = nice_step(t_max);
-    let mut s = 0.0;
-    while s <= t_max * 1.0001 {
+    for s in time_ticks(t_max) {
         let _ = write!(
             out,
             "<span class=\"xl\" style=\"left:{:.2}%\">{}</span>",
             s / t_max * 100.0,
             seconds_label(s)
         );
-        s += step;
     }
     if !data_key.is_empty() {
         out.push_str("<div class=\"cursor\" hidden></div><div class=\"tip\" hidden></div>");
@@ -307,9 +329,10 @@ fn open_figure(out: &mut String, id: &str, points: Option<usize>, data_key: &str
     };
     let _ = write!(
         out,
-        "<figure class=\"chart\" id=\"{id}\"{points}><figcaption>{}</figcaption>\
+        "<figure class=\"chart\" id=\"{}\"{points}><figcaption>{}</figcaption>\
          <div class=\"plot\"{key}>\
          <svg viewBox=\"0 0 {W} {H}\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{}\">",
+        esc(id),
         esc(title),
         esc(title)
     );
@@ -484,6 +507,44 @@ mod tests {
         assert_eq!(a.y(0.0), H);
         let a = Axis::new(Scale::Log, [f64::NAN].into_iter(), "");
         assert!(a.y(f64::NAN).is_finite());
+    }
+
+    /// A chart over any times ends, with a bounded count of tick labels; run in a thread so
+    /// that a loop without bound fails the test instead of hanging it.
+    #[test]
+    fn a_time_chart_of_any_times_ends_with_few_ticks() {
+        for t_end in [1e308, f64::MAX, 1e9, 3600.0, 0.5, 0.0] {
+            let page = crate::tests::within(3, move || {
+                let mut out = String::new();
+                let line = Line {
+                    key: "rate",
+                    label: "rate",
+                    class: "c0",
+                    values: vec![Some(1.0), Some(1e308)],
+                    t: None,
+                };
+                time_chart(
+                    &mut out,
+                    "x",
+                    "",
+                    "t",
+                    "",
+                    &[t_end / 2.0, t_end],
+                    &[line],
+                    Scale::Log,
+                    None,
+                );
+                out
+            });
+            let ticks = page.matches("class=\"xl\"").count();
+            assert!((1..=MAX_TICKS).contains(&ticks), "{t_end}: {ticks} x ticks");
+            let ticks = page.matches("class=\"yl\"").count();
+            assert!((1..=MAX_TICKS).contains(&ticks), "{t_end}: {ticks} y ticks");
+        }
+        let a = Axis::new(Scale::Log, [5e-324, 1e308].into_iter(), "");
+        assert!(a.ticks.len() <= MAX_TICKS, "{} log ticks", a.ticks.len());
+        let a = Axis::new(Scale::Linear, [f64::MAX].into_iter(), "");
+        assert!(a.ticks.len() <= MAX_TICKS);
     }
 
     #[test]

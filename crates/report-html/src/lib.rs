@@ -8,15 +8,23 @@
 //! and each chart says how many points it holds (`data-points`), so a browser test can
 //! check the page against the report.
 //!
+//! A report is checked once, as it comes in, into the typed view the drawing code takes
+//! (`checked.rs`): a figure no run can have (a time that is not finite or out of range,
+//! interval ends going back, counts whose sum passes a `u64`, sizes past the caps) is an
+//! [`Error::OutOfRange`] naming the report, the field and the value, never a chart that
+//! cannot end or a sum that wraps.
+//!
 //! Beside the reports a page may take each report's HdrHistogram interval log ([`Hlog`],
 //! read by [`read_hlog`]; paired with the reports in the order given), a sweep's
 //! `sweep.json` (each figure against each swept key, with the RTT fit) and, for the shards
 //! of one run, draws each shard's line over time and the merged one ([`Page`]).
 
 mod chart;
+mod checked;
 mod hlog;
 mod page;
 mod shards;
+mod svg;
 mod sweep;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +41,15 @@ pub enum Error {
     /// A report is not what `tsload run --json` writes.
     #[error("{label}: not a tsload run report: {why}")]
     NotAReport { label: String, why: String },
+    /// A report states a figure no run can have: which report, the field's path
+    /// (`intervals[3].elapsed_s`), its value and what is allowed.
+    #[error("{label}: {field} is {value}; allowed: {allowed}")]
+    OutOfRange {
+        label: String,
+        field: String,
+        value: String,
+        allowed: String,
+    },
     /// An interval log that cannot be read: which, and what is wrong.
     #[error("{label}: not a readable tsload interval log: {why}")]
     Hlog { label: String, why: String },

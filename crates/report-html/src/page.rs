@@ -1,12 +1,20 @@
 //! The page itself: headline figures, the charts of each stream, the client, server and
 //! network blocks and the resolved plan of each report, with the inline CSS and JS that
 //! make it readable offline (light and dark, down to a phone's width) and the hover.
+//!
+//! Every text that comes from a report (labels, a server's error message, stop reasons,
+//! error kinds, the plan, table keys and values) reaches the page through [`esc`], which
+//! escapes it for HTML and replaces each control character with U+FFFD (`\u{fffd}`, the
+//! replacement character): C0 (0x00 to 0x1f) but newline and tab, DEL (0x7f) and C1
+//! (0x80 to 0x9f), so no ESC sequence, NUL or other control byte is in the page. The
+//! page's data (the hover's JSON) escapes the same characters as `\uXXXX`.
 
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
 use crate::chart::{self, Line, Scale};
+use crate::checked::{Client, Latency, ReportView, Row, Stream};
 use crate::{Error, Hlog, Interval, ReportInput};
 
 /// Refuses every request the page could make: nothing leaves, and a try is logged.
@@ -17,7 +25,7 @@ const CSS: &str = include_str!("page.css");
 const JS: &str = include_str!("page.js");
 
 /// An SVG chart drawn elsewhere (a sweep's plot, compare's bar charts), put in the page
-/// as it is.
+/// as `svg.rs` writes it again: drawing elements and attributes only, every text escaped.
 #[derive(Debug, Clone)]
 pub struct Figure {
     pub title: String,
@@ -81,10 +89,12 @@ impl Page<'_> {
             .enumerate()
             .map(|(k, r)| ReportView::new(r, self.hlogs.get(k).and_then(Option::as_ref)))
             .collect::<Result<_, _>>()?;
-        let svgs: Vec<&str> = self
+        // What the shards' section adds up is checked here too, before anything is drawn.
+        let shard_set = crate::shards::find(&views)?;
+        let svgs: Vec<String> = self
             .figures
             .iter()
-            .map(inline_svg)
+            .map(|f| crate::svg::clean(&f.title, &f.svg))
             .collect::<Result<_, _>>()?;
         let labels = views
             .iter()
@@ -115,170 +125,22 @@ impl Page<'_> {
             crate::sweep::section(&mut out, sweep)?;
         }
         let mut data = serde_json::Map::new();
-        crate::shards::section(&mut out, &views, &mut data);
+        crate::shards::section(&mut out, &views, shard_set, &mut data);
         if views.len() > 1 {
             comparison(&mut out, &views);
         }
         for (k, v) in views.iter().enumerate() {
             report_section(&mut out, k, v, &mut data);
         }
-        let data = Value::Object(data).to_string().replace("</", "<\\/");
+        let data = data_text(Value::Object(data));
         let _ = writeln!(
             out,
             "<footer>Made by tsload {}. Hover or tap a chart to see one interval's figures.</footer>\
              <script type=\"application/json\" id=\"tsload-data\">{data}</script>\
              <script>{JS}</script></body></html>",
-            esc(views[0].text("tsload_version").unwrap_or("?"))
+            esc(views[0].tsload_version.as_deref().unwrap_or("?"))
         );
         Ok(out)
-    }
-}
-
-/// A figure's `<svg>` element, checked to hold nothing that could run or ask for anything.
-fn inline_svg(f: &Figure) -> Result<&str, Error> {
-    let bad = |why: &str| Error::BadFigure {
-        title: f.title.clone(),
-        why: why.to_string(),
-    };
-    let start = f.svg.find("<svg").ok_or_else(|| bad("no <svg> element"))?;
-    let svg = f.svg[start..].trim_end();
-    let lower = svg.to_ascii_lowercase();
-    for word in [
-        "<script",
-        "<foreignobject",
-        "href",
-        "url(",
-        "<image",
-        "@import",
-    ] {
-        if lower.contains(word) {
-            return Err(bad(&format!("it holds `{word}`")));
-        }
-    }
-    // An event handler attribute: ` on` + letters + `=`.
-    for (at, _) in lower.match_indices(" on") {
-        let name: String = lower[at + 3..]
-            .chars()
-            .take_while(char::is_ascii_alphabetic)
-            .collect();
-        if !name.is_empty() && lower[at + 3 + name.len()..].trim_start().starts_with('=') {
-            return Err(bad(&format!("it holds an event handler (on{name})")));
-        }
-    }
-    if !svg.ends_with("</svg>") {
-        return Err(bad("it does not end with </svg>"));
-    }
-    Ok(svg)
-}
-
-/// One report as the page reads it.
-pub(crate) struct ReportView<'a> {
-    pub label: String,
-    pub report: &'a Value,
-    /// `write`/`query` and each stream's summary.
-    pub streams: Vec<(&'static str, &'a Value)>,
-    pub intervals: Vec<Interval>,
-    /// Its interval log (its first stream's), if one was given.
-    pub hlog: Option<&'a Hlog>,
-    /// Whether the first stream's intervals come from the log (the JSON has none): they
-    /// then count requests only.
-    pub from_log: bool,
-}
-
-impl<'a> ReportView<'a> {
-    fn new(input: &'a ReportInput, hlog: Option<&'a Hlog>) -> Result<Self, Error> {
-        let r = &input.report;
-        let bad = |why: String| Error::NotAReport {
-            label: input.label.clone(),
-            why,
-        };
-        if !r.is_object() {
-            return Err(bad("not a JSON object".into()));
-        }
-        let mut streams = Vec::new();
-        if r.get("write").is_some_and(Value::is_object)
-            || r.get("query").is_some_and(Value::is_object)
-        {
-            for s in ["write", "query"] {
-                if let Some(v) = r.get(s).filter(|v| v.is_object()) {
-                    streams.push((s, v));
-                }
-            }
-        } else if r.get("statements_per_s").is_some() {
-            streams.push(("query", r));
-        } else if r.get("metrics_per_s").is_some() {
-            streams.push(("write", r));
-        } else {
-            return Err(bad(
-                "it has neither `metrics_per_s` (writes) nor `statements_per_s` (queries)".into(),
-            ));
-        }
-        for (s, v) in &streams {
-            for key in ["rows", "elapsed_s"] {
-                if !v.get(key).is_some_and(Value::is_number) {
-                    return Err(bad(format!("the {s} stream has no number `{key}`")));
-                }
-            }
-        }
-        let mut intervals = match r.get("intervals") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => serde_json::from_value::<Vec<Interval>>(v.clone())
-                .map_err(|e| bad(format!("`intervals`: {e}")))?,
-        };
-        let mut from_log = false;
-        if let Some(log) = hlog {
-            let (stream, summary) = streams[0];
-            // The log counts each request once, as the summary's latency does.
-            let counted = summary
-                .get("latency")
-                .and_then(|l| l.get("count"))
-                .and_then(Value::as_u64);
-            if let Some(counted) = counted
-                && counted != log.latency_count()
-            {
-                return Err(Error::HlogMismatch {
-                    log: log.label.clone(),
-                    report: input.label.clone(),
-                    why: format!(
-                        "the log holds {} latency values, the report's {stream} latency counts \
-                         {counted} (each --hlog goes with the report in the same place)",
-                        log.latency_count()
-                    ),
-                });
-            }
-            if !intervals.iter().any(|i| i.stream == stream) {
-                intervals.extend(log.intervals(stream));
-                from_log = true;
-            }
-        }
-        Ok(ReportView {
-            label: input.label.clone(),
-            report: r,
-            streams,
-            intervals,
-            hlog,
-            from_log,
-        })
-    }
-
-    pub(crate) fn text(&self, key: &str) -> Option<&str> {
-        self.streams
-            .first()
-            .and_then(|(_, v)| v.get(key))
-            .or_else(|| self.report.get(key))
-            .and_then(Value::as_str)
-    }
-
-    /// The resolved plan: the stream's `scenario`, secrets hidden.
-    fn plan(&self) -> Value {
-        let mut plan = self
-            .streams
-            .first()
-            .and_then(|(_, v)| v.get("scenario"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        tsload_redact::json(&mut plan);
-        plan
     }
 }
 
@@ -308,18 +170,19 @@ fn words(stream: &str) -> StreamWords {
     }
 }
 
-/// A figure's JSON value as the page states it in `data-value`.
-fn raw(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Bool(b)) => b.to_string(),
-        _ => String::new(),
-    }
+/// A figure's JSON text as the page states it in `data-value` (empty: not stated).
+fn raw(v: Option<&crate::checked::Num>) -> String {
+    v.map_or(String::new(), |n| n.raw.clone())
 }
 
-fn num(v: &Value, key: &str) -> Option<f64> {
-    v.get(key).and_then(Value::as_f64)
+/// A figure's value, when stated.
+fn val(v: Option<&crate::checked::Num>) -> Option<f64> {
+    v.map(|n| n.value)
+}
+
+/// A count as `data-value` states it (empty: not stated).
+fn raw_count(v: Option<u64>) -> String {
+    v.map_or(String::new(), |n| n.to_string())
 }
 
 /// `1234567` -> `1,234,567`.
@@ -373,7 +236,14 @@ pub(crate) fn redacted(key: &str, value: &str) -> String {
     }
 }
 
-/// HTML text and attribute escaping.
+/// Whether the page shows `c` as U+FFFD: a C0 control but newline and tab, DEL, or a C1
+/// control.
+pub(crate) fn is_hidden_control(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// HTML text and attribute escaping, control characters shown as U+FFFD: how every text
+/// from a report reaches the page.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -383,7 +253,22 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if is_hidden_control(c) => out.push('\u{fffd}'),
             c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The page's data as the text of its `<script type="application/json">`: `</` written
+/// `<\/`, and each control character (those JSON leaves raw: DEL, C1) as `\uXXXX`.
+fn data_text(data: Value) -> String {
+    let mut out = String::new();
+    for c in data.to_string().replace("</", "<\\/").chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
         }
     }
     out
@@ -400,33 +285,6 @@ fn card(out: &mut String, id: &str, label: &str, value: &str, text: &str, class:
     );
 }
 
-fn exit_of(r: &Value) -> (Option<i64>, String) {
-    match r.get("exit") {
-        Some(e) => (
-            e.get("code").and_then(Value::as_i64),
-            e.get("why")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        ),
-        None if r.get("merged_from").is_some() => (
-            None,
-            "not its own: a merged report (each shard's is in its report)".to_string(),
-        ),
-        None => (
-            None,
-            "not recorded (a report from an older tsload)".to_string(),
-        ),
-    }
-}
-
-fn error_total(v: &Value) -> u64 {
-    v.get("errors")
-        .and_then(Value::as_object)
-        .map(|m| m.values().filter_map(Value::as_u64).sum())
-        .unwrap_or(0)
-}
-
 /// Several reports: one row per stream of each, side by side.
 fn comparison(out: &mut String, views: &[ReportView<'_>]) {
     out.push_str(
@@ -435,25 +293,26 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
          <th>p99.9</th><th>max</th><th>errors</th><th>exit</th></tr></thead><tbody>",
     );
     for (k, v) in views.iter().enumerate() {
-        let (code, _) = exit_of(v.report);
-        for (s, sv) in &v.streams {
+        let code = v.exit_code;
+        for sv in &v.streams {
+            let s = sv.name;
             let w = words(s);
-            let lat = sv.get("latency").cloned().unwrap_or(Value::Null);
             let _ = write!(
                 out,
                 "<tr><td><a href=\"#r{k}\">{}</a></td><td>{s}</td><td>{}</td><td>{} {}</td>",
                 esc(&v.label),
-                group(sv.get("rows").and_then(Value::as_u64).unwrap_or(0)),
-                amount(num(sv, w.rate).unwrap_or(0.0)),
+                group(sv.rows),
+                amount(val(sv.rate.as_ref()).unwrap_or(0.0)),
                 w.unit
             );
             for key in ["p50_ms", "p99_ms", "p99_9_ms", "max_ms"] {
-                let _ = write!(out, "<td>{}</td>", millis(num(&lat, key).unwrap_or(0.0)));
+                let ms = sv.latency.as_ref().and_then(|l| val(l.get(key)));
+                let _ = write!(out, "<td>{}</td>", millis(ms.unwrap_or(0.0)));
             }
             let _ = write!(
                 out,
                 "<td>{}</td><td>{}</td></tr>",
-                group(error_total(sv)),
+                group(sv.errors_total),
                 code.map_or("-".to_string(), |c| c.to_string())
             );
         }
@@ -465,7 +324,7 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
         // Intervals read from a log count requests, not the rates compared here.
         let per: Vec<(&str, Vec<&Interval>)> = views
             .iter()
-            .filter(|v| !(v.from_log && v.streams.first().is_some_and(|(s, _)| *s == stream)))
+            .filter(|v| !(v.from_log && v.streams.first().is_some_and(|s| s.name == stream)))
             .map(|v| {
                 (
                     v.label.as_str(),
@@ -531,16 +390,13 @@ fn report_section(
     let _ = write!(
         out,
         "<p class=\"meta\">{} &rarr; {} &middot; started {} &middot; {:.1} s &middot; tsload {}</p>",
-        esc(v.text("workload").unwrap_or("?")),
-        esc(v.text("target").unwrap_or("?")),
-        esc(v.text("started_at").unwrap_or("?")),
-        v.streams
-            .first()
-            .and_then(|(_, s)| num(s, "elapsed_s"))
-            .unwrap_or(0.0),
-        esc(v.text("tsload_version").unwrap_or("?"))
+        esc(v.workload.as_deref().unwrap_or("?")),
+        esc(v.target.as_deref().unwrap_or("?")),
+        esc(v.started_at.as_deref().unwrap_or("?")),
+        v.streams.first().map_or(0.0, |s| s.elapsed_s),
+        esc(v.tsload_version.as_deref().unwrap_or("?"))
     );
-    let (code, why) = exit_of(v.report);
+    let (code, why) = (v.exit_code, &v.exit_why);
     let _ = write!(
         out,
         "<p class=\"exit {}\">exit status <b id=\"r{k}-exit\" data-value=\"{}\">{}</b> <span id=\"r{k}-exit-why\">{}</span></p>",
@@ -551,20 +407,18 @@ fn report_section(
         },
         code.map_or(String::new(), |c| c.to_string()),
         code.map_or("?".to_string(), |c| c.to_string()),
-        esc(&why)
+        esc(why)
     );
-    for (s, sv) in &v.streams {
-        let first = v.streams.first().is_some_and(|(f, _)| f == s);
-        let log = v.hlog.filter(|_| first);
-        stream_block(out, k, s, sv, &v.intervals, log, first && v.from_log, data);
+    for (n, sv) in v.streams.iter().enumerate() {
+        let log = v.hlog.filter(|_| n == 0);
+        stream_block(out, k, sv, &v.intervals, log, n == 0 && v.from_log, data);
     }
-    server_block(out, k, v.report);
-    network_block(out, k, v.report, &v.plan());
-    let plan = serde_json::to_string_pretty(&v.plan()).unwrap_or_default();
+    server_block(out, k, v);
+    network_block(out, k, v);
     let _ = write!(
         out,
         "<details><summary>Resolved plan (secrets hidden)</summary><pre id=\"r{k}-plan\">{}</pre></details></section>",
-        esc(&plan)
+        esc(&v.plan)
     );
 }
 
@@ -572,13 +426,13 @@ fn report_section(
 fn stream_block(
     out: &mut String,
     k: usize,
-    s: &str,
-    sv: &Value,
+    sv: &Stream,
     all: &[Interval],
     log: Option<&Hlog>,
     from_log: bool,
     data: &mut serde_json::Map<String, Value>,
 ) {
+    let s = sv.name;
     let w = words(s);
     // Intervals read from an interval log count requests only.
     let unit = if from_log { "requests" } else { w.unit };
@@ -592,32 +446,31 @@ fn stream_block(
     let count = |i: &Interval| if from_log { i.requests } else { i.count() };
     let id = |f: &str| format!("r{k}-{s}-{f}");
     let _ = write!(out, "<h3>{}</h3><div class=\"cards\">", w.title);
-    let u = |key: &str| sv.get(key).and_then(Value::as_u64).unwrap_or(0);
     card(
         out,
         &id("rows"),
         "rows",
-        &raw(sv.get("rows")),
-        &group(u("rows")),
+        &sv.rows.to_string(),
+        &group(sv.rows),
         "",
     );
     card(
         out,
         &id(w.count),
         w.count,
-        &raw(sv.get(w.count)),
-        &group(u(w.count)),
+        &raw_count(sv.count),
+        &group(sv.count.unwrap_or(0)),
         "",
     );
     card(
         out,
         &id(w.rate),
         &format!("{}/s", w.unit),
-        &raw(sv.get(w.rate)),
-        &amount(num(sv, w.rate).unwrap_or(0.0)),
+        &raw(sv.rate.as_ref()),
+        &amount(val(sv.rate.as_ref()).unwrap_or(0.0)),
         "big",
     );
-    let lat = sv.get("latency").cloned().unwrap_or(Value::Null);
+    let lat = |key: &str| sv.latency.as_ref().and_then(|l| l.get(key));
     for (key, label) in [
         ("p50_ms", "p50"),
         ("p99_ms", "p99"),
@@ -628,12 +481,12 @@ fn stream_block(
             out,
             &id(key),
             label,
-            &raw(lat.get(key)),
-            &millis(num(&lat, key).unwrap_or(0.0)),
+            &raw(lat(key)),
+            &millis(val(lat(key)).unwrap_or(0.0)),
             "",
         );
     }
-    let errors = error_total(sv);
+    let errors = sv.errors_total;
     card(
         out,
         &id("errors"),
@@ -642,31 +495,24 @@ fn stream_block(
         &group(errors),
         if errors > 0 { "warn" } else { "" },
     );
-    if sv.get("retries").is_some() {
+    if let Some(retries) = sv.retries {
         card(
             out,
             &id("retries"),
             "retries",
-            &raw(sv.get("retries")),
-            &group(u("retries")),
+            &retries.to_string(),
+            &group(retries),
             "",
         );
     }
-    let stop = sv.get("stop_reason").and_then(Value::as_str).unwrap_or("?");
+    let stop = sv.stop_reason.as_deref().unwrap_or("?");
     card(out, &id("stop_reason"), "stopped", stop, stop, "");
     out.push_str("</div>");
-    if let Some(e) = sv.get("fatal_error").and_then(Value::as_str) {
+    if let Some(e) = &sv.fatal_error {
         let _ = write!(out, "<p class=\"exit bad\">fatal: {}</p>", esc(e));
     }
-    if let Some(errs) = sv
-        .get("errors")
-        .and_then(Value::as_object)
-        .filter(|m| !m.is_empty())
-    {
-        let list: Vec<String> = errs
-            .iter()
-            .map(|(k, n)| format!("{k} {}", raw(Some(n))))
-            .collect();
+    if !sv.errors.is_empty() {
+        let list: Vec<String> = sv.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = write!(
             out,
             "<p class=\"meta\">errors by kind: {}</p>",
@@ -783,7 +629,7 @@ fn stream_block(
 /// histograms (the whole run, every interval added) when one was given, else the
 /// summaries' histograms (`hdr`), or their fixed percentiles when a report has none. A
 /// table under it states the log's (or `hdr`'s) percentiles to p99.999 exactly.
-fn spectrum(out: &mut String, key: &str, sv: &Value, log: Option<&Hlog>) {
+fn spectrum(out: &mut String, key: &str, sv: &Stream, log: Option<&Hlog>) {
     let mut lines = Vec::new();
     let mut hists: Vec<(&str, &str, hdrhistogram::Histogram<u64>)> = Vec::new();
     for (name, label, class) in [
@@ -797,20 +643,21 @@ fn spectrum(out: &mut String, key: &str, sv: &Value, log: Option<&Hlog>) {
                 l.service.clone()
             }
         });
-        let summary = sv.get(name);
+        let summary = if name == "latency" {
+            sv.latency.as_ref()
+        } else {
+            sv.service.as_ref()
+        };
         let hist = match from_log {
             Some(h) => Some(h).filter(|h| !h.is_empty()),
             None => {
                 let Some(summary) = summary else {
                     continue;
                 };
-                if summary.get("count").and_then(Value::as_u64).unwrap_or(0) == 0 {
+                if summary.count.unwrap_or(0) == 0 {
                     continue;
                 }
-                summary
-                    .get("hdr")
-                    .and_then(Value::as_str)
-                    .and_then(|t| tsload_core::report::decode_histogram(t).ok())
+                summary.hist.clone()
             }
         };
         if log.is_some() && hist.is_none() {
@@ -895,7 +742,7 @@ pub(crate) const SPECTRUM_TABLE: [(f64, &str); 6] = [
 ];
 
 /// The summary's stated percentile at or above `q` (a step spectrum without histogram).
-fn fixed_percentile(summary: &Value, q: f64) -> Option<f64> {
+fn fixed_percentile(summary: &Latency, q: f64) -> Option<f64> {
     let steps = [
         (0.5, "p50_ms"),
         (0.9, "p90_ms"),
@@ -907,13 +754,14 @@ fn fixed_percentile(summary: &Value, q: f64) -> Option<f64> {
     steps
         .iter()
         .find(|(p, _)| q <= *p + 1e-12)
-        .map_or_else(|| num(summary, "max_ms"), |(_, k)| num(summary, k))
+        .map_or_else(|| val(summary.get("max_ms")), |(_, k)| val(summary.get(k)))
 }
 
-fn client_block(out: &mut String, key: &str, sv: &Value) {
-    let Some(c) = sv.get("client").filter(|c| c.is_object()) else {
+fn client_block(out: &mut String, key: &str, sv: &Stream) {
+    let Some(c) = &sv.client else {
         return;
     };
+    let num = |c: &Client, key: &str| val(c.get(key));
     let _ = write!(out, "<h4>Client</h4><div class=\"cards\">");
     card(
         out,
@@ -954,89 +802,52 @@ fn client_block(out: &mut String, key: &str, sv: &Value) {
     out.push_str("</div>");
 }
 
-/// Scalar fields of an object (nested objects flattened as `a.b`), as a table.
-fn table(out: &mut String, id_prefix: &str, v: &Value) {
-    fn walk(prefix: &str, v: &Value, rows: &mut Vec<(String, Value)>) {
-        match v {
-            Value::Object(m) => {
-                for (k, x) in m {
-                    let key = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&key, x, rows);
-                }
-            }
-            Value::Array(a) if a.len() > 12 => {
-                rows.push((prefix.to_string(), json!(format!("{} items", a.len()))));
-            }
-            Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
-                let text: Vec<String> = a.iter().map(|x| raw(Some(x))).collect();
-                rows.push((prefix.to_string(), json!(text.join(", "))));
-            }
-            Value::Array(a) => {
-                for (i, x) in a.iter().enumerate() {
-                    walk(&format!("{prefix}.{i}"), x, rows);
-                }
-            }
-            Value::Null => {}
-            other => rows.push((prefix.to_string(), other.clone())),
-        }
-    }
-    let mut rows = Vec::new();
-    walk("", v, &mut rows);
+/// A report's scalars (nested objects flattened as `a.b`), as a table.
+fn table(out: &mut String, id_prefix: &str, rows: &[Row]) {
     out.push_str("<div class=\"scroll\"><table class=\"kv\"><tbody>");
-    for (k, x) in rows {
-        if k == "hdr" || k.ends_with(".hdr") {
-            continue;
-        }
-        let text = match &x {
-            Value::Number(n) if k.contains("bytes") && !k.contains("per") => {
-                n.as_f64().map(mib).unwrap_or_default()
-            }
-            Value::Number(n) if n.is_f64() => {
-                let f = n.as_f64().unwrap_or(0.0);
+    for row in rows {
+        let k = &row.key;
+        let text = match row.number {
+            Some(n) if k.contains("bytes") && !k.contains("per") => mib(n),
+            Some(f) if row.float => {
                 if f.abs() >= 100.0 {
                     amount(f)
                 } else {
                     format!("{f:.3}")
                 }
             }
-            other => raw(Some(other)),
+            _ => row.raw.clone(),
         };
         let _ = write!(
             out,
             "<tr><th>{}</th><td id=\"{id_prefix}-{}\" data-value=\"{}\">{}</td></tr>",
-            esc(&k),
-            esc(&k),
-            esc(&raw(Some(&x))),
+            esc(k),
+            esc(k),
+            esc(&row.raw),
             esc(&text)
         );
     }
     out.push_str("</tbody></table></div>");
 }
 
-fn server_block(out: &mut String, k: usize, r: &Value) {
-    let Some(server) = r.get("server").filter(|s| s.is_object()) else {
+fn server_block(out: &mut String, k: usize, v: &ReportView<'_>) {
+    let Some(server) = &v.server else {
         return;
     };
     let _ = write!(out, "<h3>Server ([monitor])</h3>");
     table(out, &format!("r{k}-server"), server);
 }
 
-fn network_block(out: &mut String, k: usize, r: &Value, plan: &Value) {
-    let rtt = r.get("rtt").filter(|v| v.is_object());
-    let impairment = plan.get("network").filter(|v| v.is_object());
-    if rtt.is_none() && impairment.is_none() {
+fn network_block(out: &mut String, k: usize, v: &ReportView<'_>) {
+    if v.rtt.is_none() && v.network.is_none() {
         return;
     }
     out.push_str("<h3>Network</h3>");
-    if let Some(rtt) = rtt {
+    if let Some(rtt) = &v.rtt {
         out.push_str("<h4>Probe RTT</h4>");
         table(out, &format!("r{k}-rtt"), rtt);
     }
-    if let Some(n) = impairment {
+    if let Some(n) = &v.network {
         out.push_str("<h4>Impairment ([network])</h4>");
         table(out, &format!("r{k}-network"), n);
     }

@@ -18,9 +18,10 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 use crate::chart::{self, Line, Scale};
+use crate::checked::ReportView;
 use crate::hlog::{add, summarize};
-use crate::page::{ReportView, esc};
-use crate::{Interval, round_us};
+use crate::page::esc;
+use crate::{Error, Interval, round_us};
 
 const CLASSES: [&str; 5] = ["c0", "c1", "c2", "c3", "c4"];
 
@@ -74,30 +75,43 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
     Some((days * 86_400 + h * 3600 + mi * 60 + sec) as f64 + frac)
 }
 
-/// A report's shard `(index, count)`, if it is one.
-fn shard_of(v: &ReportView<'_>) -> Option<(u64, u64)> {
-    let s = v.report.get("shard")?;
-    Some((s.get("index")?.as_u64()?, s.get("count")?.as_u64()?))
+/// The counts a merged point adds up: each with its field in an interval.
+fn counts(i: &Interval) -> [(&'static str, u64); 5] {
+    [
+        ("requests", i.requests),
+        ("rows", i.rows),
+        (
+            if i.metrics.is_some() {
+                "metrics"
+            } else {
+                "statements"
+            },
+            i.count(),
+        ),
+        ("errors", i.errors),
+        ("retries", i.retries),
+    ]
 }
 
-/// The section, when `views` hold a shard set; nothing otherwise.
-pub(crate) fn section(
-    out: &mut String,
-    views: &[ReportView<'_>],
-    data: &mut serde_json::Map<String, Value>,
-) {
-    let shards: Vec<(usize, &ReportView<'_>)> = views
+/// The views (their places in `views`) that make a shard set, if they do: checked here,
+/// before anything is drawn, so that every sum the section makes fits. Each report's own
+/// intervals were checked to sum within a `u64`; the set's sum of each count over all its
+/// shards' intervals must too (the merged run's total is one `u64`), else the report that
+/// passes it is refused, naming the interval.
+pub(crate) fn find(views: &[ReportView<'_>]) -> Result<Option<Vec<usize>>, Error> {
+    let shards: Vec<usize> = views
         .iter()
         .enumerate()
-        .filter(|(_, v)| shard_of(v).is_some())
+        .filter(|(_, v)| v.shard.is_some())
+        .map(|(k, _)| k)
         .collect();
-    let Some(count) = shards.first().and_then(|(_, v)| shard_of(v)).map(|s| s.1) else {
-        return;
+    let Some(count) = shards.first().and_then(|k| views[*k].shard).map(|s| s.1) else {
+        return Ok(None);
     };
     // Shards of one split run: a count of 2 or more, each index once.
     let mut indexes: Vec<u64> = shards
         .iter()
-        .filter_map(|(_, v)| shard_of(v))
+        .filter_map(|k| views[*k].shard)
         .map(|s| s.0)
         .collect();
     indexes.sort_unstable();
@@ -107,14 +121,52 @@ pub(crate) fn section(
         || indexes.len() != shards.len()
         || shards
             .iter()
-            .any(|(_, v)| shard_of(v).map(|s| s.1) != Some(count))
+            .any(|k| views[*k].shard.map(|s| s.1) != Some(count))
     {
-        return;
+        return Ok(None);
     }
-    let merged = views
-        .iter()
-        .enumerate()
-        .find(|(_, v)| v.report.get("merged_from").is_some());
+    for stream in ["write", "query"] {
+        let mut totals = [0u64; 5];
+        for k in &shards {
+            let v = &views[*k];
+            for (i, x) in v.intervals.iter().enumerate() {
+                if x.stream != stream {
+                    continue;
+                }
+                for (total, (field, n)) in totals.iter_mut().zip(counts(x)) {
+                    *total = total.checked_add(n).ok_or_else(|| Error::OutOfRange {
+                        label: v.label.clone(),
+                        field: format!("intervals[{i}].{field}"),
+                        value: n.to_string(),
+                        allowed: format!(
+                            "a count that keeps the sum over the shard set's {stream} \
+                             intervals within {} (the shards' intervals before it sum to \
+                             {total}; the merged run's total is one u64)",
+                            u64::MAX
+                        ),
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(Some(shards))
+}
+
+/// The section of the shard set `set` ([`find`]), if there is one.
+pub(crate) fn section(
+    out: &mut String,
+    views: &[ReportView<'_>],
+    set: Option<Vec<usize>>,
+    data: &mut serde_json::Map<String, Value>,
+) {
+    let Some(set) = set else {
+        return;
+    };
+    let shards: Vec<(usize, &ReportView<'_>)> = set.iter().map(|k| (*k, &views[*k])).collect();
+    let Some(count) = shards.first().and_then(|(_, v)| v.shard).map(|s| s.1) else {
+        return;
+    };
+    let merged = views.iter().enumerate().find(|(_, v)| v.merged);
     let _ = write!(
         out,
         "<section id=\"merge\"><h2>Shards and the merged run</h2><p class=\"meta\">{} shards of \
@@ -139,14 +191,15 @@ fn stream_charts(
     let per: Vec<(usize, &ReportView<'_>, Vec<&Interval>, f64)> = shards
         .iter()
         .map(|(k, v)| {
-            let first = v.streams.first().is_some_and(|(s, _)| *s == stream);
+            let first = v.streams.first().is_some_and(|s| s.name == stream);
             let iv: Vec<&Interval> = v
                 .intervals
                 .iter()
                 .filter(|i| i.stream == stream && !(first && v.from_log))
                 .collect();
             let start = v
-                .text("started_at")
+                .started_at
+                .as_deref()
                 .and_then(parse_rfc3339)
                 .or_else(|| v.hlog.map(|l| l.base_s))
                 .unwrap_or(0.0);
@@ -174,17 +227,18 @@ fn stream_charts(
     for (k, _, iv, start) in &per {
         for (i, x) in iv.iter().enumerate() {
             let s = slots.entry(slot_of(start + x.elapsed_s)).or_default();
-            s.requests += x.requests;
-            s.rows += x.rows;
-            s.count += x.count();
-            s.errors += x.errors;
-            s.retries += x.retries;
+            // The set's totals were checked to fit (`find`): these never saturate.
+            s.requests = s.requests.saturating_add(x.requests);
+            s.rows = s.rows.saturating_add(x.rows);
+            s.count = s.count.saturating_add(x.count());
+            s.errors = s.errors.saturating_add(x.errors);
+            s.retries = s.retries.saturating_add(x.retries);
             s.length = s.length.max(x.interval_s);
             s.from.push((*k, i));
         }
     }
     // The merged latency: the shards' logs added per slot, or the merged report's log.
-    let is_log_stream = |v: &ReportView<'_>| v.streams.first().is_some_and(|(s, _)| *s == stream);
+    let is_log_stream = |v: &ReportView<'_>| v.streams.first().is_some_and(|s| s.name == stream);
     let logs: Vec<(usize, &crate::Hlog)> = if shards
         .iter()
         .all(|(_, v)| v.hlog.is_some() && is_log_stream(v))

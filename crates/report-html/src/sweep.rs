@@ -20,6 +20,12 @@ use crate::page::esc;
 type Points = Vec<(f64, f64, Option<usize>)>;
 
 const RTT_KEYS: [&str; 2] = ["delay", "network.delay"];
+/// The most rows, axes, values of an axis and fits a sweep.json may have.
+const MAX_ROWS: usize = 10_000;
+const MAX_AXES: usize = 32;
+const MAX_VALUES: usize = 1_000;
+/// The largest magnitude of any figure the section draws.
+const MAX_FIGURE: f64 = 1e15;
 const CLASSES: [&str; 5] = ["c0", "c1", "c2", "c3", "c4"];
 
 /// A swept value as shown: strings as they are, numbers and booleans as JSON writes them.
@@ -110,6 +116,7 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
             return Err(Error::BadSweep(format!("row {}: no `point` object", i + 1)));
         }
     }
+    check(&keys, rows, fits)?;
     let measure = sweep
         .get("measure")
         .and_then(Value::as_str)
@@ -298,6 +305,72 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks, before anything is drawn, what the section reads: sizes within the caps, and
+/// every number it places (each row's figures and measured RTT, each swept value that is
+/// a number or a duration, each fit's figures) finite and within [`MAX_FIGURE`].
+fn check(keys: &[(&str, &[Value])], rows: &[Value], fits: &[Value]) -> Result<(), Error> {
+    let too_many = |what: &str, n: usize, max: usize| {
+        Error::BadSweep(format!("{what}: {n} entries; allowed: at most {max}"))
+    };
+    if rows.len() > MAX_ROWS {
+        return Err(too_many("rows", rows.len(), MAX_ROWS));
+    }
+    if fits.len() > MAX_ROWS {
+        return Err(too_many("fits", fits.len(), MAX_ROWS));
+    }
+    if keys.len() > MAX_AXES {
+        return Err(too_many("axes", keys.len(), MAX_AXES));
+    }
+    let in_range = |field: String, v: f64| {
+        if v.is_finite() && v.abs() <= MAX_FIGURE {
+            Ok(())
+        } else {
+            Err(Error::BadSweep(format!(
+                "{field} is {v:?}; allowed: a finite number from -{MAX_FIGURE:e} to {MAX_FIGURE:e}"
+            )))
+        }
+    };
+    let numbers = |path: String, v: Option<&Value>| -> Result<(), Error> {
+        if let Some(m) = v.and_then(Value::as_object) {
+            for (k, x) in m {
+                if let Some(f) = x.as_f64() {
+                    in_range(format!("{path}.{}", k.escape_debug()), f)?;
+                }
+            }
+        }
+        Ok(())
+    };
+    for (i, (key, values)) in keys.iter().enumerate() {
+        if values.len() > MAX_VALUES {
+            return Err(too_many(
+                &format!("axes[{i}] ({key}) values"),
+                values.len(),
+                MAX_VALUES,
+            ));
+        }
+        for (j, v) in values.iter().enumerate() {
+            if let Some(x) = numeric(v) {
+                in_range(format!("axes[{i}].values[{j}]"), x)?;
+            }
+        }
+    }
+    for (i, r) in rows.iter().enumerate() {
+        numbers(format!("rows[{i}]"), Some(r))?;
+        numbers(format!("rows[{i}].rtt"), r.get("rtt"))?;
+        if let Some(point) = r.get("point").and_then(Value::as_object) {
+            for (k, v) in point {
+                if let Some(x) = numeric(v) {
+                    in_range(format!("rows[{i}].point.{}", k.escape_debug()), x)?;
+                }
+            }
+        }
+    }
+    for (i, f) in fits.iter().enumerate() {
+        numbers(format!("fits[{i}].fit"), f.get("fit"))?;
+    }
+    Ok(())
+}
+
 /// `workers=2 batch=10` of a row's point over `keys` (empty: all rows one group).
 fn group_name(row: &Value, keys: &[String]) -> String {
     keys.iter()
@@ -358,7 +431,8 @@ fn fit_curve(
         .filter_map(|i| {
             let x = lo + (hi - lo) * f64::from(i) / 40.0;
             let t = ts + k * x;
-            (t > 0.0).then_some((x, c / t, None))
+            let y = c / t;
+            (t > 0.0 && y.is_finite()).then_some((x, y, None))
         })
         .collect();
     (!pts.is_empty()).then_some(pts)

@@ -7,6 +7,22 @@ use tsload_core::report::LatencySummary;
 
 use crate::{Error, Figure, Interval, ReportInput, render, render_page};
 
+/// `f`'s result, run on a thread: a test of something that must end fails (rather than
+/// hangs) when it does not end within `secs` seconds.
+pub(crate) fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("not done within {secs} s: a loop without bound")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("it panicked"),
+    }
+}
+
 fn latency(scale_ns: u64) -> Value {
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
     for i in 1..=10_000u64 {
@@ -192,7 +208,11 @@ fn what_is_not_a_report_is_refused_by_name() {
         report: r,
     }])
     .unwrap_err();
-    assert!(e.to_string().contains("`intervals`"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("y.json: intervals[0].elapsed_s is missing; allowed: "),
+        "{e}"
+    );
     assert!(matches!(render(&[]), Err(Error::NoReport)));
 }
 
@@ -727,4 +747,309 @@ fn a_sweep_draws_each_figure_against_each_key_with_the_fit() {
     .render()
     .unwrap_err();
     assert!(matches!(e, Error::BadSweep(_)), "{e}");
+}
+
+/// The error `render` gives for `report` (labelled `label`), within 3 s: a loop without
+/// bound fails the test rather than hanging it.
+fn refusal(label: &str, report: Value) -> Error {
+    let label = label.to_string();
+    within(3, move || {
+        render(&[ReportInput { label, report }])
+            .map(|p| p.len())
+            .expect_err("rendered, but should be refused")
+    })
+}
+
+#[test]
+fn figures_no_run_has_are_refused_by_report_field_and_value() {
+    let mut cases: Vec<(Value, &str)> = Vec::new();
+    let mut r = write_report(3);
+    r["intervals"][1]["elapsed_s"] = json!(1e308);
+    cases.push((
+        r,
+        "run: intervals[1].elapsed_s is 1e308; allowed: a finite number of seconds from 0 to \
+         1000000000 (about 31.7 years)",
+    ));
+    // (The largest double: the x axis's tick loop once ran forever on it.)
+    let mut r = write_report(3);
+    r["intervals"][2]["elapsed_s"] = json!(f64::MAX);
+    cases.push((
+        r,
+        "run: intervals[2].elapsed_s is 1.7976931348623157e308; allowed: a finite number",
+    ));
+    let mut r = write_report(3);
+    r["intervals"][2]["elapsed_s"] = json!(1.5);
+    cases.push((
+        r,
+        "run: intervals[2].elapsed_s is 1.5; allowed: at least 2.0, the end of intervals[1] of \
+         the same stream: intervals are in time order",
+    ));
+    let mut r = write_report(3);
+    r["intervals"][0]["rows"] = json!(u64::MAX);
+    cases.push((
+        r,
+        "run: intervals[1].rows is 120013; allowed: a count that keeps the sum of the stream's \
+         `rows` within 18446744073709551615",
+    ));
+    let mut r = write_report(3);
+    r["intervals"][0]["p99_ms"] = json!(-2.0);
+    cases.push((
+        r,
+        "run: intervals[0].p99_ms is -2.0; allowed: a finite number",
+    ));
+    let mut r = write_report(3);
+    r["latency"]["p99_ms"] = json!(1e308);
+    cases.push((
+        r,
+        "run: latency.p99_ms is 1e308; allowed: a finite number of milliseconds from 0 to \
+         1000000000000",
+    ));
+    let mut r = write_report(3);
+    r["errors"] = json!({"a": u64::MAX, "b": 1});
+    cases.push((
+        r,
+        "run: errors.b is 1; allowed: a count that keeps the sum of the errors within \
+         18446744073709551615 (the kinds before it sum to 18446744073709551615)",
+    ));
+    let mut r = write_report(3);
+    r["elapsed_s"] = json!(1e300);
+    cases.push((
+        r,
+        "run: elapsed_s is 1e300; allowed: a finite number of seconds",
+    ));
+    let mut r = write_report(3);
+    r["client"]["cpu_s"] = json!(-1);
+    cases.push((
+        r,
+        "run: client.cpu_s is -1; allowed: a finite number of CPU seconds",
+    ));
+    let mut r = write_report(3);
+    r["metrics"] = json!(1.5);
+    cases.push((r, "run: metrics is 1.5; allowed: a whole number"));
+    for (report, says) in cases {
+        let e = refusal("run", report);
+        assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with(says),
+            "{e}\nshould start with\n{says}"
+        );
+    }
+}
+
+#[test]
+fn a_shard_set_whose_counts_pass_a_u64_is_refused_not_wrapped() {
+    // Each shard's own intervals sum within a u64; the set's do not.
+    let half = 1u64 << 63;
+    let shard = |index: u32| {
+        let mut r = shard_report(index, 2, 0, 1);
+        r["intervals"][0]["rows"] = json!(half);
+        r["intervals"][1]["rows"] = json!(0);
+        r
+    };
+    let reports = [
+        ReportInput {
+            label: "s0.json".into(),
+            report: shard(0),
+        },
+        ReportInput {
+            label: "s1.json".into(),
+            report: shard(1),
+        },
+    ];
+    let e = within(3, move || render(&reports).map(|p| p.len()).unwrap_err());
+    assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
+    assert!(
+        e.to_string().starts_with(
+            "s1.json: intervals[0].rows is 9223372036854775808; allowed: a count that keeps the \
+             sum over the shard set's write intervals within 18446744073709551615 (the shards' \
+             intervals before it sum to 9223372036854775808"
+        ),
+        "{e}"
+    );
+    // Half as much each: drawn, the merged point holds the exact sum.
+    let shard = |index: u32| {
+        let mut r = shard_report(index, 2, 0, 1);
+        r["intervals"][0]["rows"] = json!(half / 2);
+        r["intervals"][1]["rows"] = json!(0);
+        r
+    };
+    let p = render(&[
+        ReportInput {
+            label: "s0.json".into(),
+            report: shard(0),
+        },
+        ReportInput {
+            label: "s1.json".into(),
+            report: shard(1),
+        },
+    ])
+    .unwrap();
+    assert_eq!(data_of(&p)["merge-write"]["rows"][0], json!(half));
+}
+
+#[test]
+fn a_sweep_with_figures_no_run_has_is_refused_by_field() {
+    let reports = [ReportInput {
+        label: "point 1".into(),
+        report: write_report(3),
+    }];
+    let mut huge = sweep_json();
+    huge["rows"][2]["rows_per_s"] = json!(1e308);
+    let mut far = sweep_json();
+    far["rows"][1]["point"]["delay"] = json!("1e308s");
+    far["axes"][0]["values"][1] = json!("1e308s");
+    for (sweep, says) in [
+        (
+            huge,
+            "sweep.json: rows[2].rows_per_s is 1e308; allowed: a finite number",
+        ),
+        (
+            far,
+            "sweep.json: axes[0].values[1] is inf; allowed: a finite number",
+        ),
+    ] {
+        let e = crate::Page {
+            reports: &reports,
+            sweep: Some(&sweep),
+            ..crate::Page::default()
+        }
+        .render()
+        .map(|p| p.len())
+        .unwrap_err();
+        assert!(matches!(e, Error::BadSweep(_)), "{e}");
+        assert!(e.to_string().starts_with(says), "{e}");
+    }
+}
+
+/// Whether `c` is a control character a page must not carry raw: C0 but `\n` and `\t`,
+/// DEL, C1.
+fn is_forbidden_control(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+}
+
+#[test]
+fn control_characters_from_a_report_never_reach_the_page() {
+    let mut r = write_report(3);
+    r["fatal_error"] = json!("boom\u{0}\u{1b}[2J\u{7f}\u{85}x\r\nnext\tline");
+    r["exit"]["why"] = json!("server said \u{1b}]0;pwned\u{7}");
+    r["errors"] = json!({"bad\u{1b}kind": 2});
+    r["stop_reason"] = json!("dur\u{9b}ation");
+    r["server"]["note"] = json!("nul\u{0}here");
+    r["scenario"]["name"] = json!("c1\u{90}in plan");
+    r["rtt"]["kind\u{1}"] = json!("tcp");
+    let p = render(&[ReportInput {
+        label: "run\u{1b}[31m.json".into(),
+        report: r,
+    }])
+    .unwrap();
+    let raw: Vec<char> = p.chars().filter(|c| is_forbidden_control(*c)).collect();
+    assert!(raw.is_empty(), "the page holds {raw:?}");
+    // Each shown as U+FFFD, the rest of the text kept (newlines and tabs too).
+    assert!(p.contains("fatal: boom\u{fffd}\u{fffd}[2J\u{fffd}\u{fffd}x\u{fffd}\nnext\tline"));
+    assert!(p.contains("server said \u{fffd}]0;pwned\u{fffd}"));
+    assert!(p.contains("run\u{fffd}[31m.json"));
+    assert!(p.contains("bad\u{fffd}kind 2"));
+    assert!(p.contains("dur\u{fffd}ation"));
+    assert!(p.contains("nul\u{fffd}here"));
+    assert!(p.contains("c1\u{fffd}in plan"));
+}
+
+/// A bar chart as plotters' SVG backend writes it: each label escaped where it is drawn.
+fn bar_chart_svg(labels: &[&str]) -> String {
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&apos;")
+    };
+    let mut svg = String::from(
+        "<svg width=\"640\" height=\"480\" viewBox=\"0 0 640 480\" \
+         xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <rect x=\"0\" y=\"0\" width=\"640\" height=\"480\" opacity=\"1\" fill=\"#FFFFFF\" \
+         stroke=\"none\"/>\n",
+    );
+    for (i, label) in labels.iter().enumerate() {
+        svg.push_str(&format!(
+            "<rect x=\"{x}\" y=\"100\" width=\"40\" height=\"300\" opacity=\"1\" \
+             fill=\"#1F77B4\" stroke=\"none\"/>\n\
+             <text x=\"{x}\" y=\"420\" dy=\"0.76em\" text-anchor=\"middle\" \
+             font-family=\"sans-serif\" font-size=\"12.9\" opacity=\"1\" fill=\"#000000\" \
+             transform=\"rotate(90, {x}, 420)\">\n{}\n</text>\n",
+            escape(label),
+            x = 60 + i * 100
+        ));
+    }
+    svg.push_str(
+        "<polyline fill=\"none\" opacity=\"1\" stroke=\"#000000\" stroke-width=\"1\" \
+         points=\"50,400 600,400 \"/>\n</svg>\n",
+    );
+    svg
+}
+
+#[test]
+fn figures_are_written_again_with_their_text_escaped_never_scanned() {
+    let hostile = "<a href=\"javascript:x\" onload=y>";
+    let labels = ["ahrefs-prod", hostile, "on-call=1 url(x)"];
+    let reports: Vec<ReportInput> = labels
+        .iter()
+        .map(|l| ReportInput {
+            label: l.to_string(),
+            report: write_report(2),
+        })
+        .collect();
+    let figures = [Figure {
+        title: "rows per second".into(),
+        svg: format!("<?xml version=\"1.0\"?>\n{}", bar_chart_svg(&labels)),
+    }];
+    let p = render_page(Some("tsload compare: x.toml"), &reports, &figures).unwrap();
+    assert_eq!(p.matches("<figure class=\"svgfig\">").count(), 1);
+    assert!(!p.contains("<?xml"));
+    // Each label in the chart, as text.
+    assert!(
+        p.contains(">\nahrefs-prod\n</text>"),
+        "no ahrefs-prod label"
+    );
+    let escaped = "&lt;a href=&quot;javascript:x&quot; onload=y&gt;";
+    assert!(p.contains(&format!(">\n{escaped}\n</text>")));
+    assert!(p.contains(&format!("<h2>{escaped}</h2>")));
+    // No live markup from it: every `onload` is the escaped label's.
+    assert!(!p.contains("<a href=\"javascript"));
+    assert_eq!(
+        p.matches("onload").count(),
+        p.matches("onload=y&gt;").count()
+    );
+    // The drawing itself is kept.
+    assert_eq!(p.matches("fill=\"#1F77B4\"").count(), 3);
+    assert!(p.contains("transform=\"rotate(90, 160, 420)\""));
+
+    // Markup that is not a drawing is refused by what it is, wherever it hides.
+    for (svg, says) in [
+        (
+            format!("<svg><text>{hostile}</text></svg>"),
+            "an element <a> (byte 11); allowed: svg, g,",
+        ),
+        (
+            "<svg><text fill=\"url(https://x/y#z)\">a</text></svg>".to_string(),
+            "<text fill=\"url(https://x/y#z)\"> (byte 5): a paint is",
+        ),
+        (
+            "<svg><rect style=\"fill:url(x)\"/></svg>".to_string(),
+            "<rect style> (byte 5): the attribute style; allowed:",
+        ),
+        ("<svg><g></svg>".to_string(), "</svg> (byte 8) closes <g>"),
+        ("<svg><text>a".to_string(), "<text> is not closed"),
+    ] {
+        let e = render_page(
+            None,
+            &reports[..1],
+            &[Figure {
+                title: "bad".into(),
+                svg,
+            }],
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::BadFigure { .. }), "{e}");
+        assert!(e.to_string().contains(says), "{e}\nshould say\n{says}");
+    }
 }
