@@ -135,3 +135,43 @@ fn victoria_metrics_answers_metricsql_over_remote_written_data() {
         }
     }
 }
+
+/// A replayed file with every line twice: Prometheus answers 204 and appends each
+/// sample once, naming no reason. The run fails with a shortfall that says why samples
+/// merge silently (it printed "stored" half and exited 0).
+#[test]
+fn prometheus_merging_duplicate_samples_is_a_shortfall() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = start(ServerKind::Prometheus);
+    let generated = common::tsload()
+        .args(["generate", "--set", "workload.scale=5"])
+        .args(["--set", "workload.end=\"2016-01-01T00:10:00Z\""])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let lines = text(&generated.stdout);
+    let twice: String = lines.lines().map(|l| format!("{l}\n{l}\n")).collect();
+    std::fs::write(dir.path().join("twice.lp"), twice).unwrap();
+    let (out, r) = run(
+        dir.path(),
+        &[
+            "target.kind=\"prometheus\"".to_string(),
+            format!("target.url=\"{}/api/v1/write\"", prom.base_url()),
+            "workload.kind=\"file\"".into(),
+            "workload.path=\"twice.lp\"".into(),
+            "load.batch=100".into(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    let metrics = r["metrics"].as_u64().unwrap();
+    assert_eq!(r["stored"]["samples"], metrics / 2, "{r}");
+    assert_eq!(prom.prometheus_samples(), metrics / 2);
+    let why = r["stored_shortfall"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        why.contains("it names no reason for: a sample repeating"),
+        "{why}"
+    );
+}

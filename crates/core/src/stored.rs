@@ -15,6 +15,11 @@ pub struct ServerTally {
     pub rows: Option<u64>,
     /// Samples (one per field value) it has taken in, where it counts so.
     pub samples: Option<u64>,
+    /// Every sample tsload sends it is one it counts (remote write carries numbers only),
+    /// so fewer samples than were acknowledged is a loss whatever the server says. `false`
+    /// where it may skip some without losing them (VictoriaMetrics skips line protocol's
+    /// string fields).
+    pub counts_every_sample: bool,
     /// What it refused or dropped, by its own reason.
     pub refused: BTreeMap<String, u64>,
 }
@@ -39,6 +44,9 @@ pub struct Stored {
     /// New samples (field values), as the server counts them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<u64>,
+    /// The server counts every sample it was sent ([`ServerTally::counts_every_sample`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counts_every_sample: bool,
     /// Rows or samples refused or dropped during the run, by the server's reason.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub refused: BTreeMap<String, u64>,
@@ -71,6 +79,7 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
     Ok(Stored {
         rows,
         samples,
+        counts_every_sample: after.counts_every_sample,
         refused,
     })
 }
@@ -78,30 +87,43 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
 impl Stored {
     /// Why the server holds less than it acknowledged (`rows` rows with `metrics` field
     /// values), naming what it says it refused; `None` when it holds all of it. Rows are
-    /// compared exactly. Samples fall short when the server says it refused some, or holds
-    /// none: a server that counts samples may take in only numeric fields (VictoriaMetrics
-    /// skips strings), so fewer samples than field values alone is no shortfall.
+    /// compared exactly, and so are samples where the server counts every sample it was
+    /// sent ([`Stored::counts_every_sample`]): a shortfall is one whether or not the server
+    /// names a reason. Elsewhere (VictoriaMetrics skips line protocol's string fields)
+    /// samples fall short when the server says it refused some, or holds none.
     pub fn shortfall(&self, rows: u64, metrics: u64) -> Option<String> {
         let refused: u64 = self.refused.values().sum();
         let (what, held, acknowledged) = match (self.rows, self.samples) {
             (Some(held), _) if held < rows => ("rows", held, rows),
-            (None, Some(held)) if metrics > 0 && (held == 0 || (held < metrics && refused > 0)) => {
+            (None, Some(held))
+                if metrics > 0
+                    && (held == 0
+                        || (held < metrics && (refused > 0 || self.counts_every_sample))) =>
+            {
                 ("samples (field values)", held, metrics)
             }
             _ => return None,
         };
-        let refused = if self.refused.is_empty() {
-            String::new()
-        } else {
+        let mut why = String::new();
+        if !self.refused.is_empty() {
             let reasons: Vec<String> = self
                 .refused
                 .iter()
                 .map(|(reason, n)| format!("{n} {reason}"))
                 .collect();
-            format!("; it says it refused or dropped: {}", reasons.join(", "))
-        };
+            why = format!("; it says it refused or dropped: {}", reasons.join(", "));
+        }
+        // Prometheus merges a sample that repeats its series' timestamp and value into the
+        // one it holds, and counts it nowhere: what no reason covers is named as that.
+        let unexplained = acknowledged.saturating_sub(held).saturating_sub(refused);
+        if self.counts_every_sample && self.rows.is_none() && unexplained > 0 {
+            why.push_str(&format!(
+                "; {unexplained} it names no reason for: a sample repeating its series' \
+                 timestamp (a duplicate in the data) is merged into the one stored without a word"
+            ));
+        }
         Some(format!(
-            "the server stored {held} new {what} of the {acknowledged} it acknowledged{refused}"
+            "the server stored {held} new {what} of the {acknowledged} it acknowledged{why}"
         ))
     }
 }
@@ -115,6 +137,7 @@ mod tests {
             epoch: Some("t0".into()),
             rows,
             samples,
+            counts_every_sample: false,
             refused: refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
         }
     }
@@ -158,6 +181,7 @@ mod tests {
             rows: None,
             samples: Some(0),
             refused: [("small_timestamp".to_string(), 2_000)].into(),
+            ..Stored::default()
         };
         let why = s.shortfall(200, 2_000).unwrap();
         assert!(
@@ -176,5 +200,35 @@ mod tests {
             ..Stored::default()
         };
         assert_eq!(more.shortfall(200, 2_000), None);
+    }
+
+    /// Prometheus answered 204 to a replay of every line twice and appended 500 samples of
+    /// 1,000, naming no reason: that is a shortfall (it was "stored 500" and exit 0), and
+    /// the message says what merges samples silently. A server that may skip string fields
+    /// (VictoriaMetrics over line protocol) still needs a reason or nothing stored.
+    #[test]
+    fn a_sample_shortfall_is_one_whatever_the_server_says_where_it_counts_every_sample() {
+        let prometheus = Stored {
+            samples: Some(500),
+            counts_every_sample: true,
+            ..Stored::default()
+        };
+        let why = prometheus.shortfall(100, 1_000).expect("a shortfall");
+        assert!(
+            why.contains("500 new samples") && why.contains("of the 1000"),
+            "{why}"
+        );
+        assert!(why.contains("duplicate"), "{why}");
+        let vm_line_protocol = Stored {
+            samples: Some(500),
+            ..Stored::default()
+        };
+        assert_eq!(vm_line_protocol.shortfall(100, 1_000), None);
+        // The flag survives the difference of two tallies.
+        let mut before = tally(None, Some(10), &[]);
+        before.counts_every_sample = true;
+        let mut after = tally(None, Some(510), &[]);
+        after.counts_every_sample = true;
+        assert!(stored_between(&before, &after).unwrap().counts_every_sample);
     }
 }

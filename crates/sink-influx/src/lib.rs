@@ -617,6 +617,7 @@ fn influxdb_tally(vars: &serde_json::Value, db: &str) -> Option<ServerTally> {
         epoch: vars["system"]["started"].as_str().map(str::to_string),
         rows: Some(sum("writePointsOk")),
         samples: None,
+        counts_every_sample: false,
         refused,
     })
 }

@@ -372,6 +372,8 @@ fn prometheus_tally(text: &str) -> Option<ServerTally> {
             exposition_sum(text, "prometheus_tsdb_head_samples_appended_total", None).unwrap_or(0),
         ),
         epoch: exposition_sum(text, "process_start_time_seconds", None).map(|s| s.to_string()),
+        // Remote write carries numbers only: every sample sent is one it counts.
+        counts_every_sample: true,
         ..ServerTally::default()
     };
     for (metric, reason) in [
@@ -401,6 +403,8 @@ fn vm_tally(text: &str) -> Option<ServerTally> {
     .unwrap_or(0);
     let mut tally = ServerTally {
         epoch: exposition_sum(text, "process_start_time_seconds", None).map(|s| s.to_string()),
+        // Remote write carries numbers only: every sample sent is one it counts.
+        counts_every_sample: true,
         ..ServerTally::default()
     };
     for line in text.lines() {
