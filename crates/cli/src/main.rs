@@ -117,6 +117,11 @@ struct RunArgs {
     /// Shorthand for `--set load.duration=D`, e.g. `30s`.
     #[arg(short = 'd', long, value_name = "DURATION")]
     duration: Option<String>,
+    /// Shorthand for `--set load.grace=G` (default 5s): how long requests in flight at the
+    /// run's end (its duration, Ctrl-C, SIGTERM) may take before they are abandoned and
+    /// counted as unknown; the report is written either way.
+    #[arg(long, value_name = "DURATION")]
+    grace: Option<String>,
     /// Shorthand for `--set load.rows=N` (stop after N rows).
     #[arg(short = 'n', long, value_name = "N")]
     rows: Option<u64>,
@@ -551,6 +556,13 @@ fn quick_sets(args: &RunArgs) -> Result<Vec<(String, String)>, String> {
             "rows",
             "-n",
             args.rows.map(|v| (v.to_string(), v.to_string())),
+        ),
+        (
+            "grace",
+            "--grace",
+            args.grace
+                .as_ref()
+                .map(|v| (toml_edit::Value::from(v.as_str()).to_string(), v.clone())),
         ),
     ];
     for (key, flag, value) in load {

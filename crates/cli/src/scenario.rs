@@ -842,6 +842,11 @@ impl Ctx<'_> {
             .map(|s| self.sweep(s))
             .transpose()?
             .unwrap_or_default();
+        // The grace after the run's end is the run's, for its queries too.
+        let mut query = query;
+        if let Some(q) = &mut query {
+            q.config.grace = load.grace;
+        }
         Ok(Plan {
             name: raw
                 .name
@@ -956,6 +961,9 @@ impl Ctx<'_> {
             retry_backoff: self
                 .opt_duration(&l.retry_backoff, "load.retry_backoff", Duration::ZERO)?
                 .unwrap_or(d.retry_backoff),
+            grace: self
+                .opt_duration(&l.grace, "load.grace", Duration::ZERO)?
+                .unwrap_or(d.grace),
             ..d
         })
     }

@@ -7,7 +7,7 @@
 //! interval once every worker has handed it over (`report_intervals`, both engines').
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -64,7 +64,21 @@ pub struct LoadConfig {
     /// Ask the target what it stored ([`Sink::tally`]) before the clock starts and after
     /// the last write: [`RunOutcome::stored`].
     pub verify_stored: bool,
+    /// How long requests still in flight at the run's end (its duration, or a signal) may
+    /// take before they are abandoned: [`RunOutcome::abandoned_requests`], their rows
+    /// counted as unknown (ambiguous). It also bounds the retries: none starts after the
+    /// end.
+    pub grace: Duration,
 }
+
+/// [`LoadConfig::grace`] unless set: a service manager's or Kubernetes' stop waits longer
+/// (10 s, 30 s) before it kills.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+/// The longest the questions to the server about what it stored and its storage may take
+/// together, before the run and again after it ([`LoadConfig::grace`] after a signal): a
+/// server that stopped answering cannot hold the run or its report back.
+pub const AFTER_RUN_LIMIT: Duration = Duration::from_secs(30);
 
 impl Default for LoadConfig {
     fn default() -> Self {
@@ -82,6 +96,7 @@ impl Default for LoadConfig {
             keep_raw_latencies: false,
             measure_storage: false,
             verify_stored: false,
+            grace: DEFAULT_GRACE,
         }
     }
 }
@@ -100,7 +115,8 @@ pub enum StopReason {
 }
 
 /// Asks a running engine to stop issuing requests (Ctrl-C, a fatal error, a limit).
-/// In-flight requests are always finished and recorded.
+/// In-flight requests are finished and recorded, or, past the grace after the run's end,
+/// abandoned ([`StopHandle::abandon`]) and recorded as unknown.
 #[derive(Debug, Clone)]
 pub struct StopHandle {
     /// Set by [`StopHandle::stop`], read by [`StopHandle::is_stopped`] before every
@@ -114,6 +130,8 @@ pub struct StopHandle {
     /// Set by a stop for [`StopReason::Interrupted`] even when another reason came first:
     /// retries end at once then (the report must be out within a grace period).
     interrupted: Arc<AtomicBool>,
+    /// Set by [`StopHandle::abandon`]: requests in flight are given up on.
+    abandoned: Arc<AtomicBool>,
 }
 
 impl Default for StopHandle {
@@ -129,7 +147,66 @@ impl StopHandle {
             tx: Arc::new(watch::channel(()).0),
             reason: Arc::new(Mutex::new(None)),
             interrupted: Arc::new(AtomicBool::new(false)),
+            abandoned: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Gives up on every request in flight: each ends at once, its rows unknown. Called
+    /// [`LoadConfig::grace`] after the run's end.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Release);
+        self.tx.send_replace(());
+    }
+
+    /// Whether [`StopHandle::abandon`] was called.
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`StopHandle::abandon`] has been called.
+    pub async fn abandoned(&self) {
+        self.until(Self::is_abandoned).await;
+    }
+
+    /// Resolves once a signal has stopped the run.
+    pub async fn interrupted(&self) {
+        self.until(Self::is_interrupted).await;
+    }
+
+    /// Resolves once `done` holds (each stop or abandon wakes the waiters).
+    async fn until(&self, done: fn(&StopHandle) -> bool) {
+        // Subscribed before the flag is read: a change after the read is seen.
+        let mut rx = self.tx.subscribe();
+        while !done(self) {
+            // The sender lives in `self`, so waiting cannot fail.
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Abandons what is in flight `grace` after the run's end: `deadline` (if any) or a
+    /// signal, whichever comes first. The caller aborts the task when the run is over.
+    pub fn abandon_after_end(
+        &self,
+        deadline: Option<Instant>,
+        grace: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let stop = self.clone();
+        tokio::spawn(async move {
+            let at_deadline = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = at_deadline => {}
+                _ = stop.interrupted() => {}
+            }
+            tokio::time::sleep(grace).await;
+            stop.abandon();
+        })
     }
 
     /// Stops the run; the first reason given is the one reported.
@@ -159,14 +236,7 @@ impl StopHandle {
 
     /// Resolves once [`StopHandle::stop`] has been called.
     pub async fn stopped(&self) {
-        // Subscribed before the flag is read: a stop after the read is a change seen.
-        let mut rx = self.tx.subscribe();
-        while !self.is_stopped() {
-            // The sender lives in `self`, so waiting cannot fail.
-            if rx.changed().await.is_err() {
-                return;
-            }
-        }
+        self.until(Self::is_stopped).await;
     }
 }
 
@@ -222,6 +292,10 @@ pub struct RunOutcome {
     /// With [`LoadConfig::verify_stored`]: what the server says it stored during the run,
     /// or why it cannot tell.
     pub stored: Option<Result<crate::stored::Stored, String>>,
+    /// Requests still unanswered [`LoadConfig::grace`] after the run's end, given up on
+    /// (their rows are in `counters.failed_rows` and `counters.ambiguous_rows`: they may
+    /// or may not be stored).
+    pub abandoned_requests: u64,
 }
 
 /// Failures before any load was sent.
@@ -278,6 +352,8 @@ struct Shared {
     budget: Mutex<(u64, usize)>,
     stop: StopHandle,
     fatal: Mutex<Option<SinkError>>,
+    /// Requests given up on [`LoadConfig::grace`] after the run's end.
+    abandoned: AtomicU64,
 }
 
 impl Shared {
@@ -348,13 +424,29 @@ pub async fn run<S: Sink>(
         });
     }
     let conns = futures_util::future::try_join_all(connects).await?;
+    // The questions before the run share the limit of those after it.
+    let before_run = tokio::time::Instant::now() + AFTER_RUN_LIMIT;
+    let unanswered_before = || {
+        SinkError::new(
+            ErrorKind::Timeout,
+            format!("the server did not answer within {AFTER_RUN_LIMIT:?} before the run"),
+        )
+    };
     let storage_before = if cfg.measure_storage {
-        Some(sink.storage_bytes(&schema).await)
+        Some(
+            tokio::time::timeout_at(before_run, sink.storage_bytes(&schema))
+                .await
+                .unwrap_or_else(|_| Err(unanswered_before())),
+        )
     } else {
         None
     };
     let tally_before = if cfg.verify_stored {
-        Some(sink.tally(&schema, false).await)
+        Some(
+            tokio::time::timeout_at(before_run, sink.tally(&schema, false))
+                .await
+                .unwrap_or_else(|_| Err(unanswered_before())),
+        )
     } else {
         None
     };
@@ -370,7 +462,9 @@ pub async fn run<S: Sink>(
         budget: Mutex::new((0, 0)),
         stop: stop.clone(),
         fatal: Mutex::new(None),
+        abandoned: AtomicU64::new(0),
     });
+    let abandon = stop.abandon_after_end(shared.deadline, cfg.grace);
 
     let (tx, rx) = mpsc::unbounded_channel::<IntervalRecord>();
     let raw = cfg
@@ -413,22 +507,44 @@ pub async fn run<S: Sink>(
             stop.stop(StopReason::Fatal);
         }
     }
+    abandon.abort();
 
+    // The questions after the run share one limit: a server that stopped answering
+    // cannot hold the report back (after a signal, the grace is all there is).
+    let limit = if stop.is_interrupted() {
+        cfg.grace
+    } else {
+        AFTER_RUN_LIMIT
+    };
+    let after_run = tokio::time::Instant::now() + limit;
+    let unanswered = || format!("the server did not answer within {limit:?} after the run");
     let storage_bytes = match storage_before {
         None => None,
-        Some(before) => Some(match (before, sink.storage_bytes(&schema).await) {
-            (Ok(Some(a)), Ok(Some(b))) => Ok((a, b)),
-            (Ok(None), _) | (_, Ok(None)) => Err("the target cannot tell".to_string()),
-            (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
-        }),
+        Some(before) => Some(
+            match (
+                before,
+                tokio::time::timeout_at(after_run, sink.storage_bytes(&schema)).await,
+            ) {
+                (_, Err(_)) => Err(unanswered()),
+                (Ok(Some(a)), Ok(Ok(Some(b)))) => Ok((a, b)),
+                (Ok(None), _) | (_, Ok(Ok(None))) => Err("the target cannot tell".to_string()),
+                (Err(e), _) | (_, Ok(Err(e))) => Err(e.to_string()),
+            },
+        ),
     };
     let stored = match tally_before {
         None => None,
-        Some(before) => Some(match (before, sink.tally(&schema, true).await) {
-            (Ok(Some(b)), Ok(Some(a))) => crate::stored::stored_between(&b, &a),
-            (Ok(None), _) | (_, Ok(None)) => Err("the target cannot tell".to_string()),
-            (Err(e), _) | (_, Err(e)) => Err(format!("asking the server failed: {e}")),
-        }),
+        Some(before) => Some(
+            match (
+                before,
+                tokio::time::timeout_at(after_run, sink.tally(&schema, true)).await,
+            ) {
+                (_, Err(_)) => Err(unanswered()),
+                (Ok(Some(b)), Ok(Ok(Some(a)))) => crate::stored::stored_between(&b, &a),
+                (Ok(None), _) | (_, Ok(Ok(None))) => Err("the target cannot tell".to_string()),
+                (Err(e), _) | (_, Ok(Err(e))) => Err(format!("asking the server failed: {e}")),
+            },
+        ),
     };
     let fatal = shared.fatal.lock().ok().and_then(|mut f| f.take());
     Ok(RunOutcome {
@@ -449,6 +565,7 @@ pub async fn run<S: Sink>(
             .unwrap_or_default(),
         storage_bytes,
         stored,
+        abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
 }
 
@@ -638,25 +755,24 @@ struct Completed<C> {
     ambiguous_rows: u64,
 }
 
-/// Sleeps `wait` unless a signal interrupts the run first (checked every 50 ms); false
-/// when interrupted.
+/// Sleeps `wait` before a retry unless a signal interrupts the run first; false when
+/// interrupted.
 async fn sleep_unless_interrupted(wait: Duration, stop: &StopHandle) -> bool {
-    const SLICE: Duration = Duration::from_millis(50);
-    let end = Instant::now() + wait;
-    loop {
-        if stop.is_interrupted() {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return true;
-        }
-        tokio::time::sleep((end - now).min(SLICE)).await;
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => !stop.is_interrupted(),
+        _ = stop.interrupted() => false,
     }
 }
 
 /// Sends `batch` as request `seq` of `worker`, retrying retryable failures, and settles
 /// what the attempts' ambiguity leaves uncertain.
+///
+/// No retry starts after the run's end (`deadline`); the worker gives up on the request
+/// itself when the run is abandoned ([`StopHandle::abandon`]).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, each argument named"
+)]
 async fn send<C: SinkConn>(
     mut conn: C,
     batch: Batch,
@@ -664,6 +780,7 @@ async fn send<C: SinkConn>(
     intended: Instant,
     max_retries: u32,
     backoff: Duration,
+    deadline: Option<Instant>,
     stop: &StopHandle,
 ) -> Completed<C> {
     let metrics = batch.metrics();
@@ -697,7 +814,10 @@ async fn send<C: SinkConn>(
                 let wait = backoff.saturating_mul(factor).min(Duration::from_secs(5));
                 // The server's own Retry-After wins when it asks for longer.
                 let wait = wait.max(e.retry_after.unwrap_or_default().min(MAX_RETRY_AFTER));
-                if !sleep_unless_interrupted(wait, stop).await {
+                // No retry starts after the run's end.
+                if deadline.is_some_and(|d| Instant::now() + wait >= d)
+                    || !sleep_unless_interrupted(wait, stop).await
+                {
                     break Err(e);
                 }
             }
@@ -750,6 +870,11 @@ async fn run_worker<C: SinkConn>(
     let mut seq: u64 = 0;
     let mut pacer = Pacer::new(period.unwrap_or_default(), true);
     let schedule = Schedule::new(shared.t0, period, worker, cfg.workers);
+    // Rows of the requests in flight: what is unknown if they are abandoned.
+    let mut in_flight_rows = 0u64;
+    // One subscription for the worker's life, not one per request.
+    let abandoned = stop.abandoned();
+    let mut abandoned = std::pin::pin!(abandoned);
 
     loop {
         // Fill the next batch while a slot is free.
@@ -797,7 +922,7 @@ async fn run_worker<C: SinkConn>(
                 // Never past the run's end: a request due after it is not waited for.
                 let until = shared.deadline.map_or(intended, |d| intended.min(d));
                 // The recorder hands its interval over if one ends while this waits.
-                let waited = flushing(&mut recorder, async {
+                let waited: Waited<Completed<C>> = flushing(&mut recorder, async {
                     tokio::select! {
                         _ = pacer.wait_until(until) => Waited::Due,
                         Some(done) = in_flight.next(), if !in_flight.is_empty() => {
@@ -811,6 +936,7 @@ async fn run_worker<C: SinkConn>(
                     Waited::Due => {}
                     Waited::Completed(done) => {
                         pending = Some((conn, batch));
+                        in_flight_rows -= done.batch.rows() as u64;
                         finish(done, &mut free, &mut recorder, &shared);
                         continue;
                     }
@@ -826,6 +952,7 @@ async fn run_worker<C: SinkConn>(
                     continue;
                 }
             }
+            in_flight_rows += batch.rows() as u64;
             in_flight.push(send(
                 conn,
                 batch,
@@ -833,6 +960,7 @@ async fn run_worker<C: SinkConn>(
                 intended,
                 cfg.max_retries,
                 cfg.retry_backoff,
+                shared.deadline,
                 stop,
             ));
             seq += 1;
@@ -841,13 +969,42 @@ async fn run_worker<C: SinkConn>(
             }
         }
 
-        // Answers and retry backoffs: the recorder hands its interval over meanwhile.
-        match flushing(&mut recorder, in_flight.next()).await {
-            Some(done) => finish(done, &mut free, &mut recorder, &shared),
-            None => {
+        // Answers and retry backoffs: the recorder hands its interval over meanwhile, and
+        // the grace after the run's end bounds the wait.
+        let next = tokio::select! {
+            biased;
+            next = flushing(&mut recorder, in_flight.next()) => Some(next),
+            _ = &mut abandoned, if !in_flight.is_empty() => None,
+        };
+        match next {
+            Some(Some(done)) => {
+                in_flight_rows -= done.batch.rows() as u64;
+                finish(done, &mut free, &mut recorder, &shared);
+            }
+            Some(None) => {
                 if exhausted || stop.is_stopped() || free.is_empty() {
                     break;
                 }
+            }
+            None => {
+                // Sent, and no answer by the grace after the run's end: given up on.
+                // Stored or not, no one knows (a ledger settles nothing it never heard
+                // back about): failed, and ambiguous.
+                let requests = in_flight.len() as u64;
+                drop(std::mem::take(&mut in_flight));
+                recorder.advance(Instant::now());
+                for _ in 0..requests {
+                    recorder.record_error(ErrorKind::Timeout, false);
+                    recorder.record_failure(0);
+                }
+                recorder.record_failure_rows(in_flight_rows);
+                recorder.record_ambiguous(in_flight_rows);
+                shared.abandoned.fetch_add(requests, Ordering::Relaxed);
+                // A closed-loop worker stuck on its answer never saw the deadline pass.
+                if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+                    stop.stop(StopReason::Duration);
+                }
+                break;
             }
         }
     }

@@ -662,6 +662,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         recovered_rows: sum("recovered_rows", |s| s.recovered_rows)?,
         unsent_requests: sum("unsent_requests", |s| s.unsent_requests)?,
         unsent_rows: sum("unsent_rows", |s| s.unsent_rows)?,
+        abandoned_requests: sum("abandoned_requests", |s| s.abandoned_requests)?,
         errors,
         offered_rows_per_s: offered,
         ledger_run_id: None,
@@ -856,6 +857,7 @@ pub fn merge_queries(
         offered_requests_per_s: offered,
         achieved_ratio: crate::query_report::achieved_ratio(totals.requests_per_s(), offered),
         unsent_requests: sum("unsent_requests", |s| s.unsent_requests)?,
+        abandoned_requests: sum("abandoned_requests", |s| s.abandoned_requests)?,
         client,
         scenario: first.summary.scenario.clone(),
     };
@@ -1255,6 +1257,7 @@ mod tests {
             raw_latencies: Vec::new(),
             storage_bytes: None,
             stored: None,
+            abandoned_requests: 0,
         };
         let summary = Summary::new(
             &outcome,

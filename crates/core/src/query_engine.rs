@@ -58,6 +58,9 @@ pub struct QueryConfig {
     pub timeout: Option<Duration>,
     /// Coordination with other shards around setup and the start (none by default).
     pub gate: Gate,
+    /// How long requests still unanswered at the run's end (its duration, or a signal)
+    /// may take before they are abandoned: [`QueryOutcome::abandoned_requests`].
+    pub grace: Duration,
 }
 
 impl Default for QueryConfig {
@@ -73,6 +76,7 @@ impl Default for QueryConfig {
             loaders: 1,
             timeout: None,
             gate: Gate::default(),
+            grace: crate::engine::DEFAULT_GRACE,
         }
     }
 }
@@ -152,6 +156,9 @@ pub struct QueryOutcome {
     pub intervals: u64,
     /// Open loop: the requests per second offered (`None` in closed loop).
     pub offered_requests_per_s: Option<f64>,
+    /// Requests still unanswered [`QueryConfig::grace`] after the run's end, given up on
+    /// (counted as failed, [`ErrorKind::Timeout`]).
+    pub abandoned_requests: u64,
 }
 
 /// State every worker shares; touched once per request at most (the request limit), and
@@ -173,6 +180,8 @@ struct Shared {
     deadline_reached: std::sync::atomic::AtomicBool,
     /// Open loop: requests due before the deadline that workers lagging behind never sent.
     unsent: AtomicU64,
+    /// Requests given up on [`QueryConfig::grace`] after the run's end.
+    abandoned: AtomicU64,
 }
 
 impl Shared {
@@ -469,6 +478,7 @@ pub async fn run_queries<T: QueryTarget>(
             first_error: None,
             intervals: 0,
             offered_requests_per_s: None,
+            abandoned_requests: 0,
         });
     }
 
@@ -495,7 +505,9 @@ pub async fn run_queries<T: QueryTarget>(
         first_error: Mutex::new(None),
         deadline_reached: std::sync::atomic::AtomicBool::new(false),
         unsent: AtomicU64::new(0),
+        abandoned: AtomicU64::new(0),
     });
+    let abandon = stop.abandon_after_end(shared.deadline, cfg.grace);
 
     let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
     let ticker = IntervalTicker::new(t0, cfg.report_interval, cfg.workers);
@@ -517,6 +529,7 @@ pub async fn run_queries<T: QueryTarget>(
             format!("a query worker failed: {failure}"),
         ));
     }
+    abandon.abort();
 
     let stop_error = shared.stop_error.lock().ok().and_then(|mut e| e.take());
     let first_error = shared.first_error.lock().ok().and_then(|mut e| e.take());
@@ -546,6 +559,7 @@ pub async fn run_queries<T: QueryTarget>(
             LoadMode::Closed => None,
             LoadMode::Open { rate } => Some(rate),
         },
+        abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
 }
 
@@ -880,6 +894,9 @@ async fn run_worker<T: QueryTarget>(
     // Failures in a row: a worker whose requests fail waits before the next one
     // ([`failure_backoff`]), so a closed port or a refusing server is not hammered.
     let mut failures_in_a_row: u32 = 0;
+    // One subscription for the worker's life, not one per request.
+    let abandoned = stop.abandoned();
+    let mut abandoned = std::pin::pin!(abandoned);
     while !stop.is_stopped() {
         if failures_in_a_row > 0 {
             let wait = failure_backoff(failures_in_a_row);
@@ -999,7 +1016,20 @@ async fn run_worker<T: QueryTarget>(
                     }
                 }
             });
-            flushing(&mut recorder, execute).await
+            // The grace after the run's end bounds the wait for an answer.
+            tokio::select! {
+                biased;
+                answer = flushing(&mut recorder, execute) => answer,
+                _ = &mut abandoned => {
+                    // Given up on: counted as failed, not as a failure that stops the run.
+                    recorder.record_failure(kind, Instant::now(), ErrorKind::Timeout);
+                    shared.abandoned.fetch_add(1, Ordering::Relaxed);
+                    if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+                        shared.deadline_reached.store(true, Ordering::Relaxed);
+                    }
+                    break;
+                }
+            }
         };
         let result = match (answer, cfg.timeout) {
             (Some(r), _) => r,

@@ -105,6 +105,10 @@ pub struct QuerySummary {
     /// still waiting for earlier answers when its time was up).
     #[serde(default)]
     pub unsent_requests: u64,
+    /// Requests still unanswered the grace after the run's end, given up on (counted as
+    /// failed).
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub abandoned_requests: u64,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -194,6 +198,7 @@ impl QuerySummary {
             offered_requests_per_s: outcome.offered_requests_per_s,
             achieved_ratio: achieved_ratio(totals.requests_per_s(), outcome.offered_requests_per_s),
             unsent_requests: c.unsent_requests,
+            abandoned_requests: outcome.abandoned_requests,
             scenario,
         }
     }
@@ -333,6 +338,13 @@ impl QuerySummary {
                 );
             }
         }
+        if self.abandoned_requests > 0 {
+            let _ = writeln!(
+                s,
+                "  WARNING    {} requests were still unanswered the grace after the run's end and were abandoned",
+                group(self.abandoned_requests)
+            );
+        }
         if self.errors.is_empty() {
             let _ = writeln!(s, "  errors     none");
         } else {
@@ -446,6 +458,7 @@ mod tests {
             first_error: None,
             intervals: 2,
             offered_requests_per_s: None,
+            abandoned_requests: 0,
         }
     }
 

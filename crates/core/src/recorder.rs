@@ -396,6 +396,12 @@ impl WorkerRecorder {
         self.counters.failed_rows += rows;
     }
 
+    /// Records the rows of requests recorded with [`WorkerRecorder::record_failure`]
+    /// without them (given up on together).
+    pub fn record_failure_rows(&mut self, rows: u64) {
+        self.counters.failed_rows += rows;
+    }
+
     /// Records rows that may be stored once more than counted (see
     /// [`Counters::ambiguous_rows`]).
     pub fn record_ambiguous(&mut self, rows: u64) {

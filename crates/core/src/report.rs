@@ -205,6 +205,11 @@ pub(crate) fn cpu_text(cpu_s: f64, user_s: f64, system_s: f64, split_rough: bool
     )
 }
 
+/// Whether a count is zero (left out of the JSON).
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The whole final report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
@@ -231,6 +236,11 @@ pub struct Summary {
     /// Open loop: requests due before the end that were never sent, and their rows.
     pub unsent_requests: u64,
     pub unsent_rows: u64,
+    /// Requests still unanswered the grace after the run's end (its duration, or a
+    /// signal), given up on: counted in `failed_requests`, their rows in `failed_rows` and
+    /// `ambiguous_rows` (stored or not, no one knows).
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub abandoned_requests: u64,
     pub errors: BTreeMap<String, u64>,
     /// Open loop: the rate asked for; `rows_per_s` is what was achieved.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -307,6 +317,7 @@ impl Summary {
             recovered_rows: c.recovered_rows,
             unsent_requests: c.unsent_requests,
             unsent_rows: c.unsent_rows,
+            abandoned_requests: outcome.abandoned_requests,
             offered_rows_per_s: outcome.offered_rows_per_s,
             ledger_run_id: None,
             errors: c
@@ -486,6 +497,13 @@ impl Summary {
                 );
             }
         }
+        if self.abandoned_requests > 0 {
+            let _ = writeln!(
+                s,
+                "  WARNING   {} requests were still unanswered the grace after the run's end and were abandoned: their rows may or may not be stored",
+                group(self.abandoned_requests)
+            );
+        }
         if self.errors.is_empty() {
             let _ = writeln!(s, "  errors    none");
         } else {
@@ -630,6 +648,7 @@ mod tests {
             raw_latencies: Vec::new(),
             storage_bytes: None,
             stored: None,
+            abandoned_requests: 0,
         }
     }
 

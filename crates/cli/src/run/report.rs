@@ -236,6 +236,14 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         )
     } else if fatal {
         (1, fatal_why(&executed, f.finish_error.as_ref()))
+    } else if let Some(n) = abandoned_requests(&executed) {
+        let why = format!(
+            "{n} requests were still unanswered {} after the run's end and were abandoned: \
+             their rows may or may not be stored",
+            humantime::format_duration(plan.load.grace)
+        );
+        errln!("error: {why}");
+        (1, why)
     } else {
         for (_, b) in &broken {
             errln!("FAIL: {b}");
@@ -293,6 +301,19 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
     Ok(executed)
 }
 
+/// Requests of either stream abandoned the grace after the run's end, if any.
+fn abandoned_requests(executed: &Executed) -> Option<u64> {
+    let write = executed
+        .summary
+        .as_ref()
+        .map_or(0, |s| s.abandoned_requests);
+    let query = executed
+        .query_summary
+        .as_ref()
+        .map_or(0, |q| q.abandoned_requests);
+    Some(write + query).filter(|n| *n > 0)
+}
+
 /// Why a run that hit a fatal error failed, in one line for the reports' `exit.why`.
 fn fatal_why(executed: &Executed, finish_error: Option<&anyhow::Error>) -> String {
     let write = executed.summary.as_ref();
@@ -311,6 +332,11 @@ fn fatal_why(executed: &Executed, finish_error: Option<&anyhow::Error>) -> Strin
     }
     if let Some(e) = finish_error {
         return format!("{e:#}");
+    }
+    if let Some(n) = abandoned_requests(executed) {
+        return format!(
+            "{n} requests were still unanswered the grace after the run's end and were abandoned"
+        );
     }
     "the run failed: see the errors it printed".to_string()
 }

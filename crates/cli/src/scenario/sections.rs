@@ -333,6 +333,8 @@ section! {
         max_retries: i64 = "integer", Toml("3"), ALL;
         /// first retry's wait (doubled each time, at most 5 s)
         retry_backoff: String = "duration", Toml("\"100ms\""), ALL;
+        /// how long requests in flight at the run's end (`duration`, Ctrl-C, SIGTERM) may take before they are abandoned, rows unknown (`--grace`); writes and queries
+        grace: String = "duration", Toml("\"5s\""), ALL;
     }
 }
 
