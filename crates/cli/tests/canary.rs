@@ -108,6 +108,66 @@ fn tsload_in(cwd: &Path) -> Command {
     cmd
 }
 
+/// A hostile HTTP server that answers every request 400 with the request itself as the
+/// body: its line (query string and all) and every header (`Authorization` included), so
+/// whatever tsload sends comes back in its error texts. Ping and `/query` (InfluxDB's
+/// set-up) are answered as InfluxDB would, so a run gets as far as its writes.
+fn echo_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || echo(stream));
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn echo(stream: std::net::TcpStream) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut request = String::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            request.push_str(&line);
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let answer = if request.starts_with("GET /ping") {
+            "HTTP/1.1 204 No Content\r\n\r\n".to_string()
+        } else if request.starts_with("POST /query") {
+            let body = "{\"results\":[{\"statement_id\":0}]}";
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        } else {
+            format!(
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{request}",
+                request.len()
+            )
+        };
+        if out.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
 /// A GET of `path` on `addr`, the whole answer.
 fn http_get(addr: &str, path: &str) -> Option<Vec<u8>> {
     let mut s = std::net::TcpStream::connect(addr).ok()?;
@@ -524,6 +584,85 @@ fn no_canary_secret_reaches_any_output() {
             .args(["--set", "query.queries=5"]),
         true,
     );
+    // A server that echoes every request: the credentials of `--out influx=` (user info
+    // and `p=`), and Basic auth of a target's user and password (its base64 comes back), a
+    // password with characters a page escapes, into the JSON and the HTML page.
+    let echo = echo_server();
+    let echo_scenario = write(
+        inp,
+        "echo.toml",
+        &format!(
+            "name = \"echo\"\n{small}[target]\nkind = \"influx\"\nurl = \"{echo}\"\n\
+             db = \"echo\"\nuser = \"me\"\npassword = \"KNRYecho<&>\\\"pw\"\n"
+        )
+        .replace("[load]\n", "[load]\nrows = 100\nmax_retries = 0\n"),
+    );
+    let echoed = seen.run(
+        "run against an echoing server",
+        tsload_in(out)
+            .arg("run")
+            .arg(&echo_scenario)
+            .args(["--progress", "none", "--json", "echo.json"])
+            .args(["--out", "html=echo.html"]),
+        false,
+    );
+    // The echo came back (the test proves nothing otherwise), its secrets hidden.
+    let echoed = text(&echoed.stderr);
+    assert!(
+        echoed.contains("Bad Request") && echoed.contains("authorization: ***"),
+        "{echoed}"
+    );
+    let echoed = seen.run(
+        "--out influx= to an echoing server",
+        tsload_in(out)
+            .arg("run")
+            .arg(&ok_pg)
+            .args(["-n", "100", "--progress", "none", "--json", "echo-out.json"])
+            .args(["--out", "html=echo-out.html"])
+            .arg("--out")
+            .arg(format!(
+                "influx={}",
+                echo.replace("http://", "http://me:KNRYoutEcho@") + "/write?db=x&p=KNRYoutEchoQ"
+            )),
+        false,
+    );
+    let echoed = text(&echoed.stderr);
+    assert!(
+        echoed.contains("--out influx=") && echoed.contains("Bad Request"),
+        "{echoed}"
+    );
+    // TOML errors where the secret sits on a line no key check recognises: a multi-line
+    // password, an escaped key, a later line of a sweep's array of passwords.
+    for (name, body) in [
+        (
+            "multi-line.toml",
+            "[target]\nkind = \"influx\"\npassword = \"\"\"\nKNRYml1\nKNRYml2\n\"\"\" x\n",
+        ),
+        (
+            "escaped-key.toml",
+            "[target]\nkind = \"influx\"\n\"pass\\u0077ord\" = [\"KNRYesc\"]\n",
+        ),
+        (
+            "sweep-array.toml",
+            "[target]\nkind = \"influx\"\n[sweep]\n\"target.password\" = [\n  \"KNRYsa1\",\n  \"KNRYsa2\" \"KNRYsa3\",\n]\n",
+        ),
+    ] {
+        let f = write(inp, name, body);
+        seen.run(
+            &format!("validate {name}"),
+            tsload_in(out).arg("validate").arg(&f),
+            false,
+        );
+        seen.run(
+            &format!("run {name}"),
+            tsload_in(out)
+                .arg("run")
+                .arg(&f)
+                .args(["--set", "load.workers=1"]),
+            false,
+        );
+    }
+
     // import-taosbenchmark: the password of the JSON file is not copied.
     let insert = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/taosbenchmark/insert.json"),
@@ -547,6 +686,17 @@ fn no_canary_secret_reaches_any_output() {
     );
 
     seen.files_under(out);
+    // A Basic header's base64 holds no marker: it is searched for itself.
+    {
+        use base64::Engine as _;
+        for pair in ["me:KNRYecho<&>\"pw", "me:KNRYoutEcho"] {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
+            let b64 = b64.trim_end_matches('=');
+            for (origin, body) in &seen.streams {
+                assert!(!body.contains(b64), "{origin}: the base64 of {pair:?}");
+            }
+        }
+    }
     let leaks = seen.leaks();
     assert!(
         leaks.is_empty(),
@@ -569,6 +719,10 @@ fn no_canary_secret_reaches_any_output() {
         "generated.lp",
         "queries.json",
         "imported.toml",
+        "echo.json",
+        "echo.html",
+        "echo-out.json",
+        "echo-out.html",
     ] {
         assert!(out.join(f).exists(), "{f} was not written");
     }
