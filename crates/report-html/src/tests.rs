@@ -1025,20 +1025,33 @@ fn figures_are_written_again_with_their_text_escaped_never_scanned() {
 
     // Markup that is not a drawing is refused by what it is, wherever it hides.
     for (svg, says) in [
+        (format!("<svg><text>{hostile}</text></svg>"), "not XML:"),
         (
-            format!("<svg><text>{hostile}</text></svg>"),
-            "an element <a> (byte 11); allowed: svg, g,",
+            "<svg><text><a href=\"javascript:x\">y</a></text></svg>".to_string(),
+            "an element <a> (line 1, column 12); allowed: svg, g,",
         ),
         (
             "<svg><text fill=\"url(https://x/y#z)\">a</text></svg>".to_string(),
-            "<text fill=\"url(https://x/y#z)\"> (byte 5): a paint is",
+            "<text fill=\"url(https://x/y#z)\"> (line 1): a paint is",
         ),
         (
             "<svg><rect style=\"fill:url(x)\"/></svg>".to_string(),
-            "<rect style> (byte 5): the attribute style; allowed:",
+            "<rect style> (line 1): the attribute style; allowed:",
         ),
-        ("<svg><g></svg>".to_string(), "</svg> (byte 8) closes <g>"),
-        ("<svg><text>a".to_string(), "<text> is not closed"),
+        (
+            "<svg><image xmlns:x=\"http://www.w3.org/1999/xlink\" x:href=\"y\"/></svg>".to_string(),
+            "an element <image>",
+        ),
+        (
+            "<svg><rect xmlns:x=\"http://www.w3.org/1999/xlink\" x:href=\"y\"/></svg>".to_string(),
+            "the attribute href",
+        ),
+        (
+            "<!DOCTYPE svg [<!ENTITY e \"x\">]><svg>&e;</svg>".to_string(),
+            "not XML:",
+        ),
+        ("<svg><g></svg>".to_string(), "not XML:"),
+        ("<svg><text>a".to_string(), "not XML:"),
     ] {
         let e = render_page(
             None,
