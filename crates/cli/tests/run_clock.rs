@@ -3,7 +3,8 @@
 //! answers) holds requests for longer than the run; each run must end within its duration
 //! plus its grace, count what it gave up on as unknown, write its report and say so in its
 //! exit code. A hostile PostgreSQL (its first answer declares a 2 GB message, then
-//! silence) must be refused at once, not read into memory.
+//! silence) must be refused at once, not read into memory; answers held by all workers
+//! together stop at the process's answer budget.
 #![allow(
     clippy::disallowed_macros,
     clippy::disallowed_methods,
@@ -290,6 +291,112 @@ fn a_hostile_postgres_is_refused_at_once_in_little_memory() {
     };
     assert!(
         peak_kib < 512 * 1024,
+        "a tsload child of this test peaked at {peak_kib} KiB"
+    );
+}
+
+/// An InfluxDB whose every query answer is 60 MiB, its last byte held back 8 s: 8 workers
+/// would hold 480 MiB of answers at once (each answer is under the 64 MiB cap of one). The
+/// process's answer budget (256 MiB for all workers together) refuses the answers past it,
+/// naming the cap, and the process stays far below 480 MiB.
+#[test]
+fn answers_held_at_once_by_all_workers_stop_at_the_process_cap() {
+    const BODY: usize = 60 << 20;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if line.starts_with("GET /ping") {
+                        let _ = out.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+                    } else if line.starts_with("GET /query") {
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {BODY}\r\n\r\n"
+                        );
+                        let mut answer = vec![b' '; BODY];
+                        answer[..2].copy_from_slice(b"{}");
+                        if out.write_all(head.as_bytes()).is_err()
+                            || out.write_all(&answer[..BODY - 1]).is_err()
+                        {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_secs(8));
+                        let _ = out.write_all(&answer[BODY - 1..]);
+                    } else {
+                        let body = "{\"results\":[{\"statement_id\":0}]}";
+                        let _ = write!(
+                            out,
+                            "HTTP/1.1 {}\r\nContent-Length: {}\r\n\r\n{body}",
+                            if line.starts_with("POST /query") {
+                                "200 OK"
+                            } else {
+                                "404 Not Found"
+                            },
+                            body.len()
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = tsload()
+        .args(["run", "--progress", "none", "--json", "q.json"])
+        .args(["--target", &format!("http://{addr}")])
+        .args(["--set", "target.kind=\"influx\"", "--set", "mode=\"query\""])
+        .args(["--set", "query.kind=\"tsbs\""])
+        .args(["--set", "query.types=[\"single-groupby-1-1-1\"]"])
+        .args(["--set", "query.workers=8", "--set", "query.queries=8"])
+        .args(["--set", "query.timeout=\"60s\""])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    let r = json(&dir.path().join("q.json"));
+    assert_eq!(
+        r["requests"].as_u64().unwrap() + r["failed_requests"].as_u64().unwrap(),
+        8,
+        "{r}"
+    );
+    assert!(r["failed_requests"].as_u64().unwrap() >= 4, "{r}\n{stderr}");
+    assert!(
+        stderr.contains("268435456 bytes (tsload's cap for all workers together"),
+        "{stderr}"
+    );
+    // SAFETY: getrusage fills the struct it is given.
+    #[allow(unsafe_code)]
+    let peak_kib = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage), 0);
+        usage.ru_maxrss
+    };
+    assert!(
+        peak_kib < 400 * 1024,
         "a tsload child of this test peaked at {peak_kib} KiB"
     );
 }

@@ -6,6 +6,7 @@
 //! final report; for reads, the query engine ([`run_queries`]) and its report. It knows no
 //! database, no CLI and no netlink.
 
+pub mod answer_budget;
 pub mod batch;
 pub mod engine;
 pub mod hlog;

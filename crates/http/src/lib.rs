@@ -2,7 +2,8 @@
 //! tsload shares: redirects are never followed (a write answered with 302/303 would
 //! become a GET that stores nothing, and the run would count every row), and an answer's
 //! body is read only up to a cap (a server answering with gigabytes must not take the
-//! client's memory).
+//! client's memory), and every body held counts against the process's one budget for
+//! answers (`tsload_core::answer_budget`).
 
 use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::{Response, StatusCode};
@@ -27,6 +28,9 @@ pub enum BodyError {
     /// The body is longer than the cap; nothing past it was read.
     #[error("the answer's body is larger than {cap} bytes; tsload reads at most that much")]
     TooLarge { cap: usize },
+    /// Holding the body would pass the process's budget for answers.
+    #[error(transparent)]
+    OverBudget(#[from] tsload_core::answer_budget::OverBudget),
     /// The connection failed while the body was read.
     #[error(transparent)]
     Transport(#[from] reqwest::Error),
@@ -39,20 +43,41 @@ pub async fn read_body(
     mut response: Response,
     cap: usize,
     truncate: bool,
-) -> Result<Vec<u8>, BodyError> {
-    let mut body = Vec::new();
+) -> Result<Body, BodyError> {
+    let mut body = Body::default();
     while let Some(chunk) = response.chunk().await? {
-        let room = cap - body.len();
-        if chunk.len() > room {
-            if truncate {
-                body.extend_from_slice(&chunk[..room]);
-                return Ok(body);
+        let room = cap - body.bytes.len();
+        let take = if chunk.len() > room {
+            if !truncate {
+                return Err(BodyError::TooLarge { cap });
             }
-            return Err(BodyError::TooLarge { cap });
+            room
+        } else {
+            chunk.len()
+        };
+        body.held.grow(take)?;
+        body.bytes.extend_from_slice(&chunk[..take]);
+        if take < chunk.len() {
+            break;
         }
-        body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// A body read whole: its bytes count against the process's answer budget until it is
+/// dropped.
+#[derive(Debug, Default)]
+pub struct Body {
+    bytes: Vec<u8>,
+    held: tsload_core::answer_budget::Held,
+}
+
+impl std::ops::Deref for Body {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 /// The start of an error answer's body, as text, at most [`ERROR_BODY_CAP`] bytes read;

@@ -26,6 +26,9 @@ pub struct ReadBuffer {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// What the buffer grew by past its first size, counted against the process's answer
+    /// budget (`tsload_core::answer_budget`) while the connection lives.
+    grown: tsload_core::answer_budget::Held,
 }
 
 impl ReadBuffer {
@@ -34,6 +37,7 @@ impl ReadBuffer {
             buf: vec![0; capacity.max(MIN_ROOM)],
             start: 0,
             end: 0,
+            grown: Default::default(),
         }
     }
 
@@ -52,7 +56,11 @@ impl ReadBuffer {
             self.end -= self.start;
             self.start = 0;
             if n > self.buf.len() {
-                self.buf.resize(n.next_power_of_two(), 0);
+                let len = n.next_power_of_two();
+                self.grown
+                    .grow(len - self.buf.len())
+                    .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+                self.buf.resize(len, 0);
             }
         }
         while self.end - self.start < n {
