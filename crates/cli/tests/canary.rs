@@ -125,41 +125,23 @@ fn echo_server() -> String {
 }
 
 fn echo(stream: std::net::TcpStream) {
-    use std::io::BufRead;
+    use tsload_testbed::http_front::Request;
     let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
-    loop {
-        let mut request = String::new();
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            request.push_str(&line);
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let answer = if request.starts_with("GET /ping") {
+    while let Some(request) = Request::read(&mut reader) {
+        let answer = if request.is("GET", "/ping") {
             "HTTP/1.1 204 No Content\r\n\r\n".to_string()
-        } else if request.starts_with("POST /query") {
+        } else if request.is("POST", "/query") {
             let body = "{\"results\":[{\"statement_id\":0}]}";
             format!(
                 "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             )
         } else {
+            let head = request.head.trim_end();
             format!(
-                "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{request}",
-                request.len()
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{head}",
+                head.len()
             )
         };
         if out.write_all(answer.as_bytes()).is_err() {

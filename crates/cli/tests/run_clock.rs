@@ -11,11 +11,13 @@
     reason = "a test: its own servers and files are not tsload's output"
 )]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use tsload_testbed::http_front::Request;
 
 mod common;
 use common::{json, text, tsload};
@@ -42,50 +44,33 @@ fn silent_influx() -> (String, mpsc::Receiver<String>) {
 }
 
 fn serve(stream: TcpStream, held: &mpsc::Sender<String>) {
+    answer_each(stream, |r, out| {
+        let answer = if r.is("GET", "/ping") {
+            "HTTP/1.1 204 No Content\r\n\r\n"
+        } else if r.is("POST", "/query") {
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n{\"results\":[{\"statement_id\":0}]}\r\n"
+        } else if ["/debug/vars", "/metrics", "/exec"]
+            .iter()
+            .any(|p| r.is("GET", p))
+        {
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+        } else {
+            // A write or a query: taken, never answered (the connection stays open).
+            let _ = held.send(r.head.lines().next().unwrap_or_default().to_string());
+            std::thread::sleep(Duration::from_secs(3600));
+            return false;
+        };
+        out.write_all(answer.as_bytes()).is_ok()
+    });
+}
+
+/// Serves every request of `stream` with `answer`, until it returns false or the client
+/// closes.
+fn answer_each(stream: TcpStream, mut answer: impl FnMut(&Request, &mut TcpStream) -> bool) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h == "\r\n" {
-                break;
-            }
-            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let answer = match line.split(' ').take(2).collect::<Vec<_>>()[..] {
-            ["GET", p] if p.starts_with("/ping") => "HTTP/1.1 204 No Content\r\n\r\n",
-            ["POST", p] if p.starts_with("/query") => {
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n{\"results\":[{\"statement_id\":0}]}\r\n"
-            }
-            ["GET", p]
-                if ["/debug/vars", "/metrics", "/exec"]
-                    .iter()
-                    .any(|s| p.starts_with(s)) =>
-            {
-                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
-            }
-            _ => {
-                // A write or a query: taken, never answered (the connection stays open).
-                let _ = held.send(line.trim().to_string());
-                std::thread::sleep(Duration::from_secs(3600));
-                return;
-            }
-        };
-        if out.write_all(answer.as_bytes()).is_err() {
+    while let Some(request) = Request::read(&mut reader) {
+        if !answer(&request, &mut out) {
             return;
         }
     }
@@ -308,59 +293,37 @@ fn answers_held_at_once_by_all_workers_stop_at_the_process_cap() {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut out = stream;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
+                answer_each(stream, |r, out| {
+                    if r.is("GET", "/ping") {
+                        return out.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").is_ok();
                     }
-                    let mut length = 0usize;
-                    loop {
-                        let mut h = String::new();
-                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if h == "\r\n" {
-                            break;
-                        }
-                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    if line.starts_with("GET /ping") {
-                        let _ = out.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
-                    } else if line.starts_with("GET /query") {
-                        let head = format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {BODY}\r\n\r\n"
-                        );
-                        let mut answer = vec![b' '; BODY];
-                        answer[..2].copy_from_slice(b"{}");
-                        if out.write_all(head.as_bytes()).is_err()
-                            || out.write_all(&answer[..BODY - 1]).is_err()
-                        {
-                            return;
-                        }
-                        std::thread::sleep(Duration::from_secs(8));
-                        let _ = out.write_all(&answer[BODY - 1..]);
-                    } else {
+                    if !r.is("GET", "/query") {
                         let body = "{\"results\":[{\"statement_id\":0}]}";
-                        let _ = write!(
+                        let status = if r.is("POST", "/query") {
+                            "200 OK"
+                        } else {
+                            "404 Not Found"
+                        };
+                        return write!(
                             out,
-                            "HTTP/1.1 {}\r\nContent-Length: {}\r\n\r\n{body}",
-                            if line.starts_with("POST /query") {
-                                "200 OK"
-                            } else {
-                                "404 Not Found"
-                            },
+                            "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}",
                             body.len()
-                        );
+                        )
+                        .is_ok();
                     }
-                }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {BODY}\r\n\r\n"
+                    );
+                    let mut answer = vec![b' '; BODY];
+                    answer[..2].copy_from_slice(b"{}");
+                    if out.write_all(head.as_bytes()).is_err()
+                        || out.write_all(&answer[..BODY - 1]).is_err()
+                    {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_secs(8));
+                    out.write_all(&answer[BODY - 1..]).is_ok()
+                });
             });
         }
     });

@@ -120,8 +120,8 @@ pub fn register(secret: &str) {
 }
 
 /// `s` as an HTML page holds it in text or an attribute: `&`, `<`, `>`, `"` and `'`
-/// escaped as tsload's pages escape them.
-fn html_escaped(s: &str) -> String {
+/// escaped. tsload's pages escape with this, so a registered secret's page form is known.
+pub fn html_escaped(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

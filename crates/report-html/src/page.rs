@@ -244,20 +244,17 @@ pub(crate) fn is_hidden_control(c: char) -> bool {
 
 /// HTML text and attribute escaping, control characters shown as U+FFFD: how every text
 /// from a report reaches the page.
+/// The escaping itself is the redaction's (`tsload_redact::html_escaped`), so the form a
+/// secret takes on a page is the one the redaction looks for.
 pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if is_hidden_control(c) => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
+    if !s.chars().any(is_hidden_control) {
+        return tsload_redact::html_escaped(s);
     }
-    out
+    let shown: String = s
+        .chars()
+        .map(|c| if is_hidden_control(c) { '\u{fffd}' } else { c })
+        .collect();
+    tsload_redact::html_escaped(&shown)
 }
 
 /// The page's data as the text of its `<script type="application/json">`: `</` written

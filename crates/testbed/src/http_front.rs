@@ -82,6 +82,47 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
+/// One HTTP/1.1 request as a test server reads it: the request line and headers as sent
+/// (`head`, ending with the blank line) and the body of its `Content-Length`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// The next request on `reader`; `None` when the client closes or a read fails.
+    pub fn read(reader: &mut impl BufRead) -> Option<Request> {
+        let mut head = String::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            let end = line == "\r\n";
+            head.push_str(&line);
+            if end {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        Some(Request { head, body })
+    }
+
+    /// Whether the request line starts with `method` and `path` (a prefix of the path).
+    pub fn is(&self, method: &str, path: &str) -> bool {
+        self.head
+            .strip_prefix(method)
+            .and_then(|r| r.strip_prefix(' '))
+            .is_some_and(|r| r.starts_with(path))
+    }
+}
+
 /// Serves one client connection until it closes (or a read fails).
 fn serve(conn: TcpStream, upstream: SocketAddr, storm: Storm, seen: &AtomicUsize) {
     let Ok(read_half) = conn.try_clone() else {
@@ -89,30 +130,10 @@ fn serve(conn: TcpStream, upstream: SocketAddr, storm: Storm, seen: &AtomicUsize
     };
     let mut reader = BufReader::new(read_half);
     let mut conn = conn;
-    loop {
-        let mut head = Vec::new();
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            let end = line == "\r\n";
-            head.extend_from_slice(line.as_bytes());
-            if end {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
+    while let Some(Request { head, body }) = Request::read(&mut reader) {
         // Only writes (POST) meet the storm: the client's reads of the server's own
         // figures (GET /metrics, /debug/vars) pass through and are not counted.
-        let post = head.starts_with(b"POST ");
+        let post = head.starts_with("POST ");
         if post && seen.fetch_add(1, Ordering::SeqCst) < storm.failures {
             let msg = "injected failure";
             let retry = storm
@@ -147,7 +168,6 @@ fn serve(conn: TcpStream, upstream: SocketAddr, storm: Storm, seen: &AtomicUsize
         let Ok(mut up) = TcpStream::connect(upstream) else {
             return;
         };
-        let head = String::from_utf8_lossy(&head);
         let head = format!(
             "{}\r\nconnection: close\r\n\r\n",
             head.trim_end_matches("\r\n")
