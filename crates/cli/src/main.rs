@@ -117,9 +117,9 @@ struct RunArgs {
     /// Shorthand for `--set load.duration=D`, e.g. `30s`.
     #[arg(short = 'd', long, value_name = "DURATION")]
     duration: Option<String>,
-    /// Shorthand for `--set load.grace=G` (default 5s): how long requests in flight at the
-    /// run's end (its duration, Ctrl-C, SIGTERM) may take before they are abandoned and
-    /// counted as unknown; the report is written either way.
+    /// Shorthand for `--set load.grace=G` (default 5s): how long requests in flight after
+    /// Ctrl-C or SIGTERM may take before they are abandoned and counted as unknown; the
+    /// report is written either way (`load.drain`, 30s, is the same after the duration).
     #[arg(long, value_name = "DURATION")]
     grace: Option<String>,
     /// Shorthand for `--set load.rows=N` (stop after N rows).

@@ -846,6 +846,7 @@ impl Ctx<'_> {
         let mut query = query;
         if let Some(q) = &mut query {
             q.config.grace = load.grace;
+            q.config.drain = load.drain;
         }
         Ok(Plan {
             name: raw
@@ -964,6 +965,9 @@ impl Ctx<'_> {
             grace: self
                 .opt_duration(&l.grace, "load.grace", Duration::ZERO)?
                 .unwrap_or(d.grace),
+            drain: self
+                .opt_duration(&l.drain, "load.drain", Duration::ZERO)?
+                .unwrap_or(d.drain),
             ..d
         })
     }

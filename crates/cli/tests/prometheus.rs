@@ -161,6 +161,9 @@ fn prometheus_merging_duplicate_samples_is_a_shortfall() {
             "workload.kind=\"file\"".into(),
             "workload.path=\"twice.lp\"".into(),
             "load.batch=100".into(),
+            // One worker: the file's lines in order (two would split each series' samples
+            // between them, and Prometheus would refuse some as out of order).
+            "load.workers=1".into(),
         ],
     );
     assert!(!out.status.success(), "{}", text(&out.stderr));

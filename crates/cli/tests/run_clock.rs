@@ -1,7 +1,7 @@
 //! One run clock: `-d` and SIGTERM end a run whatever is in flight. A silent server
 //! (started here: it answers the set-up and then takes every write or query and never
 //! answers) holds requests for longer than the run; each run must end within its duration
-//! plus its grace, count what it gave up on as unknown, write its report and say so in its
+//! plus its drain (or a signal plus its grace), count what it gave up on as unknown, write its report and say so in its
 //! exit code. A hostile PostgreSQL (its first answer declares a 2 GB message, then
 //! silence) must be refused at once, not read into memory; answers held by all workers
 //! together stop at the process's answer budget.
@@ -97,17 +97,20 @@ fn finished(child: Child) -> (Output, Duration) {
 }
 
 /// `-d 2s` against a server that never answers a write: the run ends at its duration plus
-/// its grace (it waited for the 60 s request timeout and its retries), its report counts
+/// its drain (it waited for the 60 s request timeout and its retries), its report counts
 /// the writes in flight as abandoned and their rows as unknown, and it exits 1.
 #[test]
 fn a_duration_ends_a_write_run_whose_requests_never_come_back() {
     let (url, held) = silent_influx();
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = write_run(&url, &["-d", "2s", "--grace", "1s", "--json", "r.json"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let out = write_run(
+        &url,
+        &["-d", "2s", "--set", "load.drain=\"1s\"", "--json", "r.json"],
+    )
+    .current_dir(dir.path())
+    .output()
+    .unwrap();
     let took = started.elapsed();
     assert!(
         held.try_recv().is_ok(),
@@ -167,7 +170,7 @@ fn sigterm_ends_a_run_within_its_grace_whatever_is_in_flight() {
 }
 
 /// A query run against a server that never answers a query: `query.duration` ends it
-/// within its grace (it waited for the 60 s query timeout).
+/// within its drain (it waited for the 60 s query timeout).
 #[test]
 fn a_duration_ends_a_query_run_whose_answers_never_come() {
     let (url, held) = silent_influx();
@@ -186,8 +189,8 @@ fn a_duration_ends_a_query_run_whose_answers_never_come() {
             "query.duration=\"2s\"",
             "--set",
             "query.timeout=\"60s\"",
-            "--grace",
-            "1s",
+            "--set",
+            "load.drain=\"1s\"",
             "--json",
             "q.json",
         ],

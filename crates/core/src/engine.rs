@@ -64,16 +64,22 @@ pub struct LoadConfig {
     /// Ask the target what it stored ([`Sink::tally`]) before the clock starts and after
     /// the last write: [`RunOutcome::stored`].
     pub verify_stored: bool,
-    /// How long requests still in flight at the run's end (its duration, or a signal) may
-    /// take before they are abandoned: [`RunOutcome::abandoned_requests`], their rows
-    /// counted as unknown (ambiguous). It also bounds the retries: none starts after the
-    /// end.
+    /// How long requests still in flight after a signal (Ctrl-C, SIGTERM) may take before
+    /// they are abandoned: [`RunOutcome::abandoned_requests`], their rows counted as
+    /// unknown (ambiguous).
     pub grace: Duration,
+    /// The same after the run's duration: requests sent in its last moments are part of
+    /// it and are waited for, this long at most. No retry starts after the duration.
+    pub drain: Duration,
 }
 
 /// [`LoadConfig::grace`] unless set: a service manager's or Kubernetes' stop waits longer
 /// (10 s, 30 s) before it kills.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+/// [`LoadConfig::drain`] unless set: a loaded server may take seconds per request, and a
+/// request it answers is part of the run.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
 
 /// The longest the questions to the server about what it stored and its storage may take
 /// together, before the run and again after it ([`LoadConfig::grace`] after a signal): a
@@ -97,6 +103,7 @@ impl Default for LoadConfig {
             measure_storage: false,
             verify_stored: false,
             grace: DEFAULT_GRACE,
+            drain: DEFAULT_DRAIN,
         }
     }
 }
@@ -185,26 +192,32 @@ impl StopHandle {
         }
     }
 
-    /// Abandons what is in flight `grace` after the run's end: `deadline` (if any) or a
+    /// Abandons what is in flight `drain` after `deadline` (if any) or `grace` after a
     /// signal, whichever comes first. The caller aborts the task when the run is over.
     pub fn abandon_after_end(
         &self,
         deadline: Option<Instant>,
+        drain: Duration,
         grace: Duration,
     ) -> tokio::task::JoinHandle<()> {
         let stop = self.clone();
         tokio::spawn(async move {
-            let at_deadline = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+            let drained = async {
+                match deadline.and_then(|d| d.checked_add(drain)) {
+                    Some(at) => {
+                        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+                    }
                     None => std::future::pending().await,
                 }
             };
+            let signalled = async {
+                stop.interrupted().await;
+                tokio::time::sleep(grace).await;
+            };
             tokio::select! {
-                _ = at_deadline => {}
-                _ = stop.interrupted() => {}
+                _ = drained => {}
+                _ = signalled => {}
             }
-            tokio::time::sleep(grace).await;
             stop.abandon();
         })
     }
@@ -464,7 +477,7 @@ pub async fn run<S: Sink>(
         fatal: Mutex::new(None),
         abandoned: AtomicU64::new(0),
     });
-    let abandon = stop.abandon_after_end(shared.deadline, cfg.grace);
+    let abandon = stop.abandon_after_end(shared.deadline, cfg.drain, cfg.grace);
 
     let (tx, rx) = mpsc::unbounded_channel::<IntervalRecord>();
     let raw = cfg

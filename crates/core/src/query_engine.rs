@@ -58,9 +58,11 @@ pub struct QueryConfig {
     pub timeout: Option<Duration>,
     /// Coordination with other shards around setup and the start (none by default).
     pub gate: Gate,
-    /// How long requests still unanswered at the run's end (its duration, or a signal)
-    /// may take before they are abandoned: [`QueryOutcome::abandoned_requests`].
+    /// How long requests still unanswered after a signal may take before they are
+    /// abandoned: [`QueryOutcome::abandoned_requests`].
     pub grace: Duration,
+    /// The same after the run's duration.
+    pub drain: Duration,
 }
 
 impl Default for QueryConfig {
@@ -77,6 +79,7 @@ impl Default for QueryConfig {
             timeout: None,
             gate: Gate::default(),
             grace: crate::engine::DEFAULT_GRACE,
+            drain: crate::engine::DEFAULT_DRAIN,
         }
     }
 }
@@ -507,7 +510,7 @@ pub async fn run_queries<T: QueryTarget>(
         unsent: AtomicU64::new(0),
         abandoned: AtomicU64::new(0),
     });
-    let abandon = stop.abandon_after_end(shared.deadline, cfg.grace);
+    let abandon = stop.abandon_after_end(shared.deadline, cfg.drain, cfg.grace);
 
     let (tx, rx) = mpsc::unbounded_channel::<QueryIntervalRecord>();
     let ticker = IntervalTicker::new(t0, cfg.report_interval, cfg.workers);

@@ -240,7 +240,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         let why = format!(
             "{n} requests were still unanswered {} after the run's end and were abandoned: \
              their rows may or may not be stored",
-            humantime::format_duration(plan.load.grace)
+            humantime::format_duration(plan.load.drain)
         );
         errln!("error: {why}");
         (1, why)

@@ -65,8 +65,9 @@ impl Ctx<'_> {
                 .map_or(workers.min(16), |v| v as usize),
             timeout: self.opt_duration(&q.timeout, "query.timeout", Duration::from_millis(1))?,
             gate: Default::default(),
-            // The run's `load.grace`, set with the plan.
+            // The run's `load.grace` and `load.drain`, set with the plan.
             grace: tsload_core::engine::DEFAULT_GRACE,
+            drain: tsload_core::engine::DEFAULT_DRAIN,
         };
         let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
         let start_after = self.opt_duration(&q.start_after, "query.start_after", Duration::ZERO)?;

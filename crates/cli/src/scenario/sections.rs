@@ -333,8 +333,10 @@ section! {
         max_retries: i64 = "integer", Toml("3"), ALL;
         /// first retry's wait (doubled each time, at most 5 s)
         retry_backoff: String = "duration", Toml("\"100ms\""), ALL;
-        /// how long requests in flight at the run's end (`duration`, Ctrl-C, SIGTERM) may take before they are abandoned, rows unknown (`--grace`); writes and queries
+        /// how long requests in flight after Ctrl-C or SIGTERM may take before they are abandoned, rows unknown (`--grace`); writes and queries
         grace: String = "duration", Toml("\"5s\""), ALL;
+        /// the same after `duration` (and `query.duration`) ends: requests sent in its last moments are waited for this long at most
+        drain: String = "duration", Toml("\"30s\""), ALL;
     }
 }
 
