@@ -147,9 +147,12 @@ fn sigterm_ends_a_run_within_its_grace_whatever_is_in_flight() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The run is under way (its signal handlers are in place) once a write is held.
-    held.recv_timeout(Duration::from_secs(60))
-        .expect("no write reached the silent server");
+    // The run is under way (its signal handlers are in place) once a write is held, and
+    // both workers' writes are in flight once two are.
+    for _ in 0..2 {
+        held.recv_timeout(Duration::from_secs(60))
+            .expect("no write reached the silent server");
+    }
     let signalled = Instant::now();
     // SAFETY: kill(2) on the child's own pid, which it still holds (not yet waited for).
     #[allow(unsafe_code)]
