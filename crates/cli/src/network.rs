@@ -279,7 +279,7 @@ pub async fn app_probe(
     opts: &AppOptions,
 ) -> anyhow::Result<ProbeReport> {
     Ok(match target.app_probe() {
-        tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(&url, opts).await?,
+        tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(url.expose(), opts).await?,
         tsload_target::AppProbe::Http(endpoint) => {
             let url = format!("{}{path}", endpoint.url.trim_end_matches('/'));
             let mut opts = opts.clone();

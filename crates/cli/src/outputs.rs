@@ -23,8 +23,9 @@ use tsload_core::recorder::Counters;
 pub enum OutSpec {
     Csv(PathBuf),
     Ndjson(PathBuf),
-    /// The write endpoint (`http://host:8086/write?db=tsload` or a v2 URL).
-    Influx(String),
+    /// The write endpoint (`http://host:8086/write?db=tsload` or a v2 URL), shown with its
+    /// secrets as `***`.
+    Influx(tsload_redact::SecretUrl),
     /// The HTML report, written once at the end of the run.
     Html(PathBuf),
 }
@@ -50,21 +51,20 @@ impl std::str::FromStr for OutSpec {
                     .ok_or_else(|| {
                         format!("\"{s}\": expected an http(s) URL, e.g. influx=http://127.0.0.1:8086/write?db=tsload")
                     })?;
-                // Its password and secret query values are hidden from here on, as is the
-                // Basic header the HTTP client builds of its user info (a server may echo
-                // either).
-                tsload_redact::register_url(path);
+                // Its password and secret query values are a SecretUrl's; the Basic header
+                // the HTTP client builds of its user info is registered too (a server may
+                // echo either).
                 if let Some(password) = url.password() {
                     tsload_redact::register_basic_auth(url.username(), password);
                 }
                 // A bare server URL writes to InfluxDB 1.x's /write into database tsload.
-                Ok(OutSpec::Influx(
+                Ok(OutSpec::Influx(tsload_redact::SecretUrl::new(
                     if url.path() == "/" && url.query().is_none() {
                         format!("{}write?db=tsload", url.as_str())
                     } else {
                         url.to_string()
                     },
-                ))
+                )))
             }
             other => Err(format!(
                 "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson, influx, html"
@@ -78,9 +78,6 @@ const PUSH_QUEUE: usize = 1024;
 
 /// How long the `--out influx=` sender may go on after the run.
 const CLOSE_WAIT: Duration = Duration::from_secs(15);
-
-/// `url` with its secrets hidden, for reports and messages.
-pub use tsload_redact::url as redact_url;
 
 /// One report interval of one stream, as the CSV and NDJSON outputs write it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -368,7 +365,7 @@ impl Outputs {
                 {
                     slot.get_or_insert(format!(
                         "--out influx={}: still sending {} s after the run; the rest was dropped",
-                        redact_url(&push.url),
+                        push.url,
                         CLOSE_WAIT.as_secs()
                     ));
                 }
@@ -502,7 +499,7 @@ fn exposition(streams: &[(&'static str, StreamState)]) -> String {
 /// interval's start), encoded
 /// by tsload-lineproto and posted, in order, by one task on the run's runtime.
 struct InfluxPush {
-    url: String,
+    url: tsload_redact::SecretUrl,
     encoder: tsload_lineproto::LineEncoder,
     batch: tsload_core::Batch,
     tx: Option<tokio::sync::mpsc::Sender<Vec<u8>>>,
@@ -520,7 +517,7 @@ struct InfluxPush {
 impl std::fmt::Debug for InfluxPush {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InfluxPush")
-            .field("url", &redact_url(&self.url))
+            .field("url", &self.url)
             .finish_non_exhaustive()
     }
 }
@@ -571,7 +568,7 @@ const FLOAT_FIELDS: [&str; 8] = [
 ];
 
 impl InfluxPush {
-    fn new(url: &str) -> anyhow::Result<InfluxPush> {
+    fn new(url: &tsload_redact::SecretUrl) -> anyhow::Result<InfluxPush> {
         use tsload_core::{DataType, FieldDef, Schema, TableSchema, TagDef};
         let fields = INT_FIELDS
             .iter()
@@ -602,7 +599,7 @@ impl InfluxPush {
             .build()?;
         let (tx, rx) = tokio::sync::mpsc::channel(PUSH_QUEUE);
         Ok(InfluxPush {
-            url: url.to_string(),
+            url: url.clone(),
             batch: tsload_core::Batch::for_schema(&schema),
             encoder: tsload_lineproto::LineEncoder::new(schema, tsload_lineproto::Precision::Ns),
             tx: Some(tx),
@@ -640,7 +637,7 @@ impl InfluxPush {
         let token = self.token.clone();
         self.task = Some(runtime.spawn(async move {
             while let Some(body) = rx.recv().await {
-                let request = InfluxPush::post(&client, &url, token.as_ref(), body);
+                let request = InfluxPush::post(&client, url.expose(), token.as_ref(), body);
                 let failed = match request.send().await {
                     Ok(r) if r.status().is_success() => {
                         tsload_http::drain(r).await;
@@ -666,7 +663,7 @@ impl InfluxPush {
                     } else {
                         ""
                     };
-                    slot.get_or_insert(format!("--out influx={}: {e}{rest}", redact_url(&url)));
+                    slot.get_or_insert(format!("--out influx={url}: {e}{rest}"));
                 }
                 if give_up {
                     break;
@@ -728,7 +725,7 @@ impl InfluxPush {
             // at the end, rather than growing the client's memory.
             slot.get_or_insert(format!(
                 "--out influx={}: the server fell {PUSH_QUEUE} intervals behind; later intervals were dropped",
-                redact_url(&self.url)
+                self.url
             ));
         }
     }
@@ -845,18 +842,25 @@ mod tests {
 
     #[test]
     fn influx_urls_default_to_write_and_hide_secrets() {
+        let influx = |s: &str| match s.parse::<OutSpec>() {
+            Ok(OutSpec::Influx(url)) => url,
+            other => panic!("{s}: {other:?}"),
+        };
         assert_eq!(
-            "influx=http://h:8086".parse(),
-            Ok(OutSpec::Influx("http://h:8086/write?db=tsload".into()))
+            influx("influx=http://h:8086").expose(),
+            "http://h:8086/write?db=tsload"
         );
         assert_eq!(
-            "influx=https://h/api/v2/write?org=o&bucket=b".parse(),
-            Ok(OutSpec::Influx(
-                "https://h/api/v2/write?org=o&bucket=b".into()
-            ))
+            influx("influx=https://h/api/v2/write?org=o&bucket=b").expose(),
+            "https://h/api/v2/write?org=o&bucket=b"
         );
         assert!("influx=ftp://h".parse::<OutSpec>().is_err());
-        let shown = redact_url("http://u:pw1@h:8086/write?db=x&u=me&p=pw2&token=t3");
+        let url = influx("influx=http://u:pw1@h:8086/write?db=x&u=me&p=pw2&token=t3");
+        assert_eq!(
+            url.expose(),
+            "http://u:pw1@h:8086/write?db=x&u=me&p=pw2&token=t3"
+        );
+        let shown = format!("{url} {url:?} {}", serde_json::to_string(&url).unwrap());
         assert!(
             !shown.contains("pw1") && !shown.contains("pw2") && !shown.contains("t3"),
             "{shown}"

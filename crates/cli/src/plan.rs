@@ -477,9 +477,7 @@ impl Plan {
                 crate::outputs::OutSpec::Csv(p) => format!("csv={}", p.display()),
                 crate::outputs::OutSpec::Ndjson(p) => format!("ndjson={}", p.display()),
                 crate::outputs::OutSpec::Html(p) => format!("html={}", p.display()),
-                crate::outputs::OutSpec::Influx(u) => {
-                    format!("influx={}", crate::outputs::redact_url(u))
-                }
+                crate::outputs::OutSpec::Influx(u) => format!("influx={u}"),
             }).collect::<Vec<_>>(),
             "metrics_addr": o.metrics_addr,
             "verify": o.verify,

@@ -25,7 +25,7 @@ use std::sync::RwLock;
 
 mod secret;
 
-pub use self::secret::{Secret, basic_auth_header};
+pub use self::secret::{Secret, SecretUrl, basic_auth_header};
 
 use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
@@ -216,15 +216,15 @@ pub fn url(raw: &str) -> String {
 }
 
 /// Where the secrets of one URL lie, as byte ranges.
-struct Parts {
+pub(crate) struct Parts {
     /// The password of the user info.
-    password: Option<(usize, usize)>,
+    pub(crate) password: Option<(usize, usize)>,
     /// Secret query keys' values.
-    secret_values: Vec<(String, (usize, usize))>,
+    pub(crate) secret_values: Vec<(String, (usize, usize))>,
 }
 
 impl Parts {
-    fn of(raw: &str) -> Parts {
+    pub(crate) fn of(raw: &str) -> Parts {
         let (auth_start, query_from) = match raw.find("://") {
             Some(i) => (Some(i + 3), i + 3),
             // A DSN without a scheme (`root:pw@host:6041`): the user info is what

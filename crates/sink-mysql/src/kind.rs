@@ -200,11 +200,11 @@ impl Target for MysqlConfig {
     }
 
     fn url(&self) -> Option<&str> {
-        Some(&self.url)
+        Some(self.url.shown())
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = url;
+        self.url = self.url.with_shown(&url);
     }
 
     fn drop_existing(&self) -> Option<bool> {
@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(
             t.app_probe(),
             AppProbe::Sql {
-                url: DEFAULT_URL.to_string()
+                url: DEFAULT_URL.into()
             }
         );
         assert_eq!(t.oltp_dialect(), Some(tsload_oltp::Dialect::Mysql));
@@ -340,10 +340,16 @@ mod tests {
         ])
         .unwrap();
         let url = "mariadb://bench:p%40ss%20word@db.example:3307/metrics?ssl-mode=REQUIRED";
+        let AppProbe::Sql { url: driver_url } = t.app_probe() else {
+            panic!("a SQL probe")
+        };
+        assert_eq!(driver_url.expose(), url);
+        // The settings (plan, reports) hold no password.
+        let shown = "mariadb://bench:***@db.example:3307/metrics?ssl-mode=REQUIRED";
         assert_eq!(
             t.settings(),
             serde_json::json!({
-                "kind": "mysql", "url": url, "engine": "RocksDB",
+                "kind": "mysql", "url": shown, "engine": "RocksDB",
                 "primary_key": "tags_ts", "transaction": "autocommit", "ts_type": "bigint_ns",
                 "drop_existing": true, "create_database": true, "connect_timeout": "1m 30s",
                 "delivery": "at_least_once",

@@ -41,6 +41,7 @@ use std::time::Duration;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{ConnectOptions, Executor};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
+use tsload_redact::SecretUrl;
 
 pub use conn::MysqlConn;
 pub use kind::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENGINE, DEFAULT_URL, KIND, MysqlKind};
@@ -128,12 +129,12 @@ impl TransactionMode {
 }
 
 /// Where and how to write.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MysqlConfig {
     /// `mysql://user:password@host:3306/database` (or `mariadb://`); options such as
     /// `?ssl-mode=disabled` or `?socket=/path` as sqlx reads them. The database must be
-    /// named.
-    pub url: String,
+    /// named. Shown with its password as `***`.
+    pub url: SecretUrl,
     /// The storage engine of the tables (`ENGINE=`): one word, e.g. `InnoDB` (default),
     /// `MyISAM`, `Aria`, `RocksDB`. An engine the server lacks is an error (the connection
     /// sets `NO_ENGINE_SUBSTITUTION`).
@@ -164,7 +165,7 @@ impl MysqlConfig {
     /// `url` with the defaults: InnoDB, no primary key, one transaction per batch,
     /// `DATETIME(6)` timestamps, keep existing tables, do not create the database, 10 s
     /// connect timeout.
-    pub fn new(url: impl Into<String>) -> Self {
+    pub fn new(url: impl Into<SecretUrl>) -> Self {
         MysqlConfig {
             url: url.into(),
             engine: kind::DEFAULT_ENGINE.to_string(),
@@ -208,23 +209,6 @@ impl MysqlConfig {
     }
 }
 
-impl fmt::Debug for MysqlConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MysqlConfig")
-            .field("url", &url::redact(&self.url))
-            .field("engine", &self.engine)
-            .field("primary_key", &self.primary_key)
-            .field("transaction", &self.transaction)
-            .field("ts_type", &self.ts_type)
-            .field("drop_existing", &self.drop_existing)
-            .field("create_database", &self.create_database)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("delivery", &self.delivery)
-            .field("run_id", &self.run_id)
-            .finish()
-    }
-}
-
 /// The MySQL target.
 #[derive(Clone)]
 pub struct MysqlSink {
@@ -262,8 +246,8 @@ impl MysqlSink {
     /// be one word, and exactly-once delivery needs a transaction per batch (the check
     /// the kind's parse makes, for a configuration built by hand).
     pub fn new(cfg: MysqlConfig) -> Result<Self, SinkError> {
-        let label = url::redact(&cfg.url);
-        let options = parse_url(&cfg.url, &label)?;
+        let label = cfg.url.shown().to_string();
+        let options = parse_url(&cfg.url)?;
         let Some(database) = options.get_database().map(str::to_string) else {
             return Err(SinkError::new(
                 ErrorKind::Connection,
@@ -299,8 +283,9 @@ impl MysqlSink {
     }
 }
 
-fn parse_url(url: &str, label: &str) -> Result<MySqlConnectOptions, SinkError> {
-    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+fn parse_url(url: &SecretUrl) -> Result<MySqlConnectOptions, SinkError> {
+    let label = url.shown();
+    let scheme = label.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     if !matches!(scheme.as_deref(), Some("mysql" | "mariadb")) {
         return Err(SinkError::new(
             ErrorKind::Connection,
@@ -310,9 +295,10 @@ fn parse_url(url: &str, label: &str) -> Result<MySqlConnectOptions, SinkError> {
             ),
         ));
     }
-    let options = MySqlConnectOptions::from_str(url).map_err(|e| {
+    let options = MySqlConnectOptions::from_str(url.expose()).map_err(|e| {
         // sqlx's message may quote the URL: say it with the password hidden instead.
-        let reason = url::redact(&e.to_string()).replace(url, label);
+        let reason = e.to_string().replace(url.expose(), label);
+        let reason = url::redact(&reason);
         SinkError::new(
             ErrorKind::Connection,
             format!("invalid MySQL URL {label}: {reason}"),
@@ -433,7 +419,7 @@ impl Sink for MysqlSink {
             sql::check_table(table, cfg.primary_key)?;
         }
         if cfg.create_database {
-            let options = parse_url(&url::without_database(&cfg.url), &inner.label)?;
+            let options = parse_url(&cfg.url.with_shown(&url::without_database(cfg.url.shown())))?;
             let mut conn = inner.open_with(&options).await?;
             ddl(
                 &mut conn,

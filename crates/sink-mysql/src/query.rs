@@ -41,7 +41,7 @@ impl MysqlQueryTarget {
     /// write settings are not used), without connecting. Errors never show the password.
     pub fn new(cfg: &MysqlConfig) -> Result<Self, SinkError> {
         let sink = MysqlSink::new(cfg.clone())?;
-        let lean = LeanOptions::from_url(&cfg.url, &sink.inner.label).map(Arc::new);
+        let lean = LeanOptions::from_url(cfg.url.expose(), &sink.inner.label).map(Arc::new);
         Ok(MysqlQueryTarget {
             inner: sink.inner,
             lean,

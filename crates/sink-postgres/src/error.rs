@@ -87,9 +87,6 @@ pub(crate) fn sink_error(context: &str, error: &sqlx::Error) -> SinkError {
     tsload_sql::sink_error::<Postgres>(context, error)
 }
 
-/// `url` with its secrets hidden, for messages: tsload's one redaction.
-pub use tsload_redact::url as redact_url;
-
 #[cfg(test)]
 mod tests {
     use super::*;

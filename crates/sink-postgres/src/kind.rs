@@ -177,11 +177,11 @@ impl Target for PostgresConfig {
     }
 
     fn url(&self) -> Option<&str> {
-        Some(&self.url)
+        Some(self.url.shown())
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = url;
+        self.url = self.url.with_shown(&url);
     }
 
     fn drop_existing(&self) -> Option<bool> {
@@ -331,6 +331,22 @@ mod tests {
                 ("password", "p@ss/w:rd".into()),
             ]))
             .unwrap();
-        assert_eq!(t.url(), Some("postgres://u:p%40ss%2Fw%3Ard@h/db"));
+        // Shown masked; the driver's URL holds it.
+        assert_eq!(t.url(), Some("postgres://u:***@h/db"));
+        assert_eq!(t.settings()["url"], "postgres://u:***@h/db");
+        let AppProbe::Sql { url } = t.app_probe() else {
+            panic!("a SQL probe")
+        };
+        assert_eq!(url.expose(), "postgres://u:p%40ss%2Fw%3Ard@h/db");
+        // Moved to the proxy's address, it keeps the password.
+        let mut moved = t.clone_box();
+        moved.set_url("postgres://u:***@127.0.0.1:40000/db".into());
+        let AppProbe::Sql { url } = moved.app_probe() else {
+            panic!("a SQL probe")
+        };
+        assert_eq!(
+            url.expose(),
+            "postgres://u:p%40ss%2Fw%3Ard@127.0.0.1:40000/db"
+        );
     }
 }

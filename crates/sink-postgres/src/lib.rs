@@ -57,9 +57,9 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
+use tsload_redact::SecretUrl;
 
 pub use conn::PostgresConn;
-pub use error::redact_url;
 pub use kind::{KIND, PostgresKind};
 pub use query::{PostgresQueryConn, PostgresQueryTarget};
 /// How tsload's own read connection waits for answers ([`PostgresQueryConn::waiting`]).
@@ -172,12 +172,12 @@ pub struct Invalid {
     pub message: String,
 }
 
-/// Where and how to write. `Debug` shows the URL with its password redacted.
-#[derive(Clone, PartialEq, Eq)]
+/// Where and how to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostgresConfig {
     /// `postgres://user[:password]@host[:port]/database[?sslmode=...]` (or
-    /// `postgresql://`). The password is never printed.
-    pub url: String,
+    /// `postgresql://`), shown with its password as `***`.
+    pub url: SecretUrl,
     pub layout: Layout,
     pub method: InsertMethod,
     /// Format of [`InsertMethod::Copy`].
@@ -210,7 +210,7 @@ pub struct PostgresConfig {
 impl PostgresConfig {
     /// `url` with the defaults: wide layout, binary COPY, plain tables, the server's
     /// synchronous_commit, keep existing tables, no index, 10 s connect timeout.
-    pub fn new(url: impl Into<String>) -> Self {
+    pub fn new(url: impl Into<SecretUrl>) -> Self {
         PostgresConfig {
             url: url.into(),
             layout: Layout::default(),
@@ -235,17 +235,17 @@ impl PostgresConfig {
     /// by the kind's parse (so `tsload validate` says it, by key) and by
     /// [`PostgresSink::new`] (for a configuration built by hand).
     pub fn check(&self) -> Result<PgConnectOptions, Invalid> {
-        let shown = redact_url(&self.url);
+        let shown = self.url.shown();
         let url = |message: String| Invalid {
             key: "url",
             message,
         };
-        if !(self.url.starts_with("postgres://") || self.url.starts_with("postgresql://")) {
+        if !(shown.starts_with("postgres://") || shown.starts_with("postgresql://")) {
             return Err(url(format!(
                 "invalid PostgreSQL URL {shown:?}: expected postgres://user[:password]@host[:port]/database"
             )));
         }
-        let options = PgConnectOptions::from_str(&self.url)
+        let options = PgConnectOptions::from_str(self.url.expose())
             .map_err(|e| url(format!("invalid PostgreSQL URL {shown:?}: {e}")))?;
         if self.chunk_time_interval.is_some_and(|d| d.as_micros() == 0) {
             return Err(Invalid {
@@ -260,25 +260,6 @@ impl PostgresConfig {
             });
         }
         Ok(options)
-    }
-}
-
-impl fmt::Debug for PostgresConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PostgresConfig")
-            .field("url", &redact_url(&self.url))
-            .field("layout", &self.layout)
-            .field("method", &self.method)
-            .field("copy_format", &self.copy_format)
-            .field("hypertable", &self.hypertable)
-            .field("chunk_time_interval", &self.chunk_time_interval)
-            .field("synchronous_commit", &self.synchronous_commit)
-            .field("drop_existing", &self.drop_existing)
-            .field("create_index", &self.create_index)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("delivery", &self.delivery)
-            .field("run_id", &self.run_id)
-            .finish()
     }
 }
 

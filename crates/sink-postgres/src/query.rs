@@ -44,7 +44,8 @@ impl PostgresQueryTarget {
         let session = cfg
             .synchronous_commit
             .map(|v| crate::sql::set_synchronous_commit(v.as_str()));
-        let lean = LeanOptions::from_url(&cfg.url, sink.connector.target(), session).map(Arc::new);
+        let lean =
+            LeanOptions::from_url(cfg.url.expose(), sink.connector.target(), session).map(Arc::new);
         Ok(PostgresQueryTarget {
             connector: sink.connector,
             lean,

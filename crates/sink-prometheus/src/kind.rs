@@ -102,7 +102,7 @@ impl TargetKind for PrometheusKind {
                     .is_some_and(|q| q.starts_with("https://")),
         )?;
         let cfg = PrometheusConfig {
-            url,
+            url: url.into(),
             query_url,
             user: s.text("user")?.map(str::to_string),
             password: s.secret("password")?,
@@ -152,7 +152,7 @@ impl Target for PrometheusConfig {
     fn settings(&self) -> serde_json::Value {
         let mut v = serde_json::json!({
             "kind": "prometheus",
-            "url": tsload_redact::url(&self.url),
+            "url": self.url,
             "query_url": self.base_url(),
             "timeout": humantime::format_duration(self.timeout).to_string(),
         });
@@ -167,15 +167,15 @@ impl Target for PrometheusConfig {
     }
 
     fn url(&self) -> Option<&str> {
-        Some(&self.url)
+        Some(self.url.shown())
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = url;
+        self.url = self.url.with_shown(&url);
     }
 
     fn connect_via(&mut self, url: String, addr: std::net::SocketAddr) -> bool {
-        self.url = url;
+        self.url = self.url.with_shown(&url);
         self.connect_to = Some(addr);
         true
     }

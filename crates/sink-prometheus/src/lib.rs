@@ -28,7 +28,7 @@ use std::time::Duration;
 use reqwest::Url;
 use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
-use tsload_redact::Secret;
+use tsload_redact::{Secret, SecretUrl};
 use tsload_sink_influx::{answer_error, classify_request_error, status_error};
 
 pub use encode::{LabelClash, RemoteWriteEncoder};
@@ -42,10 +42,11 @@ pub const PROTOCOL_VERSION: &str = "0.1.0";
 const VM_METRICS_REFRESH: Duration = Duration::from_millis(1_200);
 
 /// Settings of the remote-write target.
-#[derive(Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PrometheusConfig {
-    /// The remote-write endpoint, e.g. `http://127.0.0.1:9090/api/v1/write`.
-    pub url: String,
+    /// The remote-write endpoint, e.g. `http://127.0.0.1:9090/api/v1/write`, shown with
+    /// any password or secret query value as `***`.
+    pub url: SecretUrl,
     /// Where PromQL queries and the server's `/metrics` are read: the server's base URL.
     /// `None`: the scheme, host and port of `url`.
     pub query_url: Option<String>,
@@ -60,24 +61,9 @@ pub struct PrometheusConfig {
     pub connect_to: Option<std::net::SocketAddr>,
 }
 
-impl fmt::Debug for PrometheusConfig {
-    // The password never reaches a log or a report, not even through Debug.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PrometheusConfig")
-            .field("url", &tsload_redact::url(&self.url))
-            .field("query_url", &self.query_url)
-            .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .field("timeout", &self.timeout)
-            .field("tls", &self.tls)
-            .field("connect_to", &self.connect_to)
-            .finish()
-    }
-}
-
 impl PrometheusConfig {
     /// Writes to `url` with no credentials, a 30 s timeout and the default TLS trust.
-    pub fn new(url: impl Into<String>) -> Self {
+    pub fn new(url: impl Into<SecretUrl>) -> Self {
         PrometheusConfig {
             url: url.into(),
             query_url: None,
@@ -94,9 +80,9 @@ impl PrometheusConfig {
         if let Some(q) = &self.query_url {
             return q.trim_end_matches('/').to_string();
         }
-        match Url::parse(&self.url) {
+        match Url::parse(self.url.shown()) {
             Ok(u) => u.origin().ascii_serialization(),
-            Err(_) => self.url.clone(),
+            Err(_) => self.url.shown().to_string(),
         }
     }
 
@@ -135,16 +121,12 @@ fn config_error(message: String) -> SinkError {
 impl PrometheusSink {
     /// Checks the URL and the TLS settings; connects to nothing yet.
     pub fn new(cfg: PrometheusConfig) -> Result<Self, SinkError> {
-        let url = Url::parse(&cfg.url).map_err(|e| {
-            config_error(format!(
-                "target url \"{}\" is not a URL: {e}",
-                tsload_redact::url(&cfg.url)
-            ))
-        })?;
+        let url = Url::parse(cfg.url.expose())
+            .map_err(|e| config_error(format!("target url \"{}\" is not a URL: {e}", cfg.url)))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(config_error(format!(
                 "target url \"{}\" is not an HTTP URL",
-                tsload_redact::url(&cfg.url)
+                cfg.url
             )));
         }
         let tls = tsload_tls::client_config(&cfg.tls)

@@ -1,11 +1,11 @@
 //! What the TDengine target is told: where the server is, the database and its options,
 //! how child tables come to exist, and how rows are sent.
 
-use std::fmt;
 use std::time::Duration;
 
 use taos::TaosBuilder;
 use tsload_core::{ErrorKind, SinkError};
+use tsload_redact::SecretUrl;
 
 use crate::dsn::{self, Endpoint};
 
@@ -185,12 +185,13 @@ impl From<Invalid> for SinkError {
     }
 }
 
-/// Where and how to write. `Debug` shows the DSN with its password and token hidden.
-#[derive(Clone, PartialEq, Eq)]
+/// Where and how to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TdengineConfig {
     /// taosAdapter's WebSocket endpoint: `ws://user:pass@host:6041` (`wss://` for TLS;
-    /// `?token=...` for cloud tokens). A path (`/db`) names the database.
-    pub dsn: String,
+    /// `?token=...` for cloud tokens). A path (`/db`) names the database. Shown with its
+    /// password and token as `***`.
+    pub dsn: SecretUrl,
     /// The database to create and write to.
     pub database: String,
     pub db_options: DbOptions,
@@ -211,9 +212,10 @@ impl TdengineConfig {
     /// `dsn` with the defaults: the database the DSN's path names, else `tsload`;
     /// server-default database options in ms precision; child tables created in prepare,
     /// 1000 per statement; `stmt` inserts; 1 MiB SQL; keep existing data; 60 s requests.
-    pub fn new(dsn: impl Into<String>) -> Self {
+    pub fn new(dsn: impl Into<SecretUrl>) -> Self {
         let dsn = dsn.into();
-        let database = dsn::database_of(&dsn).unwrap_or_else(|| DEFAULT_DATABASE.to_string());
+        let database =
+            dsn::database_of(dsn.shown()).unwrap_or_else(|| DEFAULT_DATABASE.to_string());
         TdengineConfig {
             dsn,
             database,
@@ -225,11 +227,6 @@ impl TdengineConfig {
             drop_existing: false,
             request_timeout: Duration::from_secs(60),
         }
-    }
-
-    /// The DSN with `user:password@` and `token=` values replaced by `***`.
-    pub fn redacted_dsn(&self) -> String {
-        dsn::redact(&self.dsn)
     }
 
     /// Checks everything a sink needs without connecting: the DSN (a WebSocket one, which
@@ -250,13 +247,13 @@ impl TdengineConfig {
             kind: ErrorKind::Connection,
             message,
         };
-        let endpoint = Endpoint::parse(&self.dsn).map_err(url)?;
+        let endpoint = Endpoint::parse(self.dsn.expose()).map_err(url)?;
         self.check_settings().map_err(|(key, m)| Invalid {
             key,
             kind: ErrorKind::Other,
             message: format!("TDengine target: {m}"),
         })?;
-        if let Some(db) = dsn::database_of(&self.dsn)
+        if let Some(db) = dsn::database_of(self.dsn.shown())
             && db != self.database
         {
             return Err(Invalid {
@@ -320,22 +317,6 @@ impl TdengineConfig {
             return Err(("timeout", "request_timeout must be positive".to_string()));
         }
         Ok(())
-    }
-}
-
-impl fmt::Debug for TdengineConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TdengineConfig")
-            .field("dsn", &self.redacted_dsn())
-            .field("database", &self.database)
-            .field("db_options", &self.db_options)
-            .field("child_tables", &self.child_tables)
-            .field("batch_create_tbl_num", &self.batch_create_tbl_num)
-            .field("mode", &self.mode)
-            .field("max_sql_length", &self.max_sql_length)
-            .field("drop_existing", &self.drop_existing)
-            .field("request_timeout", &self.request_timeout)
-            .finish()
     }
 }
 

@@ -218,7 +218,7 @@ impl Target for TdengineConfig {
     fn settings(&self) -> serde_json::Value {
         let o = &self.db_options;
         serde_json::json!({
-            "kind": "tdengine", "url": self.redacted_dsn(), "database": self.database,
+            "kind": "tdengine", "url": self.dsn, "database": self.database,
             "vgroups": o.vgroups, "buffer": o.buffer, "wal_level": o.wal_level,
             "cachemodel": o.cachemodel.map(CacheModel::as_str),
             "precision": o.precision.as_str(),
@@ -231,11 +231,11 @@ impl Target for TdengineConfig {
     }
 
     fn url(&self) -> Option<&str> {
-        Some(&self.dsn)
+        Some(self.dsn.shown())
     }
 
     fn set_url(&mut self, url: String) {
-        self.dsn = url;
+        self.dsn = self.dsn.with_shown(&url);
     }
 
     fn drop_existing(&self) -> Option<bool> {
@@ -303,6 +303,15 @@ mod tests {
         Section::of_pairs("target", pairs)
     }
 
+    /// The DSN the driver is given.
+    fn dsn_of(t: &dyn Target) -> String {
+        let any: &dyn std::any::Any = t;
+        let cfg = any
+            .downcast_ref::<TdengineConfig>()
+            .expect("a TDengine target");
+        cfg.dsn.expose().to_string()
+    }
+
     fn parse(pairs: &[(&str, toml::Value)]) -> Result<Box<dyn Target>, KeyError> {
         KIND.parse(&section(pairs))
     }
@@ -323,7 +332,8 @@ mod tests {
         );
         assert!(!t.has_ledger());
         assert!(t.stores());
-        assert_eq!(t.url(), Some(DEFAULT_URL));
+        assert_eq!(t.url(), Some("ws://root:***@127.0.0.1:6041"));
+        assert_eq!(dsn_of(t.as_ref()), DEFAULT_URL);
         assert_eq!(t.drop_existing(), Some(false));
         assert_eq!(t.app_probe(), AppProbe::None);
         assert_eq!(t.oltp_dialect(), None);
@@ -380,7 +390,8 @@ mod tests {
         ])
         .unwrap();
         let url = "wss://bench:p%40ss%20word@td.example:443/metrics";
-        assert_eq!(t.url(), Some(url));
+        assert_eq!(t.url(), Some("wss://bench:***@td.example:443/metrics"));
+        assert_eq!(dsn_of(t.as_ref()), url);
         assert_eq!(
             t.settings(),
             serde_json::json!({
@@ -437,7 +448,8 @@ mod tests {
             ("wss://root@h?token=x", "wss://root:s3cret%2F1@h?token=x"),
         ] {
             let t = parse(&[("url", url.into()), ("password", "s3cret/1".into())]).unwrap();
-            assert_eq!(t.url(), Some(with));
+            assert_eq!(dsn_of(t.as_ref()), with);
+            assert!(!t.url().unwrap().contains("s3cret"));
             let shown = t.settings().to_string();
             assert!(!shown.contains("s3cret"), "{shown}");
             assert!(!format!("{t:?}").contains("s3cret"));

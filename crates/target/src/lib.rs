@@ -123,7 +123,7 @@ pub enum AppProbe {
     /// It has none.
     None,
     /// `SELECT 1` over a connection opened from this URL.
-    Sql { url: String },
+    Sql { url: tsload_redact::SecretUrl },
     /// `GET` of the scenario's `probe_path` under this HTTP endpoint.
     Http(HttpEndpoint),
 }
@@ -169,12 +169,14 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
     /// Its settings as the plan and the reports show them, `kind` included.
     fn settings(&self) -> serde_json::Value;
 
-    /// The URL (or DSN) it is reached at over TCP; `None` for an embedded or null target.
+    /// The URL (or DSN) it is reached at over TCP, as shown: a password or secret query
+    /// value as `***`. `None` for an embedded or null target.
     fn url(&self) -> Option<&str> {
         None
     }
 
-    /// Reaches it at `url` instead (the `[network]` proxy's address).
+    /// Reaches it at `url` instead (the `[network]` proxy's address): a rewrite of
+    /// [`Target::url`], whose `***` keep the secrets they stand for.
     fn set_url(&mut self, _url: String) {}
 
     /// Reaches it at `addr` while keeping the host name of `url` (which names `addr`'s

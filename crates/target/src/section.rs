@@ -245,9 +245,14 @@ impl Section {
         }
     }
 
-    /// `url` with `password` (if given) put in as the URL's password, percent-encoded,
-    /// after checking that the URL starts with one of `schemes` (`postgres://`).
-    pub fn url_with_password(&self, url: String, schemes: &[&str]) -> Result<String, KeyError> {
+    /// `url` as a [`SecretUrl`](tsload_redact::SecretUrl), with `password` (if given) put
+    /// in as the URL's password, percent-encoded, after checking that the URL starts with
+    /// one of `schemes` (`postgres://`). From here on the URL's secrets are shown as `***`.
+    pub fn url_with_password(
+        &self,
+        url: String,
+        schemes: &[&str],
+    ) -> Result<tsload_redact::SecretUrl, KeyError> {
         let Some(scheme) = schemes.iter().find(|s| url.starts_with(**s)) else {
             return Err(self.error(
                 "url",
@@ -255,7 +260,7 @@ impl Section {
             ));
         };
         let Some(password) = self.secret("password")? else {
-            return Ok(url);
+            return Ok(tsload_redact::SecretUrl::new(url));
         };
         let rest = &url[scheme.len()..];
         let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
@@ -272,11 +277,11 @@ impl Section {
                 "the URL has a password already; give it in one place",
             ));
         }
-        Ok(format!(
+        Ok(tsload_redact::SecretUrl::new(format!(
             "{scheme}{user}:{}@{host}{}",
             crate::percent_encode(password.expose()),
             &rest[authority_end..]
-        ))
+        )))
     }
 
     /// `ca_file` and `insecure_skip_verify`, checked: the CA file must hold certificates,
@@ -324,11 +329,12 @@ impl Section {
     /// refused (one place for one setting).
     pub fn sql_url_with_tls(
         &self,
-        url: String,
+        url: tsload_redact::SecretUrl,
         family: crate::sql_tls::SqlFamily,
-    ) -> Result<String, KeyError> {
+    ) -> Result<tsload_redact::SecretUrl, KeyError> {
         let tls = self.tls(true)?;
-        crate::sql_tls::url_with_tls(url, family, &tls).map_err(|e| {
+        let shown = crate::sql_tls::url_with_tls(url.shown().to_string(), family, &tls);
+        shown.map(|shown| url.with_shown(&shown)).map_err(|e| {
             let key = if self.values.contains_key("ca_file") {
                 "ca_file"
             } else {
