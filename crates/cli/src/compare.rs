@@ -109,9 +109,12 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         if executed.code != 0 {
             failed.push(format!("{} (exit {})", e.name, executed.code));
         }
-        if let Some(row) = row_of(&e.name, &executed.report) {
-            rows.push(row);
-        }
+        rows.push(row_of(
+            &e.name,
+            e.plan.target.kind(),
+            executed.code,
+            &executed.report,
+        ));
         if executed.report.is_object() {
             pages.push(tsload_report_html::ReportInput {
                 label: e.name.clone(),
@@ -252,13 +255,13 @@ fn resolve(
     Ok(Entry { name, plan })
 }
 
-/// A table row from a target's JSON report.
-fn row_of(name: &str, r: &serde_json::Value) -> Option<CompareRow> {
+/// A table row from a target's JSON report (zeros, and a failed verdict, when the run
+/// left none), `exit` the code the run earned.
+fn row_of(name: &str, kind: &str, exit: u8, r: &serde_json::Value) -> CompareRow {
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-    r.get("rows")?;
-    Some(CompareRow {
+    CompareRow {
         target: name.to_string(),
-        kind: r["target"].as_str().unwrap_or("").to_string(),
+        kind: r["target"].as_str().unwrap_or(kind).to_string(),
         rows: r["rows"].as_u64().unwrap_or(0),
         metrics: r["metrics"].as_u64().unwrap_or(0),
         elapsed_s: f(&r["elapsed_s"]),
@@ -269,8 +272,9 @@ fn row_of(name: &str, r: &serde_json::Value) -> Option<CompareRow> {
         client_cpu_us_per_1000_metrics: f(&r["client"]["cpu_us_per_1000_metrics"]),
         server_cpu_s_per_million_metrics: r["server"]["cpu_s_per_million_metrics"].as_f64(),
         bytes_per_metric: bytes_per_metric(r),
-        stop_reason: r["stop_reason"].as_str().unwrap_or("").to_string(),
-    })
+        stop_reason: r["stop_reason"].as_str().unwrap_or("none").to_string(),
+        verdict: tsload_sweep::Verdict::of_run(exit, r),
+    }
 }
 
 /// What a run's data costs on disk per metric, from its JSON report: the database's own
@@ -299,7 +303,7 @@ mod tests {
             }
             r
         };
-        let row = |r: serde_json::Value| row_of("t", &r).unwrap().bytes_per_metric;
+        let row = |r: serde_json::Value| row_of("t", "influx", 0, &r).bytes_per_metric;
         assert_eq!(row(report(Some(14.18), Some(30.0))), Some(14.18));
         assert_eq!(row(report(Some(0.6), None)), Some(0.6));
         assert_eq!(row(report(None, Some(30.0))), Some(30.0));

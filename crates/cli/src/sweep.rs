@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use tsload_core::engine::LoadMode;
 use tsload_sweep::{
-    Grid, Measure, PlotOptions, Rates, RttStats, SweepRow, SweepTable, SweepValue, TRequestSource,
-    choose_plot,
+    Grid, Measure, PlotOptions, Point, Rates, RttStats, SweepRow, SweepTable, SweepValue,
+    TRequestSource, Verdict, choose_plot,
 };
 
 use crate::exit::{EXIT_INTERRUPTED, EXIT_USAGE};
@@ -147,6 +147,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         // A query run's row comes from its read stream; a write or mixed run's from the
         // writes (a mixed sweep is about write rate and latency under queries).
         let query_row = measure != Measure::Writes;
+        let verdict = Verdict::of_run(executed.code, &executed.report);
         if let Some(q) = executed.query_summary.as_ref().filter(|_| query_row) {
             let rtt = executed.probe.as_ref().map(|p| RttStats {
                 method: p.kind.as_str().to_string(),
@@ -187,6 +188,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                     batch: 1,
                     in_flight: 1,
                     stop_reason: q.stop_reason.clone(),
+                    verdict,
                 })
                 .context("recording the point")?;
         } else if let Some(s) = executed.summary.as_ref().filter(|_| !query_row) {
@@ -223,7 +225,14 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                     batch: plan.load.batch as u64,
                     in_flight: plan.load.in_flight as u64,
                     stop_reason: s.stop_reason.clone(),
+                    verdict,
                 })
+                .context("recording the point")?;
+        } else {
+            // A point that left no figures is a row too, marked, so no table or fit
+            // passes over it.
+            table
+                .push(empty_row(point, measure, plan, verdict))
                 .context("recording the point")?;
         }
         if executed.report.is_object() {
@@ -276,6 +285,46 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The row of a point whose run left no figures (it was refused or failed to start):
+/// zeros, and its verdict.
+fn empty_row(point: &Point, measure: Measure, plan: &Plan, verdict: Verdict) -> SweepRow {
+    let rates = match measure {
+        Measure::Writes => Rates::Writes {
+            rows_per_s: 0.0,
+            metrics_per_s: 0.0,
+            requests_per_s: 0.0,
+        },
+        Measure::Queries => Rates::Queries {
+            requests_per_s: 0.0,
+            statements_per_s: 0.0,
+            rows_read_per_s: 0.0,
+        },
+        Measure::Transactions => Rates::Transactions {
+            transactions_per_s: 0.0,
+            statements_per_s: 0.0,
+            rows_read_per_s: 0.0,
+        },
+    };
+    SweepRow {
+        point: point.clone(),
+        rtt: None,
+        rates,
+        latency_mean_ms: 0.0,
+        latency_p50_ms: 0.0,
+        latency_p99_ms: 0.0,
+        service_mean_ms: 0.0,
+        errors: 0,
+        client_cpu_s: 0.0,
+        server_cpu_s: None,
+        bytes_per_metric: None,
+        workers: plan.load.workers as u64,
+        batch: plan.load.batch as u64,
+        in_flight: plan.load.in_flight as u64,
+        stop_reason: "none".to_string(),
+        verdict,
+    }
 }
 
 /// The grid of a plan's `[sweep]` (a usage error when it has none or a bad list).

@@ -728,11 +728,17 @@ async fn check_shards(client: &Client, shards: &[(usize, &Value)], logs: &[Log],
 }
 
 /// A sweep value's place on its axis, as sweep.json states it: a number, or a duration
-/// such as `5ms`.
-fn axis_value(v: &Value) -> f64 {
-    match v {
-        Value::String(s) => s.trim_end_matches("ms").parse().unwrap(),
-        other => other.as_f64().unwrap(),
+/// such as `5ms`; on an axis with a value that is neither (`now-1h`), its place in the
+/// axis's `values`.
+fn axis_value(v: &Value, values: &[Value]) -> f64 {
+    let number = |v: &Value| match v {
+        Value::String(s) => s.strip_suffix("ms")?.parse().ok(),
+        other => other.as_f64(),
+    };
+    if values.iter().all(|v| number(v).is_some()) {
+        number(v).unwrap()
+    } else {
+        values.iter().position(|x| x == v).unwrap() as f64
     }
 }
 
@@ -740,6 +746,11 @@ fn axis_value(v: &Value) -> f64 {
 /// dot per point, each equal to sweep.json's row; the fit's figures.
 async fn check_sweep(client: &Client, sweep: &Value, name: &str) {
     let rows = sweep["rows"].as_array().unwrap();
+    // A point that is no measure (failed, short, ...) is drawn nowhere.
+    let measured = rows
+        .iter()
+        .filter(|r| r["verdict"]["flaw"].is_null())
+        .count();
     // Its points are runs of their own, not shards of one.
     let merge = client
         .execute("return document.getElementById('merge') === null;", vec![])
@@ -788,11 +799,7 @@ async fn check_sweep(client: &Client, sweep: &Value, name: &str) {
             let chart = charts
                 .get(&id)
                 .unwrap_or_else(|| panic!("{name}: no chart {id}"));
-            assert_eq!(
-                chart["points"],
-                json!(rows.len().to_string()),
-                "{name}: {id}"
-            );
+            assert_eq!(chart["points"], json!(measured.to_string()), "{name}: {id}");
             let mut dots = 0;
             for line in chart["lines"].as_array().unwrap() {
                 let parse = |f: &str| -> Vec<f64> {
@@ -811,20 +818,37 @@ async fn check_sweep(client: &Client, sweep: &Value, name: &str) {
                 }
                 for ((x, y), r) in x.iter().zip(&y).zip(&r) {
                     let row = &rows[*r as usize];
+                    assert!(row["verdict"]["flaw"].is_null(), "{name}: {id}: row {r}");
                     let expected_x = if key == "rtt" {
                         row["rtt"]["median_ms"].as_f64().unwrap()
                     } else {
-                        axis_value(&row["point"][key.as_str()])
+                        let values = sweep["axes"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .find(|a| a["key"] == json!(key))
+                            .unwrap()["values"]
+                            .as_array()
+                            .unwrap();
+                        axis_value(&row["point"][key.as_str()], values)
                     };
                     assert_eq!(*x, expected_x, "{name}: {id}");
                     assert_eq!(*y, row[fig].as_f64().unwrap(), "{name}: {id}");
                 }
                 dots += x.len();
             }
-            assert_eq!(dots, rows.len(), "{name}: {id}: one dot per point");
+            assert_eq!(dots, measured, "{name}: {id}: one dot per point");
         }
     }
     let values = data_values(client).await;
+    for (i, r) in rows.iter().enumerate() {
+        let word = r["verdict"]["flaw"]["kind"].as_str().unwrap_or("ok");
+        assert_eq!(
+            values[format!("sweep-point{i}-verdict")],
+            json!(word),
+            "{name}: point {i}"
+        );
+    }
     for (g, f) in sweep["fits"].as_array().unwrap().iter().enumerate() {
         if f["fit"].is_object() {
             for field in ["k", "t_service_ms", "r_squared"] {
@@ -1097,6 +1121,112 @@ fn a_sweep_page_shows_each_figure_against_each_key_with_the_fit() {
         )
         .await;
         check_sweep(&client, &sweep, "sweep").await;
+        client.close().await.unwrap();
+    });
+}
+
+/// A sweep whose 2016 points all fall outside a default VictoriaMetrics' retention: the
+/// server answers 204 and keeps nothing. Before, sweep.csv, sweep.json, the table and the
+/// page showed those points' rates like any other, fitted them, and said so only in the
+/// last stderr line.
+#[test]
+fn a_sweep_marks_the_points_that_stored_nothing_everywhere_and_fits_without_them() {
+    let vm = tsload_testbed::Server::start_with(
+        ServerKind::VictoriaMetrics,
+        &[("retentionPeriod", "1")],
+    )
+    .expect("VictoriaMetrics starts");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sweep.toml"),
+        format!(
+            "name = \"verdict-sweep\"\n\n[workload]\nkind = \"cpu-only\"\nscale = 3\n\n\
+             [target]\nkind = \"influx\"\nurl = \"{}\"\ncreate_database = false\n\n[load]\n\
+             batch = 100\nrows = 600\n\n[network]\nbackend = \"proxy\"\nprobe = \"app\"\n\
+             probe_count = 10\n\n[sweep]\ndelay = [\"0ms\", \"2ms\"]\n\
+             \"workload.start\" = [\"now-1h\", \"2016-01-01T00:00:00Z\"]\n",
+            vm.base_url()
+        ),
+    )
+    .unwrap();
+    let out = tsload(
+        &["sweep", "sweep.toml", "--out", "sw"].map(String::from),
+        dir.path(),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("2 of 4 points failed"), "{stderr}");
+    // Points 2 and 4 (first key outermost) are the 2016 ones.
+    let sweep = common::json(&dir.path().join("sw/sweep.json"));
+    let rows = sweep["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{sweep}");
+    for (i, r) in rows.iter().enumerate() {
+        let v = &r["verdict"];
+        if i % 2 == 1 {
+            assert_eq!(v["exit"], 1, "{r}");
+            assert_eq!(v["stored"], 0, "{r}");
+            assert_eq!(v["flaw"]["kind"], "shortfall", "{r}");
+            assert!(
+                v["flaw"]["why"]
+                    .as_str()
+                    .unwrap()
+                    .contains("small_timestamp"),
+                "{r}"
+            );
+        } else {
+            assert_eq!(v["exit"], 0, "{r}");
+            assert_eq!(v["stored"], 600 * 10, "600 rows of 10 fields: {r}");
+            assert!(v["flaw"].is_null(), "{r}");
+        }
+    }
+    // The fits: the 2016 group has no measure left; the other says its 2 points prove
+    // nothing.
+    let fits = sweep["fits"].as_array().unwrap();
+    assert_eq!(fits.len(), 2, "{sweep}");
+    assert!(
+        fits[0]["caution"].as_str().unwrap().contains("2 points"),
+        "{sweep}"
+    );
+    assert_eq!(fits[1]["left_out"], 2, "{sweep}");
+    assert!(fits[1]["fit"].is_null(), "{sweep}");
+    // The CSV and the table say the same.
+    let csv = std::fs::read_to_string(dir.path().join("sw/sweep.csv")).unwrap();
+    let lines: Vec<&str> = csv.split("\r\n").collect();
+    assert!(
+        lines[0].ends_with(",stop_reason,exit,stored,verdict,why"),
+        "{csv}"
+    );
+    assert!(lines[1].contains(",0,6000,ok,"), "{csv}");
+    assert!(lines[2].contains(",1,0,shortfall,"), "{csv}");
+    assert!(
+        stdout.contains("point 2 (delay=0ms workload.start=2016-01-01T00:00:00Z) is no measure"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("do not trust this fit: 2 points"),
+        "{stdout}"
+    );
+    // The page, in the browser: the verdict of each point, and no dot for a short one
+    // (each point is too short for the page checks of a run's intervals).
+    let driver = Driver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = driver.session().await;
+        client.set_window_size(1100, 900).await.unwrap();
+        let page = dir.path().join("sw/sweep.html");
+        client
+            .goto(&format!("file://{}", page.display()))
+            .await
+            .unwrap();
+        check_sweep(&client, &sweep, "verdict-sweep").await;
+        let values = data_values(&client).await;
+        assert!(
+            values.get("sweep-fit1-error").is_some(),
+            "the 2016 group's fit: {values}"
+        );
         client.close().await.unwrap();
     });
 }

@@ -540,7 +540,7 @@ pub async fn run<S: Sink>(
             ) {
                 (_, Err(_)) => Err(unanswered()),
                 (Ok(Some(a)), Ok(Ok(Some(b)))) => Ok((a, b)),
-                (Ok(None), _) | (_, Ok(Ok(None))) => Err("the target cannot tell".to_string()),
+                (Ok(None), _) | (_, Ok(Ok(None))) => Err(crate::stored::CANNOT_TELL.to_string()),
                 (Err(e), _) | (_, Ok(Err(e))) => Err(e.to_string()),
             },
         ),
@@ -554,7 +554,7 @@ pub async fn run<S: Sink>(
             ) {
                 (_, Err(_)) => Err(unanswered()),
                 (Ok(Some(b)), Ok(Ok(Some(a)))) => crate::stored::stored_between(&b, &a),
-                (Ok(None), _) | (_, Ok(Ok(None))) => Err("the target cannot tell".to_string()),
+                (Ok(None), _) | (_, Ok(Ok(None))) => Err(crate::stored::CANNOT_TELL.to_string()),
                 (Err(e), _) | (_, Ok(Err(e))) => Err(format!("asking the server failed: {e}")),
             },
         ),

@@ -52,6 +52,10 @@ pub struct Stored {
     pub refused: BTreeMap<String, u64>,
 }
 
+/// Why a report has no stored figure when the target has no way to count what it holds
+/// (`stored_error`, `storage_error`): not a failure of the run.
+pub const CANNOT_TELL: &str = "the target cannot tell";
+
 /// What the server stored between `before` and `after`, or why the two cannot tell.
 pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Stored, String> {
     if before.epoch != after.epoch {

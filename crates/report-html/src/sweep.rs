@@ -224,6 +224,7 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
             ""
         }
     );
+    verdict_table(out, rows);
     fit_table(out, fits);
     for axis in &x_axes {
         let _ = write!(
@@ -246,7 +247,9 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
         for (fig, label, unit, scale) in &figures {
             // One line per group, in the order groups first appear.
             let mut groups: Vec<(String, Points)> = Vec::new();
-            for (i, r) in rows.iter().enumerate() {
+            // A point that is no measure is not drawn: its zeros (or partial figures) are
+            // not a value the server gave.
+            for (i, r) in rows.iter().enumerate().filter(|(_, r)| is_measure(r)) {
                 let (Some(x), Some(y)) = (axis.xs[i], r.get(*fig).and_then(Value::as_f64)) else {
                     continue;
                 };
@@ -419,7 +422,7 @@ fn fit_curve(
     let cs: Vec<f64> = rows
         .iter()
         .zip(rtts)
-        .filter(|(r, _)| in_group(r))
+        .filter(|(r, _)| in_group(r) && is_measure(r))
         .filter_map(|(r, rtt)| Some(r.get(fig)?.as_f64()? * (ts + k * (*rtt)?)))
         .filter(|c| c.is_finite())
         .collect();
@@ -492,6 +495,98 @@ fn fit_table(out: &mut String, fits: &[Value]) {
             }
         }
         out.push_str("</tr>");
+        let left_out = f.get("left_out").and_then(Value::as_u64).unwrap_or(0);
+        let caution = f.get("caution").and_then(Value::as_str);
+        if left_out > 0 || caution.is_some() {
+            let mut text = String::new();
+            if left_out > 0 {
+                let _ = write!(
+                    text,
+                    "{left_out} points left out: no measure (failed, interrupted, short or \
+                     unverified). "
+                );
+            }
+            if let Some(why) = caution {
+                let _ = write!(text, "Do not trust this fit: {why}");
+            }
+            let _ = write!(
+                out,
+                "<tr class=\"caution\"><td colspan=\"6\" id=\"sweep-fit{g}-caution\">{}</td></tr>",
+                esc(text.trim_end())
+            );
+        }
+    }
+    out.push_str("</tbody></table></div>");
+}
+
+/// Whether a sweep row is a measure: its `verdict` has no `flaw` (a sweep.json of an
+/// older tsload has no verdict: its rows are taken as they are).
+fn is_measure(row: &Value) -> bool {
+    row.get("verdict")
+        .and_then(|v| v.get("flaw"))
+        .is_none_or(Value::is_null)
+}
+
+/// Each point's verdict: its exit, what the server stored, and, for a point that is no
+/// measure (drawn nowhere, fitted nowhere), why.
+fn verdict_table(out: &mut String, rows: &[Value]) {
+    if !rows.iter().any(|r| r.get("verdict").is_some()) {
+        return;
+    }
+    let failed = rows.iter().filter(|r| !is_measure(r)).count();
+    let _ = write!(
+        out,
+        "<h3>Each point's verdict</h3><p class=\"meta\" id=\"sweep-verdict-summary\">{}</p>\
+         <div class=\"scroll\"><table class=\"cmp\" id=\"sweep-verdicts\"><thead><tr>\
+         <th>point</th><th>exit</th><th>stored</th><th>verdict</th><th>why</th></tr></thead>\
+         <tbody>",
+        if failed == 0 {
+            "Every point is a measure.".to_string()
+        } else {
+            format!(
+                "{failed} of {} points are no measure: they are not drawn and not fitted.",
+                rows.len()
+            )
+        }
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let v = r.get("verdict").unwrap_or(&Value::Null);
+        let point = r
+            .get("point")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, x)| format!("{k}={}", crate::page::redacted(k, &shown(x))))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        let flaw = v.get("flaw").filter(|f| f.is_object());
+        let word = flaw
+            .and_then(|f| f.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("ok");
+        let why = flaw
+            .and_then(|f| f.get("why"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let number = |key: &str| {
+            v.get(key)
+                .and_then(Value::as_u64)
+                .map_or_else(|| "-".to_string(), |n| n.to_string())
+        };
+        let _ = write!(
+            out,
+            "<tr id=\"sweep-point{i}\" class=\"{}\"><td>{}</td><td>{}</td><td>{}</td>\
+             <td id=\"sweep-point{i}-verdict\" data-value=\"{}\">{}</td><td>{}</td></tr>",
+            if flaw.is_some() { "flawed" } else { "" },
+            esc(&point),
+            esc(&number("exit")),
+            esc(&number("stored")),
+            esc(word),
+            esc(word),
+            esc(why)
+        );
     }
     out.push_str("</tbody></table></div>");
 }

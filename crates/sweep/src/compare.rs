@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plot::{PlotError, format_compact};
 use crate::table::write_csv_record;
+use crate::verdict::Verdict;
 
 /// One target's figures, from its run's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +33,9 @@ pub struct CompareRow {
     /// With `[monitor] data_dir`: disk growth per metric.
     pub bytes_per_metric: Option<f64>,
     pub stop_reason: String,
+    /// The run's exit, what the server stored, and whether its figures are a measure
+    /// (a failed target's are not charted).
+    pub verdict: Verdict,
 }
 
 /// The figures charted, with their titles and units.
@@ -44,8 +48,11 @@ pub const CHARTS: &[(&str, &str, &str)] = &[
 ];
 
 impl CompareRow {
-    /// The value a chart of [`CHARTS`] shows.
+    /// The value a chart of [`CHARTS`] shows; `None` for a run that is no measure.
     pub fn chart_value(&self, chart: &str) -> Option<f64> {
+        if !self.verdict.is_measure() {
+            return None;
+        }
         match chart {
             "rate" => Some(self.metrics_per_s),
             "p99" => Some(self.latency_p99_ms),
@@ -57,7 +64,7 @@ impl CompareRow {
     }
 }
 
-const CSV_COLUMNS: [&str; 13] = [
+const CSV_COLUMNS: [&str; 17] = [
     "target",
     "kind",
     "rows",
@@ -71,6 +78,10 @@ const CSV_COLUMNS: [&str; 13] = [
     "server_cpu_s_per_million_metrics",
     "bytes_per_metric",
     "stop_reason",
+    "exit",
+    "stored",
+    "verdict",
+    "why",
 ];
 
 /// Writes the rows as CSV (RFC 4180; a figure not measured is an empty field).
@@ -95,20 +106,29 @@ pub fn write_csv<W: io::Write>(rows: &[CompareRow], mut w: W) -> io::Result<()> 
                 opt(r.server_cpu_s_per_million_metrics),
                 opt(r.bytes_per_metric),
                 r.stop_reason.clone(),
+                r.verdict.exit.to_string(),
+                r.verdict.stored.map(|n| n.to_string()).unwrap_or_default(),
+                r.verdict.word().to_string(),
+                r.verdict
+                    .flaw
+                    .as_ref()
+                    .map(|f| f.why.clone())
+                    .unwrap_or_default(),
             ],
         )?;
     }
     Ok(())
 }
 
-/// The side-by-side table.
+/// The side-by-side table; under it, each target whose run is no measure, with why.
 pub fn render_text(rows: &[CompareRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<18} {:>12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>10}",
+        "{:<18} {:>12} {:>12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>10}  verdict",
         "target",
         "rows",
+        "stored",
         "metrics/s",
         "p50 ms",
         "p99 ms",
@@ -120,22 +140,28 @@ pub fn render_text(rows: &[CompareRow]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<18} {:>12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>10}",
+            "{:<18} {:>12} {:>12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>10}  {}",
             r.target,
             r.rows,
+            r.verdict.stored_text(),
             format_compact(r.metrics_per_s),
             format_compact(r.latency_p50_ms),
             format_compact(r.latency_p99_ms),
             opt(r.server_cpu_s_per_million_metrics),
             opt(r.bytes_per_metric),
             format_compact(r.client_cpu_us_per_1000_metrics),
+            r.verdict.word(),
         );
+    }
+    for r in rows.iter().filter(|r| !r.verdict.is_measure()) {
+        let _ = writeln!(s, "{} is no measure, not charted: {}", r.target, r.verdict);
     }
     s
 }
 
 /// A bar chart of one figure over the targets; targets without the figure get no bar
-/// and "n/a" under their name.
+/// and "n/a" under their name, a run that is no measure no bar and its verdict's word
+/// ("failed") there.
 pub fn bar_svg(rows: &[CompareRow], chart: &str) -> Result<String, PlotError> {
     let (_, title, unit) = CHARTS
         .iter()
@@ -173,7 +199,9 @@ pub fn bar_svg(rows: &[CompareRow], chart: &str) -> Result<String, PlotError> {
             .y_label_formatter(&|v| format_compact(*v))
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) => rows.get(*i).map_or(String::new(), |r| {
-                    if values[*i].is_some() {
+                    if !r.verdict.is_measure() {
+                        format!("{} ({})", r.target, r.verdict.word())
+                    } else if values[*i].is_some() {
                         r.target.clone()
                     } else {
                         format!("{} (n/a)", r.target)
@@ -235,7 +263,55 @@ mod tests {
             server_cpu_s_per_million_metrics: server,
             bytes_per_metric: server.map(|s| s / 2.0),
             stop_reason: "data end".into(),
+            verdict: Verdict::passed(Some(3_600)),
         }
+    }
+
+    /// A target whose run failed was drawn as bars of its partial figures (or zero);
+    /// its failure was only in the table below the charts.
+    #[test]
+    fn a_failed_target_gets_no_bar_and_says_why() {
+        let mut failed = row("vm", 2.0e6, Some(0.5));
+        failed.verdict = Verdict {
+            exit: 1,
+            stored: Some(0),
+            flaw: Some(crate::Flaw {
+                kind: crate::FlawKind::Shortfall,
+                why: "the server stored 0 new rows of the 3600 it acknowledged".into(),
+            }),
+        };
+        let rows = [row("pg", 1.5e6, Some(0.8)), failed];
+        for (chart, _, _) in CHARTS {
+            assert_eq!(rows[1].chart_value(chart), None, "{chart}");
+            let svg = bar_svg(&rows, chart).unwrap();
+            assert!(svg.contains("vm (shortfall)"), "{chart}");
+            let doc = roxmltree::Document::parse(&svg).unwrap();
+            // No label over a bar of the failed target's 2M.
+            assert!(
+                !doc.descendants().any(|n| n.text() == Some("2M")),
+                "{chart}"
+            );
+        }
+        let text = render_text(&rows);
+        assert!(
+            text.lines().nth(2).unwrap().ends_with("shortfall"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "vm is no measure, not charted: shortfall (exit 1): the server stored 0 new rows"
+            ),
+            "{text}"
+        );
+        let mut out = Vec::new();
+        write_csv(&rows, &mut out).unwrap();
+        let csv = String::from_utf8(out).unwrap();
+        assert!(
+            csv.split("\r\n").nth(2).unwrap().ends_with(
+                ",1,0,shortfall,the server stored 0 new rows of the 3600 it acknowledged"
+            ),
+            "{csv}"
+        );
     }
 
     #[test]

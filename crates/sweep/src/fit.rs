@@ -200,18 +200,22 @@ pub fn fit_rtt(points: &[(f64, f64)]) -> Result<RttFit, FitError> {
     })
 }
 
-/// Fits the rows that have a measured RTT and a request time ([`SweepRow::t_request_ms`]);
-/// rows without either are left out.
+/// Fits the rows that are a measure ([`crate::Verdict::is_measure`]) and have a measured
+/// RTT and a request time ([`SweepRow::t_request_ms`]); other rows are left out.
 pub fn fit_rows<'a>(
     rows: impl IntoIterator<Item = &'a SweepRow>,
     source: TRequestSource,
 ) -> Result<RttFit, FitError> {
     let points: Vec<(f64, f64)> = rows
         .into_iter()
+        .filter(|r| r.verdict.is_measure())
         .filter_map(|r| Some((r.rtt.as_ref()?.median_ms, r.t_request_ms(source)?)))
         .collect();
     fit_rtt(&points)
 }
+
+/// Below this R^2 a fit is shown with a warning not to use it.
+pub const TRUSTED_R_SQUARED: f64 = 0.9;
 
 /// The keys that change the network RTT rather than the load: rows that differ only in
 /// these are fitted together. The CLI passes its impairment keys; this is the usual one.
@@ -224,21 +228,52 @@ pub struct FitGroup {
     /// when the sweep has only RTT keys).
     pub fixed: Point,
     pub fit: Result<RttFit, FitError>,
+    /// The group's points that are not a measure (failed, interrupted, short,
+    /// unverified), left out of the fit.
+    pub left_out: usize,
 }
 
-/// JSON: `{"fixed": {key: value}, "fit": {...} | null, "error": string | null}`.
+impl FitGroup {
+    /// Why the fit should not be trusted, if it should not: R^2 below
+    /// [`TRUSTED_R_SQUARED`], or only two points (a line through two points is exact, so
+    /// its R^2 says nothing).
+    pub fn caution(&self) -> Option<String> {
+        let fit = self.fit.as_ref().ok()?;
+        let mut why = Vec::new();
+        if fit.r_squared < TRUSTED_R_SQUARED {
+            why.push(format!(
+                "R^2 {:.2} is below {TRUSTED_R_SQUARED}: the points do not follow t_request = \
+                 t_service + k x RTT, so k and the halving RTT mean little",
+                fit.r_squared
+            ));
+        }
+        if fit.points < 3 {
+            why.push(format!(
+                "{} points: a line through two points fits them exactly, so R^2 says nothing",
+                fit.points
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+}
+
+/// JSON: `{"fixed": {key: value}, "fit": {...} | null, "error": string | null,
+/// "left_out": n, "caution": string | null}`.
 impl Serialize for FitGroup {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("FitGroup", 3)?;
+        let mut s = serializer.serialize_struct("FitGroup", 5)?;
         s.serialize_field("fixed", &self.fixed)?;
         s.serialize_field("fit", &self.fit.as_ref().ok())?;
         s.serialize_field("error", &self.fit.as_ref().err().map(|e| e.to_string()))?;
+        s.serialize_field("left_out", &self.left_out)?;
+        s.serialize_field("caution", &self.caution())?;
         s.end()
     }
 }
 
 impl fmt::Display for FitGroup {
-    /// `workers=16: t_request = ...` or `all points: ...`; a failed fit prints its reason.
+    /// `workers=16: t_request = ...` or `all points: ...`; a failed fit prints its reason,
+    /// an untrustworthy one its [`FitGroup::caution`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.fixed.values().is_empty() {
             f.write_str("fit: ")?;
@@ -246,8 +281,20 @@ impl fmt::Display for FitGroup {
             write!(f, "fit {}: ", self.fixed.label())?;
         }
         match &self.fit {
-            Ok(fit) => write!(f, "{fit}"),
-            Err(e) => write!(f, "none: {e}"),
+            Ok(fit) => write!(f, "{fit}")?,
+            Err(e) => write!(f, "none: {e}")?,
+        }
+        if self.left_out > 0 {
+            write!(
+                f,
+                "\n  {} of its points left out: no measure (failed, interrupted, short or \
+                 unverified)",
+                self.left_out
+            )?;
+        }
+        match self.caution() {
+            Some(why) => write!(f, "\n  do not trust this fit: {why}"),
+            None => Ok(()),
         }
     }
 }
@@ -281,7 +328,16 @@ impl SweepTable {
             .into_iter()
             .map(|fixed| {
                 let fit = fit_rows(self.rows.iter().filter(|r| fixed_of(r) == fixed), source);
-                FitGroup { fixed, fit }
+                let left_out = self
+                    .rows
+                    .iter()
+                    .filter(|r| fixed_of(r) == fixed && !r.verdict.is_measure())
+                    .count();
+                FitGroup {
+                    fixed,
+                    fit,
+                    left_out,
+                }
             })
             .collect()
     }
@@ -471,6 +527,7 @@ mod tests {
             batch: 10,
             in_flight: 1,
             stop_reason: "rows".into(),
+            verdict: crate::Verdict::passed(None),
         }
     }
 
@@ -553,5 +610,103 @@ mod tests {
         let groups = table.fit_groups(DEFAULT_RTT_KEYS, TRequestSource::ClosedLoop);
         assert_eq!(groups[0].fit, Err(FitError::TooFewPoints { got: 0 }));
         assert!(groups[0].to_string().contains("none: too few points"));
+    }
+
+    /// A sweep whose delay=2ms point stored nothing: before, its figures were fitted like
+    /// the others (and every table showed them as a rate).
+    #[test]
+    fn a_point_that_is_no_measure_is_left_out_of_the_fit_and_said() {
+        let delays = ["0ms", "1ms", "2ms", "3ms"];
+        let grid = Grid::new(vec![(
+            "delay",
+            delays
+                .iter()
+                .map(|d| SweepValue::from(*d))
+                .collect::<Vec<_>>(),
+        )])
+        .unwrap();
+        let mut table = SweepTable::new(&grid);
+        for (i, p) in grid.points().into_iter().enumerate() {
+            let rtt = i as f64;
+            // t_request = 1 + 2 x RTT for 16 workers (ms); the failed point reads 20x faster.
+            let mut requests_per_s = 16.0 * 1000.0 / (1.0 + 2.0 * rtt);
+            let mut row = r1_row(p, rtt, 0.0);
+            if i == 2 {
+                requests_per_s *= 20.0;
+                row.verdict = crate::Verdict {
+                    exit: 1,
+                    stored: Some(0),
+                    flaw: Some(crate::Flaw {
+                        kind: crate::FlawKind::Shortfall,
+                        why: "the server stored 0 new samples of the 1080000 it acknowledged"
+                            .into(),
+                    }),
+                };
+            }
+            row.rates = Rates::Writes {
+                rows_per_s: 0.0,
+                metrics_per_s: 0.0,
+                requests_per_s,
+            };
+            table.push(row).unwrap();
+        }
+        let groups = table.fit_groups(DEFAULT_RTT_KEYS, TRequestSource::ClosedLoop);
+        let fit = groups[0].fit.as_ref().unwrap();
+        assert_eq!(fit.points, 3);
+        assert!(
+            close(fit.k, 2.0, 1e-9) && close(fit.t_service_ms, 1.0, 1e-9),
+            "{fit}"
+        );
+        assert_eq!(groups[0].left_out, 1);
+        assert_eq!(groups[0].caution(), None);
+        let line = groups[0].to_string();
+        assert!(
+            line.contains("1 of its points left out: no measure"),
+            "{line}"
+        );
+        let json = serde_json::to_value(&groups[0]).unwrap();
+        assert_eq!(json["left_out"], 1);
+        assert_eq!(json["caution"], serde_json::Value::Null);
+        let text = table.render_text();
+        assert!(
+            text.contains(
+                "point 3 (delay=2ms) is no measure, left out of fits: shortfall (exit 1): the \
+                 server stored 0 new samples"
+            ),
+            "{text}"
+        );
+        let shortfall_line = text.lines().nth(3).unwrap();
+        assert!(shortfall_line.ends_with(" 1       0  shortfall"), "{text}");
+    }
+
+    /// R^2 0.22 was shown without a word; two points fit exactly whatever they are.
+    #[test]
+    fn a_fit_says_when_it_should_not_be_trusted() {
+        let group = |points: &[(f64, f64)]| FitGroup {
+            fixed: Point::default(),
+            fit: fit_rtt(points),
+            left_out: 0,
+        };
+        let scattered = group(&[(0.0, 5.0), (1.0, 1.0), (2.0, 6.0), (3.0, 2.0), (4.0, 7.0)]);
+        let r2 = scattered.fit.as_ref().unwrap().r_squared;
+        assert!(r2 < TRUSTED_R_SQUARED, "{r2}");
+        let why = scattered.caution().expect("a caution");
+        assert!(why.contains("is below 0.9"), "{why}");
+        assert!(
+            scattered
+                .to_string()
+                .contains("\n  do not trust this fit: R^2")
+        );
+        let json = serde_json::to_value(&scattered).unwrap();
+        assert!(json["caution"].as_str().unwrap().contains("below 0.9"));
+        let two = group(&[(0.0, 1.0), (1.0, 3.0)]);
+        assert!(
+            two.caution()
+                .unwrap()
+                .contains("2 points: a line through two points")
+        );
+        let good = group(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.01)]);
+        assert_eq!(good.caution(), None);
+        assert!(!good.to_string().contains("trust"));
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fit::FitGroup;
 use crate::grid::{Axis, Grid, Point};
+use crate::verdict::Verdict;
 
 /// The RTT measured at one point, in milliseconds. `median_ms` is the figure the fit and
 /// the plots use (robust against the odd slow probe); the others are optional extras.
@@ -131,7 +132,7 @@ impl Rates {
 /// for writes `rows_per_s`, `metrics_per_s` and `requests / elapsed_s`; for queries
 /// `requests_per_s` (or transactions), `statements_per_s` and the rows read per second;
 /// then `latency.{mean,p50,p99}_ms`, `service.mean_ms`, `failed_requests` (or the sum of
-/// `errors`), `stop_reason`, and the run's effective `workers`, `batch` (rows per request)
+/// `errors`), `stop_reason`, its [`Verdict`], and the run's effective `workers`, `batch` (rows per request)
 /// and `in_flight` (requests in flight per worker).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
@@ -161,6 +162,9 @@ pub struct SweepRow {
     pub batch: u64,
     pub in_flight: u64,
     pub stop_reason: String,
+    /// The run's exit, what the server stored, and whether the row is a measure (a
+    /// failed, interrupted, short or unverified point is marked and left out of fits).
+    pub verdict: Verdict,
 }
 
 /// Why a row does not fit the table.
@@ -208,6 +212,10 @@ const MEASURE_COLUMNS: [&str; 8] = [
     "server_cpu_s",
     "bytes_per_metric",
 ];
+
+/// The last columns of the CSV: the run's end and its [`Verdict`] (`verdict` is `ok` or
+/// the flaw's word, `why` its reason).
+const VERDICT_COLUMNS: [&str; 5] = ["stop_reason", "exit", "stored", "verdict", "why"];
 
 /// Run settings columns; each is left out when a sweep key of the same name already
 /// gives it (the values are then the point's).
@@ -286,14 +294,16 @@ impl SweepTable {
     /// rows_read_per_s` for queries, `transactions_per_s, ...` for transactions), then
     /// `latency_mean_ms, latency_p50_ms, latency_p99_ms, service_mean_ms, errors,
     /// client_cpu_s, server_cpu_s, bytes_per_metric`, then those of `workers, batch,
-    /// in_flight` that are not sweep keys, then `stop_reason`.
+    /// in_flight` that are not sweep keys, then `stop_reason, exit, stored, verdict, why`
+    /// (the [`Verdict`]: `stored` empty when not known, `verdict` `ok` or the flaw's word,
+    /// `why` empty or its reason).
     pub fn csv_header(&self) -> Vec<String> {
         let mut h: Vec<String> = self.axes.iter().map(|a| a.key.clone()).collect();
         h.extend(RTT_COLUMNS.iter().map(|c| c.to_string()));
         h.extend(self.measure.columns().iter().map(|c| c.to_string()));
         h.extend(MEASURE_COLUMNS.iter().map(|c| c.to_string()));
         h.extend(self.setting_columns().iter().map(|c| c.to_string()));
-        h.push("stop_reason".to_string());
+        h.extend(VERDICT_COLUMNS.iter().map(|c| c.to_string()));
         h
     }
 
@@ -341,6 +351,11 @@ impl SweepTable {
                 );
             }
             rec.push(row.stop_reason.clone());
+            let v = &row.verdict;
+            rec.push(v.exit.to_string());
+            rec.push(v.stored.map(|n| n.to_string()).unwrap_or_default());
+            rec.push(v.word().to_string());
+            rec.push(v.flaw.as_ref().map(|f| f.why.clone()).unwrap_or_default());
             write_csv_record(&mut w, &rec)?;
         }
         Ok(())
@@ -349,7 +364,9 @@ impl SweepTable {
     /// The table as aligned text, one line per row, for a terminal: the sweep keys, then
     /// `rtt ms` (median), the rates (`rows/s`, `metrics/s`, `req/s` for writes; `req/s`
     /// or `txn/s`, `stmt/s`, `rows read/s` for queries), `lat mean`, `p50`, `p99`,
-    /// `svc mean` (ms), `errors`, `stop`. Numbers are right-aligned, text left-aligned.
+    /// `svc mean` (ms), `errors`, `stop`, `exit`, `stored`, `verdict`. Numbers are
+    /// right-aligned, text left-aligned. Under the table, each point that is not a
+    /// measure, with why.
     pub fn render_text(&self) -> String {
         let mut header: Vec<String> = self.axes.iter().map(|a| a.key.clone()).collect();
         let n_keys = header.len();
@@ -357,7 +374,7 @@ impl SweepTable {
         header.extend(
             [
                 "rtt ms", rates[0], rates[1], rates[2], "lat mean", "p50", "p99", "svc mean",
-                "errors", "stop",
+                "errors", "stop", "exit", "stored", "verdict",
             ]
             .iter()
             .map(|s| s.to_string()),
@@ -395,6 +412,9 @@ impl SweepTable {
             line.push(format!("{:.3}", row.service_mean_ms));
             line.push(row.errors.to_string());
             line.push(row.stop_reason.clone());
+            line.push(row.verdict.exit.to_string());
+            line.push(row.verdict.stored_text());
+            line.push(row.verdict.word().to_string());
             cells.push(line);
         }
         let ncols = header.len();
@@ -410,7 +430,8 @@ impl SweepTable {
                 if i < n_keys {
                     self.axes[i].values.iter().all(|v| v.as_f64().is_some())
                 } else {
-                    i != ncols - 1
+                    // `stop` and `verdict` are words.
+                    i != ncols - 1 && i != ncols - 4
                 }
             })
             .collect();
@@ -437,6 +458,17 @@ impl SweepTable {
         emit(&header);
         for line in &cells {
             emit(line);
+        }
+        for (i, row) in self.rows.iter().enumerate() {
+            if !row.verdict.is_measure() {
+                let _ = writeln!(
+                    out,
+                    "point {} ({}) is no measure, left out of fits: {}",
+                    i + 1,
+                    row.point.label(),
+                    row.verdict
+                );
+            }
         }
         out
     }
@@ -523,6 +555,7 @@ mod tests {
             batch: 10,
             in_flight: 1,
             stop_reason: "duration".into(),
+            verdict: crate::Verdict::passed(None),
         }
     }
 
@@ -576,6 +609,14 @@ mod tests {
     fn csv_header_rows_and_quoting() {
         let mut t = table();
         t.rows[1].stop_reason = "error: \"boom\", then\nstop".into();
+        t.rows[1].verdict = crate::Verdict {
+            exit: 1,
+            stored: Some(0),
+            flaw: Some(crate::Flaw {
+                kind: crate::FlawKind::Shortfall,
+                why: "stored 0, of 500".into(),
+            }),
+        };
         t.rows[2].rtt = None;
         let mut out = Vec::new();
         t.write_csv(&mut out).unwrap();
@@ -585,14 +626,17 @@ mod tests {
             lines[0],
             "delay,batch,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,rows_per_s,\
              metrics_per_s,requests_per_s,latency_mean_ms,latency_p50_ms,latency_p99_ms,\
-             service_mean_ms,errors,client_cpu_s,server_cpu_s,bytes_per_metric,workers,in_flight,stop_reason"
+             service_mean_ms,errors,client_cpu_s,server_cpu_s,bytes_per_metric,workers,in_flight,\
+             stop_reason,exit,stored,verdict,why"
         );
         assert_eq!(
             lines[1],
-            "0ms,1,icmp,0.05,0.045000000000000005,,0.07500000000000001,1000,10000,100,1.25,1,4.5,1.2,0,0.5,,,16,1,duration"
+            "0ms,1,icmp,0.05,0.045000000000000005,,0.07500000000000001,1000,10000,100,1.25,1,4.5,1.2,0,0.5,,,16,1,duration,0,,ok,"
         );
         assert!(
-            lines[2].ends_with(",16,1,\"error: \"\"boom\"\", then\nstop\""),
+            lines[2].ends_with(
+                ",16,1,\"error: \"\"boom\"\", then\nstop\",1,0,shortfall,\"stored 0, of 500\""
+            ),
             "{}",
             lines[2]
         );
@@ -698,7 +742,8 @@ mod tests {
             "query.workers,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,\
              transactions_per_s,statements_per_s,rows_read_per_s,latency_mean_ms,\
              latency_p50_ms,latency_p99_ms,service_mean_ms,errors,client_cpu_s,\
-             server_cpu_s,bytes_per_metric,workers,batch,in_flight,stop_reason"
+             server_cpu_s,bytes_per_metric,workers,batch,in_flight,stop_reason,exit,stored,\
+             verdict,why"
         );
         assert!(
             lines[2].starts_with("8,,,,,,101,2020,14140,"),

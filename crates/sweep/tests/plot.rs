@@ -34,6 +34,7 @@ fn row(point: tsload_sweep::Point, rtt: Option<f64>, rows_per_s: f64) -> SweepRo
         batch: 10,
         in_flight: 1,
         stop_reason: "duration".into(),
+        verdict: tsload_sweep::Verdict::passed(None),
     }
 }
 
