@@ -51,8 +51,12 @@ pub enum Throughput {
 
 impl Throughput {
     /// The rate of this kind in `row`; `None` when the row's run does not measure it
-    /// (rows/s of a query run, statements/s of a write run).
+    /// (rows/s of a query run, statements/s of a write run) or is no measure at all
+    /// ([`crate::Verdict::is_measure`]: it is not plotted).
     pub fn of(self, row: &SweepRow) -> Option<f64> {
+        if !row.verdict.is_measure() {
+            return None;
+        }
         match (self, row.rates) {
             (Throughput::Rows, Rates::Writes { rows_per_s, .. }) => Some(rows_per_s),
             (Throughput::Metrics, Rates::Writes { metrics_per_s, .. }) => Some(metrics_per_s),
@@ -149,6 +153,10 @@ impl Default for PlotOptions {
 pub enum PlotError {
     #[error("nothing to plot: the sweep has no results")]
     NoRows,
+    #[error(
+        "nothing to plot: no point is a measure (each failed, was interrupted, fell short or is unverified)"
+    )]
+    NoMeasure,
     #[error("the sweep's runs did not measure {unit}: they measured {measure:?}")]
     NotMeasured {
         unit: &'static str,
@@ -214,6 +222,9 @@ pub fn render_svg(
 ) -> Result<String, PlotError> {
     if table.rows.is_empty() {
         return Err(PlotError::NoRows);
+    }
+    if !table.rows.iter().any(|r| r.verdict.is_measure()) {
+        return Err(PlotError::NoMeasure);
     }
     let throughput = opts
         .throughput

@@ -192,6 +192,31 @@ fn rate_vs_rtt_r1() {
     );
 }
 
+/// A point that stored nothing was drawn like any other, and fitted.
+#[test]
+fn a_point_that_is_no_measure_is_not_drawn_and_none_left_is_no_plot() {
+    let mut t = r1_table();
+    t.rows[3].verdict = tsload_sweep::Verdict {
+        exit: 1,
+        stored: Some(0),
+        flaw: Some(tsload_sweep::Flaw {
+            kind: tsload_sweep::FlawKind::Failed,
+            why: "the run stopped on a fatal error".into(),
+        }),
+    };
+    let svg = render_svg(&t, &PlotKind::RateVsRtt, &PlotOptions::default()).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(count(&doc, "circle"), R1.len() - 1);
+    let failed = t.rows[3].verdict.clone();
+    for r in &mut t.rows {
+        r.verdict = failed.clone();
+    }
+    assert!(matches!(
+        render_svg(&t, &PlotKind::RateVsRtt, &PlotOptions::default()),
+        Err(tsload_sweep::PlotError::NoMeasure)
+    ));
+}
+
 #[test]
 fn rate_vs_rtt_falls_back_to_the_delay_setting() {
     let mut t = r1_table();
