@@ -685,8 +685,12 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
         errln!("error: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
+    let streams = plan.streams();
     for t in &args.fail_if {
-        match Threshold::parse(t) {
+        match Threshold::parse(t)
+            .map_err(|e| e.to_string())
+            .and_then(|t| t.check_measured(&streams).map(|()| t))
+        {
             Ok(t) => plan.output.fail_if.push(t),
             Err(e) => {
                 errln!("error: --fail-if: {e}");

@@ -429,6 +429,25 @@ fn tsbs_json(kind: &str, t: &TsbsConfig) -> Value {
 }
 
 impl Plan {
+    /// The run's streams as `--fail-if` thresholds see them: the writes (modes write and
+    /// mixed) and the queries (modes query and mixed), each open or closed loop.
+    pub fn streams(&self) -> Vec<tsload_core::threshold::Stream> {
+        let mut out = Vec::new();
+        if self.mode != RunMode::Query {
+            out.push(tsload_core::threshold::Stream {
+                queries: false,
+                open_loop: matches!(self.load.mode, LoadMode::Open { .. }),
+            });
+        }
+        if let Some(q) = self.query.as_ref().filter(|_| self.mode != RunMode::Write) {
+            out.push(tsload_core::threshold::Stream {
+                queries: true,
+                open_loop: matches!(q.config.mode, LoadMode::Open { .. }),
+            });
+        }
+        out
+    }
+
     /// The plan as JSON, with every secret-looking value redacted.
     pub fn to_json(&self) -> Value {
         let workload = match &self.workload {

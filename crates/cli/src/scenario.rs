@@ -848,7 +848,7 @@ impl Ctx<'_> {
             q.config.grace = load.grace;
             q.config.drain = load.drain;
         }
-        Ok(Plan {
+        let plan = Plan {
             name: raw
                 .name
                 .map_or_else(|| self.file.clone(), Spanned::into_inner),
@@ -864,7 +864,15 @@ impl Ctx<'_> {
             sweep,
             mode,
             query,
-        })
+        };
+        // A threshold on a figure no stream of the run measures could only break (as
+        // NaN) after the whole run: refused now.
+        let streams = plan.streams();
+        for (i, t) in plan.output.fail_if.iter().enumerate() {
+            t.check_measured(&streams)
+                .map_err(|e| self.error(None, &format!("output.fail_if[{i}]"), e))?;
+        }
+        Ok(plan)
     }
 
     fn monitor(&self, section: &Spanned<MonitorSection>) -> Result<MonitorPlan, ScenarioError> {

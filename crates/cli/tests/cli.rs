@@ -302,6 +302,54 @@ fn interval_log_holds_every_request_of_the_report() {
 }
 
 #[test]
+fn a_threshold_the_run_cannot_measure_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // A closed loop offers no rate; a write run has no statements: both ran to the end and
+    // broke as NaN (exit 3).
+    for (threshold, why) in [
+        ("achieved_ratio>=0.95", "runs closed loop"),
+        ("statements_per_s>1", "only has writes"),
+    ] {
+        let out = run(
+            &[
+                "run",
+                "--set",
+                "target.kind=\"null\"",
+                "--progress",
+                "none",
+                "--fail-if",
+                threshold,
+                "--json",
+                "r.json",
+            ],
+            dir.path(),
+        );
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{threshold}: {e}");
+        assert!(
+            e.contains(&format!("--fail-if: threshold `{threshold}`")) && e.contains(why),
+            "{threshold}: {e}"
+        );
+        assert!(!dir.path().join("r.json").exists(), "{threshold}: it ran");
+    }
+    // The same in the file, named by its key; with a rate, achieved_ratio is measured.
+    std::fs::write(
+        dir.path().join("t.toml"),
+        "[target]\nkind = \"null\"\n[output]\nfail_if = [\"p99<1s\", \"achieved_ratio>=0.9\"]\n",
+    )
+    .unwrap();
+    let out = run(&["validate", "t.toml"], dir.path());
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("key `output.fail_if[1]`"), "{e}");
+    let out = run(
+        &["validate", "t.toml", "--set", "load.rate=1000"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
 fn broken_threshold_exits_3_after_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
@@ -328,7 +376,13 @@ fn broken_threshold_exits_3_after_the_report() {
     assert!(e.contains("FAIL: threshold `rows_per_s<1` broken"), "{e}");
     assert!(
         !e.contains("errors==0"),
-        "the kept threshold is not reported: {e}"
+        "the kept threshold is not an error: {e}"
+    );
+    // Said with its value (it printed nothing before).
+    assert!(
+        text(&out.stdout).contains("PASS: threshold `errors==0` held: errors was 0"),
+        "{}",
+        text(&out.stdout)
     );
     // The JSON carries each verdict, and where and from what the run came.
     let r = json(&dir.path().join("r.json"));

@@ -39,6 +39,13 @@ impl Op {
     }
 }
 
+/// A stream of a run as a threshold sees it: writes or queries, open or closed loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stream {
+    pub queries: bool,
+    pub open_loop: bool,
+}
+
 /// One parsed threshold.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
@@ -178,12 +185,63 @@ impl Threshold {
                 | "metrics_per_s"
                 | "mb_per_s"
                 | "cpu_us_per_1000_metrics"
-                | "achieved_ratio"
         )
     }
 
-    /// Checks the threshold; `Err` carries a line saying what was measured.
-    pub fn check(&self, s: &Summary) -> Result<(), String> {
+    /// Whether `stream` measures the figure: a figure of its kind
+    /// ([`Self::measured_by_writes`], [`Self::measured_by_queries`]), and for
+    /// `achieved_ratio` an open loop (a closed loop offers no rate to compare with).
+    pub fn measured_by(&self, stream: Stream) -> bool {
+        let of_kind = if stream.queries {
+            self.measured_by_queries()
+        } else {
+            self.measured_by_writes()
+        };
+        of_kind && (self.metric != "achieved_ratio" || stream.open_loop)
+    }
+
+    /// Refuses, before the run, a threshold that no stream of the run measures (it could
+    /// only break, as NaN, after the whole run): why, and what would measure it.
+    pub fn check_measured(&self, streams: &[Stream]) -> Result<(), String> {
+        if streams.iter().any(|s| self.measured_by(*s)) {
+            return Ok(());
+        }
+        let kinds: Vec<&str> = streams
+            .iter()
+            .map(|s| if s.queries { "queries" } else { "writes" })
+            .collect();
+        let why = if self.metric == "achieved_ratio"
+            && streams.iter().any(|s| {
+                self.measured_by(Stream {
+                    open_loop: true,
+                    ..*s
+                })
+            }) {
+            "it compares the achieved rate with the offered one, and this run offers none: \
+             it runs closed loop (no load.rate or query.rate); set a rate, or judge another \
+             figure"
+                .to_string()
+        } else if self.measured_by_writes() {
+            format!(
+                "a figure of writes, and this run only has {} (mode \"query\")",
+                kinds.join(" and ")
+            )
+        } else {
+            format!(
+                "a figure of queries (statements, failed_requests, requests_per_s, \
+                 statements_per_s), and this run only has {}",
+                kinds.join(" and ")
+            )
+        };
+        Err(format!(
+            "threshold `{}`: this run does not measure {}: {why}",
+            self.text, self.metric
+        ))
+    }
+
+    /// Checks the threshold; `Ok` carries a line saying what was measured (`threshold
+    /// `p99<20ms` held: p99 was 3.2ms`), `Err` one saying how it broke.
+    pub fn check(&self, s: &Summary) -> Result<String, String> {
         self.evaluate(&s.latency, &s.service, |metric| {
             Some(match metric {
                 "rows" => s.rows as f64,
@@ -210,7 +268,7 @@ impl Threshold {
     /// (all kinds merged); counts are `requests`, `failed_requests`, `errors`, `rows`,
     /// `statements`, `requests_per_s` (TPS for transactions) and `statements_per_s`
     /// (QPS). Write-only figures (metrics, bytes, retries) read as not measured.
-    pub fn check_query(&self, s: &QuerySummary) -> Result<(), String> {
+    pub fn check_query(&self, s: &QuerySummary) -> Result<String, String> {
         self.evaluate(&s.latency, &s.service, |metric| {
             Some(match metric {
                 "rows" => s.rows as f64,
@@ -236,7 +294,7 @@ impl Threshold {
         latency: &LatencySummary,
         service: &LatencySummary,
         count: impl Fn(&str) -> Option<f64>,
-    ) -> Result<(), String> {
+    ) -> Result<String, String> {
         let (actual, unit) = if let Some(f) = self.metric.strip_prefix("service.") {
             (service.get(f), "ms")
         } else if let Some(f) = self.metric.strip_prefix("latency.") {
@@ -249,9 +307,14 @@ impl Threshold {
         self.judge(actual.unwrap_or(f64::NAN), unit)
     }
 
-    fn judge(&self, actual: f64, unit: &str) -> Result<(), String> {
+    fn judge(&self, actual: f64, unit: &str) -> Result<String, String> {
         if self.op.holds(actual, self.value) {
-            Ok(())
+            Ok(format!(
+                "threshold `{}` held: {} was {}{unit}",
+                self.text,
+                self.metric,
+                self.shown(actual)
+            ))
         } else {
             Err(format!(
                 "threshold `{}` broken: {} was {}{unit} (wanted {} {}{unit})",
@@ -267,7 +330,8 @@ impl Threshold {
 
 impl Threshold {
     /// `actual` rounded for a person (`99990.73` -> `99991`, `0.123456` -> `0.1235`), with
-    /// as many more decimals as it takes for the shown figure still to break the threshold.
+    /// as many more decimals as it takes for the shown figure to hold or break the
+    /// threshold as `actual` does.
     fn shown(&self, actual: f64) -> String {
         if !actual.is_finite() {
             return actual.to_string();
@@ -287,9 +351,10 @@ impl Threshold {
             } else {
                 text
             };
+            let held = self.op.holds(actual, self.value);
             if text
                 .parse::<f64>()
-                .is_ok_and(|v| !self.op.holds(v, self.value))
+                .is_ok_and(|v| self.op.holds(v, self.value) == held)
             {
                 return text;
             }
@@ -504,5 +569,76 @@ mod tests {
         );
         let e = Threshold::parse("p99").unwrap_err();
         assert!(e.reason.contains("OP"), "{e}");
+    }
+
+    /// `--fail-if 'achieved_ratio>=0.95'` on a closed-loop run and `statements_per_s` on a
+    /// write run ran to the end and failed with "was NaN" (exit 3).
+    #[test]
+    fn a_threshold_no_stream_measures_is_refused_before_the_run() {
+        let t = |t: &str| Threshold::parse(t).unwrap();
+        let closed_writes = Stream {
+            queries: false,
+            open_loop: false,
+        };
+        let open_writes = Stream {
+            open_loop: true,
+            ..closed_writes
+        };
+        let closed_queries = Stream {
+            queries: true,
+            open_loop: false,
+        };
+        let e = t("achieved_ratio>=0.95")
+            .check_measured(&[closed_writes])
+            .unwrap_err();
+        assert!(
+            e.contains("does not measure achieved_ratio") && e.contains("closed loop"),
+            "{e}"
+        );
+        assert!(
+            t("achieved_ratio>=0.95")
+                .check_measured(&[open_writes])
+                .is_ok()
+        );
+        // Mixed: the open query stream measures it.
+        assert!(
+            t("achieved_ratio>=95%")
+                .check_measured(&[
+                    closed_writes,
+                    Stream {
+                        open_loop: true,
+                        ..closed_queries
+                    }
+                ])
+                .is_ok()
+        );
+        let e = t("statements_per_s>100")
+            .check_measured(&[open_writes])
+            .unwrap_err();
+        assert!(
+            e.contains("a figure of queries") && e.contains("only has writes"),
+            "{e}"
+        );
+        let e = t("metrics_per_s>1")
+            .check_measured(&[closed_queries])
+            .unwrap_err();
+        assert!(e.contains("a figure of writes"), "{e}");
+        assert!(t("p99<1s").check_measured(&[closed_queries]).is_ok());
+    }
+
+    /// Passed thresholds printed nothing: each now says its value.
+    #[test]
+    fn a_held_threshold_says_its_value() {
+        let s = summary();
+        let held = Threshold::parse("p99 < 0.03s").unwrap().check(&s).unwrap();
+        assert!(
+            held.starts_with("threshold `p99 < 0.03s` held: p99 was "),
+            "{held}"
+        );
+        assert!(held.ends_with("ms"), "{held}");
+        // Rounded, but never across the line.
+        let t = Threshold::parse("rows_per_s>=99990.7").unwrap();
+        assert_eq!(t.shown(99_990.73), "99991");
+        assert_eq!(t.shown(99_990.69), "99990.69");
     }
 }
