@@ -429,6 +429,25 @@ fn tsbs_json(kind: &str, t: &TsbsConfig) -> Value {
 }
 
 impl Plan {
+    /// SHA-256 of the resolved scenario (every default filled in, secrets redacted, keys in
+    /// order; without its name, description, file and outputs): two runs with the same hash
+    /// ran the same workload, target, load, network and queries, however it was written.
+    pub fn scenario_sha256(&self) -> String {
+        use sha2::Digest as _;
+        let mut resolved = self.to_json();
+        // Labels, where the file lay and where the results go are not part of what ran.
+        if let Some(m) = resolved.as_object_mut() {
+            for key in ["name", "description", "source", "output"] {
+                m.remove(key);
+            }
+        }
+        let text = serde_json::to_string(&resolved).unwrap_or_default();
+        sha2::Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     /// The run's streams as `--fail-if` thresholds see them: the writes (modes write and
     /// mixed) and the queries (modes query and mixed), each open or closed loop.
     pub fn streams(&self) -> Vec<tsload_core::threshold::Stream> {

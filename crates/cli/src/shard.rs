@@ -195,6 +195,7 @@ pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
             }
         }
     }
+    let scenario = plan.scenario_sha256();
     let gate = |phase: &str| -> Gate {
         match (&run.barrier, run.start_at) {
             (Some(dir), start_at) => Gate::new(Arc::new(FileBarrier {
@@ -203,6 +204,7 @@ pub fn split(plan: &Plan, run: &ShardRun) -> Plan {
                 phase: phase.to_string(),
                 start_at,
                 timeout: run.barrier_timeout,
+                scenario: scenario.clone(),
             })),
             (None, Some(at)) => Gate::new(Arc::new(StartAt(at))),
             (None, None) => Gate::default(),
@@ -257,6 +259,11 @@ impl StartGate for StartAt {
 ///   `PHASE.ready-I`; shard 0 waits for all of them and writes `PHASE.start` (the
 ///   `--start-at` time, or half a second ahead); every shard starts its clock then.
 ///
+/// `PHASE.prepared` and each `PHASE.ready-I` hold the writer's scenario hash
+/// ([`Plan::scenario_sha256`]): a shard whose scenario differs from shard 0's stops at the
+/// barrier, before it writes, as shard 0 does when one of the others differs (two shards of
+/// different scenarios are not one run: `merge` refused them only afterwards).
+///
 /// Files are written to a temporary name and renamed, so a reader never sees half of one.
 struct FileBarrier {
     dir: PathBuf,
@@ -264,6 +271,8 @@ struct FileBarrier {
     phase: String,
     start_at: Option<SystemTime>,
     timeout: Duration,
+    /// This shard's scenario hash.
+    scenario: String,
 }
 
 impl FileBarrier {
@@ -310,6 +319,22 @@ impl FileBarrier {
             .filter(|i| !self.path(&format!("ready-{i}")).exists())
             .collect()
     }
+
+    /// Refuses a barrier file of a shard (`who`) whose scenario hash is not this one's.
+    fn same_scenario(&self, file: &Path, text: &str, who: &str) -> Result<(), String> {
+        let theirs = text.trim();
+        if theirs == self.scenario {
+            return Ok(());
+        }
+        Err(format!(
+            "--barrier {}: {who} runs another scenario than shard {} (scenario_sha256 {} in              {}, this shard's {}): the shards of one run must run the same scenario, with              the same --set values; only --shard differs",
+            self.dir.display(),
+            self.shard,
+            if theirs.is_empty() { "none" } else { theirs },
+            file.display(),
+            self.scenario
+        ))
+    }
 }
 
 /// Reads a whole small file; `None` while it does not exist.
@@ -344,18 +369,20 @@ impl StartGate for FileBarrier {
                 return Ok(());
             }
             let prepared = self.path("prepared");
-            self.wait_for(
-                || Ok(prepared.exists().then_some(())),
-                || format!("shard 0 to prepare the target ({})", prepared.display()),
-            )
-            .await
+            let text = self
+                .wait_for(
+                    || read_if_there(&prepared),
+                    || format!("shard 0 to prepare the target ({})", prepared.display()),
+                )
+                .await?;
+            self.same_scenario(&prepared, &text, "shard 0")
         })
     }
 
     fn after_prepare(&self) -> GateFuture<'_> {
         Box::pin(async move {
             if self.shard.index == 0 {
-                self.write("prepared", "")?;
+                self.write("prepared", &self.scenario)?;
             }
             Ok(())
         })
@@ -363,7 +390,7 @@ impl StartGate for FileBarrier {
 
     fn before_start(&self) -> GateFuture<'_> {
         Box::pin(async move {
-            self.write(&format!("ready-{}", self.shard.index), "")?;
+            self.write(&format!("ready-{}", self.shard.index), &self.scenario)?;
             if self.shard.index == 0 {
                 self.wait_for(
                     || Ok(self.missing_ready().is_empty().then_some(())),
@@ -374,6 +401,11 @@ impl StartGate for FileBarrier {
                     },
                 )
                 .await?;
+                for i in 1..self.shard.count {
+                    let path = self.path(&format!("ready-{i}"));
+                    let text = read_if_there(&path)?.unwrap_or_default();
+                    self.same_scenario(&path, &text, &format!("shard {i}"))?;
+                }
                 let at = self
                     .start_at
                     .unwrap_or_else(|| SystemTime::now() + START_MARGIN);
@@ -487,6 +519,7 @@ mod tests {
             phase: "write".into(),
             start_at: None,
             timeout: Duration::from_secs(20),
+            scenario: "same".into(),
         };
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
@@ -525,6 +558,7 @@ mod tests {
             phase: "write".into(),
             start_at: None,
             timeout: Duration::from_millis(200),
+            scenario: "same".into(),
         };
         let e = lonely.before_prepare().await.unwrap_err();
         assert!(
@@ -625,5 +659,44 @@ mod tests {
         assert_eq!(rows(3, 3), [333, 334, 334]);
         assert_eq!(rows(10, 4), [200, 300, 200, 301]);
         assert_eq!(rows(3, 1), [1001]);
+    }
+
+    /// Two shards of different scenarios met at one barrier and ran as one run; only
+    /// `merge` refused them, afterwards.
+    #[tokio::test]
+    async fn a_shard_of_another_scenario_stops_at_the_barrier() {
+        let dir = std::env::temp_dir().join(format!("tsload-barrier-hash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let barrier = |i: u32, scenario: &str| FileBarrier {
+            dir: dir.clone(),
+            shard: Shard::new(i, 2).unwrap(),
+            phase: "write".into(),
+            start_at: None,
+            timeout: Duration::from_secs(5),
+            scenario: scenario.into(),
+        };
+        let zero = barrier(0, "aaaa");
+        zero.before_prepare().await.unwrap();
+        zero.after_prepare().await.unwrap();
+        // Shard 1 of another scenario: it stops before it prepares or writes.
+        let e = barrier(1, "bbbb").before_prepare().await.unwrap_err();
+        assert!(
+            e.contains("shard 0 runs another scenario than shard 1/2")
+                && e.contains("scenario_sha256 aaaa")
+                && e.contains("this shard's bbbb"),
+            "{e}"
+        );
+        // Had it gone on regardless, shard 0 refuses its ready file.
+        let other = barrier(1, "bbbb");
+        other.write("ready-1", "bbbb").unwrap();
+        let e = zero.before_start().await.unwrap_err();
+        assert!(
+            e.contains("shard 1 runs another scenario than shard 0/2"),
+            "{e}"
+        );
+        assert!(!dir.join("write.start").exists(), "no start was set");
+        // The same scenario passes.
+        barrier(1, "aaaa").before_prepare().await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

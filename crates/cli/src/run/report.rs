@@ -262,7 +262,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         json.insert("thresholds".into(), thresholds_json(plan, &broken));
         json.insert("host".into(), host_name().into());
         json.insert("commit".into(), env!("TSLOAD_COMMIT").into());
-        json.insert("scenario_sha256".into(), scenario_hash(whole).into());
+        json.insert("scenario_sha256".into(), whole.scenario_sha256().into());
         json.insert(
             "shard".into(),
             serde_json::to_value(whole.output.shard.shard)?,
@@ -520,25 +520,6 @@ fn host_name() -> String {
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// SHA-256 of the resolved scenario (every default filled in, secrets redacted, keys in
-/// order; without its name, description, file and outputs): two runs with the same hash
-/// ran the same workload, target, load, network and queries, however it was written.
-fn scenario_hash(plan: &Plan) -> String {
-    use sha2::Digest as _;
-    let mut resolved = plan.to_json();
-    // Labels, where the file lay and where the results go are not part of what ran.
-    if let Some(m) = resolved.as_object_mut() {
-        for key in ["name", "description", "source", "output"] {
-            m.remove(key);
-        }
-    }
-    let text = serde_json::to_string(&resolved).unwrap_or_default();
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// A JSON object's fields (none for anything else).
