@@ -233,6 +233,21 @@ fn victoria_metrics_shards_of_1_2_and_4_store_exactly_the_samples_of_one_unshard
             vm_dump(&vm) == expected,
             "{n} shards stored other samples than one run"
         );
+        // Each shard saw the server's counter grow by every shard's samples: it claims
+        // no stored figure of its own (each said the whole server's count before).
+        if n > 1 {
+            for i in 0..n {
+                let r = common::json(&sub.join(format!("reports/r{i}.json")));
+                assert!(r.get("stored").is_none(), "shard {i}/{n}: {r}");
+                assert!(
+                    r["stored_error"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(&format!("cannot verify per shard: shard {i}/{n}")),
+                    "shard {i}/{n}: {r}"
+                );
+            }
+        }
     }
 }
 

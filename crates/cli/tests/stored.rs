@@ -99,3 +99,73 @@ fn sql_and_line_protocol_servers_count_what_they_stored() {
         );
     }
 }
+
+/// Another writer into the same VictoriaMetrics during the run: its samples grew the
+/// server-wide counter too, and the report said "stored" of them (two shards each said
+/// 2,160,000 for their own 1,080,000). Now the run claims no figure, and says why.
+#[test]
+fn another_writer_into_the_same_server_is_detected_and_no_stored_figure_is_claimed() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    let url = vm.base_url();
+    // The other writer: a line every 20 ms from before tsload starts until it has ended,
+    // so it writes inside the run's window whatever the machine's speed.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, addr) = (stop.clone(), vm.http_addr());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = format!("other,host=x value={n}i\n");
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                use std::io::{Read as _, Write as _};
+                write!(
+                    s,
+                    "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .unwrap();
+                let mut answer = String::new();
+                let _ = s.read_to_string(&mut answer);
+                assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+                n += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            n
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (out, r) = run(
+        dir.path(),
+        &url,
+        "influx",
+        &["workload.start=\"now-1h\"", "workload.end=\"now-50m\""],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(written > 10, "the other writer wrote {written} lines");
+    assert!(out.status.success(), "{stderr}");
+    assert!(r.get("stored").is_none(), "{r}");
+    let why = r["stored_error"].as_str().unwrap();
+    assert!(
+        why.starts_with("the server's server-wide counts grew by")
+            && why.contains("another writer is counted in them"),
+        "{why}"
+    );
+    assert!(
+        text(&out.stdout).contains("stored    not known: the server's server-wide counts"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Alone again, the count is the run's.
+    let (out, r) = run(
+        dir.path(),
+        &url,
+        "influx",
+        &["workload.start=\"now-40m\"", "workload.end=\"now-30m\""],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(r["stored"]["samples"], r["metrics"], "{r}");
+    assert_eq!(r["stored"]["server_wide"], true, "{r}");
+}

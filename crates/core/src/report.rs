@@ -297,6 +297,15 @@ impl Summary {
     ) -> Self {
         let c = &outcome.counters;
         let totals = Totals::from_counters(c, outcome.elapsed.as_secs_f64());
+        // Counts that grew by more than the run sent are not the run's: no figure, and why.
+        let stored = match &outcome.stored {
+            None => Err(None),
+            Some(Err(e)) => Err(Some(e.clone())),
+            Some(Ok(s)) => match s.other_writers(c.rows, c.metrics, c.ambiguous_rows) {
+                Some(why) => Err(Some(why)),
+                None => Ok(s.clone()),
+            },
+        };
         let cpu_s = usage.cpu().as_secs_f64();
         Summary {
             tsload_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -362,18 +371,11 @@ impl Summary {
                 Some(Err(e)) => Some(e.clone()),
                 _ => None,
             },
-            stored: outcome
-                .stored
-                .as_ref()
-                .and_then(|s| s.as_ref().ok())
-                .cloned(),
-            stored_error: match &outcome.stored {
-                Some(Err(e)) => Some(e.clone()),
-                _ => None,
-            },
-            stored_shortfall: match &outcome.stored {
-                Some(Ok(s)) => s.shortfall(c.rows, c.metrics),
-                _ => None,
+            stored: stored.as_ref().ok().cloned(),
+            stored_error: stored.as_ref().err().cloned().flatten(),
+            stored_shortfall: match &stored {
+                Ok(s) => s.shortfall(c.rows, c.metrics),
+                Err(_) => None,
             },
             scenario,
         }

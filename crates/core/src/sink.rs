@@ -197,9 +197,10 @@ pub trait Sink: Send + Sync + 'static {
     /// The server's own counts for the schema's tables (rows it holds, samples it took
     /// in, what it refused), read before the clock starts and after the last write, so
     /// the report can say what the server stored beside what it acknowledged. `None`
-    /// where the target cannot tell (the default). `settled`: the load is over, and a
-    /// server that publishes its counters late (VictoriaMetrics, about a second) is
-    /// waited for; before the load the latest figures do.
+    /// where the target cannot tell (the default). `settled`: the load is over. A server
+    /// that publishes its counters late (VictoriaMetrics, about a second) is waited for
+    /// either way: a before-count short of an earlier writer's last second would make
+    /// the run's difference grow by more than it sent.
     fn tally(
         &self,
         _schema: &Arc<Schema>,

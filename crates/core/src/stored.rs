@@ -22,6 +22,10 @@ pub struct ServerTally {
     pub counts_every_sample: bool,
     /// What it refused or dropped, by its own reason.
     pub refused: BTreeMap<String, u64>,
+    /// The counts are the whole server's (or database's), every writer's, not those of
+    /// the run's tables: VictoriaMetrics' and Prometheus' sample counters, InfluxDB 1.x's
+    /// points per database.
+    pub server_wide: bool,
 }
 
 impl ServerTally {
@@ -50,6 +54,10 @@ pub struct Stored {
     /// Rows or samples refused or dropped during the run, by the server's reason.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub refused: BTreeMap<String, u64>,
+    /// The counts are the server's (or database's) as a whole: other writers' rows would
+    /// be in them ([`ServerTally::server_wide`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_wide: bool,
 }
 
 /// Why a report has no stored figure when the target has no way to count what it holds
@@ -85,10 +93,36 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
         samples,
         counts_every_sample: after.counts_every_sample,
         refused,
+        server_wide: after.server_wide,
     })
 }
 
 impl Stored {
+    /// Why these counts cannot be this run's alone: they grew by more than the run sent
+    /// (`rows` acknowledged with `metrics` field values, and `ambiguous_rows` whose answer
+    /// was lost, which may be stored, even twice), so another writer is counted in them.
+    /// `None` when they could be the run's.
+    pub fn other_writers(&self, rows: u64, metrics: u64, ambiguous_rows: u64) -> Option<String> {
+        let per_row = metrics.checked_div(rows).unwrap_or(0) + 1;
+        let (what, held, sent) = match (self.rows, self.samples) {
+            (Some(held), _) => ("rows", held, rows.saturating_add(ambiguous_rows)),
+            (None, Some(held)) => (
+                "samples",
+                held,
+                metrics.saturating_add(ambiguous_rows.saturating_mul(per_row)),
+            ),
+            (None, None) => return None,
+        };
+        (held > sent).then(|| {
+            format!(
+                "the server's {}counts grew by {held} {what} during the run, more than the \
+                 {sent} this run sent: another writer is counted in them, so they cannot tell \
+                 what this run stored",
+                if self.server_wide { "server-wide " } else { "" }
+            )
+        })
+    }
+
     /// Why the server holds less than it acknowledged (`rows` rows with `metrics` field
     /// values), naming what it says it refused; `None` when it holds all of it. Rows are
     /// compared exactly, and so are samples where the server counts every sample it was
@@ -143,6 +177,7 @@ mod tests {
             samples,
             counts_every_sample: false,
             refused: refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+            server_wide: false,
         }
     }
 
@@ -234,5 +269,45 @@ mod tests {
         let mut after = tally(None, Some(510), &[]);
         after.counts_every_sample = true;
         assert!(stored_between(&before, &after).unwrap().counts_every_sample);
+    }
+
+    /// Prometheus counted its own scrapes (331,174 samples for 330,000 written) and two
+    /// shards into one VictoriaMetrics each counted the other's: counts that grew by more
+    /// than the run sent are another writer's too.
+    #[test]
+    fn counts_that_grew_by_more_than_the_run_sent_are_not_the_runs() {
+        let prometheus = Stored {
+            samples: Some(331_174),
+            counts_every_sample: true,
+            server_wide: true,
+            ..Stored::default()
+        };
+        let why = prometheus
+            .other_writers(33_000, 330_000, 0)
+            .expect("other writers");
+        assert!(
+            why.starts_with(
+                "the server's server-wide counts grew by 331174 samples during the \
+                             run, more than the 330000 this run sent"
+            ),
+            "{why}"
+        );
+        // Exactly what was sent, or less: could be the run's.
+        assert_eq!(prometheus.other_writers(33_118, 331_174, 0), None);
+        let rows = Stored {
+            rows: Some(1_100),
+            ..Stored::default()
+        };
+        // 100 rows whose answer was lost may be stored: up to 1,100 is this run's.
+        assert_eq!(rows.other_writers(1_000, 10_000, 100), None);
+        assert!(rows.other_writers(1_000, 10_000, 99).is_some());
+        // Samples: each ambiguous row may hold its share of the fields.
+        let samples = Stored {
+            samples: Some(10_011),
+            server_wide: true,
+            ..Stored::default()
+        };
+        assert_eq!(samples.other_writers(1_000, 10_000, 1), None);
+        assert!(samples.other_writers(1_000, 10_000, 0).is_some());
     }
 }

@@ -306,23 +306,20 @@ impl Sink for InfluxSink {
     async fn tally(
         &self,
         schema: &Arc<Schema>,
-        settled: bool,
+        _settled: bool,
     ) -> Result<Option<ServerTally>, SinkError> {
         let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
         let client = self.client()?;
         let get = |path: &str| self.get(&client, join(&base, path)).send();
         if let Ok(r) = get("metrics").await
             && r.status().is_success()
-            && let Some(t) = vm_tally(&body_text(r).await.unwrap_or_default())
+            && vm_tally(&body_text(r).await.unwrap_or_default()).is_some()
         {
-            if !settled {
-                // Before the load the latest figures do: they may lack up to a second of
-                // earlier writes, which the run's difference then counts in (an
-                // overcount, never a hidden drop), and not delay the clock.
-                return Ok(Some(t));
-            }
             // VictoriaMetrics serves the counters of a scrape up to a second old: read
-            // them once they include every write before this moment.
+            // them once they include every write before this moment, before the load too
+            // (counts that lacked the last second of an earlier writer, say the sweep's
+            // previous point, would grow by more than the run sent and read as another
+            // writer's).
             tokio::time::sleep(VM_METRICS_REFRESH).await;
             let failed = |e: String| SinkError::new(ErrorKind::Other, format!("/metrics: {e}"));
             let r = get("metrics").await.map_err(|e| failed(e.to_string()))?;
@@ -585,6 +582,8 @@ fn vm_tally(text: &str) -> Option<ServerTally> {
     }
     let ignored: u64 = tally.refused.values().sum();
     tally.samples = Some(inserted?.saturating_sub(ignored));
+    // Every writer's samples over the influx endpoint.
+    tally.server_wide = true;
     Some(tally)
 }
 
@@ -619,6 +618,8 @@ fn influxdb_tally(vars: &serde_json::Value, db: &str) -> Option<ServerTally> {
         samples: None,
         counts_every_sample: false,
         refused,
+        // The database's points, whoever wrote them.
+        server_wide: true,
     })
 }
 

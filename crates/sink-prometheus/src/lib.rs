@@ -207,7 +207,7 @@ impl Sink for PrometheusSink {
     async fn tally(
         &self,
         _schema: &Arc<Schema>,
-        settled: bool,
+        _settled: bool,
     ) -> Result<Option<ServerTally>, SinkError> {
         let client = self.client()?;
         let Ok(text) = self.get_text(&client, "metrics").await else {
@@ -220,14 +220,10 @@ impl Sink for PrometheusSink {
         if vm_tally(&text).is_none() {
             return Ok(None);
         }
-        if settled {
-            tokio::time::sleep(VM_METRICS_REFRESH).await;
-        }
-        let text = if settled {
-            self.get_text(&client, "metrics").await?
-        } else {
-            text
-        };
+        // VictoriaMetrics' counters are up to a second old: read them once they hold every
+        // write before this moment, before the load too (see the influx kind's `tally`).
+        tokio::time::sleep(VM_METRICS_REFRESH).await;
+        let text = self.get_text(&client, "metrics").await?;
         Ok(vm_tally(&text))
     }
 }
@@ -356,6 +352,8 @@ fn prometheus_tally(text: &str) -> Option<ServerTally> {
         epoch: exposition_sum(text, "process_start_time_seconds", None).map(|s| s.to_string()),
         // Remote write carries numbers only: every sample sent is one it counts.
         counts_every_sample: true,
+        // Every writer's samples, its own scrapes included.
+        server_wide: true,
         ..ServerTally::default()
     };
     for (metric, reason) in [
@@ -387,6 +385,8 @@ fn vm_tally(text: &str) -> Option<ServerTally> {
         epoch: exposition_sum(text, "process_start_time_seconds", None).map(|s| s.to_string()),
         // Remote write carries numbers only: every sample sent is one it counts.
         counts_every_sample: true,
+        // Every writer's samples, its own scrapes included.
+        server_wide: true,
         ..ServerTally::default()
     };
     for line in text.lines() {
