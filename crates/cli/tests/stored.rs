@@ -60,6 +60,23 @@ fn victoria_metrics_dropping_old_samples_fails_the_run_with_its_reason() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(r["stored"]["samples"], r["metrics"], "{r}");
     assert!(r.get("stored_shortfall").is_none(), "{r}");
+    // A taosBenchmark-style super table places its data with its own key: the advice
+    // named workload.start, which `custom` refuses.
+    let custom = format!("{}/../../configs/custom.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = common::tsload()
+        .args(["run", &custom, "--progress", "none", "-n", "200"])
+        .args(["--set", "target.kind=\"influx\""])
+        .args(["--set", &format!("target.url=\"{url}\"")])
+        .args(["--set", "target.create_database=false"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("place it inside with workload.start_timestamp = \"now-1d\""),
+        "{stderr}"
+    );
     // Not asked: no figure, and no verdict.
     let (out, r) = run(
         dir.path(),

@@ -405,7 +405,10 @@ pub enum MergeError {
         other: String,
         shard: Shard,
     },
-    #[error("shards {missing} of {count} are missing (the reports cover only part of the run)")]
+    #[error(
+        "shards {missing} of {count} are missing (the reports cover only part of the run); \
+         --allow-partial merges what is there"
+    )]
     MissingShards { missing: String, count: u32 },
     #[error("{file}: started_at '{value}' is not an RFC 3339 time")]
     BadTime { file: String, value: String },
@@ -1553,7 +1556,8 @@ mod tests {
         assert_eq!(
             e,
             "shards 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 79 \
-             more of 100 are missing (the reports cover only part of the run)"
+             more of 100 are missing (the reports cover only part of the run); \
+             --allow-partial merges what is there"
         );
         // A shard no run can have (the fields are public): refused, not a 4-billion list.
         a.shard = Some(Shard {

@@ -96,12 +96,19 @@ impl Reporter<'_> {
         }
         if let Some(why) = &s.stored_shortfall {
             let old = why.contains("small_timestamp") || why.contains("retention");
-            let hint = if old {
-                "; the data set lies outside the server's retention: place it inside with \
-                 workload.start = \"now-1d\" and workload.end = \"now\", or lengthen the \
-                 retention (VictoriaMetrics: -retentionPeriod)"
+            // The keys that place the data in time are the workload kind's own.
+            let place = if self.whole.workload.kind() == "custom" {
+                "workload.start_timestamp = \"now-1d\""
             } else {
-                ""
+                "workload.start = \"now-1d\" and workload.end = \"now\""
+            };
+            let hint = if old {
+                format!(
+                    "; the data set lies outside the server's retention: place it inside with \
+                     {place}, or lengthen the retention (VictoriaMetrics: -retentionPeriod)"
+                )
+            } else {
+                String::new()
             };
             errln!(
                 "error: {label}{why}: the rows it acknowledged are not all stored (output.verify){hint}"
