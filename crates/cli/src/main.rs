@@ -127,7 +127,8 @@ struct RunArgs {
     rows: Option<u64>,
     /// The target's URL, its kind taken from the scheme: http(s):// -> influx,
     /// postgres:// -> postgres, mysql:// or mariadb:// -> mysql, ws(s):// -> tdengine,
-    /// sqlite: -> sqlite; `null` for the null target.
+    /// sqlite: -> sqlite; `null` for the null target. KIND+URL picks another kind of the
+    /// scheme: prometheus+http://h:9090/api/v1/write, clickhouse+http://h:8123.
     #[arg(long, value_name = "URL")]
     target: Option<String>,
     /// Confirm `target.drop_existing = true` against a server that is not this machine
@@ -518,9 +519,9 @@ fn create_output_dirs(o: &plan::OutputPlan) -> Result<(), String> {
 /// it (for messages: an error names `-d 5`, not a `--set` nobody wrote).
 fn quick_sets(args: &RunArgs) -> Result<Vec<(String, String)>, String> {
     let mut sets = Vec::new();
-    if let Some(url) = &args.target {
-        let kind = target_kind_of_url(url)?;
-        let flag = format!("--target {url}");
+    if let Some(given) = &args.target {
+        let (kind, url) = target_of_url(given)?;
+        let flag = format!("--target {given}");
         sets.push((format!("target.kind=\"{kind}\""), flag.clone()));
         if kind != "null" {
             sets.push((
@@ -590,41 +591,67 @@ fn name_flags(message: &str, quick: &[(String, String)]) -> String {
     m
 }
 
-/// The target kind a URL's scheme names: the first registered kind that takes the
-/// scheme (`http(s)://` is `influx`, listed before `prometheus`), or `null`.
-fn target_kind_of_url(url: &str) -> Result<&'static str, String> {
+/// The target kind and URL `--target` names: `KIND+URL` picks the kind
+/// (`prometheus+http://h:9090/api/v1/write`, `clickhouse+http://h:8123`); else the first
+/// registered kind that takes the URL's scheme (`http(s)://` is `influx`, listed before
+/// `prometheus` and `clickhouse`), or `null`.
+fn target_of_url(given: &str) -> Result<(&'static str, String), String> {
+    let names = crate::targets::KINDS
+        .iter()
+        .map(|k| (k.name(), k.url_schemes()))
+        .chain(
+            crate::targets::NOT_BUILT
+                .iter()
+                .map(|k| (k.name, k.url_schemes)),
+        );
+    let (prefix, url) = match given.split_once('+') {
+        Some((kind, rest))
+            if rest.contains("://") && names.clone().any(|(n, _)| n == kind) =>
+        {
+            (Some(kind), rest)
+        }
+        _ => (None, given),
+    };
     let scheme = url
         .split_once(':')
         .map_or(url, |(s, _)| s)
         .to_ascii_lowercase();
+    if let Some(kind) = prefix {
+        let (name, schemes) = names.clone().find(|(n, _)| *n == kind).unwrap_or_default();
+        if !schemes.contains(&scheme.as_str()) {
+            return Err(format!(
+                "--target {given}: target kind {name} takes URLs of {}, not {scheme}://",
+                schemes.join(", ")
+            ));
+        }
+        return Ok((name, url.to_string()));
+    }
     if scheme == "null" {
-        return Ok("null");
+        return Ok(("null", url.to_string()));
     }
-    let kinds = crate::targets::KINDS;
-    if let Some(kind) = kinds
-        .iter()
-        .find(|k| k.url_schemes().contains(&scheme.as_str()))
-    {
-        return Ok(kind.name());
+    if let Some((name, _)) = names.clone().find(|(_, s)| s.contains(&scheme.as_str())) {
+        return Ok((name, url.to_string()));
     }
-    // A kind this build lacks: named, so that the scenario says why it is missing.
-    if let Some(kind) = crate::targets::NOT_BUILT
-        .iter()
-        .find(|k| k.url_schemes.contains(&scheme.as_str()))
-    {
-        return Ok(kind.name);
+    // Each scheme once, with the kinds that take it.
+    let mut schemes: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, kind_schemes) in names {
+        for s in kind_schemes {
+            match schemes.iter_mut().find(|(x, _)| x == s) {
+                Some((_, kinds)) => kinds.push(name),
+                None => schemes.push((s, vec![name])),
+            }
+        }
     }
-    let mut schemes: Vec<&str> = kinds
+    let listed: Vec<String> = schemes
         .iter()
-        .flat_map(|k| k.url_schemes())
-        .chain(crate::targets::NOT_BUILT.iter().flat_map(|k| k.url_schemes))
-        .copied()
+        .map(|(s, kinds)| format!("{s} ({})", kinds.join(", ")))
         .collect();
-    schemes.dedup();
     Err(format!(
-        "--target {url}: the scheme does not name a target kind; the kinds' schemes: {}, or \
-         null",
-        schemes.join(", ")
+        "--target {given}: the scheme does not name a target kind; the schemes (and their \
+         kinds): {}, or null; \
+         the first kind is the default, and KIND+URL picks another \
+         (prometheus+http://127.0.0.1:9090/api/v1/write)",
+        listed.join(", ")
     ))
 }
 
@@ -871,9 +898,29 @@ mod tests {
             ("sqlite:./x.db", "sqlite"),
             ("null", "null"),
         ] {
-            assert_eq!(target_kind_of_url(url), Ok(kind), "{url}");
+            assert_eq!(target_of_url(url), Ok((kind, url.to_string())), "{url}");
         }
-        assert!(target_kind_of_url("ftp://h").is_err());
-        assert!(target_kind_of_url("h:1").is_err());
+        assert!(target_of_url("h:1").is_err());
+        // Each scheme listed once, with its kinds (it listed "http, https" three times).
+        let e = target_of_url("ftp://h").unwrap_err();
+        assert_eq!(e.matches("http (").count(), 1, "{e}");
+        assert!(e.contains("http (influx, prometheus, clickhouse)"), "{e}");
+        // KIND+URL picks a kind that shares its scheme with another; prometheus and
+        // clickhouse could not be chosen at all.
+        for (given, kind, url) in [
+            (
+                "prometheus+http://h:9090/api/v1/write",
+                "prometheus",
+                "http://h:9090/api/v1/write",
+            ),
+            ("clickhouse+https://h:8443", "clickhouse", "https://h:8443"),
+            ("influx+http://h:8086", "influx", "http://h:8086"),
+            // TDengine's own scheme is not a kind's prefix.
+            ("taos+ws://h:6041", "tdengine", "taos+ws://h:6041"),
+        ] {
+            assert_eq!(target_of_url(given), Ok((kind, url.to_string())), "{given}");
+        }
+        let e = target_of_url("postgres+http://h").unwrap_err();
+        assert!(e.contains("takes URLs of postgres, postgresql, not http://"), "{e}");
     }
 }

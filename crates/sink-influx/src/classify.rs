@@ -46,8 +46,25 @@ pub async fn answer_error(response: reqwest::Response) -> SinkError {
     if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
         return SinkError::new(ErrorKind::Rejected, message);
     }
+    // A 404 says the URL is wrong, so the message names the URL asked (its path: the
+    // kind adds its write path to target.url, and a URL ending in one doubles it).
+    let asked = response.url().clone();
     let text = tsload_http::error_text(response).await;
-    status_error(status, &text, retry_after.as_deref())
+    let e = status_error(status, &text, retry_after.as_deref());
+    if status == reqwest::StatusCode::NOT_FOUND {
+        let mut shown = asked;
+        shown.set_query(None);
+        return SinkError::new(
+            e.kind,
+            format!(
+                "{} (asked {}: target.url is the server's base URL, to which the kind adds \
+                 its write path)",
+                e.message,
+                tsload_redact::url(shown.as_str())
+            ),
+        );
+    }
+    e
 }
 
 /// The `dropped=N` of InfluxDB's `partial write` error answer.
