@@ -426,3 +426,22 @@ fn out_influx_to_a_closed_port_never_shows_its_secrets() {
         }
     }
 }
+
+/// `--target http://host/write`: the kind adds its write path, and InfluxDB's "404 page
+/// not found" was all the run said.
+#[test]
+fn a_404_names_the_url_asked() {
+    let influx = start(ServerKind::InfluxDb1);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/write", influx.base_url());
+    let out = tsload(
+        &["run", "--target", &url, "-n", "100", "--progress", "none"],
+        dir.path(),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("(asked {url}/write: target.url is the server's base URL")),
+        "{stderr}"
+    );
+}
