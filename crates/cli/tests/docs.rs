@@ -42,6 +42,8 @@ enum Group {
     /// PostgreSQL with TimescaleDB (built from source by `cargo xtask test`).
     Timescale,
     Maria,
+    Prometheus,
+    ClickHouse,
     /// `tsload compare` over TimescaleDB (PostgreSQL with the extension: the postgres and
     /// timescaledb profiles), InfluxDB, VictoriaMetrics and QuestDB at once.
     Compare,
@@ -400,6 +402,15 @@ const DOC_COMMANDS: &[(&str, How)] = &[
     (
         "tsload run configs/questdb.toml",
         run(Group::Quest, "--set load.duration=3s"),
+    ),
+    // Prometheus (remote write) and ClickHouse.
+    (
+        "tsload run configs/prometheus.toml",
+        run(Group::Prometheus, "--set load.duration=3s"),
+    ),
+    (
+        "tsload run configs/clickhouse.toml",
+        run(Group::ClickHouse, "--set load.duration=3s"),
     ),
     // PostgreSQL.
     (
@@ -840,6 +851,8 @@ impl Servers {
             Group::Postgres => &[ServerKind::Postgres],
             Group::Timescale => &[ServerKind::TimescaleDb],
             Group::Maria => &[ServerKind::MariaDb],
+            Group::Prometheus => &[ServerKind::Prometheus],
+            Group::ClickHouse => &[ServerKind::ClickHouse],
             Group::Compare => &[
                 ServerKind::TimescaleDb,
                 ServerKind::InfluxDb1,
@@ -1110,6 +1123,16 @@ fn documented_commands_run_against_timescaledb() {
 #[test]
 fn documented_commands_run_against_mariadb() {
     check(Group::Maria);
+}
+
+#[test]
+fn documented_commands_run_against_prometheus() {
+    check(Group::Prometheus);
+}
+
+#[test]
+fn documented_commands_run_against_clickhouse() {
+    check(Group::ClickHouse);
 }
 
 #[test]
