@@ -605,9 +605,7 @@ fn target_of_url(given: &str) -> Result<(&'static str, String), String> {
                 .map(|k| (k.name, k.url_schemes)),
         );
     let (prefix, url) = match given.split_once('+') {
-        Some((kind, rest))
-            if rest.contains("://") && names.clone().any(|(n, _)| n == kind) =>
-        {
+        Some((kind, rest)) if rest.contains("://") && names.clone().any(|(n, _)| n == kind) => {
             (Some(kind), rest)
         }
         _ => (None, given),
@@ -921,6 +919,9 @@ mod tests {
             assert_eq!(target_of_url(given), Ok((kind, url.to_string())), "{given}");
         }
         let e = target_of_url("postgres+http://h").unwrap_err();
-        assert!(e.contains("takes URLs of postgres, postgresql, not http://"), "{e}");
+        assert!(
+            e.contains("takes URLs of postgres, postgresql, not http://"),
+            "{e}"
+        );
     }
 }

@@ -441,7 +441,9 @@ fn a_404_names_the_url_asked() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains(&format!("(asked {url}/write: target.url is the server's base URL")),
+        stderr.contains(&format!(
+            "(asked {url}/write: target.url is the server's base URL"
+        )),
         "{stderr}"
     );
 }

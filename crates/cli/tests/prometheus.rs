@@ -178,3 +178,30 @@ fn prometheus_merging_duplicate_samples_is_a_shortfall() {
         "{why}"
     );
 }
+
+/// Once Prometheus holds this hour's samples (as one that scrapes itself does), TSBS's
+/// 2016 data is "out of bounds": the advice was "load.workers = 1" even with one worker.
+/// It names the dates now, as the server does.
+#[test]
+fn prometheus_refusing_old_samples_is_told_to_move_the_dates_not_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = start(ServerKind::Prometheus);
+    let mut now = sets(&prom, "cpu-only", 1);
+    now.retain(|s| !s.starts_with("workload.end"));
+    now.extend([
+        "workload.start=\"now-10m\"".into(),
+        "workload.end=\"now\"".into(),
+    ]);
+    let (out, _) = run(dir.path(), &now);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (out, _) = run(dir.path(), &sets(&prom, "cpu-only", 1));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("out of bounds"), "{stderr}");
+    assert!(
+        stderr.contains("older than Prometheus' head block")
+            && stderr.contains("workload.start = \"now-50m\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("load.workers = 1"), "{stderr}");
+}

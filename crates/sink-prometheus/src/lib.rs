@@ -291,15 +291,8 @@ impl SinkConn for PrometheusConn {
             });
         }
         let mut e = answer_error(response).await;
-        if status == reqwest::StatusCode::BAD_REQUEST
-            && (e.message.contains("out of bounds") || e.message.contains("out of order"))
-        {
-            e.message.push_str(
-                " (Prometheus takes a series' samples in time order only, none older than an \
-                 hour before the newest it holds; each tsload worker walks time on its own: \
-                 run with load.workers = 1, or set Prometheus' \
-                 storage.tsdb.out_of_order_time_window)",
-            );
+        if status == reqwest::StatusCode::BAD_REQUEST {
+            e.message.push_str(prometheus_advice(&e.message));
         }
         if status == reqwest::StatusCode::NOT_FOUND {
             e.message.push_str(
@@ -308,6 +301,24 @@ impl SinkConn for PrometheusConn {
             );
         }
         Err(e)
+    }
+}
+
+/// What to do about Prometheus' 400 answer `message`, by the cause it names: a sample
+/// "out of bounds" is older than its head block (about the last hour: the data's dates),
+/// one "out of order" is older than its series' newest (workers walking time apart).
+fn prometheus_advice(message: &str) -> &'static str {
+    if message.contains("out of bounds") || message.contains("too old") {
+        " (the samples are older than Prometheus' head block, which takes about the last \
+         hour before the newest sample it holds: place the data there, e.g. workload.start = \
+         \"now-50m\" and workload.end = \"now\" (start_timestamp for custom), or set \
+         Prometheus' storage.tsdb.out_of_order_time_window)"
+    } else if message.contains("out of order") {
+        " (Prometheus takes a series' samples in time order only; each tsload worker walks \
+         time on its own: run with load.workers = 1, or set Prometheus' \
+         storage.tsdb.out_of_order_time_window)"
+    } else {
+        ""
     }
 }
 
@@ -461,5 +472,19 @@ mod tests {
             !shown.contains("s3cret") && !shown.contains("hunter2"),
             "{shown}"
         );
+    }
+
+    /// TSBS's 2016 data with one worker was still told "load.workers = 1": the cause is
+    /// the dates, as the server says.
+    #[test]
+    fn the_advice_follows_the_cause_prometheus_names() {
+        let old = prometheus_advice("HTTP 400 Bad Request: out of bounds");
+        assert!(
+            old.contains("workload.start") && !old.contains("workers"),
+            "{old}"
+        );
+        let order = prometheus_advice("HTTP 400 Bad Request: out of order sample");
+        assert!(order.contains("load.workers = 1"), "{order}");
+        assert_eq!(prometheus_advice("HTTP 400 Bad Request: bad label"), "");
     }
 }
