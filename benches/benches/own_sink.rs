@@ -61,6 +61,7 @@ impl SinkConn for ColumnSumConn {
             rows: batch.rows() as u64,
             bytes: 0,
             duplicate: false,
+            metrics: None,
         })
     }
 }

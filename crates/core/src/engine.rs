@@ -1082,17 +1082,20 @@ fn finish<C>(
                 0,
             );
         }
-        Ok(ack) => recorder.record_success(
-            done.done.saturating_duration_since(done.intended),
-            done.done.saturating_duration_since(done.sent),
-            ack.rows,
-            if ack.rows == rows {
-                done.metrics
-            } else {
-                done.metrics * ack.rows / rows.max(1)
-            },
-            ack.bytes,
-        ),
+        Ok(ack) => {
+            let metrics = ack.metrics.unwrap_or(done.metrics);
+            recorder.record_success(
+                done.done.saturating_duration_since(done.intended),
+                done.done.saturating_duration_since(done.sent),
+                ack.rows,
+                if ack.rows == rows {
+                    metrics
+                } else {
+                    metrics * ack.rows / rows.max(1)
+                },
+                ack.bytes,
+            )
+        }
         Err(e) => {
             recorder.record_error(e.kind, false);
             recorder.record_failure(rows);

@@ -20,6 +20,10 @@ pub struct WriteAck {
     /// The batch had already been stored by an earlier attempt whose answer was lost (the
     /// target's ledger says so); nothing was stored again.
     pub duplicate: bool,
+    /// Field values the request carried, where a target sends more than the batch's
+    /// fields (line protocol writes numeric tags as fields, as TSBS does); `None`: the
+    /// batch's own ([`Batch::metrics`]). The run counts what was sent.
+    pub metrics: Option<u64>,
 }
 
 /// Which batch a write carries: worker `worker`'s `seq`-th request (counted from 0 over

@@ -146,6 +146,7 @@ impl SinkConn for RecordingConn {
                 rows: batch.rows() as u64,
                 bytes: 0,
                 duplicate: true,
+                metrics: None,
             });
         }
         let n = self.0.writes.fetch_add(1, Ordering::SeqCst);
@@ -182,6 +183,7 @@ impl SinkConn for RecordingConn {
             rows: batch.rows() as u64,
             bytes: 8 * batch.rows() as u64,
             duplicate: false,
+            metrics: None,
         })
     }
 }

@@ -35,6 +35,9 @@ pub struct LineEncoder {
     tables: Vec<TablePlan>,
     /// Tag values of the device being cached, reused between cache misses.
     scratch: Vec<TagValue>,
+    /// Field values the last [`LineEncoder::encode`] wrote: the rows' own and the
+    /// numeric tags written as fields.
+    fields: u64,
 }
 
 /// What is prepared once per table.
@@ -64,10 +67,16 @@ struct Slot {
     start: u32,
     /// Never 0 for a cached prefix: it ends with a space or a comma.
     len: u32,
+    /// The numeric tags the prefix holds as fields.
+    fields: u32,
 }
 
 impl Slot {
-    const EMPTY: Slot = Slot { start: 0, len: 0 };
+    const EMPTY: Slot = Slot {
+        start: 0,
+        len: 0,
+        fields: 0,
+    };
 }
 
 impl LineEncoder {
@@ -80,7 +89,15 @@ impl LineEncoder {
             schema,
             precision,
             tables,
+            fields: 0,
         }
+    }
+
+    /// Field values the last [`LineEncoder::encode`] wrote: a row's own fields (a null or
+    /// a non-finite float is left out) and its device's numeric tags, which line protocol
+    /// carries as fields (so a server stores them as values: VictoriaMetrics as samples).
+    pub fn fields_written(&self) -> u64 {
+        self.fields
     }
 
     /// Unit of the timestamps written.
@@ -103,7 +120,9 @@ impl LineEncoder {
             precision,
             tables,
             scratch,
+            fields,
         } = self;
+        *fields = 0;
         debug_assert_eq!(
             batch.tables.len(),
             tables.len(),
@@ -118,7 +137,7 @@ impl LineEncoder {
             debug_assert_eq!(tb.columns.len(), plan.field_keys.len(), "{}", table.name);
             out.reserve(rows * plan.bytes_per_row);
             let before = out.len();
-            plan.encode(tb, table, &*schema.tags, scratch, divisor, out);
+            *fields += plan.encode(tb, table, &*schema.tags, scratch, divisor, out);
             // Next time reserve what this batch needed, plus a little.
             let per_row = (out.len() - before).div_ceil(rows);
             plan.bytes_per_row = per_row + per_row / 16;
@@ -183,7 +202,7 @@ impl TablePlan {
         }
     }
 
-    /// Appends the lines of `tb`.
+    /// Appends the lines of `tb`; returns the field values written.
     fn encode(
         &mut self,
         tb: &TableBatch,
@@ -192,7 +211,7 @@ impl TablePlan {
         scratch: &mut Vec<TagValue>,
         divisor: i64,
         out: &mut Vec<u8>,
-    ) {
+    ) -> u64 {
         let TablePlan {
             field_keys,
             int_suffixes,
@@ -200,13 +219,16 @@ impl TablePlan {
             ..
         } = self;
         let mut int_buf = itoa::Buffer::new();
+        let mut written = 0u64;
         for (row, (&device, &ts)) in tb.device.iter().zip(&tb.ts).enumerate() {
             let line_start = out.len();
+            let line_fields = written;
             let slot = match cache.get(device) {
                 Some(slot) => slot,
                 None => cache.insert(device, table, tags, scratch),
             };
             out.extend_from_slice(cache.prefix(slot));
+            written += u64::from(slot.fields);
 
             let fields = tb
                 .columns
@@ -222,6 +244,7 @@ impl TablePlan {
                         out.extend_from_slice(key);
                         out.extend_from_slice(int_buf.format(v[row]).as_bytes());
                         out.extend_from_slice(int_suffix);
+                        written += 1;
                     }
                     ColumnValues::Float(v) => {
                         let v = v[row];
@@ -229,11 +252,13 @@ impl TablePlan {
                             out.extend_from_slice(key);
                             write_float(v, out);
                             out.push(b',');
+                            written += 1;
                         }
                     }
                     ColumnValues::Bool(v) => {
                         out.extend_from_slice(key);
                         out.extend_from_slice(if v[row] { b"true," } else { b"false," });
+                        written += 1;
                     }
                     ColumnValues::Str(v) => {
                         let start = if row == 0 {
@@ -244,6 +269,7 @@ impl TablePlan {
                         out.extend_from_slice(key);
                         write_string_bytes(&v.bytes[start..v.ends[row] as usize], out);
                         out.push(b',');
+                        written += 1;
                     }
                 }
             }
@@ -252,6 +278,7 @@ impl TablePlan {
             let last = out.len() - 1;
             if out[last] != b',' {
                 out.truncate(line_start);
+                written = line_fields;
                 continue;
             }
             out[last] = b' ';
@@ -263,6 +290,7 @@ impl TablePlan {
             out.extend_from_slice(int_buf.format(ts).as_bytes());
             out.push(b'\n');
         }
+        written
     }
 }
 
@@ -295,7 +323,7 @@ impl PrefixCache {
     ) -> Slot {
         tags.device_tags(device, scratch);
         let mut start = self.arena.len();
-        write_prefix(table, scratch, &mut self.arena);
+        let fields = write_prefix(table, scratch, &mut self.arena);
         let len = self.arena.len() - start;
         if self.arena.len() > self.limit {
             // Offsets would overflow: start over with only this prefix.
@@ -312,6 +340,7 @@ impl PrefixCache {
         let slot = Slot {
             start: start as u32,
             len: len as u32,
+            fields,
         };
         self.place(device, slot);
         slot
@@ -340,8 +369,8 @@ impl PrefixCache {
 
 /// Appends the prefix of a line of `table` for a device with tag values `values`: the
 /// measurement, the string tags, a space, and the numeric tags as fields each followed by
-/// a comma.
-fn write_prefix(table: &TableSchema, values: &[TagValue], out: &mut Vec<u8>) {
+/// a comma. Returns how many numeric tags it wrote.
+fn write_prefix(table: &TableSchema, values: &[TagValue], out: &mut Vec<u8>) -> u32 {
     escape_measurement(&table.name, out);
     for tag in &table.tags {
         if let Some(TagValue::Str(s)) = values.get(tag.slot)
@@ -354,6 +383,7 @@ fn write_prefix(table: &TableSchema, values: &[TagValue], out: &mut Vec<u8>) {
         }
     }
     out.push(b' ');
+    let mut fields = 0;
     for tag in &table.tags {
         let key = |out: &mut Vec<u8>| {
             escape_field_key(&tag.name, out);
@@ -374,9 +404,11 @@ fn write_prefix(table: &TableSchema, values: &[TagValue], out: &mut Vec<u8>) {
                 key(out);
                 out.extend_from_slice(if v { b"true," } else { b"false," });
             }
-            _ => {}
+            _ => continue,
         }
+        fields += 1;
     }
+    fields
 }
 
 #[cfg(test)]
@@ -393,7 +425,11 @@ mod tests {
     }
 
     fn slot(i: u32) -> Slot {
-        Slot { start: i, len: 1 }
+        Slot {
+            start: i,
+            len: 1,
+            fields: 0,
+        }
     }
 
     #[test]
@@ -465,9 +501,23 @@ mod tests {
         assert_eq!(c.arena, b"m,t=h9 ");
         assert_eq!(c.get(10), None);
         assert_eq!(c.get(11), None);
-        assert_eq!(c.get(9), Some(Slot { start: 0, len: 7 }));
+        assert_eq!(
+            c.get(9),
+            Some(Slot {
+                start: 0,
+                len: 7,
+                fields: 0
+            })
+        );
         assert_eq!(insert(&mut c, 12), "m,t=h12 ");
-        assert_eq!(c.get(9), Some(Slot { start: 0, len: 7 }));
+        assert_eq!(
+            c.get(9),
+            Some(Slot {
+                start: 0,
+                len: 7,
+                fields: 0
+            })
+        );
     }
 
     #[test]

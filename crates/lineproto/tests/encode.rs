@@ -286,6 +286,10 @@ fn two_tables_share_device_tags_but_not_prefixes() {
         &[(0, vec![readings_1(), r0]), (1, vec![d1, diagnostics_0()])],
     );
     enc.encode(&b, &mut out);
+    // What was sent: each line's own fields (7 of readings, 2 of diagnostics) and its
+    // truck's 3 numeric tags, which line protocol carries as fields. The batch counted 18.
+    assert_eq!(b.metrics(), 2 * 7 + 2 * 2);
+    assert_eq!(enc.fields_written(), 2 * (7 + 3) + 2 * (2 + 3));
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<_> = text.lines().collect();
     assert_eq!(lines.len(), 4);

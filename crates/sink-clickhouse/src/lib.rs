@@ -490,6 +490,7 @@ impl SinkConn for ClickHouseConn {
             rows: batch.rows() as u64,
             bytes,
             duplicate: false,
+            metrics: None,
         })
     }
 }

@@ -686,6 +686,8 @@ impl SinkConn for InfluxConn {
     async fn write(&mut self, batch: &Batch, _id: BatchId) -> Result<WriteAck, SinkError> {
         let body = self.body(batch);
         let bytes = body.len() as u64;
+        // Line protocol carries numeric tags as fields: count what was sent.
+        let fields = self.encoder.fields_written();
         let mut request = self
             .client
             .post(self.url.clone())
@@ -707,6 +709,7 @@ impl SinkConn for InfluxConn {
                 rows: batch.rows() as u64,
                 bytes,
                 duplicate: false,
+                metrics: Some(fields),
             });
         }
         Err(answer_error(response).await)

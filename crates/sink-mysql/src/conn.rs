@@ -263,6 +263,7 @@ impl SinkConn for MysqlConn {
                 rows: rows as u64,
                 bytes: stored.unwrap_or(0),
                 duplicate: stored.is_none(),
+                metrics: None,
             }),
             Err(e) => {
                 self.forget_if_broken(&e);

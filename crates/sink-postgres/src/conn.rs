@@ -938,6 +938,7 @@ impl SinkConn for PostgresConn {
                     rows: rows as u64,
                     bytes: stored.unwrap_or(0),
                     duplicate: stored.is_none(),
+                    metrics: None,
                 })
             }
             Err(Failure { error, broken, .. }) => {

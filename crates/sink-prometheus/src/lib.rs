@@ -288,6 +288,7 @@ impl SinkConn for PrometheusConn {
                 rows: batch.rows() as u64,
                 bytes,
                 duplicate: false,
+                metrics: None,
             });
         }
         let mut e = answer_error(response).await;

@@ -188,6 +188,7 @@ impl SinkConn for SqliteConn {
                             rows: rows as u64,
                             bytes: 0,
                             duplicate: true,
+                            metrics: None,
                         });
                     }
                     Err(e) => Err(e),
@@ -207,6 +208,7 @@ impl SinkConn for SqliteConn {
                     rows: rows as u64,
                     bytes,
                     duplicate: false,
+                    metrics: None,
                 })
             }
             Err(e) => {

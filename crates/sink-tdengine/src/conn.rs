@@ -480,6 +480,7 @@ impl SinkConn for TdengineConn {
                 rows,
                 bytes,
                 duplicate: false,
+                metrics: None,
             }),
             Err(e) => {
                 self.after_failure(e.kind);
