@@ -241,13 +241,15 @@ pub(crate) fn time_chart(
     // The first line drawn last, on top (p50 over max where they meet).
     for l in lines.iter().rev() {
         let times = l.t.as_deref().unwrap_or(t);
+        // An interval without a value (too short for a rate) is no point: drawn as 0 it
+        // was a fall that never happened.
         polyline(
             out,
             l,
             times
                 .iter()
                 .zip(&l.values)
-                .map(|(ti, v)| (x(*ti), axis.y(v.unwrap_or(0.0)))),
+                .filter_map(|(ti, v)| Some((x(*ti), axis.y((*v)?)))),
         );
     }
     out.push_str("</svg>");

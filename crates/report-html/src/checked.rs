@@ -87,6 +87,18 @@ pub(crate) struct Stream {
     pub latency: Option<Latency>,
     pub service: Option<Latency>,
     pub client: Option<Client>,
+    /// What the server says it stored (writes): rows, else samples, with its unit.
+    pub stored: Option<(u64, &'static str)>,
+    /// Why the server holds less than acknowledged (`stored_shortfall`), or why what it
+    /// stored is not known (`stored_error`).
+    pub stored_shortfall: Option<String>,
+    pub stored_error: Option<String>,
+    /// Rows whose answer was lost: the target holds `rows` to `rows + ambiguous_rows`.
+    pub ambiguous_rows: u64,
+    /// Open loop: the rate offered (`offered_rows_per_s` or `offered_requests_per_s`).
+    pub offered: Option<Num>,
+    /// The achieved rate in the offered one's unit (`rows_per_s` or `requests_per_s`).
+    pub achieved: Option<Num>,
 }
 
 /// One row of a table of scalars: its key (`a.b` for nested objects), the value's JSON
@@ -511,7 +523,28 @@ fn read_stream(f: &Fields<'_>, name: &'static str, v: &Value, path: &str) -> Res
         }
     };
     let text = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let stored = match v.get("stored").filter(|s| s.is_object()) {
+        None => None,
+        Some(st) => {
+            let at = format!("{path}stored.");
+            match f.count(st, "rows", &at)? {
+                Some(n) => Some((n, "rows")),
+                None => f.count(st, "samples", &at)?.map(|n| (n, "samples")),
+            }
+        }
+    };
+    let (offered_key, achieved_key) = if name == "write" {
+        ("offered_rows_per_s", "rows_per_s")
+    } else {
+        ("offered_requests_per_s", "requests_per_s")
+    };
     Ok(Stream {
+        stored,
+        stored_shortfall: text("stored_shortfall"),
+        stored_error: text("stored_error"),
+        ambiguous_rows: f.count(v, "ambiguous_rows", path)?.unwrap_or(0),
+        offered: f.number(v, offered_key, path, f64::MAX, RATE)?,
+        achieved: f.number(v, achieved_key, path, f64::MAX, RATE)?,
         name,
         elapsed_s,
         rows,

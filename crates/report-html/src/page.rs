@@ -335,15 +335,23 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
         }
         let w = words(stream);
         let times = |iv: &[&Interval]| Some(iv.iter().map(|i| i.elapsed_s).collect());
-        let lines = |f: &dyn Fn(&Interval) -> Option<f64>| -> Vec<Line<'_>> {
+        // `rates`: a report's partial last interval gets no rate (as on its own block).
+        let lines = |f: &dyn Fn(&Interval) -> Option<f64>, rates: bool| -> Vec<Line<'_>> {
             per.iter()
                 .enumerate()
-                .map(|(n, (label, iv))| Line {
-                    key: label,
-                    label,
-                    class: CLASSES[n % CLASSES.len()],
-                    values: iv.iter().map(|i| f(i)).collect(),
-                    t: times(iv),
+                .map(|(n, (label, iv))| {
+                    let partial = rates && partial_last(iv);
+                    Line {
+                        key: label,
+                        label,
+                        class: CLASSES[n % CLASSES.len()],
+                        values: iv
+                            .iter()
+                            .enumerate()
+                            .map(|(j, i)| f(i).filter(|_| !(partial && j + 1 == iv.len())))
+                            .collect(),
+                        t: times(iv),
+                    }
                 })
                 .collect()
         };
@@ -354,7 +362,7 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
             &format!("{} per second, each report", w.unit),
             "",
             &[],
-            &lines(&|i| i.rate()),
+            &lines(&|i| i.rate(), true),
             Scale::Linear,
             None,
         );
@@ -365,7 +373,7 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
             "p99 latency per interval, each report (log scale)",
             " ms",
             &[],
-            &lines(&|i| Some(i.p99_ms)),
+            &lines(&|i| Some(i.p99_ms), false),
             Scale::Log,
             None,
         );
@@ -417,6 +425,20 @@ fn report_section(
         "<details><summary>Resolved plan (secrets hidden)</summary><pre id=\"r{k}-plan\">{}</pre></details></section>",
         esc(&v.plan)
     );
+}
+
+/// Whether the last of a stream's intervals is partial: shorter than half the median of
+/// the others (it ends with the run, not with the report interval).
+fn partial_last(iv: &[&Interval]) -> bool {
+    let Some((last, rest)) = iv.split_last() else {
+        return false;
+    };
+    if rest.is_empty() {
+        return false;
+    }
+    let mut lengths: Vec<f64> = rest.iter().map(|i| i.interval_s).collect();
+    lengths.sort_by(f64::total_cmp);
+    last.interval_s < 0.5 * lengths[lengths.len() / 2]
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -502,9 +524,77 @@ fn stream_block(
             "",
         );
     }
+    // What the server says it stored, beside what it acknowledged: a shortfall or an
+    // unknown count is said, never left out.
+    if let Some((n, unit)) = sv.stored {
+        card(
+            out,
+            &id("stored"),
+            &format!("stored ({unit}, per the server)"),
+            &n.to_string(),
+            &group(n),
+            if sv.stored_shortfall.is_some() {
+                "warn"
+            } else {
+                ""
+            },
+        );
+    } else if sv.stored_error.is_some() {
+        card(out, &id("stored"), "stored", "", "not known", "warn");
+    }
+    if sv.ambiguous_rows > 0 {
+        let bound = format!(
+            "{} to {}",
+            group(sv.rows),
+            group(sv.rows.saturating_add(sv.ambiguous_rows))
+        );
+        card(
+            out,
+            &id("ambiguous_rows"),
+            "the target holds (rows)",
+            &sv.ambiguous_rows.to_string(),
+            &bound,
+            "warn",
+        );
+    }
+    if let (Some(offered), Some(achieved)) = (&sv.offered, &sv.achieved) {
+        let ratio = if offered.value > 0.0 {
+            format!("{:.1}%", 100.0 * achieved.value / offered.value)
+        } else {
+            "-".to_string()
+        };
+        card(
+            out,
+            &id("offered"),
+            &format!(
+                "offered {}/s (achieved {ratio})",
+                if sv.name == "write" { "rows" } else { "requests" }
+            ),
+            &offered.raw,
+            &amount(offered.value),
+            "",
+        );
+    }
     let stop = sv.stop_reason.as_deref().unwrap_or("?");
     card(out, &id("stop_reason"), "stopped", stop, stop, "");
     out.push_str("</div>");
+    for (class, why) in [
+        ("SHORTFALL", &sv.stored_shortfall),
+        ("stored not known", &sv.stored_error),
+    ] {
+        if let Some(why) = why {
+            let _ = write!(
+                out,
+                "<p class=\"exit bad\" id=\"{}\">{class}: {}</p>",
+                id(if class == "SHORTFALL" {
+                    "stored-shortfall"
+                } else {
+                    "stored-error"
+                }),
+                esc(why)
+            );
+        }
+    }
     if let Some(e) = &sv.fatal_error {
         let _ = write!(out, "<p class=\"exit bad\">fatal: {}</p>", esc(e));
     }
@@ -519,11 +609,38 @@ fn stream_block(
 
     let iv: Vec<&Interval> = all.iter().filter(|i| i.stream == s).collect();
     let key = format!("r{k}-{s}");
+    // The last interval ends with the run: shorter than half the others, its rate is
+    // a few requests over a sliver of time (a spike, or a fall), so it is not drawn.
+    let partial_last = partial_last(&iv);
+    let rate = |n: usize, i: &Interval| {
+        if partial_last && n + 1 == iv.len() {
+            None
+        } else {
+            rate(i)
+        }
+    };
+    let drawn = iv.iter().enumerate().filter(|(n, i)| rate(*n, i).is_some()).count();
     if iv.is_empty() {
         out.push_str(
             "<p class=\"meta\">This report has no per-interval figures (a merged report, or one from an older tsload): no charts over time.</p>",
         );
+    } else if drawn < 2 {
+        let _ = write!(
+            out,
+            "<p class=\"meta\" id=\"{key}-too-short\">The run lasted {:.3} s in {} \
+             interval(s): too short for charts over time; its figures are above.</p>",
+            sv.elapsed_s,
+            iv.len()
+        );
     } else {
+        if partial_last {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"{key}-partial\">The last interval ({:.3} s) ended \
+                 with the run, shorter than half the others: its rate is not drawn.</p>",
+                iv.last().map_or(0.0, |i| i.interval_s)
+            );
+        }
         if from_log {
             let _ = write!(
                 out,
@@ -547,7 +664,7 @@ fn stream_block(
                 key: "rate",
                 label: &format!("{unit}/s"),
                 class: "c0",
-                values: iv.iter().map(|i| rate(i)).collect(),
+                values: iv.iter().enumerate().map(|(n, i)| rate(n, i)).collect(),
                 t: None,
             }],
             Scale::Linear,

@@ -1066,3 +1066,44 @@ fn figures_are_written_again_with_their_text_escaped_never_scanned() {
         assert!(e.to_string().contains(says), "{e}\nshould say\n{says}");
     }
 }
+
+/// The run page said nothing of what the server stored, of the ambiguous bound or of
+/// the offered rate; an interval too short for a rate was drawn as 0, the last, partial
+/// interval as a spike, and a 0.014 s run as two empty charts.
+#[test]
+fn the_run_page_says_what_was_stored_and_draws_no_rate_that_never_was() {
+    let mut r = write_report(6);
+    r["stored"] = json!({"samples": 0, "refused": {"small_timestamp": 60}});
+    r["stored_shortfall"] = json!("the server stored 0 new samples of the 60 it acknowledged");
+    r["ambiguous_rows"] = json!(5);
+    r["offered_rows_per_s"] = json!(150_000.0);
+    // The last interval ended with the run after 0.2 s.
+    r["intervals"][5]["interval_s"] = json!(0.2);
+    r["intervals"][5]["elapsed_s"] = json!(5.2);
+    let p = page(r);
+    assert_eq!(value_of(&p, "r0-write-stored"), "0");
+    assert!(p.contains("SHORTFALL: the server stored 0 new samples"), "shortfall said");
+    assert_eq!(value_of(&p, "r0-write-ambiguous_rows"), "5");
+    assert!(p.contains("432,000,000 to 432,000,005"), "the bound");
+    assert_eq!(value_of(&p, "r0-write-offered"), "150000.0");
+    assert!(p.contains("offered rows/s (achieved 80.0%)"), "offered vs achieved");
+    // Six intervals, five rates drawn: the partial one is said, not drawn.
+    assert!(p.contains("id=\"r0-write-partial\""));
+    let at = p.find("id=\"r0-write-throughput\"").unwrap();
+    let chart = &p[at..at + p[at..].find("</figure>").unwrap()];
+    assert!(chart.contains("data-series=\"rate\" data-points=\"5\""), "{chart}");
+    // Not known: said.
+    let mut r = write_report(3);
+    r["stored_error"] = json!("the server did not answer within 30s after the run");
+    let p = page(r);
+    assert!(p.contains("stored not known: the server did not answer"));
+    // A run of one 0.014 s interval: no empty charts, a sentence.
+    let mut r = write_report(1);
+    r["elapsed_s"] = json!(0.014);
+    r["intervals"][0]["interval_s"] = json!(0.014);
+    r["intervals"][0]["elapsed_s"] = json!(0.014);
+    let p = page(r);
+    assert!(p.contains("id=\"r0-write-too-short\""));
+    assert!(!p.contains("id=\"r0-write-throughput\""));
+    assert!(!p.contains("id=\"r0-write-latency\""));
+}
