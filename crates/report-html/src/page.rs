@@ -568,7 +568,11 @@ fn stream_block(
             &id("offered"),
             &format!(
                 "offered {}/s (achieved {ratio})",
-                if sv.name == "write" { "rows" } else { "requests" }
+                if sv.name == "write" {
+                    "rows"
+                } else {
+                    "requests"
+                }
             ),
             &offered.raw,
             &amount(offered.value),
@@ -619,7 +623,11 @@ fn stream_block(
             rate(i)
         }
     };
-    let drawn = iv.iter().enumerate().filter(|(n, i)| rate(*n, i).is_some()).count();
+    let drawn = iv
+        .iter()
+        .enumerate()
+        .filter(|(n, i)| rate(*n, i).is_some())
+        .count();
     if iv.is_empty() {
         out.push_str(
             "<p class=\"meta\">This report has no per-interval figures (a merged report, or one from an older tsload): no charts over time.</p>",

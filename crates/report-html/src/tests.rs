@@ -1082,16 +1082,25 @@ fn the_run_page_says_what_was_stored_and_draws_no_rate_that_never_was() {
     r["intervals"][5]["elapsed_s"] = json!(5.2);
     let p = page(r);
     assert_eq!(value_of(&p, "r0-write-stored"), "0");
-    assert!(p.contains("SHORTFALL: the server stored 0 new samples"), "shortfall said");
+    assert!(
+        p.contains("SHORTFALL: the server stored 0 new samples"),
+        "shortfall said"
+    );
     assert_eq!(value_of(&p, "r0-write-ambiguous_rows"), "5");
     assert!(p.contains("432,000,000 to 432,000,005"), "the bound");
     assert_eq!(value_of(&p, "r0-write-offered"), "150000.0");
-    assert!(p.contains("offered rows/s (achieved 80.0%)"), "offered vs achieved");
+    assert!(
+        p.contains("offered rows/s (achieved 80.0%)"),
+        "offered vs achieved"
+    );
     // Six intervals, five rates drawn: the partial one is said, not drawn.
     assert!(p.contains("id=\"r0-write-partial\""));
     let at = p.find("id=\"r0-write-throughput\"").unwrap();
     let chart = &p[at..at + p[at..].find("</figure>").unwrap()];
-    assert!(chart.contains("data-series=\"rate\" data-points=\"5\""), "{chart}");
+    assert!(
+        chart.contains("data-series=\"rate\" data-points=\"5\""),
+        "{chart}"
+    );
     // Not known: said.
     let mut r = write_report(3);
     r["stored_error"] = json!("the server did not answer within 30s after the run");
