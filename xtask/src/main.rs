@@ -746,16 +746,34 @@ fn serve(args: &[String]) -> anyhow::Result<()> {
         );
     };
     let kind = server_kind(name)?;
-    let server = Server::start(kind).with_context(|| format!("starting {kind}"))?;
-    println!("{kind} is up (Ctrl-C or end of input stops it)");
+    // Signals are caught before the server starts, so that one arriving during its start
+    // still stops it through its Drop (which removes its data directory).
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])
+    .context("catching SIGINT and SIGTERM")?;
+    // As installed: VictoriaMetrics keeps one month (the testbed's own runs keep 100
+    // years), so what a user meets here is what their server does.
+    let server = match kind {
+        tsload_testbed::ServerKind::VictoriaMetrics => {
+            Server::start_with(kind, &[("retentionPeriod", "1")])
+        }
+        _ => Server::start(kind),
+    }
+    .with_context(|| format!("starting {kind}"))?;
+    println!("{kind} is up (Ctrl-C or SIGTERM stops it and removes its data)");
     println!("base_url={}", server.base_url());
     if let Some(url) = server.database_url() {
         println!("database_url={url}");
     }
     println!("data_dir={}", server.data_dir().display());
-    use std::io::Read as _;
-    let mut sink = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut sink);
+    // Runs in the background (`&`, stdin closed) until a signal.
+    if let Some(signal) = signals.forever().next() {
+        println!("signal {signal}: stopping {kind}");
+    }
+    drop(server);
     Ok(())
 }
 

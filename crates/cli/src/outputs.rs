@@ -336,13 +336,17 @@ impl Outputs {
         })
     }
 
-    /// Starts the `--out influx=` sender on the run's runtime.
-    pub fn start(&self, runtime: &tokio::runtime::Runtime) {
+    /// Starts the `--out influx=` sender on the run's runtime, once the server has taken
+    /// an empty write: a missing database or a refused login is said before the run,
+    /// not after it.
+    pub fn start(&self, runtime: &tokio::runtime::Runtime) -> Result<(), String> {
         if let Ok(mut inner) = self.0.lock()
             && let Some(push) = &mut inner.influx
         {
+            runtime.block_on(push.check())?;
             push.start(runtime);
         }
+        Ok(())
     }
 
     /// Sends what is queued and waits for the server's answers (after the run).
@@ -627,6 +631,43 @@ impl InfluxPush {
         body: Vec<u8>,
     ) -> reqwest::RequestBuilder {
         tsload_http::with_authorization(client.post(url).body(body), token)
+    }
+
+    /// An empty write to the endpoint: a 401, 403 or 404 (InfluxDB's "database not
+    /// found") refuses the run before it starts; an unreachable server too. Other answers
+    /// (a server that refuses an empty body with a 400) are left to the run.
+    async fn check(&self) -> Result<(), String> {
+        let request = InfluxPush::post(
+            &self.client,
+            self.url.expose(),
+            self.token.as_ref(),
+            Vec::new(),
+        );
+        let refused = |why: String| {
+            format!(
+                "--out influx={}: {why}; the run did not start (fix the URL or the credentials, \
+                 or create the database)",
+                self.url
+            )
+        };
+        match request.send().await {
+            Ok(r) if matches!(r.status().as_u16(), 401 | 403 | 404) => {
+                let status = r.status();
+                let body = tsload_http::error_text(r).await;
+                let body: String = body.trim().chars().take(200).collect();
+                Err(refused(format!(
+                    "the server answered an empty write with HTTP {status}: {body}"
+                )))
+            }
+            Ok(r) => {
+                tsload_http::drain(r).await;
+                Ok(())
+            }
+            Err(e) => Err(refused(format!(
+                "the server cannot be reached: {}",
+                error_chain(&e.without_url())
+            ))),
+        }
     }
 
     fn start(&mut self, runtime: &tokio::runtime::Runtime) {

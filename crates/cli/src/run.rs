@@ -229,7 +229,10 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    outputs.start(&runtime);
+    if let Err(e) = outputs.start(&runtime) {
+        errln!("error: {e}");
+        return Ok(Executed::refused());
+    }
     if let Some(listener) = metrics_listener {
         let _in_runtime = runtime.enter();
         crate::outputs::serve_metrics(listener, outputs.clone())

@@ -473,3 +473,36 @@ fn iot_over_line_protocol_counts_the_numeric_tags_it_sends_as_fields() {
     let capacities = vm.vm_settled_sample_count(r#"{__name__=~".+_load_capacity"}"#);
     assert_eq!(capacities, rows, "{r}");
 }
+
+/// `--out influx=` into a database that does not exist failed only after the whole run.
+#[test]
+fn out_influx_to_a_missing_database_is_refused_before_the_run() {
+    let influx = start(ServerKind::InfluxDb1);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/write?db=no_such_db", influx.base_url());
+    let out = tsload(
+        &[
+            "run",
+            "--target",
+            "null",
+            "-n",
+            "1000",
+            "--progress",
+            "none",
+            "--json",
+            "r.json",
+            "--out",
+            &format!("influx={url}"),
+        ],
+        dir.path(),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the server answered an empty write with HTTP 404")
+            && stderr.contains("database not found")
+            && stderr.contains("the run did not start"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("r.json").exists(), "it ran");
+}

@@ -291,7 +291,8 @@ fn a_query_sweep_names_its_columns_and_axis_for_what_it_measured() {
 
 #[test]
 fn a_write_sweep_keeps_its_columns() {
-    // Other tooling reads write sweeps' CSV: its columns stay as they were.
+    // Other tooling reads write sweeps' CSV: its columns stay as they were, in their
+    // order; each run's verdict comes after them.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("w.toml"),
@@ -311,7 +312,7 @@ fn a_write_sweep_keeps_its_columns() {
         "workers,rtt_method,rtt_median_ms,rtt_min_ms,rtt_avg_ms,rtt_max_ms,rows_per_s,\
          metrics_per_s,requests_per_s,latency_mean_ms,latency_p50_ms,latency_p99_ms,\
          service_mean_ms,errors,client_cpu_s,server_cpu_s,bytes_per_metric,batch,in_flight,\
-         stop_reason"
+         stop_reason,exit,stored,verdict,why"
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("w/sweep.json")).unwrap())
