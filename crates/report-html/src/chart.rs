@@ -359,6 +359,31 @@ fn y_labels(out: &mut String, axis: &Axis) {
     }
 }
 
+/// The narrowest a small chart is drawn (the sweep grid's column), and the width of one
+/// character of its 11 px labels, both in px: what [`spaced_ticks`] plans with.
+const NARROWEST_CHART_PX: f64 = 330.0;
+const LABEL_CHAR_PX: f64 = 6.5;
+
+/// The x labels at `ticks` (fraction of the width, text) that fit side by side on the
+/// narrowest chart, left to right: a label that would overlap the last one kept is left
+/// out (its value still has its dot). Long labels (`2016-01-01T00:00:00Z`) printed over
+/// each other before.
+fn spaced_ticks<'a>(ticks: impl Iterator<Item = (f64, &'a str)>) -> Vec<(f64, &'a str)> {
+    let mut ticks: Vec<(f64, &str)> = ticks.collect();
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = |l: &str| l.chars().count() as f64 * LABEL_CHAR_PX / NARROWEST_CHART_PX / 2.0;
+    let mut kept: Vec<(f64, &str)> = Vec::new();
+    for (at, label) in ticks {
+        let clear = kept
+            .last()
+            .is_none_or(|(prev, prev_label)| at - half(label) >= prev + half(prev_label) + 0.01);
+        if clear {
+            kept.push((at, label));
+        }
+    }
+    kept
+}
+
 fn polyline(out: &mut String, l: &Line<'_>, points: impl Iterator<Item = (f64, f64)>) {
     let mut text = String::new();
     let mut n = 0usize;
@@ -466,11 +491,11 @@ pub(crate) fn xy_chart(
     }
     out.push_str("</svg>");
     y_labels(out, &axis);
-    for (v, label) in x_ticks {
+    for (at, label) in spaced_ticks(x_ticks.iter().map(|(v, l)| (x(*v) / W, l.as_str()))) {
         let _ = write!(
             out,
             "<span class=\"xl\" style=\"left:{:.2}%\">{}</span>",
-            x(*v) / W * 100.0,
+            at * 100.0,
             esc(label)
         );
     }
@@ -562,5 +587,28 @@ mod tests {
         assert_eq!(short(2_000_000.0), "2M");
         assert_eq!(short(0.25), "0.25");
         assert_eq!(short(0.0), "0");
+    }
+
+    /// A sweep over `workload.start` printed its RFC 3339 values over each other.
+    #[test]
+    fn x_labels_that_would_overlap_are_left_out() {
+        let long: Vec<(f64, String)> = (0..6)
+            .map(|i| (f64::from(i) / 5.0, format!("2016-01-0{}T00:00:00Z", i + 1)))
+            .collect();
+        let kept = spaced_ticks(long.iter().map(|(v, l)| (*v, l.as_str())));
+        assert!(kept.len() >= 2 && kept.len() < 6, "{kept:?}");
+        let half = 20.0 * LABEL_CHAR_PX / NARROWEST_CHART_PX / 2.0;
+        for pair in kept.windows(2) {
+            assert!(pair[1].0 - pair[0].0 >= 2.0 * half, "{kept:?}");
+        }
+        assert_eq!(kept[0].1, "2016-01-01T00:00:00Z");
+        // Short labels all fit.
+        let short: Vec<(f64, String)> = (0..6)
+            .map(|i| (f64::from(i) / 5.0, format!("{i}")))
+            .collect();
+        assert_eq!(
+            spaced_ticks(short.iter().map(|(v, l)| (*v, l.as_str()))).len(),
+            6
+        );
     }
 }
