@@ -478,6 +478,45 @@ fn axis_of<'a>(table: &'a SweepTable, key: &str) -> Result<&'a Axis, PlotError> 
         })
 }
 
+/// The width of the heat map's colour scale strip, px.
+const COLOR_SCALE_PX: u32 = 120;
+
+/// The heat map's colour scale: a bar from `lo` (bottom) to `hi` (top) in the map's
+/// colours, its ends and middle labelled (the middle geometric on a log scale).
+fn color_scale<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    lo: f64,
+    hi: f64,
+    log: bool,
+    height: u32,
+) -> Result<(), PlotError> {
+    const STEPS: i32 = 64;
+    let (top, bottom) = (70i32, height as i32 - 80);
+    let (x0, x1) = (10i32, 34i32);
+    let span = (bottom - top).max(STEPS);
+    for k in 0..STEPS {
+        // k = 0 at the bottom (lo).
+        let t = (f64::from(k) + 0.5) / f64::from(STEPS);
+        let y1 = bottom - span * k / STEPS;
+        let y0 = bottom - span * (k + 1) / STEPS;
+        area.draw(&Rectangle::new(
+            [(x0, y0), (x1, y1)],
+            ViridisRGB::get_color(t).filled(),
+        ))
+        .map_err(draw_err)?;
+    }
+    let mid = if log { (lo * hi).sqrt() } else { (lo + hi) / 2.0 };
+    let style = ("sans-serif", 13)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (value, y) in [(hi, bottom - span), (mid, bottom - span / 2), (lo, bottom)] {
+        area.draw(&Text::new(format_compact(value), (x1 + 6, y), style.clone()))
+            .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
 fn heatmap(
     table: &SweepTable,
     x_key: &str,
@@ -548,8 +587,16 @@ fn heatmap(
 
     let root = SVGBackend::with_string(svg, (opts.width, opts.height)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
+    // The colour scale in a strip on the right: a figure's colour means nothing without
+    // the values it spans.
+    let strip = COLOR_SCALE_PX.min(opts.width / 3);
+    let (plot_area, scale_area) = root.split_horizontally(opts.width - strip);
+    // One value (or none): one colour, nothing to scale.
+    if !finite.is_empty() && hi > lo {
+        color_scale(&scale_area, lo, hi, log, opts.height)?;
+    }
     // An i32 range a..b holds b - a + 1 values: 0..n-1 gives n segments.
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(&title, ("sans-serif", 22))
         .margin(20)
         .x_label_area_size(50)

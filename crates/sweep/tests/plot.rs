@@ -276,12 +276,18 @@ fn heatmap_r4() {
             "no tick label {v} in {texts:?}"
         );
     }
-    // 25 filled cells, with different colors for the smallest and the largest.
+    // 25 filled cells, with different colors for the smallest and the largest, and the
+    // colour scale's 64 steps beside them.
     let cells: Vec<_> = doc
         .descendants()
         .filter(|n| n.has_tag_name("rect") && n.attribute("fill") != Some("#FFFFFF"))
         .collect();
-    assert_eq!(cells.len(), 25, "{svg}");
+    assert_eq!(cells.len(), 25 + 64, "{svg}");
+    // The scale names its ends and its (geometric, on a log scale) middle: the map had
+    // no scale at all before.
+    let mid = format_compact((3_898.0f64 * 7_290_116.0).sqrt());
+    assert!(texts.contains(&mid), "no scale middle {mid} in {texts:?}");
+    assert!(texts.iter().filter(|t| *t == "7.29M").count() >= 2, "{texts:?}");
     let fills: std::collections::BTreeSet<&str> =
         cells.iter().filter_map(|n| n.attribute("fill")).collect();
     assert!(fills.len() > 10, "{fills:?}");
