@@ -137,6 +137,8 @@ pub(crate) struct ReportView<'a> {
     pub network: Option<Vec<Row>>,
     /// The resolved plan, secrets hidden, as pretty JSON.
     pub plan: String,
+    /// A mixed run's write latency while no query ran, and while queries ran.
+    pub write_latency_split: Option<(Latency, Latency)>,
 }
 
 /// Reads a report's fields, naming the report and the field in its refusals.
@@ -383,7 +385,22 @@ impl<'a> ReportView<'a> {
                 .map(|v| rows(label, key, v))
                 .transpose()
         };
+        // A mixed run: the writes' latency while the queries ran and while they did not;
+        // and the queries' clock, which starts at their own start, put on the writes'.
+        let write_latency_split = match (
+            read_latency(&f, r, "write_latency_alone", "")?,
+            read_latency(&f, r, "write_latency_with_queries", "")?,
+        ) {
+            (Some(alone), Some(with)) => Some((alone, with)),
+            _ => None,
+        };
+        if let Some(offset) = query_offset_s(r) {
+            for i in intervals.iter_mut().filter(|i| i.stream == "query") {
+                i.elapsed_s += offset;
+            }
+        }
         Ok(ReportView {
+            write_latency_split,
             label: label.to_string(),
             streams,
             intervals,
@@ -403,6 +420,19 @@ impl<'a> ReportView<'a> {
             plan: serde_json::to_string_pretty(&plan).unwrap_or_default(),
         })
     }
+}
+
+/// How long after a mixed run's writes its queries started (`query.started_at` less
+/// `write.started_at`, 0 to a day): their intervals count from their own start, so this
+/// puts them on the writes' clock. `None` for any other report.
+fn query_offset_s(r: &Value) -> Option<f64> {
+    let at = |s: &str| {
+        let text = r.get(s)?.get("started_at")?.as_str()?;
+        humantime::parse_rfc3339_weak(text).ok()
+    };
+    let (w, q) = (at("write")?, at("query")?);
+    let offset = q.duration_since(w).ok()?.as_secs_f64();
+    (offset <= 86_400.0).then_some(offset)
 }
 
 /// One stream's summary `v` (`path`: its place in the report, `write.` or empty).
@@ -465,32 +495,7 @@ fn read_stream(f: &Fields<'_>, name: &'static str, v: &Value, path: &str) -> Res
             ));
         }
     }
-    let latency = |key: &str| -> Result<Option<Latency>, Error> {
-        let Some(l) = v.get(key).filter(|l| l.is_object()) else {
-            return Ok(None);
-        };
-        let at = format!("{path}{key}.");
-        let mut figures = Vec::new();
-        for k in LATENCY_KEYS {
-            if let Some(n) = f.number(l, k, &at, MAX_LATENCY_MS, MILLIS)? {
-                figures.push((k, n));
-            }
-        }
-        let hist = match l.get("hdr") {
-            Some(Value::String(text)) => Some(tsload_core::hlog::decode_checked(text).map_err(
-                |e| Error::NotAReport {
-                    label: f.label.to_string(),
-                    why: format!("{at}hdr: not an encoded histogram: {e}"),
-                },
-            )?),
-            _ => None,
-        };
-        Ok(Some(Latency {
-            count: f.count(l, "count", &at)?,
-            hist,
-            figures,
-        }))
-    };
+    let latency = |key: &str| read_latency(f, v, key, path);
     let client = match v.get("client").filter(|c| c.is_object()) {
         None => None,
         Some(c) => {
@@ -559,6 +564,34 @@ fn read_stream(f: &Fields<'_>, name: &'static str, v: &Value, path: &str) -> Res
         service: latency("service")?,
         client,
     })
+}
+
+/// The latency summary `key` of object `v` (at `path`), checked; `None` when absent.
+fn read_latency(f: &Fields, v: &Value, key: &str, path: &str) -> Result<Option<Latency>, Error> {
+    let Some(l) = v.get(key).filter(|l| l.is_object()) else {
+        return Ok(None);
+    };
+    let at = format!("{path}{key}.");
+    let mut figures = Vec::new();
+    for k in LATENCY_KEYS {
+        if let Some(n) = f.number(l, k, &at, MAX_LATENCY_MS, MILLIS)? {
+            figures.push((k, n));
+        }
+    }
+    let hist = match l.get("hdr") {
+        Some(Value::String(text)) => Some(tsload_core::hlog::decode_checked(text).map_err(
+            |e| Error::NotAReport {
+                label: f.label.to_string(),
+                why: format!("{at}hdr: not an encoded histogram: {e}"),
+            },
+        )?),
+        _ => None,
+    };
+    Ok(Some(Latency {
+        count: f.count(l, "count", &at)?,
+        hist,
+        figures,
+    }))
 }
 
 /// The scalars of object `v` (nested objects flattened as `a.b`, short arrays of scalars

@@ -418,6 +418,9 @@ fn report_section(
         let log = v.hlog.filter(|_| n == 0);
         stream_block(out, k, sv, &v.intervals, log, n == 0 && v.from_log, data);
     }
+    if let Some((alone, with)) = &v.write_latency_split {
+        latency_split(out, k, alone, with);
+    }
     server_block(out, k, v);
     network_block(out, k, v);
     let _ = write!(
@@ -425,6 +428,41 @@ fn report_section(
         "<details><summary>Resolved plan (secrets hidden)</summary><pre id=\"r{k}-plan\">{}</pre></details></section>",
         esc(&v.plan)
     );
+}
+
+/// A mixed run's write latency while no query ran beside while queries ran: what the
+/// queries cost the writes.
+fn latency_split(out: &mut String, k: usize, alone: &Latency, with: &Latency) {
+    let _ = write!(
+        out,
+        "<h3>Write latency, without and with the queries</h3><div class=\"scroll\">\
+         <table class=\"cmp\" id=\"r{k}-write-split\"><thead><tr><th>writes</th>\
+         <th>requests</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead><tbody>"
+    );
+    for (name, l) in [("alone", alone), ("with_queries", with)] {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td id=\"r{k}-write-{name}-count\" data-value=\"{}\">{}</td>",
+            if name == "alone" {
+                "while no query ran"
+            } else {
+                "while queries ran"
+            },
+            l.count.map_or(String::new(), |c| c.to_string()),
+            group(l.count.unwrap_or(0))
+        );
+        for key in ["p50_ms", "p99_ms", "p99_9_ms", "max_ms"] {
+            let n = l.get(key);
+            let _ = write!(
+                out,
+                "<td id=\"r{k}-write-{name}-{key}\" data-value=\"{}\">{}</td>",
+                esc(&raw(n)),
+                millis(val(n).unwrap_or(0.0))
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
 }
 
 /// Whether the last of a stream's intervals is partial: shorter than half the median of

@@ -1116,3 +1116,49 @@ fn the_run_page_says_what_was_stored_and_draws_no_rate_that_never_was() {
     assert!(!p.contains("id=\"r0-write-throughput\""));
     assert!(!p.contains("id=\"r0-write-latency\""));
 }
+
+/// A mixed run's page: its queries' clock started at 0, not at their offset, and the
+/// write latency without and with queries was not on it.
+#[test]
+fn a_mixed_page_puts_the_queries_on_the_writes_clock_and_splits_the_write_latency() {
+    let mut write = write_report(4);
+    write["started_at"] = json!("2026-11-26T15:00:00.000Z");
+    let intervals = write["intervals"].clone();
+    let query = json!({
+        "tsload_version": "0.1.0", "target": "influx", "workload": "tsbs",
+        "started_at": "2026-11-26T15:00:02.000Z", "elapsed_s": 2.0, "stop_reason": "duration",
+        "rows": 10, "statements": 40, "requests": 40, "failed_requests": 0,
+        "errors": {}, "requests_per_s": 20.0, "statements_per_s": 20.0, "rows_per_s": 5.0,
+        "latency": latency(2_000_000), "service": latency(2_000_000),
+    });
+    let mut all = intervals.as_array().unwrap().clone();
+    all.push(json!({"stream": "query", "elapsed_s": 1.0, "interval_s": 1.0, "statements": 20}));
+    all.push(json!({"stream": "query", "elapsed_s": 2.0, "interval_s": 1.0, "statements": 20}));
+    let p = page(json!({
+        "write": write, "query": query,
+        "write_latency_alone": latency(1_000_000),
+        "write_latency_with_queries": latency(3_000_000),
+        "exit": {"code": 0, "why": "success"},
+        "intervals": all,
+    }));
+    // The queries' intervals, 2 s after the writes began.
+    let data = &p[p.find("id=\"tsload-data\">").unwrap()..];
+    let at = data.find("\"r0-query\"").expect("the queries' data");
+    let query_data = &data[at..at + data[at..].find('}').unwrap()];
+    assert!(
+        query_data.contains("\"elapsed_s\":[3.0,4.0]"),
+        "{query_data}"
+    );
+    // The writes' latency, without and with the queries.
+    assert!(p.contains("id=\"r0-write-split\""));
+    let alone = latency(1_000_000);
+    assert_eq!(value_of(&p, "r0-write-alone-count"), "10000");
+    assert_eq!(
+        value_of(&p, "r0-write-alone-p99_ms"),
+        alone["p99_ms"].to_string()
+    );
+    assert_ne!(
+        value_of(&p, "r0-write-alone-p99_ms"),
+        value_of(&p, "r0-write-with_queries-p99_ms")
+    );
+}

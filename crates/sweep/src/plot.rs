@@ -505,14 +505,22 @@ fn color_scale<DB: DrawingBackend>(
         ))
         .map_err(draw_err)?;
     }
-    let mid = if log { (lo * hi).sqrt() } else { (lo + hi) / 2.0 };
+    let mid = if log {
+        (lo * hi).sqrt()
+    } else {
+        (lo + hi) / 2.0
+    };
     let style = ("sans-serif", 13)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
     for (value, y) in [(hi, bottom - span), (mid, bottom - span / 2), (lo, bottom)] {
-        area.draw(&Text::new(format_compact(value), (x1 + 6, y), style.clone()))
-            .map_err(draw_err)?;
+        area.draw(&Text::new(
+            format_compact(value),
+            (x1 + 6, y),
+            style.clone(),
+        ))
+        .map_err(draw_err)?;
     }
     Ok(())
 }

@@ -287,7 +287,10 @@ fn heatmap_r4() {
     // no scale at all before.
     let mid = format_compact((3_898.0f64 * 7_290_116.0).sqrt());
     assert!(texts.contains(&mid), "no scale middle {mid} in {texts:?}");
-    assert!(texts.iter().filter(|t| *t == "7.29M").count() >= 2, "{texts:?}");
+    assert!(
+        texts.iter().filter(|t| *t == "7.29M").count() >= 2,
+        "{texts:?}"
+    );
     let fills: std::collections::BTreeSet<&str> =
         cells.iter().filter_map(|n| n.attribute("fill")).collect();
     assert!(fills.len() > 10, "{fills:?}");
