@@ -45,6 +45,8 @@ pub struct ShardReport<S = Summary> {
     pub shard: Option<Shard>,
     pub host: Option<String>,
     pub scenario_sha256: Option<String>,
+    /// The shard's exit code (`exit.code`; `None` in a report of an older tsload).
+    pub exit: Option<i64>,
     pub summary: S,
 }
 
@@ -353,6 +355,10 @@ pub struct ShardLine {
     pub source: String,
     pub shard: Option<Shard>,
     pub host: Option<String>,
+    /// The shard's exit code (0 passed); a shard that failed is in the sums all the same,
+    /// and the merged text says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i64>,
     pub started_at: String,
     pub elapsed_s: f64,
     pub stop_reason: String,
@@ -688,6 +694,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
             source: r.source.clone(),
             shard: r.shard,
             host: r.host.clone(),
+            exit: r.exit,
             started_at: r.summary.started_at.clone(),
             elapsed_s: r.summary.elapsed_s,
             stop_reason: r.summary.stop_reason.clone(),
@@ -872,6 +879,7 @@ pub fn merge_queries(
                 source: r.source.clone(),
                 shard: r.shard,
                 host: r.host.clone(),
+                exit: r.exit,
                 started_at: r.summary.started_at.clone(),
                 elapsed_s: r.summary.elapsed_s,
                 stop_reason: r.summary.stop_reason.clone(),
@@ -1100,6 +1108,10 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
     check_intervals(source, value.get("intervals"))?;
     let text_field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
     let (host, scenario_sha256) = (text_field("host"), text_field("scenario_sha256"));
+    let exit = value
+        .get("exit")
+        .and_then(|e| e.get("code"))
+        .and_then(serde_json::Value::as_i64);
 
     // The histograms, taken out of the JSON and decoded here (not by the serde reader).
     let top = take_histograms(&mut value, "", source)?;
@@ -1137,6 +1149,7 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
             shard,
             host,
             scenario_sha256,
+            exit,
             summary,
         }));
     }
@@ -1150,6 +1163,7 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
         shard,
         host,
         scenario_sha256,
+        exit,
         summary,
     }))
 }
@@ -1207,13 +1221,13 @@ impl<S: RenderText> Merged<S> {
         );
         let _ = writeln!(
             s,
-            "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>9} {:>8}  stopped",
-            "shard", "host", "requests", "rows", "rows/s", "elapsed", "cpu s"
+            "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>9} {:>8} {:>5}  stopped",
+            "shard", "host", "requests", "rows", "rows/s", "elapsed", "cpu s", "exit"
         );
         for l in &self.shards {
             let _ = writeln!(
                 s,
-                "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>8.3}s {:>8.2}  {}",
+                "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>8.3}s {:>8.2} {:>5}  {}",
                 l.shard.map_or_else(|| "-".to_string(), |s| s.to_string()),
                 l.host.as_deref().unwrap_or("-"),
                 group(l.requests),
@@ -1221,7 +1235,22 @@ impl<S: RenderText> Merged<S> {
                 group(l.rows_per_s.round() as u64),
                 l.elapsed_s,
                 l.client.cpu_s,
+                l.exit.map_or_else(|| "-".to_string(), |c| c.to_string()),
                 l.stop_reason
+            );
+        }
+        // A shard that did not pass is in the sums: said, not left to the column.
+        for l in self
+            .shards
+            .iter()
+            .filter(|l| l.exit.is_some_and(|c| c != 0))
+        {
+            let _ = writeln!(
+                s,
+                "  shard {} ({}) exited {}: its figures are in the sums above; see its report",
+                l.shard.map_or_else(|| "-".to_string(), |s| s.to_string()),
+                l.source,
+                l.exit.unwrap_or_default()
             );
         }
         s
@@ -1277,6 +1306,7 @@ mod tests {
             shard: Some(Shard::parse(shard).unwrap()),
             host: Some("h".into()),
             scenario_sha256: Some("abc".into()),
+            exit: Some(0),
             summary,
         }
     }
@@ -1689,5 +1719,23 @@ mod tests {
                 .starts_with("q.json: elapsed_s is 1e300; allowed"),
             "{e}"
         );
+    }
+
+    /// A shard that failed went into the sums without a word: the merged text said each
+    /// shard's rows and rate, not its exit.
+    #[test]
+    fn a_shard_that_failed_is_named_in_the_merged_text() {
+        let a = report("0/2", 0, 1000, &[1000]);
+        let mut b = report("1/2", 0, 1000, &[1000]);
+        b.exit = Some(1);
+        let m = merge(&[a, b], false).unwrap();
+        assert_eq!(m.shards[1].exit, Some(1));
+        let text = m.render_text();
+        assert!(
+            text.contains("shard 1/2 (shard-1/2.json) exited 1: its figures are in the sums"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&m.shards[1]).unwrap();
+        assert_eq!(json["exit"], 1);
     }
 }
