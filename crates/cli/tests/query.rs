@@ -213,8 +213,9 @@ fn a_query_error_is_counted_and_the_run_goes_on() {
         s("query.workers=2"),
         s("query.duration=\"4s\""),
     ]);
-    // The table goes away once the run has answered queries for a while: after the
-    // second progress line (250 ms intervals), whatever the machine's load.
+    // The table goes away once the run has answered more than 10 queries: a progress line
+    // (250 ms intervals) says so, whatever the machine's load (two lines alone held only
+    // 9 answers on a busy machine).
     let mut child = {
         let mut cmd = tsload();
         cmd.args(["run", "--json", "r.json", "--progress", "plain"])
@@ -228,13 +229,19 @@ fn a_query_error_is_counted_and_the_run_goes_on() {
     };
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
-    let mut progress_lines = 0;
-    while progress_lines < 2 {
+    let mut answered = 0u64;
+    while answered <= 10 {
         let mut line = String::new();
         let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
-        assert!(n > 0, "the run ended before it made progress: {seen}");
-        if line.starts_with('[') {
-            progress_lines += 1;
+        assert!(n > 0, "the run ended before it answered 11 queries: {seen}");
+        // `[   0.5s] requests          12 | ...`: the requests answered so far.
+        if line.starts_with('[')
+            && let Some(count) = line
+                .split("requests")
+                .nth(1)
+                .and_then(|rest| rest.split('|').next())
+        {
+            answered = count.trim().replace(',', "").parse().unwrap_or(0);
         }
         seen.push_str(&line);
     }
