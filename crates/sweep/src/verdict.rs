@@ -73,7 +73,8 @@ impl Verdict {
 
     /// The verdict of a run from its JSON report (what `--json` writes): `exit.code` (else
     /// `exit`, the code the run earned), the write stream's `stored` (rows, else samples),
-    /// `stored_shortfall` and `stored_error`. A run with no report failed.
+    /// `stored_shortfall` and `stored_error` (a mixed run's under `write`). A run with no
+    /// report failed.
     pub fn of_run(exit: u8, report: &serde_json::Value) -> Verdict {
         let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
         let exit = report["exit"]["code"]
@@ -81,7 +82,13 @@ impl Verdict {
             .and_then(|c| u8::try_from(c).ok())
             .unwrap_or(exit);
         let why = text(&report["exit"]["why"]);
-        let stored = &report["stored"];
+        // A mixed run's write stream is its `write` object.
+        let writes = if report["write"].is_object() {
+            &report["write"]
+        } else {
+            report
+        };
+        let stored = &writes["stored"];
         let stored = stored["rows"].as_u64().or(stored["samples"].as_u64());
         let flaw = |kind: FlawKind, why: String| Some(Flaw { kind, why });
         let flaw = if !report.is_object() {
@@ -94,7 +101,7 @@ impl Verdict {
                 FlawKind::Interrupted,
                 why.unwrap_or_else(|| "a signal stopped it".to_string()),
             )
-        } else if let Some(why) = text(&report["stored_shortfall"]) {
+        } else if let Some(why) = text(&writes["stored_shortfall"]) {
             flaw(FlawKind::Shortfall, why)
         } else if exit != 0 && exit != EXIT_THRESHOLD {
             flaw(
@@ -102,7 +109,7 @@ impl Verdict {
                 why.unwrap_or_else(|| format!("exit {exit}")),
             )
         } else if let Some(why) =
-            text(&report["stored_error"]).filter(|e| e != tsload_core::stored::CANNOT_TELL)
+            text(&writes["stored_error"]).filter(|e| e != tsload_core::stored::CANNOT_TELL)
         {
             flaw(
                 FlawKind::Unverified,
@@ -187,6 +194,14 @@ mod tests {
         assert_eq!(unknown.word(), "unverified");
         let cannot = of(json!({"exit": {"code": 0}, "stored_error": "the target cannot tell"}));
         assert!(cannot.is_measure());
+        // A mixed run: its writes' figures are under `write`.
+        let mixed = of(json!({
+            "exit": {"code": 1, "why": "x"},
+            "write": {"stored": {"rows": 5}, "stored_shortfall": "stored 5 of 10"},
+            "query": {},
+        }));
+        assert_eq!(mixed.stored, Some(5));
+        assert_eq!(mixed.word(), "shortfall");
         let none = Verdict::of_run(2, &serde_json::Value::Null);
         assert_eq!(none.exit, 2);
         assert_eq!(
