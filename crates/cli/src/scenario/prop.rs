@@ -337,8 +337,16 @@ fn choice_for(section: &str, key: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-/// A value for `section.key`: mostly what the key expects, sometimes anything.
+/// A value for `section.key`: mostly what the key expects, sometimes anything. A secret
+/// key's value is registered with the process's redaction when the document is read, so
+/// it is never a word another test's message holds: "batch" as a password turned
+/// `per_batch` into `per_***` in a test running beside it.
 fn value_for(section: &'static str, key: &'static str) -> BoxedStrategy<String> {
+    if tsload_redact::is_secret_key(key) {
+        return "[a-z0-9]{0,8}"
+            .prop_map(|s| quoted(&format!("PROPpw-{s}")))
+            .boxed();
+    }
     if let Some(choices) = choice_for(section, key) {
         return prop_oneof![
             6 => proptest::sample::select(choices).prop_map(quoted),
@@ -550,7 +558,14 @@ fn set_value() -> impl Strategy<Value = String> {
 
 fn set_override() -> impl Strategy<Value = String> {
     prop_oneof![
-        8 => (set_key(), set_value()).prop_map(|(k, v)| format!("{k}={v}")),
+        // A secret key's value is registered with the redaction (see `value_for`).
+        8 => (set_key(), set_value()).prop_map(|(k, v)| {
+            if tsload_redact::is_secret_key(&k) {
+                format!("{k}=PROPpw-{}", v.len())
+            } else {
+                format!("{k}={v}")
+            }
+        }),
         1 => "\\PC{0,16}",
     ]
 }
