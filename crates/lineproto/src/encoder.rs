@@ -424,6 +424,13 @@ mod tests {
         }
     }
 
+    /// Device 9's cached prefix `m,t=h9 `: 7 bytes from the arena's start, no numeric tag.
+    const PREFIX_OF_9: Slot = Slot {
+        start: 0,
+        len: 7,
+        fields: 0,
+    };
+
     fn slot(i: u32) -> Slot {
         Slot {
             start: i,
@@ -501,23 +508,9 @@ mod tests {
         assert_eq!(c.arena, b"m,t=h9 ");
         assert_eq!(c.get(10), None);
         assert_eq!(c.get(11), None);
-        assert_eq!(
-            c.get(9),
-            Some(Slot {
-                start: 0,
-                len: 7,
-                fields: 0
-            })
-        );
+        assert_eq!(c.get(9), Some(PREFIX_OF_9));
         assert_eq!(insert(&mut c, 12), "m,t=h12 ");
-        assert_eq!(
-            c.get(9),
-            Some(Slot {
-                start: 0,
-                len: 7,
-                fields: 0
-            })
-        );
+        assert_eq!(c.get(9), Some(PREFIX_OF_9));
     }
 
     #[test]
