@@ -46,8 +46,8 @@ fn base_args(target: &[&str]) -> Vec<String> {
 }
 
 /// Runs `n` shard processes at once in `dir` (reports `r{i}.json`, logs `r{i}.hlog`,
-/// the barrier in `bar/`), then `tsload merge` over them; returns the merged report.
-fn run_shards(n: u32, args: &[String], extra: &[&str], dir: &Path) -> serde_json::Value {
+/// the barrier in `bar/`) and returns what each printed and its exit.
+fn spawn_shards(n: u32, args: &[String], extra: &[&str], dir: &Path) -> Vec<Output> {
     let shards: Vec<_> = (0..n)
         .map(|i| {
             let mut a = args.to_vec();
@@ -73,8 +73,16 @@ fn run_shards(n: u32, args: &[String], extra: &[&str], dir: &Path) -> serde_json
                 .expect("start tsload")
         })
         .collect();
-    for (i, child) in shards.into_iter().enumerate() {
-        let out = child.wait_with_output().unwrap();
+    shards
+        .into_iter()
+        .map(|child| child.wait_with_output().unwrap())
+        .collect()
+}
+
+/// [`spawn_shards`], each of which must pass, then `tsload merge` over them; returns the
+/// merged report.
+fn run_shards(n: u32, args: &[String], extra: &[&str], dir: &Path) -> serde_json::Value {
+    for (i, out) in spawn_shards(n, args, extra, dir).into_iter().enumerate() {
         assert!(
             out.status.success(),
             "shard {i}/{n}: {}\n{}",
@@ -183,6 +191,155 @@ fn sqlite_shards_of_1_2_and_4_store_exactly_the_rows_of_one_unsharded_run() {
         if n > 1 {
             assert!(parts.iter().all(|&p| p > 0 && p < 3_600), "{parts:?}");
         }
+        // Each shard counted the rows of its own devices in the shared file, and the
+        // merged report sums them.
+        for i in 0..n {
+            let r = json(&sub.join(format!("reports/r{i}.json")));
+            assert_eq!(r["stored"]["rows"], r["rows"], "shard {i}/{n}: {r}");
+            assert_eq!(r["stored"]["own_devices"], true, "shard {i}/{n}: {r}");
+        }
+        assert_eq!(merged["stored"]["rows"], 3_600, "{merged}");
+    }
+}
+
+/// Two shards into one PostgreSQL with another writer beside them: each shard counts the
+/// rows of its own devices (before, each saw the table grow by both shards' rows and the
+/// other writer's, and could only say "cannot verify per shard"). A trigger drops shard
+/// 1's rows after the server acknowledged them: shard 1 alone reports the shortfall, and
+/// the merged report names it. Both layouts: per device by `hostname` (wide) and by
+/// `tags_id` (tags).
+#[test]
+fn shards_into_one_postgres_beside_another_writer_each_count_their_own_devices() {
+    let pg = common::start(ServerKind::Postgres);
+    let url = pg.database_url().unwrap();
+    for layout in ["wide", "tags"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+        let target = [
+            "target.kind=\"postgres\"".to_string(),
+            format!("target.url=\"{url}\""),
+            format!("target.layout=\"{layout}\""),
+            // COPY checks the rows the server took; a multi-row INSERT leaves the silent
+            // drop to the stored check.
+            "target.method=\"insert\"".into(),
+            "target.drop_existing=true".into(),
+        ];
+        let target: Vec<&str> = target.iter().map(String::as_str).collect();
+        // The tables first (4 hosts, one row each), then the trigger that drops the rows
+        // of hosts 2 and 3 (shard 1/2's devices of 4).
+        let mut first = base_args(&target);
+        first.extend(
+            [
+                "--set",
+                "workload.scale=4",
+                "--set",
+                "workload.end=\"2016-01-01T00:00:10Z\"",
+            ]
+            .map(String::from),
+        );
+        let out = tsload(&first, dir.path());
+        assert!(out.status.success(), "{layout}: {}", text(&out.stderr));
+        let host = if layout == "wide" {
+            "NEW.hostname"
+        } else {
+            "(SELECT hostname FROM tags WHERE id = NEW.tags_id)"
+        };
+        pg.sql(&format!(
+            "CREATE OR REPLACE FUNCTION drop_shard_1() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF {host} IN ('host_2', 'host_3') THEN RETURN NULL; END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER drop_shard_1 BEFORE INSERT ON cpu FOR EACH ROW \
+             EXECUTE FUNCTION drop_shard_1()"
+        ))
+        .unwrap();
+        // The other writer: rows of a host no shard has, until the shards are done.
+        let insert = if layout == "wide" {
+            "INSERT INTO cpu (ts, hostname) VALUES (now(), 'other')"
+        } else {
+            "INSERT INTO cpu (ts, tags_id) VALUES (now(), 1000000)"
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        // Shards of 4 hosts x 1 hour: 720 rows each.
+        let mut args = base_args(&target);
+        args.extend(
+            [
+                "--set",
+                "workload.scale=4",
+                "--set",
+                "target.drop_existing=false",
+            ]
+            .map(String::from),
+        );
+        let (outs, others) = std::thread::scope(|scope| {
+            let other = scope.spawn(|| {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    pg.sql(insert).unwrap();
+                    n += 1;
+                }
+                n
+            });
+            let outs = spawn_shards(2, &args, &[], dir.path());
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (outs, other.join().unwrap())
+        });
+        assert!(others > 0, "the other writer wrote nothing");
+        let (r0, r1) = (
+            json(&dir.path().join("reports/r0.json")),
+            json(&dir.path().join("reports/r1.json")),
+        );
+        assert!(
+            outs[0].status.success(),
+            "{layout}: {}",
+            text(&outs[0].stderr)
+        );
+        assert_eq!(r0["rows"], 720, "{layout}: {r0}");
+        assert_eq!(r0["stored"]["rows"], 720, "{layout}: {r0}");
+        assert_eq!(r0["stored"]["own_devices"], true, "{layout}: {r0}");
+        assert!(r0.get("stored_shortfall").is_none(), "{layout}: {r0}");
+        assert_eq!(
+            outs[1].status.code(),
+            Some(1),
+            "{layout}: {}",
+            text(&outs[1].stderr)
+        );
+        assert_eq!(r1["rows"], 720, "{layout}: {r1}");
+        assert_eq!(r1["stored"]["rows"], 0, "{layout}: {r1}");
+        assert!(
+            r1["stored_shortfall"]
+                .as_str()
+                .unwrap()
+                .starts_with("the server stored 0 new rows of the 720 it acknowledged"),
+            "{layout}: {r1}"
+        );
+        assert!(
+            text(&outs[0].stdout).contains("720   rows, per the server (this run's devices)"),
+            "{layout}: {}",
+            text(&outs[0].stdout)
+        );
+        // The other writer's rows are in the table all the same.
+        assert_eq!(pg.sql_count("cpu"), 4 + 720 + others, "{layout}");
+        // The merged run: the shards' own counts summed, shard 1's shortfall named.
+        let merged = tsload(
+            &["merge", "reports", "--json", "merged.json"].map(String::from),
+            dir.path(),
+        );
+        assert!(merged.status.success(), "{}", text(&merged.stderr));
+        let m = json(&dir.path().join("merged.json"));
+        assert_eq!(m["stored"]["rows"], 720, "{layout}: {m}");
+        assert!(
+            m["stored_shortfall"]
+                .as_str()
+                .unwrap()
+                .starts_with("shard 1/2 ("),
+            "{layout}: {m}"
+        );
+        assert_eq!(m["shards"][0]["stored"], 720, "{layout}: {m}");
+        assert_eq!(m["shards"][1]["stored"], 0, "{layout}: {m}");
+        assert!(
+            text(&merged.stdout).contains("SHORTFALL shard 1/2"),
+            "{}",
+            text(&merged.stdout)
+        );
     }
 }
 

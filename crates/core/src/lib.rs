@@ -24,6 +24,7 @@ pub mod sink;
 pub mod stored;
 pub mod threshold;
 pub mod totals;
+pub mod verdict;
 pub mod workload;
 
 pub use batch::{Batch, BatchShapeError, Column, ColumnValues, StrValues, TableBatch};

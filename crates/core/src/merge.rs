@@ -20,6 +20,7 @@ use crate::query_report::{KindSummary, QueryClientSummary, QuerySummary};
 use crate::recorder::new_histogram;
 use crate::report::{ClientSummary, LatencySummary, Summary, group};
 use crate::shard::Shard;
+use crate::stored::Stored;
 use crate::totals::{Count, Totals, TotalsOverflow};
 
 /// The largest report [`read_report`] reads (64 MiB); tsload's reports are a few KiB to a
@@ -369,6 +370,10 @@ pub struct ShardLine {
     pub requests: u64,
     pub ambiguous_rows: u64,
     pub ledger_run_id: Option<i64>,
+    /// What the server says it stored of the shard's own devices (rows, else samples);
+    /// `None`: not asked, not known, or a query report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<u64>,
     pub client: ClientSummary,
 }
 
@@ -651,6 +656,11 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
     let offered = checked_fsum(reports, "offered_rows_per_s", |s| s.offered_rows_per_s)?;
     let totals = summed_totals(reports, window, Summary::totals, Count::name)?;
     let client = summed_client(reports, totals.metrics)?;
+    let MergedStored {
+        stored,
+        stored_error,
+        stored_shortfall,
+    } = merged_stored(reports);
 
     let summary = Summary {
         tsload_version: first.summary.tsload_version.clone(),
@@ -683,9 +693,9 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         client,
         storage: None,
         storage_error: None,
-        stored: None,
-        stored_error: None,
-        stored_shortfall: None,
+        stored,
+        stored_error,
+        stored_shortfall,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports
@@ -704,6 +714,12 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
             requests: r.summary.requests,
             ambiguous_rows: r.summary.ambiguous_rows,
             ledger_run_id: r.summary.ledger_run_id,
+            stored: r
+                .summary
+                .stored
+                .as_ref()
+                .filter(|s| s.own_devices)
+                .and_then(|s| s.rows.or(s.samples)),
             client: r.summary.client.clone(),
         })
         .collect();
@@ -712,6 +728,86 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         shards,
         scenario_sha256: first.scenario_sha256.clone(),
     })
+}
+
+/// The merged run's stored check, from its shards'.
+#[derive(Debug, Default)]
+struct MergedStored {
+    stored: Option<Stored>,
+    stored_error: Option<String>,
+    stored_shortfall: Option<String>,
+}
+
+/// What the shards stored, summed, where each counted its own devices
+/// ([`Stored::own_devices`]); a shard that counted another's rows too, or has no figure,
+/// leaves the merged run without one, and says so. Each shard's shortfall is the merged
+/// run's, named by its shard.
+fn merged_stored(reports: &[ShardReport]) -> MergedStored {
+    let name = |r: &ShardReport| match r.shard {
+        Some(shard) => format!("shard {shard} ({})", r.source),
+        None => r.source.clone(),
+    };
+    if reports
+        .iter()
+        .all(|r| r.summary.stored.is_none() && r.summary.stored_error.is_none())
+    {
+        return MergedStored::default();
+    }
+    let unknown: Vec<String> = reports
+        .iter()
+        .filter_map(|r| match (&r.summary.stored, &r.summary.stored_error) {
+            (Some(s), _) if s.own_devices => None,
+            (Some(_), _) => Some(format!(
+                "{}: its count is not of its devices alone",
+                name(r)
+            )),
+            (None, Some(e)) => Some(format!("{}: {e}", name(r))),
+            (None, None) => Some(format!("{}: not asked", name(r))),
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return MergedStored {
+            stored_error: Some(unknown.join("; ")),
+            ..MergedStored::default()
+        };
+    }
+    let all: Vec<&Stored> = reports
+        .iter()
+        .filter_map(|r| r.summary.stored.as_ref())
+        .collect();
+    let add = |f: fn(&Stored) -> Option<u64>| {
+        all.iter()
+            .map(|s| f(s))
+            .try_fold(0u64, |sum, n| n.map(|n| sum.saturating_add(n)))
+    };
+    let mut refused = BTreeMap::new();
+    for s in &all {
+        for (reason, n) in &s.refused {
+            let sum: &mut u64 = refused.entry(reason.clone()).or_default();
+            *sum = sum.saturating_add(*n);
+        }
+    }
+    let shortfalls: Vec<String> = reports
+        .iter()
+        .filter_map(|r| {
+            r.summary
+                .stored_shortfall
+                .as_ref()
+                .map(|why| format!("{}: {why}", name(r)))
+        })
+        .collect();
+    MergedStored {
+        stored: Some(Stored {
+            rows: add(|s| s.rows),
+            samples: add(|s| s.samples),
+            counts_every_sample: all.iter().all(|s| s.counts_every_sample),
+            refused,
+            server_wide: false,
+            own_devices: true,
+        }),
+        stored_error: None,
+        stored_shortfall: (!shortfalls.is_empty()).then(|| shortfalls.join("; ")),
+    }
 }
 
 /// One request kind summed over the reports.
@@ -889,6 +985,7 @@ pub fn merge_queries(
                 requests: r.summary.requests,
                 ambiguous_rows: 0,
                 ledger_run_id: None,
+                stored: None,
                 client: ClientSummary {
                     cpu_user_s: c.cpu_user_s,
                     cpu_system_s: c.cpu_system_s,
@@ -1221,17 +1318,18 @@ impl<S: RenderText> Merged<S> {
         );
         let _ = writeln!(
             s,
-            "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>9} {:>8} {:>5}  stopped",
-            "shard", "host", "requests", "rows", "rows/s", "elapsed", "cpu s", "exit"
+            "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>12} {:>9} {:>8} {:>5}  stopped",
+            "shard", "host", "requests", "rows", "stored", "rows/s", "elapsed", "cpu s", "exit"
         );
         for l in &self.shards {
             let _ = writeln!(
                 s,
-                "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>8.3}s {:>8.2} {:>5}  {}",
+                "  {:<7} {:<16} {:>14} {:>12} {:>12} {:>12} {:>8.3}s {:>8.2} {:>5}  {}",
                 l.shard.map_or_else(|| "-".to_string(), |s| s.to_string()),
                 l.host.as_deref().unwrap_or("-"),
                 group(l.requests),
                 group(l.rows),
+                l.stored.map_or_else(|| "-".to_string(), group),
                 group(l.rows_per_s.round() as u64),
                 l.elapsed_s,
                 l.client.cpu_s,

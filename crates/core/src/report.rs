@@ -449,7 +449,15 @@ impl Summary {
             } else {
                 format!("; refused {}", refused.join(", "))
             };
-            let _ = writeln!(s, "  stored    {:>16}   {what}{refused}", group(n));
+            // Whose rows the count holds: the run's own devices, or every writer's.
+            let whose = if stored.own_devices {
+                " (this run's devices)"
+            } else if stored.server_wide {
+                " (server-wide: other writers are included)"
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "  stored    {:>16}   {what}{whose}{refused}", group(n));
         }
         if let Some(why) = &self.stored_shortfall {
             let _ = writeln!(s, "  SHORTFALL {why}");

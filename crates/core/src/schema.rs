@@ -199,6 +199,14 @@ impl fmt::Display for TagValue {
 pub trait TagSource: Send + Sync + fmt::Debug {
     /// Clears `out` and writes the values of every tag slot of `device`.
     fn device_tags(&self, device: u32, out: &mut Vec<TagValue>);
+
+    /// The tag slot whose value names each device alone (`hostname`, a child table's
+    /// name), by which a server's rows can be counted per device
+    /// ([`crate::stored::RunScope::device_names`]); `None` (the default) where no slot
+    /// does.
+    fn key_slot(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The whole data set's shape. Every device appears in every table; a row is identified by

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use crate::query::{QueryRequest, QuerySource, QueryWorkload};
 use crate::schema::Schema;
+use crate::stored::RunScope;
 use crate::workload::{BatchSource, Workload, device_range};
 
 /// The most shards a run may be split into.
@@ -191,6 +192,20 @@ impl Workload for ShardedWorkload {
 
     fn source_error(&self) -> Option<String> {
         self.inner.source_error()
+    }
+
+    /// The shard's devices ([`Shard::devices`]) where the workload splits by device.
+    fn scope(&self) -> RunScope {
+        let inner = self.inner.scope();
+        if self.shard.is_whole() {
+            return inner;
+        }
+        RunScope {
+            devices: inner
+                .devices
+                .map(|_| self.shard.devices(self.inner.schema().device_count)),
+            part: Some(format!("shard {}", self.shard)),
+        }
     }
 }
 

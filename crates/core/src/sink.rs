@@ -204,10 +204,13 @@ pub trait Sink: Send + Sync + 'static {
     /// where the target cannot tell (the default). `settled`: the load is over. A server
     /// that publishes its counters late (VictoriaMetrics, about a second) is waited for
     /// either way: a before-count short of an earlier writer's last second would make
-    /// the run's difference grow by more than it sent.
+    /// the run's difference grow by more than it sent. `scope`: whose rows are the run's;
+    /// a target that can count rows per device counts those alone
+    /// ([`crate::stored::ServerTally::own_devices`]).
     fn tally(
         &self,
         _schema: &Arc<Schema>,
+        _scope: &crate::stored::RunScope,
         _settled: bool,
     ) -> impl Future<Output = Result<Option<crate::stored::ServerTally>, SinkError>> + Send {
         std::future::ready(Ok(None))

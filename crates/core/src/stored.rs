@@ -3,8 +3,112 @@
 //! verdict against what it acknowledged. A server that acknowledges rows and then drops
 //! them (VictoriaMetrics outside its retention, InfluxDB past a retention policy) is
 //! caught here, not reported as a success.
+//!
+//! Whose rows: a run that writes only some of the data set's devices (one shard of
+//! several) or shares its server with another writer is counted by its own devices where
+//! the target can count rows per device ([`RunScope`], [`DeviceNames`]): the figure is then
+//! the run's own ([`ServerTally::own_devices`]). Where the target counts only whole tables
+//! or the whole server, a part of a run cannot tell what it stored ([`RunScope::part`]),
+//! and counts that grew by more than the run sent are another writer's too
+//! ([`Stored::other_writers`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Range;
+
+use crate::schema::{Schema, TableSchema};
+
+/// Whose rows a run's stored check counts: the devices its workload writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunScope {
+    /// The devices whose rows this run writes, numbered as the schema's
+    /// [`crate::TagSource`] numbers them; `None` where the workload does not split its
+    /// data by device (a replayed file).
+    pub devices: Option<Range<u32>>,
+    /// The run writes only part of the data set, in words (`shard 1/2`): counts of whole
+    /// tables hold the other parts' rows too. `None`: the whole data set.
+    pub part: Option<String>,
+}
+
+impl RunScope {
+    /// Every device of a data set of `device_count` devices.
+    pub fn whole(device_count: u32) -> RunScope {
+        RunScope {
+            devices: Some(0..device_count),
+            part: None,
+        }
+    }
+
+    /// The names of the scope's devices in the tag slot that names each device alone
+    /// ([`crate::TagSource::key_slot`]), to pick this run's rows from a server's count per
+    /// device; `None` where the workload has no such slot, does not split by device, or a
+    /// table of the schema has no column of the slot.
+    pub fn device_names(&self, schema: &Schema) -> Option<DeviceNames> {
+        let devices = self.devices.clone()?;
+        let slot = schema.tags.key_slot()?;
+        if !schema
+            .tables
+            .iter()
+            .all(|t| t.tags.iter().any(|tag| tag.slot == slot))
+        {
+            return None;
+        }
+        let mut tags = Vec::with_capacity(schema.tag_slots);
+        let names = devices
+            .filter_map(|d| {
+                schema.tags.device_tags(d, &mut tags);
+                tags.get(slot).map(ToString::to_string)
+            })
+            .collect();
+        Some(DeviceNames { slot, names })
+    }
+
+    /// Why a count of whole tables (or of the whole server) cannot tell what this run
+    /// stored: it writes only part of the data set. `None` for the whole.
+    pub fn part_cannot_tell(&self) -> Option<String> {
+        self.part.as_ref().map(|part| {
+            format!(
+                "cannot verify per shard: {part} writes the same tables of one server as the \
+                 other shards at once, and this target counts whole tables, so its counts \
+                 hold their rows too"
+            )
+        })
+    }
+}
+
+/// The names of a run's devices in their key tag slot ([`RunScope::device_names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceNames {
+    /// The tag slot whose value names a device alone.
+    pub slot: usize,
+    names: HashSet<String>,
+}
+
+impl DeviceNames {
+    /// The name of `table`'s column of the key slot (every table of the schema the names
+    /// came from has one; `""` for another table).
+    pub fn column<'a>(&self, table: &'a TableSchema) -> &'a str {
+        table
+            .tags
+            .iter()
+            .find(|t| t.slot == self.slot)
+            .map_or("", |t| t.name.as_str())
+    }
+
+    /// Whether `name` is one of the run's devices.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    /// The sum of the counts of the run's devices among `(device name, count)` pairs
+    /// (a server's answer to a count grouped by the key column).
+    pub fn own<S: AsRef<str>>(&self, counts: impl IntoIterator<Item = (S, u64)>) -> u64 {
+        counts
+            .into_iter()
+            .filter(|(name, _)| self.contains(name.as_ref()))
+            .map(|(_, n)| n)
+            .fold(0, u64::saturating_add)
+    }
+}
 
 /// A server's own counts at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,6 +130,9 @@ pub struct ServerTally {
     /// the run's tables: VictoriaMetrics' and Prometheus' sample counters, InfluxDB 1.x's
     /// points per database.
     pub server_wide: bool,
+    /// The counts are of the run's own devices alone ([`RunScope`]): other writers of
+    /// other devices, another shard among them, are not in them.
+    pub own_devices: bool,
 }
 
 impl ServerTally {
@@ -34,6 +141,15 @@ impl ServerTally {
     pub fn of_rows(rows: u64) -> ServerTally {
         ServerTally {
             rows: Some(rows),
+            ..ServerTally::default()
+        }
+    }
+
+    /// The tally of the rows of the run's own devices ([`ServerTally::own_devices`]).
+    pub fn of_own_rows(rows: u64) -> ServerTally {
+        ServerTally {
+            rows: Some(rows),
+            own_devices: true,
             ..ServerTally::default()
         }
     }
@@ -58,6 +174,9 @@ pub struct Stored {
     /// be in them ([`ServerTally::server_wide`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub server_wide: bool,
+    /// The counts are of the run's own devices alone ([`ServerTally::own_devices`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_devices: bool,
 }
 
 /// Why a report has no stored figure when the target has no way to count what it holds
@@ -94,6 +213,7 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
         counts_every_sample: after.counts_every_sample,
         refused,
         server_wide: after.server_wide,
+        own_devices: before.own_devices && after.own_devices,
     })
 }
 
@@ -178,6 +298,7 @@ mod tests {
             counts_every_sample: false,
             refused: refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
             server_wide: false,
+            own_devices: false,
         }
     }
 

@@ -5,6 +5,8 @@ use crate::batch::Batch;
 use crate::schema::Schema;
 
 /// A deterministic data set (a seed fixes every value).
+use crate::stored::RunScope;
+
 pub trait Workload: Send + Sync {
     fn schema(&self) -> &Schema;
 
@@ -19,6 +21,14 @@ pub trait Workload: Send + Sync {
     /// was opened); the sources then ran dry early, so the run must not pass as complete.
     fn source_error(&self) -> Option<String> {
         None
+    }
+
+    /// Whose rows this workload writes, for the stored check to count: a generator that
+    /// splits its data by device ([`device_range`]) names its devices
+    /// ([`RunScope::whole`]). The default names none, which leaves the check counting
+    /// whole tables.
+    fn scope(&self) -> RunScope {
+        RunScope::default()
     }
 }
 

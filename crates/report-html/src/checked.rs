@@ -123,6 +123,8 @@ pub(crate) struct ReportView<'a> {
     pub from_log: bool,
     pub exit_code: Option<i64>,
     pub exit_why: String,
+    /// Whether its figures are a measure: its exit, what the server stored, its flaw.
+    pub verdict: tsload_core::verdict::Verdict,
     pub tsload_version: Option<String>,
     pub workload: Option<String>,
     pub target: Option<String>,
@@ -406,6 +408,10 @@ impl<'a> ReportView<'a> {
             intervals,
             hlog,
             from_log,
+            verdict: tsload_core::verdict::Verdict::of_run(
+                exit_code.and_then(|c| u8::try_from(c).ok()).unwrap_or(0),
+                r,
+            ),
             exit_code,
             exit_why,
             tsload_version: text("tsload_version"),

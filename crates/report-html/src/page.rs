@@ -287,10 +287,12 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
     out.push_str(
         "<section><h2>Side by side</h2><div class=\"scroll\"><table class=\"cmp\"><thead><tr>\
          <th>report</th><th>stream</th><th>rows</th><th>rate /s</th><th>p50</th><th>p99</th>\
-         <th>p99.9</th><th>max</th><th>errors</th><th>exit</th></tr></thead><tbody>",
+         <th>p99.9</th><th>max</th><th>errors</th><th>exit</th><th>stored</th>\
+         <th>verdict</th></tr></thead><tbody>",
     );
     for (k, v) in views.iter().enumerate() {
         let code = v.exit_code;
+        let verdict = &v.verdict;
         for sv in &v.streams {
             let s = sv.name;
             let w = words(s);
@@ -308,13 +310,40 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
             }
             let _ = write!(
                 out,
-                "<td>{}</td><td>{}</td></tr>",
+                "<td>{}</td><td>{}</td>",
                 group(sv.errors_total),
                 code.map_or("-".to_string(), |c| c.to_string())
             );
+            // What the server stored and the verdict are the run's (its writes'): on its
+            // first row only.
+            if s == v.streams[0].name {
+                let _ = write!(
+                    out,
+                    "<td id=\"r{k}-stored\">{}</td><td id=\"r{k}-verdict\" class=\"{}\" title=\"{}\">{}</td></tr>",
+                    verdict.stored.map_or_else(|| "-".to_string(), group),
+                    if verdict.is_measure() { "ok" } else { "bad" },
+                    esc(&verdict.to_string()),
+                    verdict.word()
+                );
+            } else {
+                out.push_str("<td></td><td></td></tr>");
+            }
         }
     }
     out.push_str("</tbody></table></div>");
+    // A report whose figures are no measure says why, in words, under the table.
+    for (k, v) in views.iter().enumerate() {
+        if let Some(flaw) = &v.verdict.flaw {
+            let _ = write!(
+                out,
+                "<p class=\"exit bad\" id=\"r{k}-flaw\">{}: {} (exit {}): {}; its figures are no measure</p>",
+                esc(&v.label),
+                flaw.kind.word(),
+                v.verdict.exit,
+                esc(&flaw.why)
+            );
+        }
+    }
     // Each report's line over time, per stream.
     const CLASSES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
     for stream in ["write", "query"] {

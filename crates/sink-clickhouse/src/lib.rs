@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
-use tsload_core::stored::ServerTally;
+use tsload_core::stored::{RunScope, ServerTally};
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
 use tsload_redact::Secret;
 use tsload_sink_influx::{answer_error, classify_request_error, classify_status};
@@ -389,21 +389,39 @@ impl Sink for ClickHouseSink {
         Ok(Some(bytes))
     }
 
-    /// The rows the schema's tables hold (`count()`), summed.
+    /// The rows of the run's devices in the schema's tables, counted per device by their
+    /// key column (`GROUP BY`), so another writer's devices (another shard's) are not in
+    /// them; the rows of whole tables (`count()`) where the scope names no devices.
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        scope: &RunScope,
         _settled: bool,
     ) -> Result<Option<ServerTally>, SinkError> {
         let client = self.client()?;
+        let names = scope.device_names(schema);
         let mut rows = 0u64;
         for table in &schema.tables {
-            let n = self
-                .number(&client, &sql::count(&self.cfg.database, table))
-                .await?;
+            let n = match &names {
+                Some(names) => {
+                    let text = sql::count_per_key(&self.cfg.database, table, names.column(table));
+                    let answer = self.execute(&client, &text).await?;
+                    names.own(sql::read_counts_per_key(&answer).map_err(|e| {
+                        SinkError::new(ErrorKind::Other, format!("`{}`: {e}", excerpt(&text)))
+                    })?)
+                }
+                None => {
+                    self.number(&client, &sql::count(&self.cfg.database, table))
+                        .await?
+                }
+            };
             rows = rows.saturating_add(n);
         }
-        Ok(Some(ServerTally::of_rows(rows)))
+        Ok(Some(if names.is_some() {
+            ServerTally::of_own_rows(rows)
+        } else {
+            ServerTally::of_rows(rows)
+        }))
     }
 }
 

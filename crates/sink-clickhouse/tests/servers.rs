@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use tsload_core::schema::DataType;
-use tsload_core::stored::stored_between;
+use tsload_core::stored::{RunScope, stored_between};
 use tsload_core::{Batch, ErrorKind, QueryConn, QueryTarget, Schema, Sink, SinkConn};
 use tsload_sink_clickhouse::{ClickHouseConfig, ClickHouseQueryTarget, ClickHouseSink};
-use tsload_testbed::fixtures::{TS0, cpu_mem_batch, cpu_mem_schema, next_id};
+use tsload_testbed::fixtures::{TS0, cpu_mem_batch, cpu_mem_schema, next_id, schema_of};
 use tsload_testbed::query_checks::{ack, assert_error, assert_rejected, one, request};
 use tsload_testbed::{Server, ServerKind};
 
@@ -61,7 +61,10 @@ fn every_row_written_is_counted_with_its_values() {
     let sink = ClickHouseSink::new(cfg.clone()).unwrap();
     let before = rt().block_on(async {
         sink.prepare(&schema).await.unwrap();
-        sink.tally(&schema, false).await.unwrap().unwrap()
+        sink.tally(&schema, &RunScope::default(), false)
+            .await
+            .unwrap()
+            .unwrap()
     });
     let written = batches(&schema, 5);
     write_all(&cfg, &schema, &written);
@@ -71,11 +74,25 @@ fn every_row_written_is_counted_with_its_values() {
     // The server's own count, as the run report reads it, and its storage.
     let (after, bytes) = rt().block_on(async {
         (
-            sink.tally(&schema, true).await.unwrap().unwrap(),
+            sink.tally(&schema, &RunScope::default(), true)
+                .await
+                .unwrap()
+                .unwrap(),
             sink.storage_bytes(&schema).await.unwrap().unwrap(),
         )
     });
     assert_eq!(stored_between(&before, &after).unwrap().rows, Some(80));
+    // A run of devices 4 to 7 alone (a shard's) counts their rows, not the others'.
+    let cpu_only = schema_of(vec![schema.tables[0].clone()]);
+    let shard = RunScope {
+        devices: Some(4..8),
+        part: Some("shard 1/2".into()),
+    };
+    let own = rt()
+        .block_on(sink.tally(&cpu_only, &shard, true))
+        .unwrap()
+        .unwrap();
+    assert_eq!((own.rows, own.own_devices), (Some(20), true));
     assert!(bytes > 0, "{bytes}");
 
     // Values as sent: tags (a null tag is the empty string), nulls, booleans, strings.

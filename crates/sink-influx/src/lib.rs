@@ -306,6 +306,7 @@ impl Sink for InfluxSink {
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        _scope: &tsload_core::stored::RunScope,
         _settled: bool,
     ) -> Result<Option<ServerTally>, SinkError> {
         let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
@@ -620,6 +621,7 @@ fn influxdb_tally(vars: &serde_json::Value, db: &str) -> Option<ServerTally> {
         refused,
         // The database's points, whoever wrote them.
         server_wide: true,
+        own_devices: false,
     })
 }
 

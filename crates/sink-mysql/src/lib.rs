@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{ConnectOptions, Executor};
+use tsload_core::stored::{RunScope, ServerTally};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 use tsload_redact::SecretUrl;
 
@@ -473,37 +474,67 @@ impl Sink for MysqlSink {
         Ok(())
     }
 
-    /// `data_length + index_length` of the schema's tables from `information_schema`, after
-    /// `ANALYZE TABLE` (InnoDB's figures are estimates refreshed lazily otherwise).
-    /// The rows of the schema's tables (`COUNT(*)`).
+    /// The rows of the run's devices in the schema's tables, counted per device by their
+    /// key column (`GROUP BY`), so another writer's devices (another shard's) are not in
+    /// them; the rows of whole tables (`COUNT(*)`) where the scope names no devices.
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        scope: &RunScope,
         _settled: bool,
-    ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
+    ) -> Result<Option<ServerTally>, SinkError> {
+        let names = scope.device_names(schema);
         let mut conn = self.inner.open().await?;
         let mut rows = 0u64;
         for table in &schema.tables {
-            let text = format!("SELECT COUNT(*) FROM {}", sql::quote_ident(&table.name));
-            let n: i64 = sqlx::query_scalar(&text)
-                .fetch_one(&mut conn)
-                .await
-                .map_err(|e| {
-                    SinkError::new(
-                        error::kind_of(&e),
-                        format!(
-                            "counting the rows of {}: {}",
-                            table.name,
-                            error::describe(&e)
-                        ),
+            let failed = |e: sqlx::Error| {
+                SinkError::new(
+                    error::kind_of(&e),
+                    format!(
+                        "counting the rows of {}: {}",
+                        table.name,
+                        error::describe(&e)
+                    ),
+                )
+            };
+            let quoted = sql::quote_ident(&table.name);
+            let n = match &names {
+                Some(names) => {
+                    let key = sql::quote_ident(names.column(table));
+                    let text = format!(
+                        "SELECT CAST({key} AS CHAR), COUNT(*) FROM {quoted} GROUP BY {key}"
+                    );
+                    let counts: Vec<(Option<String>, i64)> = sqlx::query_as(&text)
+                        .fetch_all(&mut conn)
+                        .await
+                        .map_err(failed)?;
+                    names.own(
+                        counts
+                            .into_iter()
+                            .map(|(k, n)| (k.unwrap_or_default(), n.max(0) as u64)),
                     )
-                })?;
-            rows = rows.saturating_add(n.max(0) as u64);
+                }
+                None => {
+                    let text = format!("SELECT COUNT(*) FROM {quoted}");
+                    let n: i64 = sqlx::query_scalar(&text)
+                        .fetch_one(&mut conn)
+                        .await
+                        .map_err(failed)?;
+                    n.max(0) as u64
+                }
+            };
+            rows = rows.saturating_add(n);
         }
         let _ = sqlx::Connection::close(conn).await;
-        Ok(Some(tsload_core::stored::ServerTally::of_rows(rows)))
+        Ok(Some(if names.is_some() {
+            ServerTally::of_own_rows(rows)
+        } else {
+            ServerTally::of_rows(rows)
+        }))
     }
 
+    /// `data_length + index_length` of the schema's tables from `information_schema`, after
+    /// `ANALYZE TABLE` (InnoDB's figures are estimates refreshed lazily otherwise).
     async fn storage_bytes(&self, schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
         let mut conn = self.inner.open().await?;
         let names: Vec<String> = schema

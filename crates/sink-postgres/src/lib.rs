@@ -56,6 +56,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
+use tsload_core::stored::{RunScope, ServerTally};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 use tsload_redact::SecretUrl;
 
@@ -576,24 +577,67 @@ impl Sink for PostgresSink {
         Ok(Some(bytes.max(0) as u64))
     }
 
-    /// The rows of the schema's tables (`count(*)`).
+    /// The rows of the run's devices in the schema's tables, so another writer's devices
+    /// (another shard's) are not in them: in the tags layout those whose `tags_id` (the
+    /// device number) is one of the run's, in the wide layout counted per device by the
+    /// key column (`GROUP BY`). The rows of whole tables (`count(*)`) where the scope
+    /// names no devices.
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        scope: &RunScope,
         _settled: bool,
-    ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
+    ) -> Result<Option<ServerTally>, SinkError> {
+        let (placement, _) = self.check(schema)?;
+        let devices = scope.devices.clone().filter(|_| placement.has_tags_id());
+        let names = scope.device_names(schema).filter(|_| devices.is_none());
         let mut conn = self.connector.open().await?;
         let mut rows = 0u64;
         for table in &schema.tables {
-            let text = format!("SELECT count(*) FROM {}", sql::quote_ident(&table.name));
-            let n: i64 = sqlx::query_scalar(&text)
-                .fetch_one(&mut conn)
-                .await
-                .map_err(|e| schema_error(&format!("counting the rows of {}", table.name), &e))?;
-            rows = rows.saturating_add(n.max(0) as u64);
+            let failed =
+                |e: sqlx::Error| schema_error(&format!("counting the rows of {}", table.name), &e);
+            let quoted = sql::quote_ident(&table.name);
+            let n = if let Some(devices) = &devices {
+                let text = format!(
+                    "SELECT count(*) FROM {quoted} WHERE {} >= $1 AND {} < $2",
+                    sql::quote_ident(sql::TAGS_ID_COLUMN),
+                    sql::quote_ident(sql::TAGS_ID_COLUMN)
+                );
+                let n: i64 = sqlx::query_scalar(&text)
+                    .bind(i64::from(devices.start))
+                    .bind(i64::from(devices.end))
+                    .fetch_one(&mut conn)
+                    .await
+                    .map_err(failed)?;
+                n.max(0) as u64
+            } else if let Some(names) = &names {
+                let key = sql::quote_ident(names.column(table));
+                let text = format!("SELECT {key}::text, count(*) FROM {quoted} GROUP BY {key}");
+                let counts: Vec<(Option<String>, i64)> = sqlx::query_as(&text)
+                    .fetch_all(&mut conn)
+                    .await
+                    .map_err(failed)?;
+                names.own(
+                    counts
+                        .into_iter()
+                        .map(|(k, n)| (k.unwrap_or_default(), n.max(0) as u64)),
+                )
+            } else {
+                let text = format!("SELECT count(*) FROM {quoted}");
+                let n: i64 = sqlx::query_scalar(&text)
+                    .fetch_one(&mut conn)
+                    .await
+                    .map_err(failed)?;
+                n.max(0) as u64
+            };
+            rows = rows.saturating_add(n);
         }
         let _ = conn.close().await;
-        Ok(Some(tsload_core::stored::ServerTally::of_rows(rows)))
+        Ok(Some(if devices.is_some() || names.is_some() {
+            ServerTally::of_own_rows(rows)
+        } else {
+            ServerTally::of_rows(rows)
+        }))
     }
 
     async fn connect(

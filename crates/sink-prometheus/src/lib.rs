@@ -207,6 +207,7 @@ impl Sink for PrometheusSink {
     async fn tally(
         &self,
         _schema: &Arc<Schema>,
+        _scope: &tsload_core::stored::RunScope,
         _settled: bool,
     ) -> Result<Option<ServerTally>, SinkError> {
         let client = self.client()?;

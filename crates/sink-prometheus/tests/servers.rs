@@ -191,7 +191,7 @@ fn a_url_without_a_receiver_says_so() {
 }
 
 fn tally(server: &Server, schema: &Arc<Schema>, settled: bool) -> tsload_core::stored::ServerTally {
-    rt().block_on(sink(server).tally(schema, settled))
+    rt().block_on(sink(server).tally(schema, &Default::default(), settled))
         .unwrap()
         .expect("the server publishes its counters")
 }

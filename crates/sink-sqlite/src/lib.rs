@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use sqlx::ConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
+use tsload_core::stored::{RunScope, ServerTally};
 use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 
 pub use conn::SqliteConn;
@@ -148,33 +149,63 @@ fn connect_options(cfg: &SqliteConfig) -> Result<SqliteConnectOptions, SinkError
 impl Sink for SqliteSink {
     type Conn = SqliteConn;
 
-    /// The database's logical size (`page_count` x `page_size`, the write-ahead log's
-    /// pages included): SQLite keeps every table in one file.
-    /// The rows of the schema's tables (`count(*)`).
+    /// The rows of the run's devices in the schema's tables, counted per device by their
+    /// key column (`GROUP BY`), so another writer's devices (another shard's) are not in
+    /// them; the rows of whole tables (`count(*)`) where the scope names no devices.
     async fn tally(
         &self,
         schema: &Arc<Schema>,
+        scope: &RunScope,
         _settled: bool,
-    ) -> Result<Option<tsload_core::stored::ServerTally>, SinkError> {
+    ) -> Result<Option<ServerTally>, SinkError> {
+        let names = scope.device_names(schema);
         let mut conn = self.open().await?;
         let mut rows = 0u64;
         for table in &schema.tables {
-            let text = format!("SELECT count(*) FROM {}", sql::quote_ident(&table.name));
-            let n: i64 = sqlx::query_scalar(&text)
-                .fetch_one(&mut conn)
-                .await
-                .map_err(|e| {
-                    SinkError::new(
-                        ErrorKind::Other,
-                        format!("counting the rows of {}: {e}", table.name),
+            let failed = |e: sqlx::Error| {
+                SinkError::new(
+                    ErrorKind::Other,
+                    format!("counting the rows of {}: {e}", table.name),
+                )
+            };
+            let quoted = sql::quote_ident(&table.name);
+            let n = match &names {
+                Some(names) => {
+                    let key = sql::quote_ident(names.column(table));
+                    let text = format!(
+                        "SELECT CAST({key} AS TEXT), count(*) FROM {quoted} GROUP BY {key}"
+                    );
+                    let counts: Vec<(Option<String>, i64)> = sqlx::query_as(&text)
+                        .fetch_all(&mut conn)
+                        .await
+                        .map_err(failed)?;
+                    names.own(
+                        counts
+                            .into_iter()
+                            .map(|(k, n)| (k.unwrap_or_default(), n.max(0) as u64)),
                     )
-                })?;
-            rows = rows.saturating_add(n.max(0) as u64);
+                }
+                None => {
+                    let text = format!("SELECT count(*) FROM {quoted}");
+                    let n: i64 = sqlx::query_scalar(&text)
+                        .fetch_one(&mut conn)
+                        .await
+                        .map_err(failed)?;
+                    n.max(0) as u64
+                }
+            };
+            rows = rows.saturating_add(n);
         }
         let _ = sqlx::Connection::close(conn).await;
-        Ok(Some(tsload_core::stored::ServerTally::of_rows(rows)))
+        Ok(Some(if names.is_some() {
+            ServerTally::of_own_rows(rows)
+        } else {
+            ServerTally::of_rows(rows)
+        }))
     }
 
+    /// The database's logical size (`page_count` x `page_size`, the write-ahead log's
+    /// pages included): SQLite keeps every table in one file.
     async fn storage_bytes(&self, _schema: &Arc<Schema>) -> Result<Option<u64>, SinkError> {
         let mut conn = self.open().await?;
         let read = |e: sqlx::Error| {

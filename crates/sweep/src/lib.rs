@@ -6,8 +6,9 @@
 //! - [`table`]: one [`SweepRow`] per point (the point plus what its run measured) in a
 //!   [`SweepTable`], written as aligned text, CSV or JSON; its [`Measure`] (writes, queries
 //!   or transactions) names the rate columns.
-//! - [`verdict`]: each run's exit, what the server stored and whether its figures are a
-//!   measure ([`Verdict`]); a point that is not is marked everywhere and left out of fits.
+//! - [`verdict`] (tsload-core's, shared with the HTML pages): each run's exit, what the
+//!   server stored and whether its figures are a measure ([`Verdict`]); a point that is
+//!   not is marked everywhere and left out of fits.
 //! - [`fit`]: least squares of `t_request = t_service + k * RTT` ([`fit_rtt`],
 //!   [`SweepTable::fit_groups`]): round trips per request, the zero-RTT cost, R² and the
 //!   RTT at which throughput halves.
@@ -32,7 +33,6 @@ pub mod fit;
 pub mod grid;
 pub mod plot;
 pub mod table;
-pub mod verdict;
 
 pub use fit::{
     DEFAULT_RTT_KEYS, FitError, FitGroup, NoHalving, RttFit, TRequestSource, fit_rows, fit_rtt,
@@ -43,4 +43,4 @@ pub use plot::{
     write_svg,
 };
 pub use table::{Measure, Rates, RttStats, SweepRow, SweepTable, TableError, write_csv_record};
-pub use verdict::{Flaw, FlawKind, Verdict};
+pub use tsload_core::verdict::{self, Flaw, FlawKind, Verdict};

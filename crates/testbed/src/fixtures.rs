@@ -27,6 +27,10 @@ impl TagSource for Tags {
         });
         out.push(TagValue::Int(i64::from(device) * 10));
     }
+
+    fn key_slot(&self) -> Option<usize> {
+        Some(0)
+    }
 }
 
 /// A tag named `name` of `data_type`, read from `Tags`' slot `slot`.

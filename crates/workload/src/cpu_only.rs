@@ -142,6 +142,11 @@ impl Workload for CpuOnly {
         &self.schema
     }
 
+    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    fn scope(&self) -> tsload_core::stored::RunScope {
+        tsload_core::stored::RunScope::whole(self.schema.device_count)
+    }
+
     fn total_rows(&self) -> Option<u64> {
         (self.cfg.scale as u64).checked_mul(self.steps)
     }

@@ -360,6 +360,11 @@ struct CustomTags {
 }
 
 impl TagSource for CustomTags {
+    /// Slot 0 names the device alone.
+    fn key_slot(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
         out.clear();
         out.push(TagValue::Str(Cow::Owned(format!(
@@ -484,6 +489,11 @@ impl Custom {
 impl Workload for Custom {
     fn schema(&self) -> &Schema {
         &self.schema
+    }
+
+    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    fn scope(&self) -> tsload_core::stored::RunScope {
+        tsload_core::stored::RunScope::whole(self.schema.device_count)
     }
 
     fn total_rows(&self) -> Option<u64> {

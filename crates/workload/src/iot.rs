@@ -193,6 +193,11 @@ impl Workload for Iot {
         &self.schema
     }
 
+    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    fn scope(&self) -> tsload_core::stored::RunScope {
+        tsload_core::stored::RunScope::whole(self.schema.device_count)
+    }
+
     fn total_rows(&self) -> Option<u64> {
         *self.total.get_or_init(|| {
             let cells = (self.cfg.scale as u64)
@@ -321,6 +326,11 @@ impl TruckTags {
 }
 
 impl TagSource for TruckTags {
+    /// Slot 0 names the device alone.
+    fn key_slot(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn device_tags(&self, truck: u32, out: &mut Vec<TagValue>) {
         out.clear();
         let (model, load, fuel, nominal) = self.model(truck);

@@ -173,6 +173,11 @@ pub(crate) struct HostTags {
 const TAG_STREAM: u64 = 0x7461_6773;
 
 impl TagSource for HostTags {
+    /// Slot 0 names the device alone.
+    fn key_slot(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
         out.clear();
         let h = |slot: u64| hash(self.seed, TAG_STREAM, device as u64, slot);

@@ -71,18 +71,6 @@ impl Reporter<'_> {
             self.whole.to_json(),
         );
         s.ledger_run_id = self.plan.target.has_ledger().then_some(self.run_id);
-        // The shards of one run write the same tables of one server at once: its counts
-        // hold every shard's rows, and a shard that lost all of its own would still see
-        // the others' grow. It cannot tell what it stored alone.
-        let shard = self.whole.output.shard.shard;
-        if !shard.is_whole() && (s.stored.is_some() || s.stored_error.is_some()) {
-            s.stored = None;
-            s.stored_shortfall = None;
-            s.stored_error = Some(format!(
-                "cannot verify per shard: shard {shard} writes the same tables of one server                  as the other {} shards at once, so the server's counts hold their rows too",
-                shard.count - 1
-            ));
-        }
         if let Some(path) = &self.whole.output.raw_latencies
             && label.is_empty()
             && let Err(e) = write_raw_latencies(path, &o.raw_latencies)

@@ -1,4 +1,4 @@
-//! A run's verdict as sweeps and compare carry it: its exit code, what the server stored,
+//! A run's verdict as sweeps, compare, merge and the HTML pages carry it: its exit code, what the server stored,
 //! and whether its figures are a measure at all. A failed, interrupted, short or
 //! unverified run's figures are not: every table marks them, fits leave them out and
 //! charts do not draw them as values.
@@ -109,7 +109,7 @@ impl Verdict {
                 why.unwrap_or_else(|| format!("exit {exit}")),
             )
         } else if let Some(why) =
-            text(&writes["stored_error"]).filter(|e| e != tsload_core::stored::CANNOT_TELL)
+            text(&writes["stored_error"]).filter(|e| e != crate::stored::CANNOT_TELL)
         {
             flaw(
                 FlawKind::Unverified,
