@@ -1266,6 +1266,132 @@ fn a_sweep_marks_the_points_that_stored_nothing_everywhere_and_fits_without_them
     });
 }
 
+/// `merge --html` over two SQLite shards, one of whose rows a trigger drops after they
+/// were acknowledged: the side-by-side table shows each report's stored figure and
+/// verdict (the merged run's and shard 1's a shortfall, shard 0's ok) and says under it
+/// why a report is no measure. Before, the table had an exit column only, and the shards
+/// could not tell what they stored.
+#[test]
+fn a_merged_page_shows_each_shards_stored_figure_and_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+    let sets = |end: &str| -> Vec<String> {
+        let mut a: Vec<String> = ["run", "--progress", "none"].map(String::from).to_vec();
+        for set in [
+            "workload.scale=4".to_string(),
+            format!("workload.end=\"{end}\""),
+            "target.url=\"sqlite:./s.db\"".into(),
+            "load.batch=100".into(),
+        ] {
+            a.extend(["--set".to_string(), set]);
+        }
+        a
+    };
+    // The table first, then the trigger that skips the rows of shard 1/2's hosts.
+    let out = tsload(&sets("2016-01-01T00:00:10Z"), dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            use sqlx::Connection as _;
+            let url = format!("sqlite:{}", dir.path().join("s.db").display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            sqlx::query(
+                "CREATE TRIGGER drop_shard_1 BEFORE INSERT ON cpu \
+                 WHEN NEW.hostname IN ('host_2', 'host_3') BEGIN SELECT RAISE(IGNORE); END",
+            )
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        });
+    let shards: Vec<Child> = (0..2)
+        .map(|i| {
+            let mut a = sets("2016-01-01T01:00:00Z");
+            a.extend(
+                [
+                    "--shard".to_string(),
+                    format!("{i}/2"),
+                    "--barrier".into(),
+                    "bar".into(),
+                    "--json".into(),
+                    format!("reports/r{i}.json"),
+                    // Keep the table and its trigger (SQLite's default drops them).
+                    "--set".into(),
+                    "target.drop_existing=false".into(),
+                ]
+                .into_iter(),
+            );
+            common::tsload()
+                .args(&a)
+                .current_dir(dir.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<Option<i32>> = shards
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.code())
+        .collect();
+    assert_eq!(codes, [Some(0), Some(1)]);
+    let out = tsload(
+        &["merge", "reports", "--html", "merged.html"].map(String::from),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let driver = Driver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = driver.session().await;
+        let page = dir.path().join("merged.html");
+        client
+            .goto(&format!("file://{}", page.display()))
+            .await
+            .unwrap();
+        let values = data_values(&client).await;
+        // r0: the merged run; r1 and r2: the shards' reports, in file order.
+        for (k, stored, verdict) in [
+            (0, "720", "shortfall"),
+            (1, "720", "ok"),
+            (2, "0", "shortfall"),
+        ] {
+            assert_eq!(values[format!("r{k}-stored")], stored, "r{k}: {values}");
+            assert_eq!(values[format!("r{k}-verdict")], verdict, "r{k}: {values}");
+        }
+        let said = |id: &'static str| {
+            let client = client.clone();
+            async move {
+                client
+                    .find(Locator::Id(id))
+                    .await
+                    .unwrap_or_else(|e| panic!("#{id}: {e}"))
+                    .text()
+                    .await
+                    .unwrap()
+            }
+        };
+        let shard_1 = said("r2-flaw").await;
+        assert!(
+            shard_1.contains("shortfall (exit 1): the server stored 0 new rows of the 720")
+                && shard_1.ends_with("its figures are no measure"),
+            "{shard_1}"
+        );
+        let merged = said("r0-flaw").await;
+        assert!(merged.contains("shard 1/2 (reports/r1.json)"), "{merged}");
+        assert!(
+            client.find(Locator::Id("r1-flaw")).await.is_err(),
+            "shard 0 passed: no flaw line"
+        );
+        client.close().await.unwrap();
+    });
+}
+
 #[test]
 fn report_refuses_a_bad_interval_log_naming_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -95,20 +95,40 @@ fn victoria_metrics_dropping_old_samples_fails_the_run_with_its_reason() {
 fn sql_and_line_protocol_servers_count_what_they_stored() {
     let dir = tempfile::tempdir().unwrap();
     let end = "workload.end=\"2016-01-01T00:10:00Z\"";
-    for kind in [ServerKind::Postgres, ServerKind::InfluxDb1] {
+    for kind in [
+        ServerKind::Postgres,
+        ServerKind::MariaDb,
+        ServerKind::ClickHouse,
+        ServerKind::InfluxDb1,
+    ] {
         let server = start(kind);
         let (url, target) = match kind {
             ServerKind::Postgres => (server.database_url().unwrap(), "postgres"),
+            ServerKind::MariaDb => (server.database_url().unwrap(), "mysql"),
+            ServerKind::ClickHouse => (server.base_url(), "clickhouse"),
             _ => (server.base_url(), "influx"),
         };
         let mut sets = vec![end];
-        if kind == ServerKind::Postgres {
+        if kind.is_sql() || kind == ServerKind::ClickHouse {
             sets.push("target.drop_existing=true");
         }
         let (out, r) = run(dir.path(), &url, target, &sets);
         assert!(out.status.success(), "{kind:?}: {}", text(&out.stderr));
         assert_eq!(r["stored"]["rows"], r["rows"], "{kind:?}: {r}");
         assert_eq!(r["rows"], 180, "{kind:?}: {r}");
+        // SQL servers count the rows of the run's own hosts (per `hostname`); InfluxDB's
+        // points per database are every writer's.
+        let own = kind != ServerKind::InfluxDb1;
+        assert_eq!(
+            r["stored"]["own_devices"].as_bool().unwrap_or(false),
+            own,
+            "{kind:?}: {r}"
+        );
+        assert_eq!(
+            r["stored"]["server_wide"].as_bool().unwrap_or(false),
+            !own,
+            "{kind:?}: {r}"
+        );
         assert!(
             text(&out.stdout).contains("rows, per the server"),
             "{kind:?}: {}",

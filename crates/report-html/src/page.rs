@@ -319,8 +319,11 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
             if s == v.streams[0].name {
                 let _ = write!(
                     out,
-                    "<td id=\"r{k}-stored\">{}</td><td id=\"r{k}-verdict\" class=\"{}\" title=\"{}\">{}</td></tr>",
+                    "<td id=\"r{k}-stored\" data-value=\"{}\">{}</td><td id=\"r{k}-verdict\" \
+                     data-value=\"{}\" class=\"{}\" title=\"{}\">{}</td></tr>",
+                    verdict.stored.map_or_else(String::new, |n| n.to_string()),
                     verdict.stored.map_or_else(|| "-".to_string(), group),
+                    verdict.word(),
                     if verdict.is_measure() { "ok" } else { "bad" },
                     esc(&verdict.to_string()),
                     verdict.word()

@@ -146,27 +146,28 @@ pub fn count(db: &str, table: &TableSchema) -> String {
     format!("SELECT count() FROM {}", table_name(db, &table.name))
 }
 
-/// The rows of `table` per value of its column `key`, one `["value","count"]` JSON array
-/// a line ([`read_counts_per_key`]).
+/// The rows of `table` per value of its column `key`, one `{"key":..,"n":..}` JSON object
+/// a line (JSONEachRow: every ClickHouse has it) ([`read_counts_per_key`]).
 pub fn count_per_key(db: &str, table: &TableSchema, key: &str) -> String {
     let key = quote_ident(key);
     format!(
-        "SELECT toString({key}), count() FROM {} GROUP BY {key} FORMAT JSONCompactEachRow",
+        "SELECT toString({key}) AS key, count() AS n FROM {} GROUP BY {key} FORMAT JSONEachRow",
         table_name(db, &table.name)
     )
 }
 
-/// The `(value, count)` pairs of an answer to [`count_per_key`]; the count may be a JSON
-/// number or (64-bit integers quoted, ClickHouse's default) a string.
+/// The `(key, n)` pairs of an answer to [`count_per_key`]; `n` may be a JSON number or
+/// (64-bit integers quoted, ClickHouse's default) a string.
 pub fn read_counts_per_key(answer: &str) -> Result<Vec<(String, u64)>, String> {
     answer
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
-            let bad = || format!("expected [\"value\", count], the server answered {line:?}");
-            let (key, n): (String, serde_json::Value) =
-                serde_json::from_str(line).map_err(|_| bad())?;
-            let n = match &n {
+            let bad =
+                || format!("expected {{\"key\": .., \"n\": ..}}, the server answered {line:?}");
+            let row: serde_json::Value = serde_json::from_str(line).map_err(|_| bad())?;
+            let key = row["key"].as_str().ok_or_else(bad)?.to_string();
+            let n = match &row["n"] {
                 serde_json::Value::String(s) => s.parse().ok(),
                 other => other.as_u64(),
             };
@@ -193,14 +194,18 @@ mod tests {
 
     #[test]
     fn counts_per_key_are_read_quoted_or_not_and_a_bad_line_is_named() {
-        let counts = read_counts_per_key("[\"host_0\",\"12\"]\n[\"host_1\",3]\n\n").unwrap();
+        let counts = read_counts_per_key(
+            "{\"key\":\"host_0\",\"n\":\"12\"}\n{\"key\":\"host_1\",\"n\":3}\n\n",
+        )
+        .unwrap();
         assert_eq!(
             counts,
             [("host_0".to_string(), 12), ("host_1".to_string(), 3)]
         );
-        let e = read_counts_per_key("[\"host_0\",-1]").unwrap_err();
-        assert!(e.contains("[\\\"host_0\\\",-1]"), "{e}");
+        let e = read_counts_per_key("{\"key\":\"host_0\",\"n\":-1}").unwrap_err();
+        assert!(e.contains("\\\"n\\\":-1"), "{e}");
         assert!(read_counts_per_key("oops").is_err());
+        assert!(read_counts_per_key("{\"n\":1}").is_err());
     }
 
     fn table() -> TableSchema {
