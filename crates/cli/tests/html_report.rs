@@ -1309,20 +1309,17 @@ fn a_merged_page_shows_each_shards_stored_figure_and_verdict() {
     let shards: Vec<Child> = (0..2)
         .map(|i| {
             let mut a = sets("2016-01-01T01:00:00Z");
-            a.extend(
-                [
-                    "--shard".to_string(),
-                    format!("{i}/2"),
-                    "--barrier".into(),
-                    "bar".into(),
-                    "--json".into(),
-                    format!("reports/r{i}.json"),
-                    // Keep the table and its trigger (SQLite's default drops them).
-                    "--set".into(),
-                    "target.drop_existing=false".into(),
-                ]
-                .into_iter(),
-            );
+            a.extend([
+                "--shard".to_string(),
+                format!("{i}/2"),
+                "--barrier".into(),
+                "bar".into(),
+                "--json".into(),
+                format!("reports/r{i}.json"),
+                // Keep the table and its trigger (SQLite's default drops them).
+                "--set".into(),
+                "target.drop_existing=false".into(),
+            ]);
             common::tsload()
                 .args(&a)
                 .current_dir(dir.path())
