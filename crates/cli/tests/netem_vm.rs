@@ -1039,26 +1039,38 @@ fn vm_flood_probe_agrees_with_iputils_ping() {
         }
         // ping stamps replies in the kernel (SO_TIMESTAMP), tsload when its task wakes:
         // under the emulated CPU that costs it a millisecond or so, which shows without
-        // netem too. What netem adds must agree: min and avg within 2.5 ms, and tsload's
-        // median (which a stall of the host moves least) with ping's avg within 2 ms
-        // (netem's uniform 4..6 ms has its mean at its median).
+        // netem too, and on a busy host (the VM's CPU descheduled) many more: tsload's
+        // avg without netem was 8.8 ms against ping's 0.2 beside two test binaries and a
+        // build. So the least RTTs, which a stall cannot lower, must agree within 1.5 ms
+        // and lie on netem's floor; the averages (and tsload's median against ping's
+        // average, netem's uniform 4..6 ms having its mean at its median) within 2.5 ms
+        // (2 ms) plus what each tool's no-netem run showed of the host's noise (its
+        // average, or median, above its least RTT): a few tenths on a quiet host, so
+        // the bound stays tight there.
         let (mine_min, mine_avg) = (mine.min - base_mine.min, mine.avg - base_mine.avg);
         let (ping_min, ping_avg) = (ping.min - base_ping.min, ping.avg - base_ping.avg);
         let mine_p50 = p50 - base_p50;
+        let noise_ping = (base_ping.avg - base_ping.min).max(0.0);
+        let noise_avg = (base_mine.avg - base_mine.min).max(0.0) + noise_ping;
+        let noise_p50 = (base_p50 - base_mine.min).max(0.0) + noise_ping;
         println!(
-            "flood: netem added min {mine_min:.3} / avg {mine_avg:.3} / p50 {mine_p50:.3} ms (tsload), min {ping_min:.3} / avg {ping_avg:.3} ms (ping)"
+            "flood: netem added min {mine_min:.3} / avg {mine_avg:.3} / p50 {mine_p50:.3} ms (tsload), min {ping_min:.3} / avg {ping_avg:.3} ms (ping); the host's noise without netem: avg {noise_avg:.3}, p50 {noise_p50:.3} ms"
         );
         ensure(
-            (mine_min - ping_min).abs() <= 2.5,
-            "min added differs by > 2.5 ms",
+            (mine_min - ping_min).abs() <= 1.5,
+            "min added differs by > 1.5 ms",
         )?;
         ensure(
-            (mine_avg - ping_avg).abs() <= 2.5,
-            "avg added differs by > 2.5 ms",
+            (3.5..=6.5).contains(&mine_min) && (3.5..=6.5).contains(&ping_min),
+            "a least RTT added off netem's floor of 4 ms (3.5 to 6.5)",
         )?;
         ensure(
-            (mine_p50 - ping_avg).abs() <= 2.0,
-            "tsload's p50 added and ping's avg added differ by > 2 ms",
+            (mine_avg - ping_avg).abs() <= 2.5 + noise_avg,
+            "avg added differs by more than 2.5 ms and the host's noise",
+        )?;
+        ensure(
+            (mine_p50 - ping_avg).abs() <= 2.0 + noise_p50,
+            "tsload's p50 added and ping's avg added differ by more than 2 ms and the host's noise",
         )?;
         // Not mdev: one stall of the host decides it (tsload's 9.45 ms with a 108.8 ms
         // reply against ping's 2 in one round beside two CPU hogs), and two runs meet
