@@ -401,6 +401,29 @@ pub struct Plan {
     pub mode: RunMode,
     /// The read stream (mode query or mixed).
     pub query: Option<QueryPlan>,
+    /// Where the rows' timestamps come from (`workload.time`).
+    pub time: TimeMode,
+}
+
+/// `workload.time`: where the rows' timestamps come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeMode {
+    /// The data set's own span (`workload.start` to `workload.end`), written as fast as
+    /// the load goes.
+    #[default]
+    History,
+    /// The clock: the span starts as the plan is read, and the load is open loop at the
+    /// fleet's rate, so that each row is sent once its time has come.
+    Live,
+}
+
+impl TimeMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeMode::History => "history",
+            TimeMode::Live => "live",
+        }
+    }
 }
 
 fn rfc3339(ns: i64) -> String {
@@ -421,10 +444,10 @@ fn columns_json(list: &[ColumnSpec]) -> Value {
         .collect()
 }
 
-fn tsbs_json(kind: &str, t: &TsbsConfig) -> Value {
+fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
     json!({
         "kind": kind, "seed": t.seed, "scale": t.scale, "start": rfc3339(t.start_ns),
-        "end": rfc3339(t.end_ns), "interval": dur(t.interval_ns),
+        "end": rfc3339(t.end_ns), "interval": dur(t.interval_ns), "time": time.name(),
     })
 }
 
@@ -440,6 +463,14 @@ impl Plan {
             for key in ["name", "description", "source", "output"] {
                 m.remove(key);
             }
+        }
+        // Live time's span is the clock's when each process read its plan: the shards of
+        // one live run differ there and nowhere else.
+        if self.time == TimeMode::Live
+            && let Some(w) = resolved.get_mut("workload").and_then(Value::as_object_mut)
+        {
+            w.remove("start");
+            w.remove("end");
         }
         let text = serde_json::to_string(&resolved).unwrap_or_default();
         sha2::Sha256::digest(text.as_bytes())
@@ -474,10 +505,10 @@ impl Plan {
                 json!({"kind": "file", "path": path, "precision": precision})
             }
             WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) => {
-                tsbs_json(self.workload.kind(), t)
+                tsbs_json(self.workload.kind(), t, self.time)
             }
             WorkloadPlan::Iot(t, o) => {
-                let mut v = tsbs_json("iot", t);
+                let mut v = tsbs_json("iot", t, self.time);
                 v["missing_field_ratio"] = json!(o.missing_field_ratio);
                 v["missing_row_ratio"] = json!(o.missing_row_ratio);
                 v["out_of_order_ratio"] = json!(o.out_of_order_ratio);

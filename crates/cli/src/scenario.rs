@@ -755,9 +755,12 @@ impl Ctx<'_> {
     }
 
     fn plan(&self, raw: ScenarioFile) -> Result<Plan, ScenarioError> {
-        let workload = self.workload(&section(raw.workload))?;
+        let workload_section = section(raw.workload);
+        let load_section = section(raw.load);
+        let mut workload = self.workload(&workload_section)?;
         let target = self.target(&section(raw.target))?;
-        let load = self.load(&section(raw.load))?;
+        let mut load = self.load(&load_section)?;
+        let time = self.live_time(&workload_section, &load_section, &mut workload, &mut load)?;
         let output = self.output(&section(raw.output))?;
         let query = raw
             .query
@@ -832,7 +835,6 @@ impl Ctx<'_> {
             .map(|n| self.network(n, &target))
             .transpose()?;
         let monitor = raw.monitor.as_ref().map(|m| self.monitor(m)).transpose()?;
-        let mut load = load;
         load.measure_storage = monitor.as_ref().is_some_and(|m| m.storage);
         // The null target stores nothing by design: there is nothing to ask.
         load.verify_stored = output.verify && target.stores();
@@ -864,6 +866,7 @@ impl Ctx<'_> {
             sweep,
             mode,
             query,
+            time,
         };
         // A threshold on a figure no stream of the run measures could only break (as
         // NaN) after the whole run: refused now.

@@ -200,8 +200,76 @@ fn prometheus_refusing_old_samples_is_told_to_move_the_dates_not_the_workers() {
     assert!(stderr.contains("out of bounds"), "{stderr}");
     assert!(
         stderr.contains("older than Prometheus' head block")
+            && stderr.contains("workload.time = \"live\" with load.duration")
             && stderr.contains("workload.start = \"now-50m\""),
         "{stderr}"
     );
     assert!(!stderr.contains("load.workers = 1"), "{stderr}");
+}
+
+/// Live time (`workload.time = "live"`) into a Prometheus as installed (scraping itself,
+/// so its head holds the present and TSBS's 2016 dates are refused as out of bounds) and
+/// a VictoriaMetrics with its default one-month retention: every sample the report counts
+/// lands, as the servers count them in the run's series.
+#[test]
+fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = Server::start_with(ServerKind::Prometheus, &[("scrape_interval", "1s")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let vm = Server::start_with(ServerKind::VictoriaMetrics, &[("retentionPeriod", "1")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Its head holds the present once it has scraped itself.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while prom.prometheus_samples() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Prometheus never scraped itself"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let live = |server: &Server| -> Vec<String> {
+        vec![
+            "target.kind=\"prometheus\"".into(),
+            format!("target.url=\"{}/api/v1/write\"", server.base_url()),
+            "workload.kind=\"cpu-only\"".into(),
+            "workload.scale=20".into(),
+            "workload.interval=\"1s\"".into(),
+            "workload.time=\"live\"".into(),
+            "load.workers=2".into(),
+            "load.duration=\"4s\"".into(),
+        ]
+    };
+    // The data set as TSBS dates it cannot land in this Prometheus.
+    let (out, _) = run(dir.path(), &sets(&prom, "cpu-only", 1));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let cpu = r#"{__name__=~"cpu_.+"}"#;
+    assert_eq!(prom.prometheus_sample_count(cpu, "30d"), 0);
+
+    let (out, r) = run(dir.path(), &live(&prom));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("cpu-only (live time) -> prometheus"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(r["scenario"]["workload"]["time"], "live", "{r}");
+    assert_eq!(r["scenario"]["load"]["rate"], 20.0, "{r}");
+    let metrics = r["metrics"].as_u64().unwrap();
+    // 20 hosts a second for 4 s, 10 fields each.
+    assert!((600..=1_000).contains(&metrics), "{r}");
+    assert_eq!(prom.prometheus_sample_count(cpu, "1h"), metrics, "{r}");
+    // Its own scrapes are in its sample counter: the report claims no figure of it.
+    assert!(r.get("stored").is_none(), "{r}");
+    assert!(
+        r["stored_error"]
+            .as_str()
+            .unwrap()
+            .contains("another writer is counted in them"),
+        "{r}"
+    );
+
+    let (out, r) = run(dir.path(), &live(&vm));
+    let metrics = stored_all("vm live", &out, &r);
+    vm.vm_flush();
+    assert_eq!(vm.vm_settled_sample_count(cpu), metrics);
 }

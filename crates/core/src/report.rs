@@ -399,9 +399,14 @@ impl Summary {
     /// The human table printed at the end of a run.
     pub fn render_text(&self) -> String {
         let mut s = String::new();
+        // Which time ran: the data set's span, or the clock (`workload.time = "live"`).
+        let time = match self.scenario["workload"]["time"].as_str() {
+            Some("live") => " (live time)",
+            _ => "",
+        };
         let _ = writeln!(
             s,
-            "tsload {} | {} -> {} | {:.3} s | stopped: {}",
+            "tsload {} | {}{time} -> {} | {:.3} s | stopped: {}",
             self.tsload_version, self.workload, self.target, self.elapsed_s, self.stop_reason
         );
         if let Some(e) = &self.fatal_error {

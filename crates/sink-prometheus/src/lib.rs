@@ -312,9 +312,10 @@ impl SinkConn for PrometheusConn {
 fn prometheus_advice(message: &str) -> &'static str {
     if message.contains("out of bounds") || message.contains("too old") {
         " (the samples are older than Prometheus' head block, which takes about the last \
-         hour before the newest sample it holds: place the data there, e.g. workload.start = \
-         \"now-50m\" and workload.end = \"now\" (start_timestamp for custom), or set \
-         Prometheus' storage.tsdb.out_of_order_time_window)"
+         hour before the newest sample it holds: stamp the rows with the clock, \
+         workload.time = \"live\" with load.duration, or place the data there, e.g. \
+         workload.start = \"now-50m\" and workload.end = \"now\" (start_timestamp for \
+         custom), or set Prometheus' storage.tsdb.out_of_order_time_window)"
     } else if message.contains("out of order") {
         " (Prometheus takes a series' samples in time order only; each tsload worker walks \
          time on its own: run with load.workers = 1, or set Prometheus' \

@@ -19,7 +19,9 @@ use crate::{Launch, Server, ServerKind, TestbedError, locate};
 const CONFIG: &str = "global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n";
 
 /// `settings` are keys of the configuration's `storage.tsdb` block (e.g.
-/// `("out_of_order_time_window", "1d")`).
+/// `("out_of_order_time_window", "1d")`), but `scrape_interval`: Prometheus as installed
+/// (Debian's configuration) scrapes itself at that interval, so its head holds the
+/// present and its sample counter counts its own scrapes.
 pub(crate) fn launch(
     dir: &Path,
     ports: &mut Ports,
@@ -33,10 +35,19 @@ pub(crate) fn launch(
     )?;
     let http = ports.take()?;
     let config = dir.join("prometheus.yml");
-    let mut text = CONFIG.to_string();
-    if !settings.is_empty() {
+    let (scrape, tsdb): (Vec<_>, Vec<_>) =
+        settings.iter().partition(|(k, _)| *k == "scrape_interval");
+    let mut text = match scrape.last() {
+        None => CONFIG.to_string(),
+        Some((_, every)) => format!(
+            "global:\n  scrape_interval: {every}\n  evaluation_interval: 1h\n\
+             scrape_configs:\n  - job_name: prometheus\n    static_configs:\n      \
+             - targets: ['{http}']\n"
+        ),
+    };
+    if !tsdb.is_empty() {
         text.push_str("storage:\n  tsdb:\n");
-        for (k, v) in settings {
+        for (k, v) in tsdb {
             text.push_str(&format!("    {k}: {v}\n"));
         }
     }
@@ -62,6 +73,36 @@ pub(crate) fn launch(
 }
 
 impl Server {
+    /// The samples Prometheus holds in the series `selector` matches (`{__name__=~"cpu_.+"}`)
+    /// over the last `window` (`2h`): the range vector `selector[window]` queried now, its
+    /// samples counted here (`count_over_time` drops the metric names, and Prometheus
+    /// refuses the series that are then alike). What it stored, whoever else writes.
+    ///
+    /// # Panics
+    /// If this is not Prometheus, or the query fails.
+    pub fn prometheus_sample_count(&self, selector: &str, window: &str) -> u64 {
+        let query = format!("{selector}[{window}]");
+        let answer = self
+            .require(ServerKind::Prometheus, "prometheus_sample_count")
+            .and_then(|()| self.get("/api/v1/query", &[("query", &query)]))
+            .and_then(|a| {
+                let v: serde_json::Value = serde_json::from_str(&a.body).map_err(|e| {
+                    TestbedError::answer("Prometheus query", format!("{e}: {}", a.body))
+                })?;
+                match v["data"]["result"].as_array() {
+                    Some(series) if v["status"] == "success" => Ok(series
+                        .iter()
+                        .map(|s| s["values"].as_array().map_or(0, Vec::len) as u64)
+                        .sum()),
+                    _ => Err(TestbedError::answer("Prometheus query", a.body.clone())),
+                }
+            });
+        match answer {
+            Ok(n) => n,
+            Err(e) => self.fail(&format!("`{query}`"), e),
+        }
+    }
+
     /// The samples Prometheus has appended to its head since it started (every type:
     /// floats and histograms), from its own `/metrics`.
     ///

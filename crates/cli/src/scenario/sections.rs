@@ -137,6 +137,8 @@ section! {
         end: String = "time", Said("start + 1 day"), TSBS;
         /// time between a host's rows
         interval: String = "duration", Toml("\"10s\""), TSBS;
+        /// each row's time: the data set's own span (`history`), or the clock as the row is sent (`live`: open loop at the fleet's rate, scale / interval rows per second, batches of at most one reading per device, for load.duration or load.rows)
+        time: String = "`history` | `live`", Toml("\"history\""), TSBS;
         /// fields left out
         missing_field_ratio: f64 = "number 0..1", Toml("0.01"), &["iot"];
         /// rows left out

@@ -870,3 +870,95 @@ fn an_error_names_the_input_that_is_wrong() {
     .unwrap_err();
     assert_eq!(e.file, "--set", "{e}");
 }
+
+/// `workload.time = "live"`: the span starts now (less one batch's period), the load is
+/// open loop at the fleet's rate, a batch holds at most one reading per device, and
+/// what contradicts it is refused by key.
+#[test]
+fn live_time_stamps_rows_with_the_clock_at_the_fleets_rate() {
+    let base = "[workload]\nkind = \"cpu-only\"\nscale = 100\ninterval = \"10s\"\ntime = \"live\"\n\
+                [load]\nworkers = 2\nduration = \"1m\"\n";
+    let now_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64
+    };
+    let before = now_ns();
+    let plan = parse("s.toml", base, &[]).unwrap();
+    let after = now_ns();
+    assert_eq!(plan.time, crate::plan::TimeMode::Live);
+    assert_eq!(plan.load.mode, LoadMode::Open { rate: 10.0 });
+    // 50 hosts per worker, one reading each: a batch per interval, due as it ends.
+    assert_eq!(plan.load.batch, 50);
+    let WorkloadPlan::CpuOnly(t) = &plan.workload else {
+        panic!("{:?}", plan.workload)
+    };
+    let period = 10_000_000_000;
+    assert!(t.start_ns >= before - period - 1_000_000 && t.start_ns <= after - period);
+    assert_eq!(
+        t.end_ns - t.start_ns,
+        60_000_000_000 + period + t.interval_ns
+    );
+    // The plan says which time ran; two live plans read at different moments are one
+    // scenario (shards of one live run agree).
+    assert_eq!(plan.to_json()["workload"]["time"], "live");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let again = parse("s.toml", base, &[]).unwrap();
+    assert_eq!(plan.scenario_sha256(), again.scenario_sha256());
+    // load.rate sets the interval instead; both, disagreeing, are refused.
+    let rated = parse(
+        "s.toml",
+        &base.replace("interval = \"10s\"\n", ""),
+        &["load.rate=50".into()],
+    )
+    .unwrap();
+    let WorkloadPlan::CpuOnly(t) = &rated.workload else {
+        panic!()
+    };
+    assert_eq!(t.interval_ns, 2_000_000_000);
+    let e = parse("s.toml", base, &["load.rate=50".into()]).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("load.rate"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("100 devices every 10s send 10.000 rows/s"),
+        "{e}"
+    );
+    // iot leaves rows out: its fleet sends fewer.
+    let iot = parse(
+        "s.toml",
+        &base.replace("cpu-only", "iot"),
+        &["workload.missing_row_ratio=0.5".into()],
+    )
+    .unwrap();
+    assert_eq!(iot.load.mode, LoadMode::Open { rate: 5.0 });
+    // A span in the file contradicts it; a --set over a file's span replaces the span.
+    let e = err(&base.replace("time = \"live\"", "time = \"live\"\nstart = \"now-1h\""));
+    assert_eq!(e.key.as_deref(), Some("workload.start"), "{e}");
+    let quick = load(
+        None,
+        &[
+            "workload.time=\"live\"".into(),
+            "load.duration=\"10s\"".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(quick.time, crate::plan::TimeMode::Live);
+    assert!(quick.load.batch <= 50, "{}", quick.load.batch);
+    let e = load(
+        None,
+        &[
+            "workload.time=\"live\"".into(),
+            "workload.end=\"now\"".into(),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("workload.end"), "{e}");
+    // No end: refused, naming what ends a live run.
+    let e = err(&base.replace("duration = \"1m\"\n", ""));
+    assert_eq!(e.key.as_deref(), Some("workload.time"), "{e}");
+    assert!(e.to_string().contains("load.duration"), "{e}");
+    // Only the TSBS kinds have it.
+    let e = err("[workload]\nkind = \"custom\"\ntime = \"live\"\n");
+    assert_eq!(e.key.as_deref(), Some("workload.time"), "{e}");
+}

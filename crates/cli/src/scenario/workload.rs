@@ -7,9 +7,10 @@ use toml::Spanned;
 use tsload_core::schema::DataType;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
-use super::sections::{ColumnEntry, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
+use super::sections::{ColumnEntry, LoadSection, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
 use super::{Ctx, DEFAULT_STRING_LEN, ScenarioError};
-use crate::plan::WorkloadPlan;
+use crate::plan::{TimeMode, WorkloadPlan};
+use tsload_core::engine::{LoadConfig, LoadMode};
 
 /// The column types `columns` and `tags` take (taosBenchmark's names, any case).
 pub(super) const COLUMN_TYPES: &[&str] = &[
@@ -302,5 +303,125 @@ impl Ctx<'_> {
             lines.push(self.line_of(&span));
         }
         Ok((out, lines))
+    }
+}
+
+impl Ctx<'_> {
+    /// `workload.time`. `history` (the default) leaves the plan as it is. `live` stamps
+    /// rows with the clock: the span starts now, less one batch's period, and the load
+    /// is open loop at the fleet's rate (`scale / interval` rows per second, less iot's
+    /// missing rows), so each batch is sent once the time of its last row has come and
+    /// none lies in the future. `load.rate` instead sets the interval. A batch holds at
+    /// most one reading of each of its worker's devices (`load.batch` may ask for fewer),
+    /// so a row is at most about one interval old when it leaves. The run ends by
+    /// `load.duration` or `load.rows`; the span covers either. `workload.start` and
+    /// `workload.end` are refused beside it, unless the file gives them and `--set` the
+    /// live time.
+    pub(super) fn live_time(
+        &self,
+        w: &WorkloadSection,
+        l: &LoadSection,
+        workload: &mut WorkloadPlan,
+        load: &mut LoadConfig,
+    ) -> Result<TimeMode, ScenarioError> {
+        let Some(time) = &w.time else {
+            return Ok(TimeMode::History);
+        };
+        if self.choice(time, "workload.time", &["history", "live"])? == "history" {
+            return Ok(TimeMode::History);
+        }
+        // `--set workload.time=live` over a file that places its data (the quickstart
+        // does) replaces the file's span; the same file, or a --set, giving both is a
+        // contradiction.
+        let by_set = |key: &str| self.overridden.iter().any(|k| k == key);
+        for (v, key) in [(&w.start, "workload.start"), (&w.end, "workload.end")] {
+            if let Some(v) = v
+                && (by_set(key) || !by_set("workload.time"))
+            {
+                return Err(self.error(
+                    Some(&v.span()),
+                    key,
+                    "workload.time = \"live\" stamps each row with the clock as it is sent: \
+                     remove workload.start and workload.end (end the run with load.duration \
+                     or load.rows), or set workload.time = \"history\""
+                        .into(),
+                ));
+            }
+        }
+        // check_kind_keys let `time` through for the TSBS kinds alone.
+        let (tsbs, kept) = match workload {
+            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) => (t, 1.0),
+            WorkloadPlan::Iot(t, o) => (t, 1.0 - o.missing_row_ratio),
+            _ => return Ok(TimeMode::History),
+        };
+        let readings = f64::from(tsbs.scale) * kept;
+        let fleet_rate = |interval_ns: i64| readings / (interval_ns as f64 / 1e9);
+        let rate = match (load.mode, &w.interval) {
+            (LoadMode::Open { rate }, Some(interval)) => {
+                let fleet = fleet_rate(tsbs.interval_ns);
+                if (rate - fleet).abs() > 0.01 * fleet {
+                    return Err(self.error(
+                        l.rate.as_ref().map(|r| r.span()).as_ref(),
+                        "load.rate",
+                        format!(
+                            "{rate} rows/s disagrees with workload.interval = \"{}\" in live \
+                             time: {} devices every {} send {fleet:.3} rows/s; set only one of \
+                             the two",
+                            interval.get_ref(),
+                            tsbs.scale,
+                            interval.get_ref()
+                        ),
+                    ));
+                }
+                rate
+            }
+            (LoadMode::Open { rate }, None) => {
+                let interval_ns = (readings / rate * 1e9).round();
+                if interval_ns < 1e6 {
+                    return Err(self.error(
+                        l.rate.as_ref().map(|r| r.span()).as_ref(),
+                        "load.rate",
+                        format!(
+                            "{rate} rows/s is more than {} devices send at one reading per \
+                             millisecond each (live time sets the interval from the rate): \
+                             raise workload.scale",
+                            tsbs.scale
+                        ),
+                    ));
+                }
+                tsbs.interval_ns = interval_ns as i64;
+                rate
+            }
+            (LoadMode::Closed, _) => {
+                let rate = fleet_rate(tsbs.interval_ns);
+                load.mode = LoadMode::Open { rate };
+                rate
+            }
+        };
+        // A batch holds at most one reading of each of its worker's devices: a larger one
+        // would hold readings whose time has not come when it is due.
+        let per_worker = (readings / load.workers as f64).ceil().max(1.0) as usize;
+        load.batch = load.batch.min(per_worker);
+        let period_ns = (load.batch * load.workers) as f64 / rate * 1e9;
+        let span_ns = match (load.duration, load.rows) {
+            (Some(d), _) => d.as_nanos() as f64 + period_ns,
+            (None, Some(rows)) => rows as f64 / rate * 1e9 + period_ns,
+            (None, None) => {
+                return Err(self.error(
+                    Some(&time.span()),
+                    "workload.time",
+                    "\"live\" sends rows as time passes: end the run with load.duration \
+                     (e.g. \"5m\") or load.rows"
+                        .into(),
+                ));
+            }
+        };
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        tsbs.start_ns = now_ms * 1_000_000 - period_ns.ceil() as i64;
+        // One more reading per device past the span, so the run ends by its own limit.
+        tsbs.end_ns = tsbs.start_ns + span_ns.ceil() as i64 + tsbs.interval_ns;
+        Ok(TimeMode::Live)
     }
 }
