@@ -305,6 +305,10 @@ pub struct RunOutcome {
     /// With [`LoadConfig::verify_stored`]: what the server says it stored during the run,
     /// or why it cannot tell.
     pub stored: Option<Result<crate::stored::Stored, String>>,
+    /// How long the questions to the server about its storage and what it stored took,
+    /// before the clock started and after the last write (wall time outside the run's
+    /// figures); `None` when none was asked.
+    pub server_questions: Option<crate::report::ServerQuestions>,
     /// Requests still unanswered [`LoadConfig::grace`] after the run's end, given up on
     /// (their rows are in `counters.failed_rows` and `counters.ambiguous_rows`: they may
     /// or may not be stored).
@@ -446,6 +450,7 @@ pub async fn run<S: Sink>(
             format!("the server did not answer within {AFTER_RUN_LIMIT:?} before the run"),
         )
     };
+    let asked_before = Instant::now();
     let storage_before = if cfg.measure_storage {
         Some(
             tokio::time::timeout_at(before_run, sink.storage_bytes(&schema))
@@ -464,6 +469,7 @@ pub async fn run<S: Sink>(
     } else {
         None
     };
+    let asked_before = asked_before.elapsed();
     cfg.gate.before_start().await.map_err(EngineError::Gate)?;
 
     let t0 = Instant::now();
@@ -531,6 +537,7 @@ pub async fn run<S: Sink>(
         AFTER_RUN_LIMIT
     };
     let after_run = tokio::time::Instant::now() + limit;
+    let asked_after = Instant::now();
     let unanswered = || format!("the server did not answer within {limit:?} after the run");
     let storage_bytes = match storage_before {
         None => None,
@@ -568,6 +575,11 @@ pub async fn run<S: Sink>(
             },
         ),
     };
+    let server_questions =
+        (cfg.measure_storage || cfg.verify_stored).then(|| crate::report::ServerQuestions {
+            before_s: asked_before.as_secs_f64(),
+            after_s: asked_after.elapsed().as_secs_f64(),
+        });
     let fatal = shared.fatal.lock().ok().and_then(|mut f| f.take());
     // An open-loop run that ran out of rows offered them over `rows / rate` seconds: its
     // last batch is due one period before that ends, so the time to its answer alone (n
@@ -600,6 +612,7 @@ pub async fn run<S: Sink>(
             .unwrap_or_default(),
         storage_bytes,
         stored,
+        server_questions,
         abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
 }

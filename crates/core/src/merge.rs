@@ -696,6 +696,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         stored,
         stored_error,
         stored_shortfall,
+        server_questions: None,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports
@@ -1387,6 +1388,7 @@ mod tests {
             raw_latencies: Vec::new(),
             storage_bytes: None,
             stored: None,
+            server_questions: None,
             abandoned_requests: 0,
         };
         let summary = Summary::new(

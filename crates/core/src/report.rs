@@ -273,8 +273,21 @@ pub struct Summary {
     /// Why the server holds less than it acknowledged: the run failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stored_shortfall: Option<String>,
+    /// How long asking the server what it stored (and its storage) took, outside the
+    /// run's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_questions: Option<ServerQuestions>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
+}
+
+/// The wall time the questions to the server took: before the clock started and after the
+/// last write. Not in the run's elapsed time or rates; a server that publishes its
+/// counters late (VictoriaMetrics) is waited for, about a second each.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerQuestions {
+    pub before_s: f64,
+    pub after_s: f64,
 }
 
 /// The target's storage for the run's tables, as the database reports it.
@@ -373,6 +386,7 @@ impl Summary {
             },
             stored: stored.as_ref().ok().cloned(),
             stored_error: stored.as_ref().err().cloned().flatten(),
+            server_questions: outcome.server_questions,
             stored_shortfall: match &stored {
                 Ok(s) => s.shortfall(c.rows, c.metrics),
                 Err(_) => None,
@@ -469,6 +483,13 @@ impl Summary {
         }
         if let Some(e) = &self.stored_error {
             let _ = writeln!(s, "  stored    not known: {e}");
+        }
+        if let Some(q) = &self.server_questions {
+            let _ = writeln!(
+                s,
+                "  asked     the server {:.2} s before the clock and {:.2} s after the last write (not in the run's time)",
+                q.before_s, q.after_s
+            );
         }
         if self.recovered_rows > 0 {
             let _ = writeln!(
@@ -663,6 +684,7 @@ mod tests {
             raw_latencies: Vec::new(),
             storage_bytes: None,
             stored: None,
+            server_questions: None,
             abandoned_requests: 0,
         }
     }

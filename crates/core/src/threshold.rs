@@ -441,6 +441,7 @@ mod tests {
             stored: None,
             stored_error: None,
             stored_shortfall: None,
+            server_questions: None,
             scenario: serde_json::Value::Null,
         }
     }
