@@ -98,8 +98,8 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut queries = Vec::new();
     for path in &reports {
         match read_report(path) {
-            Ok(AnyReport::Write(r)) => writes.push(r),
-            Ok(AnyReport::Query(r)) => queries.push(r),
+            Ok(AnyReport::Write(r)) => writes.push(*r),
+            Ok(AnyReport::Query(r)) => queries.push(*r),
             Err(e) => {
                 errln!("error: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));

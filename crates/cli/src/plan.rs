@@ -445,10 +445,15 @@ fn columns_json(list: &[ColumnSpec]) -> Value {
 }
 
 fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
-    json!({
+    let mut v = json!({
         "kind": kind, "seed": t.seed, "scale": t.scale, "start": rfc3339(t.start_ns),
         "end": rfc3339(t.end_ns), "interval": dur(t.interval_ns), "time": time.name(),
-    })
+    });
+    if let Some(c) = t.churn {
+        // How long a host lives before a new one takes its place.
+        v["churn_lifetime"] = json!(dur(c.lifetime_ns));
+    }
+    v
 }
 
 impl Plan {

@@ -207,10 +207,11 @@ fn prometheus_refusing_old_samples_is_told_to_move_the_dates_not_the_workers() {
     assert!(!stderr.contains("load.workers = 1"), "{stderr}");
 }
 
-/// Live time (`workload.time = "live"`) into a Prometheus as installed (scraping itself,
-/// so its head holds the present and TSBS's 2016 dates are refused as out of bounds) and
-/// a VictoriaMetrics with its default one-month retention: every sample the report counts
-/// lands, as the servers count them in the run's series.
+/// Live time (`workload.time = "live"`) with series churn into a Prometheus as installed
+/// (scraping itself, so its head holds the present and TSBS's 2016 dates are refused as
+/// out of bounds) and a VictoriaMetrics with its default one-month retention: every
+/// sample the report counts lands, as the servers count them in the run's series, and
+/// the servers hold a series per field of every device the report says it wrote.
 #[test]
 fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
     let dir = tempfile::tempdir().unwrap();
@@ -237,6 +238,9 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
             "workload.time=\"live\"".into(),
             "load.workers=2".into(),
             "load.duration=\"4s\"".into(),
+            // Half the hosts replaced every second: each lives 2 s.
+            "workload.churn_ratio=0.5".into(),
+            "workload.churn_interval=\"1s\"".into(),
         ]
     };
     // The data set as TSBS dates it cannot land in this Prometheus.
@@ -258,6 +262,15 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
     // 20 hosts a second for 4 s, 10 fields each.
     assert!((600..=1_000).contains(&metrics), "{r}");
     assert_eq!(prom.prometheus_sample_count(cpu, "1h"), metrics, "{r}");
+    // 20 hosts to start with, 10 new every second of the run: 10 series each.
+    let devices = r["devices_written"].as_u64().unwrap();
+    assert!((40..=80).contains(&devices), "{r}");
+    assert!(
+        text(&out.stdout).contains("written: series churn"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(prom.prometheus_series_count(cpu, "1h"), devices * 10, "{r}");
     // Its own scrapes are in its sample counter: the report claims no figure of it.
     assert!(r.get("stored").is_none(), "{r}");
     assert!(
@@ -272,4 +285,6 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
     let metrics = stored_all("vm live", &out, &r);
     vm.vm_flush();
     assert_eq!(vm.vm_settled_sample_count(cpu), metrics);
+    let devices = r["devices_written"].as_u64().unwrap();
+    assert_eq!(vm.vm_series_count(cpu), devices * 10, "{r}");
 }

@@ -309,6 +309,8 @@ pub struct RunOutcome {
     /// before the clock started and after the last write (wall time outside the run's
     /// figures); `None` when none was asked.
     pub server_questions: Option<crate::report::ServerQuestions>,
+    /// With series churn, the devices written ([`Workload::devices_written`]).
+    pub devices_written: Option<u64>,
     /// Requests still unanswered [`LoadConfig::grace`] after the run's end, given up on
     /// (their rows are in `counters.failed_rows` and `counters.ambiguous_rows`: they may
     /// or may not be stored).
@@ -613,6 +615,7 @@ pub async fn run<S: Sink>(
         storage_bytes,
         stored,
         server_questions,
+        devices_written: workload.devices_written(),
         abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
 }
@@ -960,6 +963,7 @@ async fn run_worker<C: SinkConn>(
                 Due::At(due) => due,
                 Due::Never => {
                     // Due past what an Instant holds: this worker is done.
+                    source.unsent();
                     free.push((conn, batch));
                     exhausted = true;
                     continue;
@@ -989,6 +993,7 @@ async fn run_worker<C: SinkConn>(
                         continue;
                     }
                     Waited::Stopped => {
+                        source.unsent();
                         free.push((conn, batch));
                         continue;
                     }
@@ -996,6 +1001,7 @@ async fn run_worker<C: SinkConn>(
                 // Woken by the run's end rather than the request's due time, or both.
                 if until < intended || shared.deadline.is_some_and(|d| Instant::now() >= d) {
                     stop.stop(StopReason::Duration);
+                    source.unsent();
                     free.push((conn, batch));
                     continue;
                 }

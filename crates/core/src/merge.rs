@@ -697,6 +697,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         stored_error,
         stored_shortfall,
         server_questions: None,
+        devices_written: None,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports
@@ -1159,11 +1160,12 @@ fn split_rough(cpu_s: f64, flagged: bool) -> bool {
     flagged || cpu_s < crate::rusage::SPLIT_MIN_CPU.as_secs_f64()
 }
 
-/// A shard's report of either kind, as [`read_report`] found it.
+/// A shard's report of either kind, as [`read_report`] found it (boxed: a write report
+/// is larger than a query report).
 #[derive(Debug, Clone)]
 pub enum AnyReport {
-    Write(ShardReport<Summary>),
-    Query(ShardReport<QuerySummary>),
+    Write(Box<ShardReport<Summary>>),
+    Query(Box<ShardReport<QuerySummary>>),
 }
 
 /// Reads one shard's `--json` report (`source` names it in errors): at most
@@ -1242,28 +1244,28 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
             put(&mut k.service, &h[1]);
         }
         summary.validate(source)?;
-        return Ok(AnyReport::Query(ShardReport {
+        return Ok(AnyReport::Query(Box::new(ShardReport {
             source: source.to_string(),
             shard,
             host,
             scenario_sha256,
             exit,
             summary,
-        }));
+        })));
     }
     let mut summary: Summary = serde_json::from_value(value)
         .map_err(|e| not(format!("not a tsload write report (`run --json`): {e}")))?;
     put(&mut summary.latency, &top[0]);
     put(&mut summary.service, &top[1]);
     summary.validate(source)?;
-    Ok(AnyReport::Write(ShardReport {
+    Ok(AnyReport::Write(Box::new(ShardReport {
         source: source.to_string(),
         shard,
         host,
         scenario_sha256,
         exit,
         summary,
-    }))
+    })))
 }
 
 /// The `latency.hdr` and `service.hdr` strings of `parent`, decoded and replaced by
@@ -1389,6 +1391,7 @@ mod tests {
             storage_bytes: None,
             stored: None,
             server_questions: None,
+            devices_written: None,
             abandoned_requests: 0,
         };
         let summary = Summary::new(
@@ -1537,7 +1540,7 @@ mod tests {
 
     fn read_query(name: &str, v: &serde_json::Value) -> ShardReport<QuerySummary> {
         match read_report(name, v.to_string().as_bytes()).unwrap() {
-            AnyReport::Query(r) => r,
+            AnyReport::Query(r) => *r,
             AnyReport::Write(_) => panic!("{name}: read as a write report"),
         }
     }

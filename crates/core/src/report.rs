@@ -277,6 +277,10 @@ pub struct Summary {
     /// run's time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_questions: Option<ServerQuestions>,
+    /// With series churn: the devices written, each generation of a slot one of its own
+    /// (a series per field of each in Prometheus and VictoriaMetrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices_written: Option<u64>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -387,6 +391,7 @@ impl Summary {
             stored: stored.as_ref().ok().cloned(),
             stored_error: stored.as_ref().err().cloned().flatten(),
             server_questions: outcome.server_questions,
+            devices_written: outcome.devices_written,
             stored_shortfall: match &stored {
                 Ok(s) => s.shortfall(c.rows, c.metrics),
                 Err(_) => None,
@@ -483,6 +488,13 @@ impl Summary {
         }
         if let Some(e) = &self.stored_error {
             let _ = writeln!(s, "  stored    not known: {e}");
+        }
+        if let Some(n) = self.devices_written {
+            let _ = writeln!(
+                s,
+                "  devices   {:>16}   written: series churn replaced devices as time went on",
+                group(n)
+            );
         }
         if let Some(q) = &self.server_questions {
             let _ = writeln!(
@@ -685,6 +697,7 @@ mod tests {
             storage_bytes: None,
             stored: None,
             server_questions: None,
+            devices_written: None,
             abandoned_requests: 0,
         }
     }

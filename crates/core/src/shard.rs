@@ -194,6 +194,10 @@ impl Workload for ShardedWorkload {
         self.inner.source_error()
     }
 
+    fn devices_written(&self) -> Option<u64> {
+        self.inner.devices_written()
+    }
+
     /// The shard's devices ([`Shard::devices`]) where the workload splits by device.
     fn scope(&self) -> RunScope {
         let inner = self.inner.scope();
@@ -203,7 +207,7 @@ impl Workload for ShardedWorkload {
         RunScope {
             devices: inner
                 .devices
-                .map(|_| self.shard.devices(self.inner.schema().device_count)),
+                .map(|set| set.with_slots(self.shard.devices(set.slot_count))),
             part: Some(format!("shard {}", self.shard)),
         }
     }

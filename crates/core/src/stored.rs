@@ -23,7 +23,7 @@ pub struct RunScope {
     /// The devices whose rows this run writes, numbered as the schema's
     /// [`crate::TagSource`] numbers them; `None` where the workload does not split its
     /// data by device (a replayed file).
-    pub devices: Option<Range<u32>>,
+    pub devices: Option<DeviceSet>,
     /// The run writes only part of the data set, in words (`shard 1/2`): counts of whole
     /// tables hold the other parts' rows too. `None`: the whole data set.
     pub part: Option<String>,
@@ -33,7 +33,7 @@ impl RunScope {
     /// Every device of a data set of `device_count` devices.
     pub fn whole(device_count: u32) -> RunScope {
         RunScope {
-            devices: Some(0..device_count),
+            devices: Some(DeviceSet::whole(device_count, 1)),
             part: None,
         }
     }
@@ -54,6 +54,7 @@ impl RunScope {
         }
         let mut tags = Vec::with_capacity(schema.tag_slots);
         let names = devices
+            .iter()
             .filter_map(|d| {
                 schema.tags.device_tags(d, &mut tags);
                 tags.get(slot).map(ToString::to_string)
@@ -72,6 +73,54 @@ impl RunScope {
                  hold their rows too"
             )
         })
+    }
+}
+
+/// A run's devices: device slots `slots` of `slot_count`, in each of `generations`
+/// generations (series churn gives a slot a new device, numbered `slot + g * slot_count`,
+/// as time goes on; without churn there is one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSet {
+    pub slots: Range<u32>,
+    pub slot_count: u32,
+    pub generations: u32,
+}
+
+impl DeviceSet {
+    /// Every slot of `slot_count`, in `generations` generations.
+    pub fn whole(slot_count: u32, generations: u32) -> DeviceSet {
+        DeviceSet {
+            slots: 0..slot_count,
+            slot_count,
+            generations: generations.max(1),
+        }
+    }
+
+    /// The same generations of the slots `slots` alone (a shard's).
+    pub fn with_slots(&self, slots: Range<u32>) -> DeviceSet {
+        DeviceSet {
+            slots,
+            ..self.clone()
+        }
+    }
+
+    /// The device numbers, one range per generation.
+    pub fn ranges(&self) -> impl Iterator<Item = Range<u32>> + '_ {
+        (0..self.generations).map(|g| {
+            let base = g.saturating_mul(self.slot_count);
+            base.saturating_add(self.slots.start)..base.saturating_add(self.slots.end)
+        })
+    }
+
+    /// Every device number.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ranges().flatten()
+    }
+
+    /// Whether device `device` is one of the set's.
+    pub fn contains(&self, device: u32) -> bool {
+        let count = self.slot_count.max(1);
+        device / count < self.generations && self.slots.contains(&(device % count))
     }
 }
 

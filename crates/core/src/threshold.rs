@@ -442,6 +442,7 @@ mod tests {
             stored_error: None,
             stored_shortfall: None,
             server_questions: None,
+            devices_written: None,
             scenario: serde_json::Value::Null,
         }
     }

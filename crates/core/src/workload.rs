@@ -30,6 +30,13 @@ pub trait Workload: Send + Sync {
     fn scope(&self) -> RunScope {
         RunScope::default()
     }
+
+    /// With series churn: the devices the sources have written rows of so far (each
+    /// generation of a slot is a device of its own). `None` (the default) without churn:
+    /// the devices are the schema's.
+    fn devices_written(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Streams one worker's rows into reusable batches, in constant memory.
@@ -37,6 +44,10 @@ pub trait BatchSource: Send {
     /// Appends up to `max_rows` rows to `batch` (which the caller has cleared) and returns
     /// how many it appended; 0 means the source is exhausted.
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize;
+
+    /// The batch of the last `fill` will not be sent (the run ended first): a source that
+    /// counts what it wrote ([`Workload::devices_written`]) takes that fill back.
+    fn unsent(&mut self) {}
 }
 
 /// Devices `[start, end)` of worker `worker` when `devices` devices are split over

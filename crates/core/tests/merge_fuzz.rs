@@ -403,7 +403,7 @@ fn check_pair(a: &Value, b: &Value) -> Result<(), TestCaseError> {
     match (a, b) {
         (AnyReport::Write(a), AnyReport::Write(b)) => {
             let (ra, rb) = (a.summary.rows, b.summary.rows);
-            match merge(&[a, b], true) {
+            match merge(&[*a, *b], true) {
                 Ok(m) => {
                     prop_assert_eq!(Some(m.summary.rows), ra.checked_add(rb));
                     check_merged_json(&m.summary)?;
@@ -414,7 +414,7 @@ fn check_pair(a: &Value, b: &Value) -> Result<(), TestCaseError> {
         }
         (AnyReport::Query(a), AnyReport::Query(b)) => {
             let (ra, rb) = (a.summary.requests, b.summary.requests);
-            match merge_queries(&[a, b], true) {
+            match merge_queries(&[*a, *b], true) {
                 Ok(m) => {
                     prop_assert_eq!(Some(m.summary.requests), ra.checked_add(rb));
                     check_merged_json(&m.summary)?;
@@ -443,7 +443,7 @@ fn the_unmutated_reports_merge() {
     ) else {
         panic!("write reports")
     };
-    let m = merge(&[a, b], false).unwrap();
+    let m = merge(&[*a, *b], false).unwrap();
     assert_eq!(m.summary.rows, 2000);
     assert_eq!(m.summary.latency.count, 6);
 }
@@ -573,7 +573,7 @@ fn counts_near_the_maximum_sum_exactly_or_are_refused() {
                 else {
                     panic!("the reports read");
                 };
-                match (merge(&[a, b], false), x.checked_add(y)) {
+                match (merge(&[*a, *b], false), x.checked_add(y)) {
                     (Ok(m), Some(sum)) => {
                         let got = serde_json::to_value(&m.summary).unwrap()[field].as_u64();
                         assert_eq!(got, Some(sum), "{field}: {x} + {y}");
@@ -673,11 +673,11 @@ fn check_decoded(text: &str) -> Result<(), TestCaseError> {
     let Ok(AnyReport::Write(good)) = read("b.json", &write_report(1)) else {
         panic!("the good report reads");
     };
-    let mut forged: ShardReport = good.clone();
+    let mut forged: ShardReport = (*good).clone();
     forged.source = "a.json".into();
     forged.shard = Some(tsload_core::shard::Shard::new(0, 2).unwrap());
     forged.summary.latency = summary;
-    match merge(&[forged, good], false) {
+    match merge(&[forged, *good], false) {
         Ok(m) => prop_assert_eq!(m.summary.latency.count, h.len() + 3),
         Err(e) => prop_assert!(matches!(e, MergeError::Overflow { .. }), "{e}"),
     }

@@ -195,6 +195,7 @@ mod tests {
             start_ns: T0,
             end_ns: T0 + hours * HOUR_NS,
             interval_ns: 10 * S,
+            churn: None,
         }
     }
 

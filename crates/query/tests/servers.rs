@@ -36,6 +36,7 @@ fn data() -> TsbsConfig {
         start_ns: T0,
         end_ns: T0 + HOURS * H,
         interval_ns: 10 * S,
+        churn: None,
     }
 }
 

@@ -85,7 +85,7 @@ fn every_row_written_is_counted_with_its_values() {
     // A run of devices 4 to 7 alone (a shard's) counts their rows, not the others'.
     let cpu_only = schema_of(vec![schema.tables[0].clone()]);
     let shard = RunScope {
-        devices: Some(4..8),
+        devices: Some(tsload_core::stored::DeviceSet::whole(10_000, 1).with_slots(4..8)),
         part: Some("shard 1/2".into()),
     };
     let own = rt()

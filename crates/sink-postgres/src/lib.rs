@@ -598,14 +598,17 @@ impl Sink for PostgresSink {
                 |e: sqlx::Error| schema_error(&format!("counting the rows of {}", table.name), &e);
             let quoted = sql::quote_ident(&table.name);
             let n = if let Some(devices) = &devices {
+                // Device `slot + g * slot_count` of the set's slots and generations.
+                let id = sql::quote_ident(sql::TAGS_ID_COLUMN);
                 let text = format!(
-                    "SELECT count(*) FROM {quoted} WHERE {} >= $1 AND {} < $2",
-                    sql::quote_ident(sql::TAGS_ID_COLUMN),
-                    sql::quote_ident(sql::TAGS_ID_COLUMN)
+                    "SELECT count(*) FROM {quoted} WHERE {id} >= 0 AND {id} < $1 \
+                     AND {id} % $2 >= $3 AND {id} % $2 < $4"
                 );
                 let n: i64 = sqlx::query_scalar(&text)
-                    .bind(i64::from(devices.start))
-                    .bind(i64::from(devices.end))
+                    .bind(i64::from(devices.generations) * i64::from(devices.slot_count))
+                    .bind(i64::from(devices.slot_count.max(1)))
+                    .bind(i64::from(devices.slots.start))
+                    .bind(i64::from(devices.slots.end))
                     .fetch_one(&mut conn)
                     .await
                     .map_err(failed)?;

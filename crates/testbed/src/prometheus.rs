@@ -74,31 +74,48 @@ pub(crate) fn launch(
 
 impl Server {
     /// The samples Prometheus holds in the series `selector` matches (`{__name__=~"cpu_.+"}`)
-    /// over the last `window` (`2h`): the range vector `selector[window]` queried now, its
-    /// samples counted here (`count_over_time` drops the metric names, and Prometheus
-    /// refuses the series that are then alike). What it stored, whoever else writes.
+    /// over the last `window` (`2h`), whoever wrote them: [`Server::prometheus_range`]'s
+    /// series' samples, summed.
     ///
     /// # Panics
     /// If this is not Prometheus, or the query fails.
     pub fn prometheus_sample_count(&self, selector: &str, window: &str) -> u64 {
+        self.prometheus_range(selector, window)
+            .iter()
+            .map(|s| s["values"].as_array().map_or(0, Vec::len) as u64)
+            .sum()
+    }
+
+    /// The series `selector` matches with a sample in the last `window`.
+    ///
+    /// # Panics
+    /// If this is not Prometheus, or the query fails.
+    pub fn prometheus_series_count(&self, selector: &str, window: &str) -> u64 {
+        self.prometheus_range(selector, window).len() as u64
+    }
+
+    /// The range vector `selector[window]` queried now: one JSON object per series, its
+    /// `metric` and `values` (`count_over_time` would drop the metric names, and
+    /// Prometheus refuses the series that are then alike).
+    ///
+    /// # Panics
+    /// If this is not Prometheus, or the query fails.
+    pub fn prometheus_range(&self, selector: &str, window: &str) -> Vec<serde_json::Value> {
         let query = format!("{selector}[{window}]");
         let answer = self
-            .require(ServerKind::Prometheus, "prometheus_sample_count")
+            .require(ServerKind::Prometheus, "prometheus_range")
             .and_then(|()| self.get("/api/v1/query", &[("query", &query)]))
             .and_then(|a| {
                 let v: serde_json::Value = serde_json::from_str(&a.body).map_err(|e| {
                     TestbedError::answer("Prometheus query", format!("{e}: {}", a.body))
                 })?;
                 match v["data"]["result"].as_array() {
-                    Some(series) if v["status"] == "success" => Ok(series
-                        .iter()
-                        .map(|s| s["values"].as_array().map_or(0, Vec::len) as u64)
-                        .sum()),
+                    Some(series) if v["status"] == "success" => Ok(series.clone()),
                     _ => Err(TestbedError::answer("Prometheus query", a.body.clone())),
                 }
             });
         match answer {
-            Ok(n) => n,
+            Ok(series) => series,
             Err(e) => self.fail(&format!("`{query}`"), e),
         }
     }

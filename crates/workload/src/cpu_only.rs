@@ -2,6 +2,7 @@
 //! fields (usage_user .. usage_guest_nice), each a bounded random walk in 0..=100.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand_core::RngCore;
 use tsload_core::schema::{DataType, Schema, TableSchema};
@@ -11,7 +12,7 @@ use tsload_core::{Batch, BatchSource, Column, ColumnValues, Workload};
 use crate::WorkloadError;
 use crate::rng::{DeviceRng, below, device_rng};
 use crate::state::StateEstimate;
-use crate::tsbs::{HostTags, StepCursor, TsbsConfig, field_defs, host_tag_defs};
+use crate::tsbs::{HostTags, SlotDevice, StepCursor, TsbsConfig, field_defs, host_tag_defs};
 
 /// TSBS's cpu fields (of the `cpu` table), in TSBS's order.
 pub const CPU_FIELDS: [&str; 10] = [
@@ -108,17 +109,19 @@ pub struct CpuOnly {
     cfg: TsbsConfig,
     steps: u64,
     schema: Schema,
+    /// With churn: the devices the sources have started writing.
+    written: Arc<AtomicU64>,
 }
 
 impl CpuOnly {
-    /// The generator state of `cfg`'s hosts: each host's [`CpuState`], held by the
-    /// source of the worker that owns it.
+    /// The generator state of `cfg`'s hosts: each host slot's device and [`CpuState`],
+    /// held by the source of the worker that owns it.
     pub fn state_estimate(cfg: &TsbsConfig) -> StateEstimate {
         StateEstimate {
             key: "scale",
             noun: "hosts",
             devices: cfg.scale,
-            bytes_per_device: std::mem::size_of::<CpuState>() as u64,
+            bytes_per_device: std::mem::size_of::<(SlotDevice, CpuState)>() as u64,
         }
     }
 
@@ -127,13 +130,18 @@ impl CpuOnly {
         let schema = Schema {
             tables: vec![cpu_table()],
             tag_slots: crate::tsbs::HOST_TAGS.len(),
-            device_count: cfg.scale,
+            device_count: cfg.device_count()?,
             tags: Arc::new(HostTags {
                 seed: cfg.seed,
                 devops: false,
             }),
         };
-        Ok(CpuOnly { cfg, steps, schema })
+        Ok(CpuOnly {
+            cfg,
+            steps,
+            schema,
+            written: Arc::default(),
+        })
     }
 }
 
@@ -142,9 +150,14 @@ impl Workload for CpuOnly {
         &self.schema
     }
 
-    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    /// Its devices: the slots, split over workers by
+    /// [`tsload_core::workload::device_range`], in each generation of churn.
     fn scope(&self) -> tsload_core::stored::RunScope {
-        tsload_core::stored::RunScope::whole(self.schema.device_count)
+        crate::tsbs::scope(&self.cfg)
+    }
+
+    fn devices_written(&self) -> Option<u64> {
+        self.cfg.churn.map(|_| self.written.load(Ordering::Relaxed))
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -156,7 +169,15 @@ impl Workload for CpuOnly {
         Box::new(CpuSource {
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
             first: devices.start,
-            hosts: devices.map(|d| CpuState::new(self.cfg.seed, d)).collect(),
+            hosts: devices
+                .map(|d| {
+                    let slot = SlotDevice::at(&self.cfg, d, self.cfg.start_ns);
+                    (slot, CpuState::new(self.cfg.seed, slot.device))
+                })
+                .collect(),
+            cfg: self.cfg,
+            written: self.written.clone(),
+            started: 0,
         })
     }
 }
@@ -164,19 +185,39 @@ impl Workload for CpuOnly {
 struct CpuSource {
     cursor: StepCursor,
     first: u32,
-    hosts: Vec<CpuState>,
+    /// Each slot's device (its number and when churn replaces it) and state.
+    hosts: Vec<(SlotDevice, CpuState)>,
+    cfg: TsbsConfig,
+    written: Arc<AtomicU64>,
+    /// Devices the last fill started (taken back if its batch is not sent).
+    started: u64,
 }
 
 impl BatchSource for CpuSource {
+    fn unsent(&mut self) {
+        self.written.fetch_sub(self.started, Ordering::Relaxed);
+        self.started = 0;
+    }
+
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        self.started = 0;
         let t = &mut batch.tables[0];
         let c = &mut self.cursor;
         let mut n = 0;
         let (device, ts) = (&mut t.device, &mut t.ts);
         let mut cols = cpu_columns(&mut t.columns);
         while n < max_rows && !c.done() {
-            let usage = self.hosts[c.device as usize].next();
-            device.push(self.first + c.device);
+            let (slot, state) = &mut self.hosts[c.device as usize];
+            // Churn: the slot's device is replaced once its time is up (without churn,
+            // never: `until_ns` is i64::MAX), or counted as written on its first row.
+            if c.ts >= slot.until_ns || (c.step == 0 && self.cfg.churn.is_some()) {
+                *slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
+                *state = CpuState::new(self.cfg.seed, slot.device);
+                self.written.fetch_add(1, Ordering::Relaxed);
+                self.started += 1;
+            }
+            let usage = state.next();
+            device.push(slot.device);
             ts.push(c.ts);
             for (col, u) in cols.iter_mut().zip(usage) {
                 col.push(*u as i64);

@@ -4,6 +4,7 @@
 //! shapes: integer counters, bounded integer walks, per-host constants and float percentages.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand_core::RngCore;
 use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef};
@@ -16,7 +17,7 @@ use crate::rng::{DeviceRng, below, device_rng, unit};
 use crate::state::StateEstimate;
 use crate::tsbs::{
     DEVOPS_TAG_SLOTS, HostTags, SLOT_FSTYPE, SLOT_INTERFACE, SLOT_NGINX_PORT, SLOT_NGINX_SERVER,
-    SLOT_PATH, SLOT_REDIS_PORT, SLOT_REDIS_SERVER, SLOT_SERIAL, StepCursor, TsbsConfig,
+    SLOT_PATH, SLOT_REDIS_PORT, SLOT_REDIS_SERVER, SLOT_SERIAL, SlotDevice, StepCursor, TsbsConfig,
     host_tag_defs, tag_def,
 };
 
@@ -278,6 +279,8 @@ pub struct Devops {
     cfg: TsbsConfig,
     steps: u64,
     schema: Schema,
+    /// With churn: the devices the sources have started writing.
+    written: Arc<AtomicU64>,
 }
 
 impl Devops {
@@ -289,7 +292,7 @@ impl Devops {
             key: "scale",
             noun: "hosts",
             devices: cfg.scale,
-            bytes_per_device: (std::mem::size_of::<(CpuState, DeviceRng)>()
+            bytes_per_device: (std::mem::size_of::<(SlotDevice, CpuState, DeviceRng)>()
                 + OTHER_FIELDS * std::mem::size_of::<f64>()) as u64,
         }
     }
@@ -299,13 +302,18 @@ impl Devops {
         let schema = Schema {
             tables: schema_tables(),
             tag_slots: DEVOPS_TAG_SLOTS,
-            device_count: cfg.scale,
+            device_count: cfg.device_count()?,
             tags: Arc::new(HostTags {
                 seed: cfg.seed,
                 devops: true,
             }),
         };
-        Ok(Devops { cfg, steps, schema })
+        Ok(Devops {
+            cfg,
+            steps,
+            schema,
+            written: Arc::default(),
+        })
     }
 }
 
@@ -314,9 +322,14 @@ impl Workload for Devops {
         &self.schema
     }
 
-    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    /// Its devices: the slots, split over workers by
+    /// [`tsload_core::workload::device_range`], in each generation of churn.
     fn scope(&self) -> tsload_core::stored::RunScope {
-        tsload_core::stored::RunScope::whole(self.schema.device_count)
+        crate::tsbs::scope(&self.cfg)
+    }
+
+    fn devices_written(&self) -> Option<u64> {
+        self.cfg.churn.map(|_| self.written.load(Ordering::Relaxed))
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -328,15 +341,11 @@ impl Workload for Devops {
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
         let devices = device_range(self.cfg.scale, worker, workers);
         let mut hosts = Vec::with_capacity(devices.len());
-        let mut values = Vec::with_capacity(devices.len() * OTHER_FIELDS);
-        for d in devices.clone() {
-            let mut rng = device_rng(self.cfg.seed, DEVOPS_STREAM, d);
-            for m in MEASUREMENTS {
-                for f in m.fields {
-                    values.push(initial(f.generator, &mut rng));
-                }
-            }
-            hosts.push((CpuState::new(self.cfg.seed, d), rng));
+        let mut values = vec![0.0; devices.len() * OTHER_FIELDS];
+        for (d, values) in devices.clone().zip(values.chunks_mut(OTHER_FIELDS)) {
+            let slot = SlotDevice::at(&self.cfg, d, self.cfg.start_ns);
+            let (cpu, rng) = host_state(self.cfg.seed, slot.device, values);
+            hosts.push((slot, cpu, rng));
         }
         Box::new(DevopsSource {
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
@@ -344,8 +353,22 @@ impl Workload for Devops {
             first: devices.start,
             hosts,
             values,
+            cfg: self.cfg,
+            written: self.written.clone(),
+            started: 0,
         })
     }
+}
+
+/// Host `device`'s first state: its cpu, its random stream, and (into `values`) the
+/// first values of its other fields.
+fn host_state(seed: u64, device: u32, values: &mut [f64]) -> (CpuState, DeviceRng) {
+    let mut rng = device_rng(seed, DEVOPS_STREAM, device);
+    let fields = MEASUREMENTS.iter().flat_map(|m| m.fields);
+    for (v, f) in values.iter_mut().zip(fields) {
+        *v = initial(f.generator, &mut rng);
+    }
+    (CpuState::new(seed, device), rng)
 }
 
 fn initial(g: Gen, rng: &mut DeviceRng) -> f64 {
@@ -371,9 +394,14 @@ struct DevopsSource {
     /// Next table of the current (step, host).
     table: usize,
     first: u32,
-    hosts: Vec<(CpuState, DeviceRng)>,
+    /// Each slot's device (its number and when churn replaces it), cpu state and stream.
+    hosts: Vec<(SlotDevice, CpuState, DeviceRng)>,
     /// `OTHER_FIELDS` current values per host.
     values: Vec<f64>,
+    cfg: TsbsConfig,
+    written: Arc<AtomicU64>,
+    /// Devices the last fill started (taken back if its batch is not sent).
+    started: u64,
 }
 
 impl DevopsSource {
@@ -381,10 +409,22 @@ impl DevopsSource {
     fn push_row(&mut self, batch: &mut Batch, table: usize) {
         let c = &self.cursor;
         let host = c.device as usize;
+        // Churn: the slot's device is replaced once its time is up (without churn,
+        // never: `until_ns` is i64::MAX), or counted as written on its first row.
+        if table == 0
+            && (c.ts >= self.hosts[host].0.until_ns || (c.step == 0 && self.cfg.churn.is_some()))
+        {
+            let slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
+            let values = &mut self.values[host * OTHER_FIELDS..][..OTHER_FIELDS];
+            let (cpu, rng) = host_state(self.cfg.seed, slot.device, values);
+            self.hosts[host] = (slot, cpu, rng);
+            self.written.fetch_add(1, Ordering::Relaxed);
+            self.started += 1;
+        }
         let t = &mut batch.tables[table];
-        t.device.push(self.first + c.device);
+        let (slot, cpu, rng) = &mut self.hosts[host];
+        t.device.push(slot.device);
         t.ts.push(c.ts);
-        let (cpu, rng) = &mut self.hosts[host];
         if table == 0 {
             for (col, u) in cpu_columns(&mut t.columns).iter_mut().zip(cpu.next()) {
                 col.push(*u as i64);
@@ -409,7 +449,13 @@ impl DevopsSource {
 }
 
 impl BatchSource for DevopsSource {
+    fn unsent(&mut self) {
+        self.written.fetch_sub(self.started, Ordering::Relaxed);
+        self.started = 0;
+    }
+
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        self.started = 0;
         let mut n = 0;
         while n < max_rows && !self.cursor.done() {
             self.push_row(batch, self.table);

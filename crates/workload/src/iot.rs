@@ -522,6 +522,7 @@ mod tests {
             start_ns: 0,
             end_ns: steps * 10,
             interval_ns: 10,
+            churn: None,
         }
     }
 

@@ -24,7 +24,7 @@ pub use devops::Devops;
 pub use file::{FileReplay, MAX_LINE_BYTES, ReplayInput, ReplayOptions};
 pub use iot::{Iot, IotOptions};
 pub use state::{StateEstimate, human_bytes};
-pub use tsbs::TsbsConfig;
+pub use tsbs::{Churn, TsbsConfig};
 
 /// A workload definition that cannot generate data.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

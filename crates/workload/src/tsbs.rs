@@ -21,6 +21,87 @@ pub struct TsbsConfig {
     pub end_ns: i64,
     /// Time between two readings of a device, ns.
     pub interval_ns: i64,
+    /// Series churn: devices replaced by new ones as time goes on (`None`: the same
+    /// `scale` devices throughout).
+    pub churn: Option<Churn>,
+}
+
+/// Series churn, as a fleet of containers or pods has it: each of the `scale` device slots
+/// holds a device for `lifetime_ns` of data time, then a new one (a new device number,
+/// `slot + generation * scale`, so new tags and new series; the old one stops). The slots
+/// are staggered evenly over the lifetime, so a share `interval / lifetime` of them turns
+/// over in any `interval`: a churn ratio `r` per churn interval `i` is a lifetime of
+/// `i / r`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Churn {
+    pub lifetime_ns: i64,
+}
+
+impl Churn {
+    /// The churn that replaces `ratio` (0 < ratio <= 1) of the devices every `interval_ns`.
+    pub fn of_ratio(ratio: f64, interval_ns: i64) -> Churn {
+        Churn {
+            lifetime_ns: ((interval_ns as f64 / ratio).round() as i64).max(1),
+        }
+    }
+
+    /// Slot `slot` of `scale`'s generation `offset_ns` after the data set's start, and the
+    /// offset at which its next generation starts.
+    pub fn generation(&self, slot: u32, scale: u32, offset_ns: i64) -> (u32, i64) {
+        let life = i128::from(self.lifetime_ns);
+        let phase = i128::from(slot) * life / i128::from(scale.max(1));
+        let g = (i128::from(offset_ns.max(0)) + phase) / life;
+        let next = (g + 1) * life - phase;
+        (
+            u32::try_from(g).unwrap_or(u32::MAX),
+            i64::try_from(next).unwrap_or(i64::MAX),
+        )
+    }
+
+    /// The generations a data set of `span_ns` reaches (in its last slot, the most).
+    pub fn generations(&self, scale: u32, span_ns: i64) -> u32 {
+        self.generation(scale.saturating_sub(1), scale, span_ns)
+            .0
+            .saturating_add(1)
+    }
+}
+
+/// The devices of a TSBS data set for the stored check: every slot, in each generation.
+pub(crate) fn scope(cfg: &TsbsConfig) -> tsload_core::stored::RunScope {
+    tsload_core::stored::RunScope {
+        devices: Some(tsload_core::stored::DeviceSet::whole(
+            cfg.scale,
+            cfg.generations(),
+        )),
+        part: None,
+    }
+}
+
+/// A device slot's current device under churn: its number and when it is replaced.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotDevice {
+    pub device: u32,
+    /// Data time (ns since the epoch) at which the slot's next device starts.
+    pub until_ns: i64,
+}
+
+impl SlotDevice {
+    /// Slot `slot`'s device at `ts` under `churn` (the slot's own number without churn).
+    pub fn at(cfg: &TsbsConfig, slot: u32, ts: i64) -> SlotDevice {
+        match cfg.churn {
+            None => SlotDevice {
+                device: slot,
+                until_ns: i64::MAX,
+            },
+            Some(c) => {
+                let (g, next) = c.generation(slot, cfg.scale, ts.saturating_sub(cfg.start_ns));
+                SlotDevice {
+                    device: slot.saturating_add(g.saturating_mul(cfg.scale)),
+                    until_ns: cfg.start_ns.saturating_add(next),
+                }
+            }
+        }
+    }
 }
 
 impl TsbsConfig {
@@ -37,7 +118,36 @@ impl TsbsConfig {
         }
         let span = self.end_ns as i128 - self.start_ns as i128;
         let steps = (span + self.interval_ns as i128 - 1) / self.interval_ns as i128;
+        self.device_count()?;
         Ok(steps as u64)
+    }
+
+    /// The devices of the data set: `scale`, or with churn `scale` in each generation.
+    pub fn device_count(&self) -> Result<u32, WorkloadError> {
+        let Some(churn) = self.churn else {
+            return Ok(self.scale);
+        };
+        if churn.lifetime_ns <= 0 {
+            return Err(WorkloadError::new("churn", "the lifetime must be positive"));
+        }
+        let generations = churn.generations(self.scale, self.end_ns.saturating_sub(self.start_ns));
+        self.scale.checked_mul(generations).ok_or_else(|| {
+            WorkloadError::new(
+                "churn_ratio",
+                format!(
+                    "{} hosts in {generations} generations are more than 4,294,967,295 devices: \
+                     churn less, or over a shorter span",
+                    self.scale
+                ),
+            )
+        })
+    }
+
+    /// The generations of churn the data set reaches (1 without churn).
+    pub fn generations(&self) -> u32 {
+        self.churn.map_or(1, |c| {
+            c.generations(self.scale, self.end_ns.saturating_sub(self.start_ns))
+        })
     }
 }
 
@@ -240,6 +350,7 @@ mod tests {
             start_ns: 0,
             end_ns,
             interval_ns: 10,
+            churn: None,
         };
         assert_eq!(cfg(100).steps().unwrap(), 10);
         assert_eq!(cfg(101).steps().unwrap(), 11);

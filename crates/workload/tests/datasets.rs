@@ -20,6 +20,7 @@ fn tsbs(scale: u32, minutes: i64, seed: u64) -> TsbsConfig {
         start_ns: START,
         end_ns: START + minutes * 60_000_000_000,
         interval_ns: 10_000_000_000,
+        churn: None,
     }
 }
 
@@ -220,4 +221,72 @@ fn tsbs_row_counts_match_tsbs_files() {
     let iot = Iot::new(tsbs(4, 60, 123), IotOptions::default()).unwrap();
     let n = iot.total_rows().unwrap();
     assert!((2_500..2_720).contains(&n), "{n}");
+}
+
+/// Series churn: a host slot's device is replaced by a new one (a new number, so new
+/// tags) every lifetime, the slots staggered so that the ratio asked for turns over per
+/// churn interval; the rows are the same for any worker count, the devices written are
+/// counted, and the data set's devices and the stored check's scope cover every one.
+#[test]
+fn churn_replaces_the_ratio_of_hosts_per_interval_the_same_for_any_workers() {
+    use tsload_workload::Churn;
+    let scale = 20u32;
+    // A tenth of the hosts every minute: each lives 10 minutes; the data spans 30.
+    let mut cfg = tsbs(scale, 30, 5);
+    cfg.churn = Some(Churn::of_ratio(0.1, 60_000_000_000));
+    for (name, w) in [
+        (
+            "cpu-only",
+            Box::new(CpuOnly::new(cfg).unwrap()) as Box<dyn Workload>,
+        ),
+        ("devops", Box::new(Devops::new(cfg).unwrap())),
+    ] {
+        let one = rows(w.as_ref(), 1, 1000);
+        // Slot d turns over at 30 s x (20k - d) (k = 1, 2, 3) within the 30 minutes:
+        // 20 + 20 + 19 times.
+        assert_eq!(w.devices_written(), Some(79), "{name}");
+        for (workers, batch) in [(3, 7), (8, 333)] {
+            assert_eq!(
+                rows(w.as_ref(), workers, batch),
+                one,
+                "{name}: {workers} workers"
+            );
+        }
+        // Distinct devices, and how many are written in each minute of data time.
+        let mut per_minute: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
+        for line in &one {
+            let mut parts = line.split('|').skip(1);
+            let device: u32 = parts.next().unwrap().parse().unwrap();
+            let ts: i64 = parts.next().unwrap().parse().unwrap();
+            per_minute
+                .entry((ts - START) / 60_000_000_000)
+                .or_default()
+                .insert(device);
+        }
+        let all: BTreeSet<u32> = per_minute.values().flatten().copied().collect();
+        // 20 at the start, one new every 30 s from 30 s on.
+        assert_eq!(all.len(), 79, "{name}");
+        assert!(all.iter().all(|&d| d < w.schema().device_count), "{name}");
+        let scope = w.scope().devices.unwrap();
+        assert!(all.iter().all(|&d| scope.contains(d)), "{name}");
+        let mut seen = BTreeSet::new();
+        for (minute, devices) in &per_minute {
+            // A tenth of the 20 slots turn over each minute, at its start and 30 s in:
+            // 2 new hosts, and the second one's predecessor sent earlier in the minute
+            // (the first minute: the 20 first hosts and one turnover, at 30 s).
+            let new: Vec<_> = devices.difference(&seen).copied().collect();
+            let expected_new = if *minute > 0 { 2 } else { 21 };
+            assert_eq!(new.len(), expected_new, "{name}: minute {minute}: {new:?}");
+            assert_eq!(devices.len(), 21, "{name}: minute {minute}");
+            seen.extend(devices.iter().copied());
+        }
+        // The tags of a new device are its own: host_<number>.
+        let mut tags = Vec::new();
+        w.schema().tags.device_tags(45, &mut tags);
+        assert_eq!(tags[0].to_string(), "host_45");
+    }
+    // Without churn nothing changes: the devices are the slots.
+    let plain = CpuOnly::new(tsbs(scale, 30, 5)).unwrap();
+    assert_eq!(plain.devices_written(), None);
+    assert_eq!(plain.schema().device_count, scale);
 }

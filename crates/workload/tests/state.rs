@@ -89,6 +89,7 @@ fn estimates_match_what_the_sources_allocate() {
         start_ns: 0,
         end_ns: 10_000_000_000,
         interval_ns: 10_000_000_000,
+        churn: None,
     };
     check(
         "cpu-only",
@@ -121,7 +122,7 @@ fn estimates_match_what_the_sources_allocate() {
             per(Iot::state_estimate(&tsbs)),
             per(Custom::state_estimate(&cfg)),
         ],
-        [24, 760, 88, 8]
+        [40, 776, 88, 8]
     );
     let max = TsbsConfig {
         scale: u32::MAX,

@@ -139,6 +139,10 @@ section! {
         interval: String = "duration", Toml("\"10s\""), TSBS;
         /// each row's time: the data set's own span (`history`), or the clock as the row is sent (`live`: open loop at the fleet's rate, scale / interval rows per second, batches of at most one reading per device, for load.duration or load.rows)
         time: String = "`history` | `live`", Toml("\"history\""), TSBS;
+        /// series churn: the share of the hosts replaced by new ones (new host names, so new series; the old ones stop) every churn_interval of data time, staggered evenly (0: none)
+        churn_ratio: f64 = "number 0..1", Toml("0"), &["cpu-only", "devops"];
+        /// the period churn_ratio is per
+        churn_interval: String = "duration", Toml("\"10m\""), &["cpu-only", "devops"];
         /// fields left out
         missing_field_ratio: f64 = "number 0..1", Toml("0.01"), &["iot"];
         /// rows left out

@@ -962,3 +962,31 @@ fn live_time_stamps_rows_with_the_clock_at_the_fleets_rate() {
     let e = err("[workload]\nkind = \"custom\"\ntime = \"live\"\n");
     assert_eq!(e.key.as_deref(), Some("workload.time"), "{e}");
 }
+
+/// `workload.churn_ratio` per `workload.churn_interval`: the lifetime of a host, in the
+/// plan; a ratio out of range or on a kind without churn is refused.
+#[test]
+fn churn_keys_give_each_host_a_lifetime() {
+    let plan = parse(
+        "s.toml",
+        "[workload]\nkind = \"devops\"\nchurn_ratio = 0.25\nchurn_interval = \"1m\"\n",
+        &[],
+    )
+    .unwrap();
+    let WorkloadPlan::Devops(t) = &plan.workload else {
+        panic!("{:?}", plan.workload)
+    };
+    assert_eq!(t.churn.unwrap().lifetime_ns, 240_000_000_000);
+    assert_eq!(plan.to_json()["workload"]["churn_lifetime"], "4m");
+    let plain = parse("s.toml", "[workload]\nchurn_ratio = 0\n", &[]).unwrap();
+    let WorkloadPlan::CpuOnly(t) = &plain.workload else {
+        panic!()
+    };
+    assert_eq!(t.churn, None);
+    let e = err("[workload]\nchurn_interval = \"0s\"\n");
+    assert_eq!(e.key.as_deref(), Some("workload.churn_interval"), "{e}");
+    let e = err("[workload]\nchurn_ratio = 1.5\n");
+    assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
+    let e = err("[workload]\nkind = \"iot\"\nchurn_ratio = 0.1\n");
+    assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 use tsload_core::schema::DataType;
-use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
+use tsload_workload::{Churn, ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
 use super::sections::{ColumnEntry, LoadSection, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
 use super::{Ctx, DEFAULT_STRING_LEN, ScenarioError};
@@ -103,12 +103,25 @@ impl Ctx<'_> {
             None => 10_000_000_000,
             Some(s) => self.duration_ns(s, "workload.interval", Duration::from_millis(1))?,
         };
+        let churn_interval_ns = match &w.churn_interval {
+            None => 600_000_000_000,
+            Some(s) => self.duration_ns(s, "workload.churn_interval", Duration::from_millis(1))?,
+        };
+        let churn = match &w.churn_ratio {
+            Some(r) if *r.get_ref() != 0.0 => {
+                let ratio = self.ratio(r, "workload.churn_ratio", 1.0)?;
+                Some(Churn::of_ratio(ratio, churn_interval_ns))
+            }
+            // churn_interval alone is the period of no churn: the stated default, a no-op.
+            _ => None,
+        };
         let tsbs = TsbsConfig {
             seed,
             scale,
             start_ns,
             end_ns,
             interval_ns,
+            churn,
         };
         Ok(match kind {
             "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
