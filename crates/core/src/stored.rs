@@ -480,4 +480,16 @@ mod tests {
         assert_eq!(samples.other_writers(1_000, 10_000, 1), None);
         assert!(samples.other_writers(1_000, 10_000, 0).is_some());
     }
+
+    /// A shard's devices under churn: its slots in every generation, nothing else.
+    #[test]
+    fn a_device_set_is_its_slots_in_every_generation() {
+        let set = DeviceSet::whole(10, 3).with_slots(5..10);
+        assert_eq!(set.ranges().collect::<Vec<_>>(), [5..10, 15..20, 25..30]);
+        assert_eq!(set.iter().count(), 15);
+        for d in 0..40 {
+            assert_eq!(set.contains(d), d < 30 && d % 10 >= 5, "{d}");
+        }
+        assert_eq!(RunScope::whole(4).devices, Some(DeviceSet::whole(4, 1)));
+    }
 }
