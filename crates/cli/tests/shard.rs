@@ -343,6 +343,64 @@ fn shards_into_one_postgres_beside_another_writer_each_count_their_own_devices()
     }
 }
 
+/// Churn under shards: each shard's hosts are its slots in every generation, so each counts
+/// its own rows of all of them (postgres' tags layout counts by `tags_id` modulo the
+/// slots; the wide layout by host name), and the shards' devices written are the table's.
+#[test]
+fn shards_with_churn_count_their_own_hosts_of_every_generation() {
+    let pg = common::start(ServerKind::Postgres);
+    let url = pg.database_url().unwrap();
+    for layout in ["tags", "wide"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+        let target = [
+            "target.kind=\"postgres\"".to_string(),
+            format!("target.url=\"{url}\""),
+            format!("target.layout=\"{layout}\""),
+        ];
+        let target: Vec<&str> = target.iter().map(String::as_str).collect();
+        let mut first = base_args(&target);
+        first.extend(["--set", "target.drop_existing=true", "-n", "1"].map(String::from));
+        let out = tsload(&first, dir.path());
+        assert!(out.status.success(), "{layout}: {}", text(&out.stderr));
+        pg.sql("DELETE FROM cpu").unwrap();
+        // 10 hosts, half of them replaced every 10 minutes, for an hour.
+        let mut args = base_args(&target);
+        args.extend(
+            [
+                "--set",
+                "workload.churn_ratio=0.5",
+                "--set",
+                "workload.churn_interval=\"10m\"",
+            ]
+            .map(String::from),
+        );
+        let outs = spawn_shards(2, &args, &[], dir.path());
+        let mut devices = 0;
+        for (i, out) in outs.iter().enumerate() {
+            assert!(out.status.success(), "{layout} {i}: {}", text(&out.stderr));
+            let r = json(&dir.path().join(format!("reports/r{i}.json")));
+            assert_eq!(r["stored"]["rows"], r["rows"], "{layout} {i}: {r}");
+            assert_eq!(r["stored"]["own_devices"], true, "{layout} {i}: {r}");
+            devices += r["devices_written"].as_u64().unwrap();
+        }
+        assert_eq!(pg.sql_count("cpu"), 3_600, "{layout}");
+        let column = if layout == "tags" {
+            "tags_id"
+        } else {
+            "hostname"
+        };
+        let distinct: u64 = pg
+            .sql(&format!("SELECT count(DISTINCT {column}) FROM cpu"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        // 10 to start with, 5 new every 10 minutes after the first.
+        assert_eq!(distinct, devices, "{layout}");
+        assert!(devices > 10, "{layout}: {devices}");
+    }
+}
+
 fn start_vm() -> Server {
     Server::start(ServerKind::VictoriaMetrics)
         .unwrap_or_else(|e| panic!("VictoriaMetrics did not start: {e}"))
