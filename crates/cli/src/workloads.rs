@@ -327,7 +327,7 @@ mod tests {
         assert_eq!(e.key, "scale");
         assert!(
             e.message.starts_with(
-                "4294967295 hosts need about 160.0 GiB of generator state (40 bytes each), \
+                "4294967295 hosts need about 96.0 GiB of generator state (24 bytes each), \
                  more than the 8.0 GiB this machine can give it (half of 16.0 GiB \
                  MemAvailable)"
             ),
@@ -335,20 +335,20 @@ mod tests {
             e.message
         );
         assert!(check_state(&big, None).is_ok(), "no limit known");
-        // A shard of 32 holds a 32nd: 5 GiB fits.
+        // A shard of 16 holds a 16th: 6 GiB fits.
         let mut sharded = big.clone();
-        sharded.output.shard.shard = Shard::new(3, 32).unwrap();
-        assert!(check_state(&sharded, limit()).is_ok());
         sharded.output.shard.shard = Shard::new(3, 16).unwrap();
+        assert!(check_state(&sharded, limit()).is_ok());
+        sharded.output.shard.shard = Shard::new(3, 8).unwrap();
         let e = check_state(&sharded, limit()).unwrap_err();
         assert!(
             e.message
-                .starts_with("4294967295 hosts: shard 3/16's 268435456 need about 10.0 GiB"),
+                .starts_with("4294967295 hosts: shard 3/8's 536870912 need about 12.0 GiB"),
             "{}",
             e.message
         );
         for (kind, key, set, per) in [
-            ("devops", "scale", "workload.scale=100000000", 776u64),
+            ("devops", "scale", "workload.scale=100000000", 760u64),
             ("iot", "scale", "workload.scale=100000000", 88),
             (
                 "custom",

@@ -292,7 +292,12 @@ impl Devops {
             key: "scale",
             noun: "hosts",
             devices: cfg.scale,
-            bytes_per_device: (std::mem::size_of::<(SlotDevice, CpuState, DeviceRng)>()
+            bytes_per_device: (std::mem::size_of::<(CpuState, DeviceRng)>()
+                + if cfg.churn.is_some() {
+                    std::mem::size_of::<SlotDevice>()
+                } else {
+                    0
+                }
                 + OTHER_FIELDS * std::mem::size_of::<f64>()) as u64,
         }
     }
@@ -343,15 +348,21 @@ impl Workload for Devops {
         let mut hosts = Vec::with_capacity(devices.len());
         let mut values = vec![0.0; devices.len() * OTHER_FIELDS];
         for (d, values) in devices.clone().zip(values.chunks_mut(OTHER_FIELDS)) {
-            let slot = SlotDevice::at(&self.cfg, d, self.cfg.start_ns);
-            let (cpu, rng) = host_state(self.cfg.seed, slot.device, values);
-            hosts.push((slot, cpu, rng));
+            hosts.push(host_state(self.cfg.seed, d, values));
         }
+        let slots = match self.cfg.churn {
+            None => Vec::new(),
+            Some(_) => devices
+                .clone()
+                .map(|d| SlotDevice::at(&self.cfg, d, self.cfg.start_ns))
+                .collect(),
+        };
         Box::new(DevopsSource {
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
             table: 0,
             first: devices.start,
             hosts,
+            slots,
             values,
             cfg: self.cfg,
             written: self.written.clone(),
@@ -394,8 +405,11 @@ struct DevopsSource {
     /// Next table of the current (step, host).
     table: usize,
     first: u32,
-    /// Each slot's device (its number and when churn replaces it), cpu state and stream.
-    hosts: Vec<(SlotDevice, CpuState, DeviceRng)>,
+    /// Each slot's cpu state and stream.
+    hosts: Vec<(CpuState, DeviceRng)>,
+    /// With churn, each slot's device (its number and when it is replaced); empty
+    /// without.
+    slots: Vec<SlotDevice>,
     /// `OTHER_FIELDS` current values per host.
     values: Vec<f64>,
     cfg: TsbsConfig,
@@ -409,21 +423,24 @@ impl DevopsSource {
     fn push_row(&mut self, batch: &mut Batch, table: usize) {
         let c = &self.cursor;
         let host = c.device as usize;
-        // Churn: the slot's device is replaced once its time is up (without churn,
-        // never: `until_ns` is i64::MAX), or counted as written on its first row.
-        if table == 0
-            && (c.ts >= self.hosts[host].0.until_ns || (c.step == 0 && self.cfg.churn.is_some()))
-        {
-            let slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
-            let values = &mut self.values[host * OTHER_FIELDS..][..OTHER_FIELDS];
-            let (cpu, rng) = host_state(self.cfg.seed, slot.device, values);
-            self.hosts[host] = (slot, cpu, rng);
-            self.written.fetch_add(1, Ordering::Relaxed);
-            self.started += 1;
-        }
+        // Churn: the slot's device is replaced once its time is up, and counted as
+        // written on its first row.
+        let device = match self.slots.get_mut(host) {
+            None => self.first + c.device,
+            Some(slot) => {
+                if table == 0 && (c.ts >= slot.until_ns || c.step == 0) {
+                    *slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
+                    let values = &mut self.values[host * OTHER_FIELDS..][..OTHER_FIELDS];
+                    self.hosts[host] = host_state(self.cfg.seed, slot.device, values);
+                    self.written.fetch_add(1, Ordering::Relaxed);
+                    self.started += 1;
+                }
+                slot.device
+            }
+        };
         let t = &mut batch.tables[table];
-        let (slot, cpu, rng) = &mut self.hosts[host];
-        t.device.push(slot.device);
+        let (cpu, rng) = &mut self.hosts[host];
+        t.device.push(device);
         t.ts.push(c.ts);
         if table == 0 {
             for (col, u) in cpu_columns(&mut t.columns).iter_mut().zip(cpu.next()) {

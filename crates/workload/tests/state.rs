@@ -122,7 +122,7 @@ fn estimates_match_what_the_sources_allocate() {
             per(Iot::state_estimate(&tsbs)),
             per(Custom::state_estimate(&cfg)),
         ],
-        [40, 776, 88, 8]
+        [24, 760, 88, 8]
     );
     let max = TsbsConfig {
         scale: u32::MAX,
