@@ -498,31 +498,16 @@ impl Sink for MysqlSink {
                 )
             };
             let quoted = sql::quote_ident(&table.name);
-            let n = match &names {
+            let text = match &names {
                 Some(names) => {
                     let key = sql::quote_ident(names.column(table));
-                    let text = format!(
-                        "SELECT CAST({key} AS CHAR), COUNT(*) FROM {quoted} GROUP BY {key}"
-                    );
-                    let counts: Vec<(Option<String>, i64)> = sqlx::query_as(&text)
-                        .fetch_all(&mut conn)
-                        .await
-                        .map_err(failed)?;
-                    names.own(
-                        counts
-                            .into_iter()
-                            .map(|(k, n)| (k.unwrap_or_default(), n.max(0) as u64)),
-                    )
+                    format!("SELECT CAST({key} AS CHAR), COUNT(*) FROM {quoted} GROUP BY {key}")
                 }
-                None => {
-                    let text = format!("SELECT COUNT(*) FROM {quoted}");
-                    let n: i64 = sqlx::query_scalar(&text)
-                        .fetch_one(&mut conn)
-                        .await
-                        .map_err(failed)?;
-                    n.max(0) as u64
-                }
+                None => format!("SELECT '', COUNT(*) FROM {quoted}"),
             };
+            let n = tsload_sql::count_rows::<sqlx::MySql>(&mut conn, &text, names.as_ref())
+                .await
+                .map_err(failed)?;
             rows = rows.saturating_add(n);
         }
         let _ = sqlx::Connection::close(conn).await;

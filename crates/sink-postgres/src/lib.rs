@@ -613,25 +613,17 @@ impl Sink for PostgresSink {
                     .await
                     .map_err(failed)?;
                 n.max(0) as u64
-            } else if let Some(names) = &names {
-                let key = sql::quote_ident(names.column(table));
-                let text = format!("SELECT {key}::text, count(*) FROM {quoted} GROUP BY {key}");
-                let counts: Vec<(Option<String>, i64)> = sqlx::query_as(&text)
-                    .fetch_all(&mut conn)
-                    .await
-                    .map_err(failed)?;
-                names.own(
-                    counts
-                        .into_iter()
-                        .map(|(k, n)| (k.unwrap_or_default(), n.max(0) as u64)),
-                )
             } else {
-                let text = format!("SELECT count(*) FROM {quoted}");
-                let n: i64 = sqlx::query_scalar(&text)
-                    .fetch_one(&mut conn)
+                let text = match &names {
+                    Some(names) => {
+                        let key = sql::quote_ident(names.column(table));
+                        format!("SELECT {key}::text, count(*) FROM {quoted} GROUP BY {key}")
+                    }
+                    None => format!("SELECT ''::text, count(*) FROM {quoted}"),
+                };
+                tsload_sql::count_rows::<sqlx::Postgres>(&mut conn, &text, names.as_ref())
                     .await
-                    .map_err(failed)?;
-                n.max(0) as u64
+                    .map_err(failed)?
             };
             rows = rows.saturating_add(n);
         }

@@ -1,7 +1,8 @@
 //! What the SQL targets share: how a sqlx failure becomes an engine error (its kind, which
 //! says whether a retry may succeed, and its message), where each database supplies only
 //! the reading of its own server errors ([`ServerErrors`]); and the statement that records
-//! a batch in the exactly-once ledger ([`tsload_core::LEDGER_TABLE`]) and commits; and
+//! a batch in the exactly-once ledger ([`tsload_core::LEDGER_TABLE`]) and commits; the
+//! stored check's row count per device ([`count_rows`]); and
 //! the read buffer, statement cache and socket of the targets' own wire connections
 //! ([`read_buffer`], [`statement_cache`], [`socket`]).
 
@@ -75,6 +76,31 @@ pub fn ledger_and_commit(run_id: i64, worker: u32, seq: u64, rows: usize) -> Str
          VALUES ({run_id}, {worker}, {seq}, {rows}); COMMIT",
         tsload_core::LEDGER_TABLE
     )
+}
+
+/// The rows of one table for the stored check ([`tsload_core::Sink::tally`]): `text`
+/// answers `(key, count)` rows, `SELECT <key as text>, count(*) FROM t GROUP BY <key>`
+/// with `names` (the run's devices, whose counts are summed) or `SELECT '', count(*)
+/// FROM t` without (its one count).
+pub async fn count_rows<'c, DB>(
+    conn: &'c mut DB::Connection,
+    text: &str,
+    names: Option<&tsload_core::stored::DeviceNames>,
+) -> Result<u64, sqlx::Error>
+where
+    DB: sqlx::Database,
+    &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'r> (Option<String>, i64): sqlx::FromRow<'r, DB::Row>,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+{
+    let counts: Vec<(Option<String>, i64)> = sqlx::query_as::<DB, _>(text).fetch_all(conn).await?;
+    let counts = counts
+        .into_iter()
+        .map(|(key, n)| (key.unwrap_or_default(), n.max(0) as u64));
+    Ok(match names {
+        Some(names) => names.own(counts),
+        None => counts.map(|(_, n)| n).fold(0, u64::saturating_add),
+    })
 }
 
 #[cfg(test)]
