@@ -202,6 +202,15 @@ fn sqlite_shards_of_1_2_and_4_store_exactly_the_rows_of_one_unsharded_run() {
     }
 }
 
+/// The `--set`s of a PostgreSQL target at `url` in `layout` (`wide` or `tags`).
+fn postgres_target(url: &str, layout: &str) -> Vec<String> {
+    vec![
+        "target.kind=\"postgres\"".to_string(),
+        format!("target.url=\"{url}\""),
+        format!("target.layout=\"{layout}\""),
+    ]
+}
+
 /// Two shards into one PostgreSQL with another writer beside them: each shard counts the
 /// rows of its own devices (before, each saw the table grow by both shards' rows and the
 /// other writer's, and could only say "cannot verify per shard"). A trigger drops shard
@@ -215,15 +224,13 @@ fn shards_into_one_postgres_beside_another_writer_each_count_their_own_devices()
     for layout in ["wide", "tags"] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("reports")).unwrap();
-        let target = [
-            "target.kind=\"postgres\"".to_string(),
-            format!("target.url=\"{url}\""),
-            format!("target.layout=\"{layout}\""),
-            // COPY checks the rows the server took; a multi-row INSERT leaves the silent
-            // drop to the stored check.
+        let mut target = postgres_target(&url, layout);
+        // COPY checks the rows the server took; a multi-row INSERT leaves the silent
+        // drop to the stored check.
+        target.extend([
             "target.method=\"insert\"".into(),
             "target.drop_existing=true".into(),
-        ];
+        ]);
         let target: Vec<&str> = target.iter().map(String::as_str).collect();
         // The tables first (4 hosts, one row each), then the trigger that drops the rows
         // of hosts 2 and 3 (shard 1/2's devices of 4).
@@ -353,11 +360,7 @@ fn shards_with_churn_count_their_own_hosts_of_every_generation() {
     for layout in ["tags", "wide"] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("reports")).unwrap();
-        let target = [
-            "target.kind=\"postgres\"".to_string(),
-            format!("target.url=\"{url}\""),
-            format!("target.layout=\"{layout}\""),
-        ];
+        let target = postgres_target(&url, layout);
         let target: Vec<&str> = target.iter().map(String::as_str).collect();
         let mut first = base_args(&target);
         first.extend(["--set", "target.drop_existing=true", "-n", "1"].map(String::from));
