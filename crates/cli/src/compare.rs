@@ -98,14 +98,16 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             e.plan.target.kind()
         );
         e.plan.output.json = Some(args.out.join(format!("{}.json", e.name)));
-        let workload = match workloads::build(&e.plan) {
+        // Live time starts at each target's own clock.
+        let plan = e.plan.at_now();
+        let workload = match workloads::build(&plan) {
             Ok(w) => w,
             Err(err) => {
                 errln!("error: {}: {err}", e.name);
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
-        let executed = run::execute(&e.plan, workload)?;
+        let executed = run::execute(&plan, workload)?;
         if executed.code != 0 {
             failed.push(format!("{} (exit {})", e.name, executed.code));
         }

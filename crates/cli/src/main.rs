@@ -747,15 +747,17 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
         if args.repeat > 1 {
             errln!("run {round} of {}", args.repeat);
         }
-        // Built afresh for each run: a file replay's shared reader is used up by one.
-        let workload = match workloads::build(&plan) {
+        // Built afresh for each run: a file replay's shared reader is used up by one, and
+        // live time starts at each run's own clock.
+        let this = plan.at_now();
+        let workload = match workloads::build(&this) {
             Ok(w) => w,
             Err(e) => {
                 errln!("error: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
-        let executed = run::execute(&plan, workload)?;
+        let executed = run::execute(&this, workload)?;
         if executed.code != 0 {
             if args.repeat > 1 || baselines.is_some() {
                 errln!("run {round} did not succeed: no baseline saved or compared");

@@ -457,6 +457,34 @@ fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
 }
 
 impl Plan {
+    /// The plan of a run starting now: live time's span moved to start now, less one
+    /// batch's period, as [`crate::scenario`] placed it when the plan was read (a plan
+    /// read once serves a sweep's points, `--repeat`'s runs and compare's targets, each
+    /// at its own clock; the same span twice would send every row again). Otherwise the
+    /// plan as it is.
+    pub fn at_now(&self) -> Plan {
+        let mut plan = self.clone();
+        let LoadMode::Open { rate } = plan.load.mode else {
+            return plan;
+        };
+        if plan.time != TimeMode::Live {
+            return plan;
+        }
+        let (WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _)) =
+            &mut plan.workload
+        else {
+            return plan;
+        };
+        let period_ns = ((plan.load.batch * plan.load.workers) as f64 / rate * 1e9).ceil() as i64;
+        let now_ns = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64 * 1_000_000);
+        let span = t.end_ns - t.start_ns;
+        t.start_ns = now_ns - period_ns;
+        t.end_ns = t.start_ns + span;
+        plan
+    }
+
     /// SHA-256 of the resolved scenario (every default filled in, secrets redacted, keys in
     /// order; without its name, description, file and outputs): two runs with the same hash
     /// ran the same workload, target, load, network and queries, however it was written.

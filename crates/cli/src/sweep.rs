@@ -133,6 +133,8 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let total = plans.len();
     for (i, (point, plan)) in points.iter().zip(&plans).enumerate() {
         errln!("=== point {}/{total}: {} ===", i + 1, point.label());
+        // Live time starts at each point's own clock.
+        let plan = &plan.at_now();
         let workload = match workloads::build(plan) {
             Ok(w) => w,
             Err(e) => return usage(format!("sweep point {}: {e}", i + 1)),

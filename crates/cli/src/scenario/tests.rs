@@ -990,3 +990,22 @@ fn churn_keys_give_each_host_a_lifetime() {
     let e = err("[workload]\nkind = \"iot\"\nchurn_ratio = 0.1\n");
     assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
 }
+
+/// A plan read once serves a sweep's points and `--repeat`'s runs: each run's live span
+/// starts at its own clock (the same span twice would send every row again); a history
+/// plan stays as it is.
+#[test]
+fn each_run_of_a_live_plan_starts_at_its_own_clock() {
+    let text = "[workload]\nscale = 10\ntime = \"live\"\n[load]\nduration = \"1m\"\n";
+    let plan = parse("s.toml", text, &[]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let later = plan.at_now();
+    let (WorkloadPlan::CpuOnly(a), WorkloadPlan::CpuOnly(b)) = (&plan.workload, &later.workload)
+    else {
+        panic!()
+    };
+    assert!(b.start_ns - a.start_ns >= 29_000_000, "{a:?} {b:?}");
+    assert_eq!(b.end_ns - b.start_ns, a.end_ns - a.start_ns);
+    let history = parse("s.toml", "[workload]\nscale = 10\n", &[]).unwrap();
+    assert_eq!(history.at_now().workload, history.workload);
+}
