@@ -458,7 +458,7 @@ fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
 
 impl Plan {
     /// The plan of a run starting now: live time's span moved to start now, less one
-    /// batch's period, as [`crate::scenario`] placed it when the plan was read (a plan
+    /// batch's period, as the scenario's parser placed it when the plan was read (a plan
     /// read once serves a sweep's points, `--repeat`'s runs and compare's targets, each
     /// at its own clock; the same span twice would send every row again). Otherwise the
     /// plan as it is.
