@@ -444,6 +444,20 @@ fn columns_json(list: &[ColumnSpec]) -> Value {
         .collect()
 }
 
+/// Where live time's span starts for a run starting now: the clock (to the millisecond)
+/// less one batch's period of the open-loop `load`, so each batch is due once the time of
+/// its last row has come. `None` in closed loop.
+pub(crate) fn live_start_ns(load: &LoadConfig) -> Option<i64> {
+    let LoadMode::Open { rate } = load.mode else {
+        return None;
+    };
+    let period_ns = ((load.batch * load.workers) as f64 / rate * 1e9).ceil() as i64;
+    let now_ns = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64 * 1_000_000);
+    Some(now_ns - period_ns)
+}
+
 fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
     let mut v = json!({
         "kind": kind, "seed": t.seed, "scale": t.scale, "start": rfc3339(t.start_ns),
@@ -464,24 +478,20 @@ impl Plan {
     /// plan as it is.
     pub fn at_now(&self) -> Plan {
         let mut plan = self.clone();
-        let LoadMode::Open { rate } = plan.load.mode else {
-            return plan;
-        };
         if plan.time != TimeMode::Live {
             return plan;
         }
+        let Some(start_ns) = live_start_ns(&plan.load) else {
+            return plan;
+        };
         let (WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _)) =
             &mut plan.workload
         else {
             return plan;
         };
-        let period_ns = ((plan.load.batch * plan.load.workers) as f64 / rate * 1e9).ceil() as i64;
-        let now_ns = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64 * 1_000_000);
         let span = t.end_ns - t.start_ns;
-        t.start_ns = now_ns - period_ns;
-        t.end_ns = t.start_ns + span;
+        t.start_ns = start_ns;
+        t.end_ns = start_ns + span;
         plan
     }
 

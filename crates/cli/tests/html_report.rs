@@ -103,6 +103,15 @@ impl Driver {
         }
     }
 
+    /// Runs `check` in a Chromium session of this driver, on a runtime of its own.
+    fn check(&self, check: impl AsyncFnOnce(Client)) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async { check(self.session().await).await });
+    }
+
     async fn session(&self) -> Client {
         let profile = self.dir.path().join("profile");
         let caps = json!({
@@ -1001,13 +1010,7 @@ fn html_reports_of_real_runs_open_in_chromium_offline_with_the_reports_figures()
     assert!(out.status.success(), "{}", text(&out.stderr));
     let log = |name: &str| read_log(&dir.path().join(name));
 
-    let driver = Driver::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = driver.session().await;
+    Driver::start().check(async |client| {
         check_page(&client, &dir.path().join("run.html"), &[&a], "run", true).await;
         check_page(
             &client,
@@ -1139,13 +1142,7 @@ fn a_sweep_page_shows_each_figure_against_each_key_with_the_fit() {
     let points: Vec<Value> = (1..=6)
         .map(|i| common::json(&dir.path().join(format!("sw/points/{i:03}.json"))))
         .collect();
-    let driver = Driver::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = driver.session().await;
+    Driver::start().check(async |client| {
         let refs: Vec<&Value> = points.iter().collect();
         check_page(
             &client,
@@ -1243,13 +1240,7 @@ fn a_sweep_marks_the_points_that_stored_nothing_everywhere_and_fits_without_them
     );
     // The page, in the browser: the verdict of each point, and no dot for a short one
     // (each point is too short for the page checks of a run's intervals).
-    let driver = Driver::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = driver.session().await;
+    Driver::start().check(async |client| {
         client.set_window_size(1100, 900).await.unwrap();
         let page = dir.path().join("sw/sweep.html");
         client
@@ -1339,13 +1330,7 @@ fn a_merged_page_shows_each_shards_stored_figure_and_verdict() {
         dir.path(),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let driver = Driver::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = driver.session().await;
+    Driver::start().check(async |client| {
         let page = dir.path().join("merged.html");
         client
             .goto(&format!("file://{}", page.display()))

@@ -429,10 +429,8 @@ impl Ctx<'_> {
                 ));
             }
         };
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        tsbs.start_ns = now_ms * 1_000_000 - period_ns.ceil() as i64;
+        // The load is open loop by now.
+        tsbs.start_ns = crate::plan::live_start_ns(load).unwrap_or_default();
         // One more reading per device past the span, so the run ends by its own limit.
         tsbs.end_ns = tsbs.start_ns + span_ns.ceil() as i64 + tsbs.interval_ns;
         Ok(TimeMode::Live)
