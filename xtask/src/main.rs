@@ -8,6 +8,7 @@ use anyhow::{Context as _, bail};
 mod sysbench;
 mod test_pool;
 mod timescaledb;
+mod tsbs;
 
 const USAGE: &str =
     "usage: cargo xtask <test|bench|bench-targets|serve|k8s-simulate|timescaledb|container-base|fmt>
@@ -801,6 +802,10 @@ fn bench_targets(args: &[String]) -> anyhow::Result<()> {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
+    if names.iter().any(|a| a == "--tsbs") {
+        let rest: Vec<&String> = names.iter().filter(|a| *a != "--tsbs").collect();
+        return tsbs::bench(&rest);
+    }
     if names.iter().any(|a| a == "--sysbench") {
         let rest: Vec<&String> = names.iter().filter(|a| *a != "--sysbench").collect();
         return sysbench::bench(&rest);
@@ -1114,6 +1119,11 @@ fn ledger_cost(kind: tsload_testbed::ServerKind, extra: &[String]) -> anyhow::Re
 /// User + system CPU seconds of a server so far, from /proc: its processes, and the
 /// children they have reaped (PostgreSQL's backends, once their connections closed).
 fn server_cpu(server: &tsload_testbed::Server) -> String {
+    format!("{:.2} s", server_cpu_s(server))
+}
+
+/// [`server_cpu`] in seconds.
+fn server_cpu_s(server: &tsload_testbed::Server) -> f64 {
     let mut ticks = 0.0;
     for pid in server.processes() {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -1131,5 +1141,5 @@ fn server_cpu(server: &tsload_testbed::Server) -> String {
             .filter_map(|i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
             .sum::<f64>();
     }
-    format!("{:.2} s", ticks / 100.0)
+    ticks / 100.0
 }

@@ -186,7 +186,7 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     a / b.max(f64::MIN_POSITIVE)
 }
 
@@ -258,7 +258,7 @@ impl Database {
 
 /// Runs `command` under bash and returns its standard output and the children's user and
 /// system CPU seconds (bash's `times`).
-fn timed(command: &mut Command) -> anyhow::Result<(String, f64, f64)> {
+pub(crate) fn timed(command: &mut Command) -> anyhow::Result<(String, f64, f64)> {
     let program = command.get_program().to_owned();
     let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
     let out = Command::new("bash")
