@@ -5,6 +5,10 @@
 //! client's memory), and every body held counts against the process's one budget for
 //! answers (`tsload_core::answer_budget`).
 
+mod body_pool;
+
+pub use body_pool::BodyPool;
+
 use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::{Response, StatusCode};
 

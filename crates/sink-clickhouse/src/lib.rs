@@ -370,7 +370,7 @@ impl Sink for ClickHouseSink {
             auth: self.auth.clone(),
             tables,
             encoder: RowBinaryEncoder::new(schema.clone()),
-            buf: Vec::new(),
+            bodies: tsload_http::BodyPool::new(),
         })
     }
 
@@ -433,14 +433,15 @@ struct TableInsert {
     fields: usize,
 }
 
-/// One worker's connection: its client, the tables' insert URLs and the reused buffer.
+/// One worker's connection: its client, the tables' insert URLs and its body buffers.
 pub struct ClickHouseConn {
     client: reqwest::Client,
     endpoint: Url,
     auth: Option<Secret>,
     tables: Vec<TableInsert>,
     encoder: RowBinaryEncoder,
-    buf: Vec<u8>,
+    /// Buffers of sent bodies, encoded into again.
+    bodies: tsload_http::BodyPool,
 }
 
 impl fmt::Debug for ClickHouseConn {
@@ -453,7 +454,7 @@ impl fmt::Debug for ClickHouseConn {
 
 impl ClickHouseConn {
     /// POSTs `body` (RowBinary rows) to table `t`'s insert URL.
-    async fn insert(&self, t: usize, body: Vec<u8>) -> Result<(), SinkError> {
+    async fn insert(&self, t: usize, body: bytes::Bytes) -> Result<(), SinkError> {
         let table = &self.tables[t];
         let label = || format!("{} at {}", table.label, self.endpoint);
         let mut request = self
@@ -495,10 +496,9 @@ impl SinkConn for ClickHouseConn {
             if rows.rows() == 0 {
                 continue;
             }
-            self.buf.clear();
-            self.encoder.encode_table(t, rows, &mut self.buf);
-            // The request owns its body; the encode buffer stays for the next batch.
-            let body = self.buf.to_vec();
+            let mut buf = self.bodies.take(0);
+            self.encoder.encode_table(t, rows, &mut buf);
+            let body = self.bodies.bytes(buf);
             bytes += body.len() as u64;
             if let Err(e) = self.insert(t, body).await {
                 return Err(partial(e, batch, t, &self.tables));

@@ -352,6 +352,7 @@ impl Sink for InfluxSink {
             gzip: self.cfg.gzip,
             encoder: LineEncoder::new(schema.clone(), self.cfg.precision),
             last_len: 0,
+            bodies: tsload_http::BodyPool::new(),
         })
     }
 }
@@ -651,6 +652,8 @@ pub struct InfluxConn {
     encoder: LineEncoder,
     /// Size of the previous body, to size the next one in one allocation.
     last_len: usize,
+    /// Buffers of sent bodies, encoded into again.
+    bodies: tsload_http::BodyPool,
 }
 
 impl fmt::Debug for InfluxConn {
@@ -662,25 +665,24 @@ impl fmt::Debug for InfluxConn {
 }
 
 impl InfluxConn {
-    /// The request body for `batch`: line protocol, gzip'd when configured.
-    ///
-    /// The body moves into the request (reqwest sends `Bytes` without copying), so each
-    /// request gets a fresh buffer sized like the last one: after the first large free,
-    /// the allocator serves that size from its heap without new page faults.
-    fn body(&mut self, batch: &Batch) -> Vec<u8> {
-        let mut body = Vec::with_capacity(self.last_len + self.last_len / 8 + 4096);
+    /// The request body for `batch`: line protocol, gzip'd when configured, in a buffer
+    /// of the connection's pool (a sent body's buffer comes back to it).
+    fn body(&mut self, batch: &Batch) -> bytes::Bytes {
+        let mut body = self.bodies.take(self.last_len + self.last_len / 8 + 4096);
         self.encoder.encode(batch, &mut body);
         self.last_len = body.len();
         if !self.gzip {
-            return body;
+            return self.bodies.bytes(body);
         }
         let mut gz = flate2::write::GzEncoder::new(
-            Vec::with_capacity(body.len() / 4 + 64),
+            self.bodies.take(body.len() / 4 + 64),
             flate2::Compression::fast(),
         );
         // Writing into a Vec cannot fail.
         let _ = gz.write_all(&body);
-        gz.finish().unwrap_or_default()
+        // The plain text was only a step: its buffer goes straight back.
+        drop(self.bodies.bytes(body));
+        self.bodies.bytes(gz.finish().unwrap_or_default())
     }
 }
 

@@ -198,7 +198,7 @@ impl Sink for PrometheusSink {
             encoder: RemoteWriteEncoder::new(schema.clone())
                 .map_err(|e| SinkError::new(ErrorKind::Schema, e.to_string()))?,
             snappy: snap::raw::Encoder::new(),
-            compressed: Vec::new(),
+            bodies: tsload_http::BodyPool::new(),
         })
     }
 
@@ -236,7 +236,8 @@ pub struct PrometheusConn {
     auth: Option<Secret>,
     encoder: RemoteWriteEncoder,
     snappy: snap::raw::Encoder,
-    compressed: Vec<u8>,
+    /// Buffers of sent bodies, compressed into again.
+    bodies: tsload_http::BodyPool,
 }
 
 impl fmt::Debug for PrometheusConn {
@@ -250,21 +251,23 @@ impl fmt::Debug for PrometheusConn {
 impl PrometheusConn {
     /// The compressed request body of `batch`: snappy's block format, as the protocol asks
     /// (not its framing format).
-    fn body(&mut self, batch: &Batch) -> Result<&[u8], SinkError> {
+    fn body(&mut self, batch: &Batch) -> Result<bytes::Bytes, SinkError> {
         let encoded = self.encoder.encode(batch);
-        self.compressed
-            .resize(snap::raw::max_compress_len(encoded.bytes.len()), 0);
+        let max = snap::raw::max_compress_len(encoded.bytes.len());
+        let mut compressed = self.bodies.take(max);
+        compressed.resize(max, 0);
         let n = self
             .snappy
-            .compress(encoded.bytes, &mut self.compressed)
+            .compress(encoded.bytes, &mut compressed)
             .map_err(|e| SinkError::new(ErrorKind::Other, format!("snappy: {e}")))?;
-        Ok(&self.compressed[..n])
+        compressed.truncate(n);
+        Ok(self.bodies.bytes(compressed))
     }
 }
 
 impl SinkConn for PrometheusConn {
     async fn write(&mut self, batch: &Batch, _id: BatchId) -> Result<WriteAck, SinkError> {
-        let body = self.body(batch)?.to_vec();
+        let body = self.body(batch)?;
         let bytes = body.len() as u64;
         let mut request = self
             .client
