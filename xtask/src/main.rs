@@ -35,7 +35,12 @@ const USAGE: &str =
                  [--baseline BIN]: tsload's OLTP kinds against Debian's sysbench on one
                  fresh server each, alternated, medians and ratios of TPS, p95/p99 and
                  client user/system CPU per transaction (and against a baseline tsload
-                 build in the same rounds, when given)
+                 build in the same rounds, when given). --tsbs [generate]
+                 [victoria-metrics] [influxdb] [postgres] [queries] [--rounds N]
+                 [--scale HOSTS] [--hours H] [--workers W] [--batch B] [--queries N]
+                 [--query-types T,T] [--current BIN] [--tsbs-dir DIR]: TSBS built from
+                 its Go module, side by side with tsload, alternated on fresh servers,
+                 medians and ratios of rate, client and server CPU per metric
   serve <victoria-metrics|influxdb|questdb|postgres|timescaledb|mariadb|prometheus|clickhouse>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
                  until Ctrl-C or the end of standard input (for experiments by hand)

@@ -297,6 +297,14 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         How::Skip("benchmarks against sysbench, 10 minutes and more"),
     ),
     (
+        "cargo xtask bench-targets --tsbs [generate] [victoria-metrics] [influxdb] [postgres]",
+        How::Skip("builds TSBS from the Go module proxy, then about 12 minutes of benchmarks"),
+    ),
+    (
+        "cargo xtask bench-targets --tsbs",
+        How::Skip("builds TSBS from the Go module proxy, then about 12 minutes of benchmarks"),
+    ),
+    (
         "cargo bench -p tsload-benches --bench own_sink",
         How::Skip("a criterion benchmark, minutes"),
     ),
