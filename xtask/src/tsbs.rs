@@ -516,22 +516,7 @@ fn tsbs_load(tsbs: &Path, server: &Server, load: &Load, files: &Files) -> anyhow
     }
     cmd.args(common);
     let (out, user, sys) = timed(&mut cmd)?;
-    // `loaded 8640000 metrics in 2.345sec with 4 workers (mean rate 3684434.12 metrics/sec)`
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("loaded ") && l.contains(" metrics in "))
-        .with_context(|| format!("no `loaded N metrics` line in TSBS's output:\n{out}"))?;
-    let count = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse::<f64>().ok())
-        .with_context(|| format!("cannot read TSBS's metric count: {line}"))?;
-    let rate = line
-        .split("mean rate ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse::<f64>().ok())
-        .with_context(|| format!("cannot read TSBS's rate: {line}"))?;
+    let (count, rate) = summary(&out, LOAD_SUMMARY)?;
     if count != load.metrics() as f64 {
         bail!(
             "TSBS loaded {count} metrics, not the data set's {}",
@@ -698,6 +683,55 @@ fn queries(
     Ok(table)
 }
 
+/// How a TSBS program's summary line reads: its start, what else it holds, the word
+/// (from 0) that is the count, and what comes right before the rate.
+struct SummaryLine {
+    starts: &'static str,
+    holds: &'static str,
+    count_word: usize,
+    rate_after: &'static str,
+}
+
+/// `loaded 8640000 metrics in 2.345sec with 4 workers (mean rate 3684434.12 metrics/sec)`
+/// (TSBS's load/loader.go).
+const LOAD_SUMMARY: SummaryLine = SummaryLine {
+    starts: "loaded ",
+    // Not the `loaded N rows in` line that some loaders add.
+    holds: " metrics in ",
+    count_word: 1,
+    rate_after: "mean rate ",
+};
+
+/// `Run complete after 1000 queries with 4 workers (Overall query rate 1234.56
+/// queries/sec):` (TSBS's pkg/query/stat_processor.go).
+const QUERY_SUMMARY: SummaryLine = SummaryLine {
+    starts: "Run complete after ",
+    holds: " queries with ",
+    count_word: 3,
+    rate_after: "query rate ",
+};
+
+/// The count and the rate of a TSBS program's summary line in `out`.
+fn summary(out: &str, line: SummaryLine) -> anyhow::Result<(f64, f64)> {
+    let text = out
+        .lines()
+        .find(|l| l.starts_with(line.starts) && l.contains(line.holds))
+        .with_context(|| format!("no `{}...` line in TSBS's output:\n{out}", line.starts))?;
+    let count = text
+        .split_whitespace()
+        .nth(line.count_word)
+        .and_then(|n| n.parse::<f64>().ok());
+    let rate = text
+        .split(line.rate_after)
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse::<f64>().ok());
+    match (count, rate) {
+        (Some(count), Some(rate)) => Ok((count, rate)),
+        _ => bail!("cannot read TSBS's count and rate: {text}"),
+    }
+}
+
 fn tsbs_queries(
     tsbs: &Path,
     server: &Server,
@@ -712,22 +746,7 @@ fn tsbs_queries(
         "--db-name=benchmark".into(),
     ]);
     let (out, user, sys) = timed(&mut cmd)?;
-    // `Run complete after 1000 queries with 4 workers (Overall query rate 1234.56 queries/sec):`
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("Run complete after "))
-        .with_context(|| format!("no `Run complete` line in TSBS's output:\n{out}"))?;
-    let count = line
-        .split_whitespace()
-        .nth(3)
-        .and_then(|n| n.parse::<f64>().ok())
-        .with_context(|| format!("cannot read TSBS's query count: {line}"))?;
-    let rate = line
-        .split("query rate ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse::<f64>().ok())
-        .with_context(|| format!("cannot read TSBS's query rate: {line}"))?;
+    let (count, rate) = summary(&out, QUERY_SUMMARY)?;
     Ok(Figures {
         rate,
         count,
@@ -805,6 +824,25 @@ mod tests {
         assert_eq!(load.end(), "2016-01-01T12:00:00Z");
         load.hours = 36;
         assert_eq!(load.end(), "2016-01-02T12:00:00Z");
+    }
+
+    #[test]
+    fn reads_tsbs_summary_lines() {
+        let load = "time,per. metric/s,metric total,overall metric/s\n\nSummary:\nloaded \
+                    8640000 metrics in 3.976sec with 4 workers (mean rate 2172977.12 \
+                    metrics/sec)\nloaded 864000 rows in 3.976sec with 4 workers (mean rate \
+                    217297.71 rows/sec)\n";
+        assert_eq!(
+            summary(load, LOAD_SUMMARY).unwrap(),
+            (8_640_000.0, 2_172_977.12)
+        );
+        let queries = "After 100 queries with 4 workers:\nRun complete after 5000 queries with \
+                       4 workers (Overall query rate 2006.03 queries/sec):\n";
+        assert_eq!(summary(queries, QUERY_SUMMARY).unwrap(), (5000.0, 2006.03));
+        let err = summary("panic: no file", LOAD_SUMMARY).unwrap_err();
+        assert!(err.to_string().contains("no `loaded ...` line"), "{err}");
+        let err = summary("loaded x metrics in 1s (mean rate y)", LOAD_SUMMARY).unwrap_err();
+        assert!(err.to_string().contains("cannot read"), "{err}");
     }
 
     #[test]
