@@ -43,7 +43,7 @@ const USAGE: &str =
                  medians and ratios of rate, client and server CPU per metric
   serve <victoria-metrics|influxdb|questdb|postgres|timescaledb|mariadb|prometheus|clickhouse>
                  start one testbed server on 127.0.0.1, print its URLs and keep it up
-                 until Ctrl-C or the end of standard input (for experiments by hand)
+                 until Ctrl-C or SIGTERM (for experiments by hand; `&` works)
   k8s-simulate [--env NAME=VALUE]... [--dir DIR]
                  run deploy/k8s's Indexed Job of shards and then its merge Job as local
                  processes (the pods' environment, args and volumes as Kubernetes gives

@@ -173,6 +173,21 @@ pub struct BatchShapeError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     pub tables: Vec<TableBatch>,
+    /// The rows as line protocol already written, when the source has them (a replayed
+    /// file's own lines, from [`crate::Workload::text_source`]); the tables then hold each
+    /// row's device and timestamp and no field values. Only a sink that asked for text
+    /// ([`crate::Sink::line_text_unit_ns`]) is given such a batch.
+    pub text: Option<LineText>,
+}
+
+/// Rows as line protocol, sent as they are by a sink that writes line protocol in the
+/// same timestamp unit: nothing to parse into columns and encode again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LineText {
+    /// The lines, each ending in `\n`.
+    pub bytes: Vec<u8>,
+    /// The field values the lines hold.
+    pub metrics: u64,
 }
 
 impl Batch {
@@ -194,7 +209,7 @@ impl Batch {
                     .collect(),
             })
             .collect();
-        Batch { tables }
+        Batch { tables, text: None }
     }
 
     pub fn rows(&self) -> usize {
@@ -243,44 +258,26 @@ impl Batch {
         Ok(())
     }
 
+    /// Field values: the text's count when the batch carries [`LineText`].
     pub fn metrics(&self) -> u64 {
-        self.tables.iter().map(TableBatch::metrics).sum()
+        match &self.text {
+            Some(text) => text.metrics,
+            None => self.tables.iter().map(TableBatch::metrics).sum(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
         self.tables.iter().all(|t| t.ts.is_empty())
     }
 
+    /// Empties the batch, keeping its buffers (the text's too) for the next fill.
     pub fn clear(&mut self) {
         for t in &mut self.tables {
             t.clear();
         }
-    }
-
-    /// Keeps the first `rows` rows (counted table by table in schema order).
-    pub fn truncate(&mut self, mut rows: usize) {
-        for t in &mut self.tables {
-            let keep = rows.min(t.rows());
-            rows -= keep;
-            t.device.truncate(keep);
-            t.ts.truncate(keep);
-            for c in &mut t.columns {
-                match &mut c.values {
-                    ColumnValues::Bool(v) => v.truncate(keep),
-                    ColumnValues::Int(v) => v.truncate(keep),
-                    ColumnValues::Float(v) => v.truncate(keep),
-                    ColumnValues::Str(v) => {
-                        if keep < v.ends.len() {
-                            let end = if keep == 0 { 0 } else { v.ends[keep - 1] };
-                            v.ends.truncate(keep);
-                            v.bytes.truncate(end as usize);
-                        }
-                    }
-                }
-                if !c.valid.is_empty() {
-                    c.valid.truncate(keep);
-                }
-            }
+        if let Some(text) = &mut self.text {
+            text.bytes.clear();
+            text.metrics = 0;
         }
     }
 }

@@ -495,7 +495,11 @@ pub async fn run<S: Sink>(
     let ticker = IntervalTicker::new(t0, cfg.report_interval, cfg.workers);
     let mut tasks = tokio::task::JoinSet::new();
     for (worker, conns) in conns.into_iter().enumerate() {
-        let source = workload.source(worker, cfg.workers);
+        // A sink that sends line protocol takes a workload's own lines as they are.
+        let source = sink
+            .line_text_unit_ns()
+            .and_then(|unit| workload.text_source(worker, cfg.workers, unit))
+            .unwrap_or_else(|| workload.source(worker, cfg.workers));
         let mut recorder = WorkerRecorder::new(worker, ticker.clone(), tx.clone());
         if let Some(raw) = &raw {
             recorder.keep_raw_latencies(raw.clone());

@@ -27,7 +27,7 @@ pub mod totals;
 pub mod verdict;
 pub mod workload;
 
-pub use batch::{Batch, BatchShapeError, Column, ColumnValues, StrValues, TableBatch};
+pub use batch::{Batch, BatchShapeError, Column, ColumnValues, LineText, StrValues, TableBatch};
 pub use engine::{LoadConfig, LoadMode, RunOutcome};
 pub use query::{
     Param, QueryAck, QueryConn, QueryRequest, QuerySource, QueryTarget, QueryWorkload, SpareParams,

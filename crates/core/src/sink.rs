@@ -181,6 +181,14 @@ pub trait Sink: Send + Sync + 'static {
     /// Creates databases and tables the schema needs.
     fn prepare(&self, schema: &Arc<Schema>) -> impl Future<Output = Result<(), SinkError>> + Send;
 
+    /// The timestamp unit, in nanoseconds, of the line protocol this sink sends, when it
+    /// sends line protocol: a workload's own lines in that unit ([`crate::LineText`]) then
+    /// go out as they are ([`crate::Workload::text_source`]). `None` (the default): every
+    /// batch is encoded from its columns.
+    fn line_text_unit_ns(&self) -> Option<i64> {
+        None
+    }
+
     /// Opens the connection of worker `worker`.
     fn connect(
         &self,

@@ -17,6 +17,20 @@ pub trait Workload: Send + Sync {
     /// `0..workers` is exactly the data set, whatever `workers` is.
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource>;
 
+    /// Like [`Workload::source`], but each batch also carries its rows as line protocol
+    /// ([`crate::LineText`]) with timestamps in units of `unit_ns` nanoseconds, and its
+    /// tables hold only devices and timestamps: for a sink that sends such text as it is
+    /// ([`crate::Sink::line_text_unit_ns`]). `None` (the default) where the workload has
+    /// no such text in that unit; the engine then uses [`Workload::source`].
+    fn text_source(
+        &self,
+        _worker: usize,
+        _workers: usize,
+        _unit_ns: i64,
+    ) -> Option<Box<dyn BatchSource>> {
+        None
+    }
+
     /// An error a source met during the run (say, a replayed file that changed after it
     /// was opened); the sources then ran dry early, so the run must not pass as complete.
     fn source_error(&self) -> Option<String> {

@@ -344,6 +344,10 @@ impl Sink for InfluxSink {
         Ok(rows.map(ServerTally::of_rows))
     }
 
+    fn line_text_unit_ns(&self) -> Option<i64> {
+        Some(self.cfg.precision.divisor())
+    }
+
     async fn connect(&self, schema: &Arc<Schema>, _worker: usize) -> Result<InfluxConn, SinkError> {
         Ok(InfluxConn {
             client: self.client()?,
@@ -667,9 +671,15 @@ impl fmt::Debug for InfluxConn {
 impl InfluxConn {
     /// The request body for `batch`: line protocol, gzip'd when configured, in a buffer
     /// of the connection's pool (a sent body's buffer comes back to it).
+    ///
+    /// A batch that carries its rows as line protocol in this sink's unit
+    /// ([`tsload_core::LineText`]: a replayed file's own lines) is sent as it is.
     fn body(&mut self, batch: &Batch) -> bytes::Bytes {
         let mut body = self.bodies.take(self.last_len + self.last_len / 8 + 4096);
-        self.encoder.encode(batch, &mut body);
+        match &batch.text {
+            Some(text) => body.extend_from_slice(&text.bytes),
+            None => self.encoder.encode(batch, &mut body),
+        }
         self.last_len = body.len();
         if !self.gzip {
             return self.bodies.bytes(body);
@@ -691,7 +701,10 @@ impl SinkConn for InfluxConn {
         let body = self.body(batch);
         let bytes = body.len() as u64;
         // Line protocol carries numeric tags as fields: count what was sent.
-        let fields = self.encoder.fields_written();
+        let fields = match &batch.text {
+            Some(text) => text.metrics,
+            None => self.encoder.fields_written(),
+        };
         let mut request = self
             .client
             .post(self.url.clone())

@@ -46,7 +46,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use flate2::bufread::MultiGzDecoder;
 use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSource, TagValue};
-use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
+use tsload_core::{Batch, BatchSource, ColumnValues, LineText, Workload};
 
 use crate::WorkloadError;
 use parse::{Fields, Kind, MEASUREMENT_SPECIALS, TAG_SPECIALS, Value, hash_key, show, unescaped};
@@ -224,24 +224,47 @@ impl Workload for FileReplay {
     }
 
     fn source(&self, worker: usize, _workers: usize) -> Box<dyn BatchSource> {
-        let reader = {
-            let mut pass = lock(&self.pass);
-            match pass.as_ref() {
-                Some(reader) if worker != 0 => reader.clone(),
-                _ => {
-                    let reader = Arc::new(Mutex::new(self.open_pass()));
-                    *pass = Some(reader.clone());
-                    reader
-                }
-            }
-        };
         Box::new(ReplaySource {
             layout: self.layout.clone(),
-            reader,
+            reader: self.pass_reader(worker),
             error: self.error.clone(),
             chunk: Chunk::default(),
             scratch: Vec::new(),
         })
+    }
+
+    /// The file's own lines, when their timestamps are in `unit_ns` (the file's
+    /// precision is the sink's): see [`TextSource`].
+    fn text_source(
+        &self,
+        worker: usize,
+        _workers: usize,
+        unit_ns: i64,
+    ) -> Option<Box<dyn BatchSource>> {
+        (unit_ns == self.layout.precision_ns).then(|| -> Box<dyn BatchSource> {
+            Box::new(TextSource {
+                layout: self.layout.clone(),
+                reader: self.pass_reader(worker),
+                error: self.error.clone(),
+                chunk: Chunk::default(),
+            })
+        })
+    }
+}
+
+impl FileReplay {
+    /// The shared reader of worker `worker`'s pass: worker 0 starts a new pass, the others
+    /// join the latest.
+    fn pass_reader(&self, worker: usize) -> Arc<Mutex<ReplayReader>> {
+        let mut pass = lock(&self.pass);
+        match pass.as_ref() {
+            Some(reader) if worker != 0 => reader.clone(),
+            _ => {
+                let reader = Arc::new(Mutex::new(self.open_pass()));
+                *pass = Some(reader.clone());
+                reader
+            }
+        }
     }
 }
 
@@ -972,13 +995,51 @@ struct ReplaySource {
     scratch: Vec<u8>,
 }
 
-impl ReplaySource {
-    /// Keeps `e` for [`FileReplay::error`] and ends the pass for every worker.
-    #[cold]
-    fn fail(&self, e: WorkloadError) {
-        record(&self.error, e);
-        lock(&self.reader).input = None;
-    }
+/// Takes the next up to `max_rows` lines of the pass into `chunk`; on an error, keeps it
+/// for [`FileReplay::error`], ends the pass and returns false.
+fn take_lines(
+    layout: &Layout,
+    reader: &Mutex<ReplayReader>,
+    error: &Mutex<Option<WorkloadError>>,
+    chunk: &mut Chunk,
+    max_rows: usize,
+) -> bool {
+    let taken = lock(reader).take(chunk, max_rows);
+    let Err(e) = taken else {
+        return true;
+    };
+    let message = match e {
+        TakeError::Read(line_no, e) => format!(
+            "{}: cannot read after line {line_no} while replaying: {e}",
+            layout.name
+        ),
+        TakeError::TooLong(line_no) => format!(
+            "{}:{line_no}: {} (while replaying; the file changed since it was first read)",
+            layout.name,
+            too_long(layout.max_line)
+        ),
+    };
+    fail(reader, error, WorkloadError::new(KEY, message));
+    false
+}
+
+/// Keeps `e` for [`FileReplay::error`] and ends the pass for every worker.
+#[cold]
+fn fail(reader: &Mutex<ReplayReader>, error: &Mutex<Option<WorkloadError>>, e: WorkloadError) {
+    record(error, e);
+    lock(reader).input = None;
+}
+
+/// The error of line `line_no` met while replaying.
+#[cold]
+fn changed(layout: &Layout, line_no: u64, m: &str) -> WorkloadError {
+    WorkloadError::new(
+        KEY,
+        format!(
+            "{}:{line_no}: {m} (while replaying; the file changed since it was first read)",
+            layout.name
+        ),
+    )
 }
 
 impl BatchSource for ReplaySource {
@@ -986,37 +1047,15 @@ impl BatchSource for ReplaySource {
         if max_rows == 0 {
             return 0;
         }
-        let taken = lock(&self.reader).take(&mut self.chunk, max_rows);
         let layout = &*self.layout;
-        if let Err(e) = taken {
-            let message = match e {
-                TakeError::Read(line_no, e) => format!(
-                    "{}: cannot read after line {line_no} while replaying: {e}",
-                    layout.name
-                ),
-                TakeError::TooLong(line_no) => format!(
-                    "{}:{line_no}: {} (while replaying; the file changed since it was \
-                     first read)",
-                    layout.name,
-                    too_long(layout.max_line)
-                ),
-            };
-            self.fail(WorkloadError::new(KEY, message));
+        if !take_lines(layout, &self.reader, &self.error, &mut self.chunk, max_rows) {
             return 0;
         }
         for span in &self.chunk.lines {
             let line = &self.chunk.buf[span.range.clone()];
             if let Err(m) = push_line(layout, line, batch, &mut self.scratch) {
                 batch.clear();
-                let e = WorkloadError::new(
-                    KEY,
-                    format!(
-                        "{}:{}: {m} (while replaying; the file changed since it was first \
-                         read)",
-                        layout.name, span.line_no
-                    ),
-                );
-                self.fail(e);
+                fail(&self.reader, &self.error, changed(layout, span.line_no, &m));
                 return 0;
             }
         }
@@ -1025,6 +1064,101 @@ impl BatchSource for ReplaySource {
         }
         self.chunk.lines.len()
     }
+}
+
+/// One worker's source of the file's own lines ([`Workload::text_source`]): each line goes
+/// out as it is, so only what the batch must tell is read from it: its device (the series
+/// key, looked up as in [`push_line`]), its timestamp and how many fields it holds. The
+/// tables get each row's device and timestamp and no field values.
+///
+/// When the lines taken are the chunk's bytes end to end (no comment, blank line or `\r`),
+/// the chunk's buffer becomes the text without a copy.
+struct TextSource {
+    layout: Arc<Layout>,
+    reader: Arc<Mutex<ReplayReader>>,
+    error: Arc<Mutex<Option<WorkloadError>>>,
+    chunk: Chunk,
+}
+
+impl BatchSource for TextSource {
+    fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        if max_rows == 0 {
+            return 0;
+        }
+        let layout = &*self.layout;
+        if !take_lines(layout, &self.reader, &self.error, &mut self.chunk, max_rows) {
+            return 0;
+        }
+        let mut metrics = 0u64;
+        for span in &self.chunk.lines {
+            let line = &self.chunk.buf[span.range.clone()];
+            match text_line(layout, line, batch) {
+                Ok(fields) => metrics += fields,
+                Err(m) => {
+                    batch.clear();
+                    fail(&self.reader, &self.error, changed(layout, span.line_no, &m));
+                    return 0;
+                }
+            }
+        }
+        let text = batch.text.get_or_insert_with(LineText::default);
+        text.metrics = metrics;
+        text.bytes.clear();
+        if self.chunk.is_plain_text() {
+            std::mem::swap(&mut self.chunk.buf, &mut text.bytes);
+            if text.bytes.last() != Some(&b'\n') {
+                // The file's last line had no line end.
+                text.bytes.push(b'\n');
+            }
+        } else {
+            for span in &self.chunk.lines {
+                text.bytes
+                    .extend_from_slice(&self.chunk.buf[span.range.clone()]);
+                text.bytes.push(b'\n');
+            }
+        }
+        self.chunk.lines.len()
+    }
+}
+
+impl Chunk {
+    /// The lines are the buffer end to end, each followed by `\n` (the last one may end
+    /// the buffer): the buffer is already the text to send.
+    fn is_plain_text(&self) -> bool {
+        let mut at = 0;
+        for span in &self.lines {
+            if span.range.start != at {
+                return false;
+            }
+            at = span.range.end;
+            match self.buf.get(at) {
+                Some(b'\n') => at += 1,
+                None => {}
+                Some(_) => return false,
+            }
+        }
+        at == self.buf.len()
+    }
+}
+
+/// Reads device, timestamp and field count of one data line into the batch; returns the
+/// field count.
+#[inline]
+fn text_line(layout: &Layout, line: &[u8], batch: &mut Batch) -> Result<u64, String> {
+    let end = parse::key_end(line)?;
+    let key = &line[..end];
+    let device = layout.series.find(key).ok_or_else(|| {
+        format!(
+            "series `{}` was not in the file when it was first read",
+            show(key)
+        )
+    })?;
+    let (fields, fields_end) = parse::count_fields(line, end)?;
+    let ts = to_ns(parse::timestamp_at(line, fields_end)?, layout.precision_ns)?;
+    let t = &mut batch.tables[layout.series.table[device as usize] as usize];
+    t.device.push(device);
+    t.ts.push(ts);
+    Ok(fields)
 }
 
 /// The type a batch column holds, for messages.
@@ -1166,6 +1300,107 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The text source's batches: the text sent, each row as `table|device|ts`, and the
+    /// metrics counted.
+    fn drain_text(w: &FileReplay, batch_rows: usize) -> (String, Vec<String>, u64) {
+        let (mut text, mut rows, mut metrics) = (String::new(), Vec::new(), 0);
+        let mut src = w.text_source(0, 1, 1).expect("a file in ns has text in ns");
+        let mut batch = Batch::for_schema(w.schema());
+        loop {
+            batch.clear();
+            let n = src.fill(&mut batch, batch_rows);
+            assert_eq!(n, batch.rows());
+            if n == 0 {
+                return (text, rows, metrics);
+            }
+            let t = batch.text.as_ref().expect("a text source's batch has text");
+            assert_eq!(
+                t.bytes.iter().filter(|b| **b == b'\n').count(),
+                n,
+                "one line per row"
+            );
+            text.push_str(std::str::from_utf8(&t.bytes).unwrap());
+            metrics += batch.metrics();
+            for (ti, t) in batch.tables.iter().enumerate() {
+                assert!(t.columns.iter().all(|c| c.values.is_empty()), "no values");
+                for r in 0..t.rows() {
+                    rows.push(format!("{ti}|{}|{}", t.device[r], t.ts[r]));
+                }
+            }
+        }
+    }
+
+    /// The column source's rows as `table|device|ts` and its metrics.
+    fn rows_and_metrics(w: &FileReplay) -> (Vec<String>, u64) {
+        let rows = drain(w, 1000)
+            .iter()
+            .map(|r| r.splitn(4, '|').take(3).collect::<Vec<_>>().join("|"))
+            .collect();
+        let mut src = w.source(0, 1);
+        let mut batch = Batch::for_schema(w.schema());
+        let mut metrics = 0;
+        while src.fill(&mut batch, 1000) > 0 {
+            metrics += batch.metrics();
+            batch.clear();
+        }
+        (rows, metrics)
+    }
+
+    #[test]
+    fn the_text_source_sends_the_file_s_own_lines_with_the_rows_and_metrics_of_the_columns() {
+        // A comment, a blank line and a `\r\n`: each line is copied without them.
+        let w = open_spooled("test".into(), Cursor::new(TEXT), ReplayOptions::default()).unwrap();
+        for batch_rows in [1, 2, 100] {
+            let (text, rows, metrics) = drain_text(&w, batch_rows);
+            assert_eq!(
+                text,
+                "cpu,host=a usage=1i,idle=2.5 10\ncpu,host=b usage=3i 20\n\
+                 mem,host=a used=4i,ok=true,note=\"x y\" 30\n"
+            );
+            assert_eq!((rows, metrics), rows_and_metrics(&w));
+        }
+        assert!(w.error().is_none());
+        // Timestamps in another unit than the sink's: no text, the columns are encoded.
+        assert!(w.text_source(0, 1, 1_000).is_none());
+
+        // Plain lines: the chunk's buffer is the text; a last line without `\n` gets one.
+        // A string may hold commas, spaces, `=` and escaped quotes.
+        let plain = "m,t=a x=1i,s=\"a, b=c \\\" d\" 10\nm,t=b x=2i 20\nm,t=a x=3i,y=0.5 30";
+        let w = open_spooled("p".into(), Cursor::new(plain), ReplayOptions::default()).unwrap();
+        let (text, rows, metrics) = drain_text(&w, 2);
+        assert_eq!(text, format!("{plain}\n"));
+        assert_eq!(rows, ["0|0|10", "0|1|20", "0|0|30"]);
+        assert_eq!(metrics, 5);
+        assert_eq!((rows, metrics), rows_and_metrics(&w));
+    }
+
+    #[test]
+    fn a_file_changed_after_open_ends_a_text_replay_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.influx");
+        std::fs::write(&path, "m,t=a a=1i 1\nm,t=a a=2i 2\nm,t=a a=3i 3\n").unwrap();
+        let w =
+            FileReplay::open(ReplayInput::Path(path.clone()), ReplayOptions::default()).unwrap();
+        std::fs::write(&path, "m,t=a a=1i 1\nm,t=b a=2i 2\nm,t=a a=3i 3\n").unwrap();
+        let mut src = w.text_source(0, 1, 1).unwrap();
+        let mut batch = Batch::for_schema(w.schema());
+        assert_eq!(src.fill(&mut batch, 5), 0);
+        assert!(batch.is_empty());
+        let e = w.error().unwrap();
+        assert!(
+            e.message
+                .contains("x.influx:2: series `m,t=b` was not in the file when it was first read"),
+            "{}",
+            e.message
+        );
+        // A line whose structure broke.
+        std::fs::write(&path, "m,t=a a=1i 1\nm,t=a a=\"2 2\n").unwrap();
+        let mut src = w.text_source(0, 1, 1).unwrap();
+        batch.clear();
+        assert_eq!(src.fill(&mut batch, 5), 0);
+        assert!(w.error().is_some());
     }
 
     fn gzip(text: &[u8]) -> Vec<u8> {

@@ -410,40 +410,104 @@ impl<'a> Fields<'a> {
     /// The timestamp after the last field (call once `next` returned `None`).
     #[inline]
     pub(crate) fn timestamp(&self) -> Result<i64, String> {
-        let s = self.line;
-        let mut i = self.pos;
-        while s.get(i) == Some(&b' ') {
-            i += 1;
-        }
-        let start = i;
-        while i < s.len() && s[i] != b' ' {
-            i += 1;
-        }
-        let raw = &s[start..i];
-        while s.get(i) == Some(&b' ') {
-            i += 1;
-        }
-        if i < s.len() {
-            return Err(format!(
-                "unexpected `{}` after the timestamp",
-                show(&s[i..])
-            ));
-        }
-        if raw.is_empty() {
-            return Err(
-                "no timestamp at the end of the line (TSBS writes one on every \
-                        line; tsload needs it)"
-                    .into(),
-            );
-        }
-        parse_i64(raw).ok_or_else(|| {
-            format!(
-                "bad timestamp `{}` (expected an integer number of time units since the \
-                 Unix epoch)",
-                show(raw)
-            )
-        })
+        timestamp_at(self.line, self.pos)
     }
+}
+
+/// How many fields `line` holds after its series key (which ends at `key_end`), and where
+/// the field section ends: what a line sent as it is needs, without parsing a value. Only
+/// the structure is checked (a key and `=`, a closed string, a separator); [`Fields`]
+/// checks the rest.
+pub(crate) fn count_fields(line: &[u8], key_end: usize) -> Result<(u64, usize), String> {
+    let s = line;
+    let mut i = key_end;
+    while s.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    let mut count = 0u64;
+    loop {
+        // The key: up to the first unescaped `=`.
+        let start = i;
+        loop {
+            match s.get(i) {
+                Some(b'\\') => i += 2,
+                Some(b'=') if i > start => break,
+                Some(b'=' | b',' | b' ') | None => {
+                    return Err(format!("field {} has no `key=`", count + 1));
+                }
+                Some(_) => i += 1,
+            }
+        }
+        i += 1;
+        if s.get(i) == Some(&b'"') {
+            let mut j = i + 1;
+            loop {
+                j = find2(s, j, b'"', b'\\');
+                match s.get(j) {
+                    Some(b'\\') => j += 2,
+                    Some(_) => break,
+                    None => return Err(format!("field {} has no closing `\"`", count + 1)),
+                }
+            }
+            i = j + 1;
+        } else {
+            let j = find2(s, i, b',', b' ');
+            if j == i {
+                return Err(format!("field {} has no value", count + 1));
+            }
+            i = j;
+        }
+        count += 1;
+        match s.get(i) {
+            Some(b',') => i += 1,
+            Some(b' ') | None => return Ok((count, i)),
+            Some(_) => {
+                return Err(format!(
+                    "unexpected bytes after field {} (expected `,`, a space or the end of \
+                     the line)",
+                    count
+                ));
+            }
+        }
+    }
+}
+
+/// The timestamp of `line` after its field section, which ends at `pos`: the last item,
+/// required.
+#[inline]
+pub(crate) fn timestamp_at(s: &[u8], pos: usize) -> Result<i64, String> {
+    let mut i = pos;
+    while s.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    let start = i;
+    while i < s.len() && s[i] != b' ' {
+        i += 1;
+    }
+    let raw = &s[start..i];
+    while s.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    if i < s.len() {
+        return Err(format!(
+            "unexpected `{}` after the timestamp",
+            show(&s[i..])
+        ));
+    }
+    if raw.is_empty() {
+        return Err(
+            "no timestamp at the end of the line (TSBS writes one on every \
+                    line; tsload needs it)"
+                .into(),
+        );
+    }
+    parse_i64(raw).ok_or_else(|| {
+        format!(
+            "bad timestamp `{}` (expected an integer number of time units since the \
+             Unix epoch)",
+            show(raw)
+        )
+    })
 }
 
 /// A signed decimal integer (optional `-` or `+`), `None` when malformed or out of range.
@@ -726,6 +790,34 @@ mod tests {
         assert_eq!(f[0].1, Value::Int(i64::MIN));
         assert_eq!(f[1].1, Value::UInt(i64::MAX));
         assert_eq!(ts, -5);
+    }
+
+    #[test]
+    fn fields_are_counted_without_parsing_their_values() {
+        fn count(line: &str) -> Result<(u64, &str), String> {
+            let end = key_end(line.as_bytes()).unwrap();
+            count_fields(line.as_bytes(), end).map(|(n, at)| (n, &line[at..]))
+        }
+        assert_eq!(count("m a=1i 10"), Ok((1, " 10")));
+        assert_eq!(count("m,t=x a=1i,b=2.5,c=t 10"), Ok((3, " 10")));
+        assert_eq!(count(r#"m s="a, b=c \" d",x=1 10"#), Ok((2, " 10")));
+        assert_eq!(count(r"m a\ b\,c=1,d=2"), Ok((2, "")));
+        assert_eq!(count("m  a=1 7"), Ok((1, " 7")));
+        for bad in [
+            "m a=1,",
+            "m a=",
+            "m =1",
+            "m a",
+            r#"m s="x 1"#,
+            r#"m s="x"y 1"#,
+            "m a=1,,b=2",
+        ] {
+            assert!(count(bad).is_err(), "{bad}");
+        }
+        // The timestamp after them, as `Fields` reads it.
+        assert_eq!(timestamp_at(b"m a=1 10", 5), Ok(10));
+        assert!(timestamp_at(b"m a=1 10 x", 5).is_err());
+        assert!(timestamp_at(b"m a=1", 5).is_err());
     }
 
     #[test]
