@@ -330,6 +330,52 @@ fn replaying_a_tsbs_file_into_victoria_metrics_writes_every_point_of_it() {
 }
 
 #[test]
+fn a_replayed_file_goes_to_a_line_protocol_server_as_written_when_the_units_match() {
+    let vm = start(ServerKind::VictoriaMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    // `2.50` and `1.000` would be encoded again as `2.5` and `1`.
+    let file = "m,host=a x=2.50,y=7i 1451606400000000000\n\
+                m,host=b x=1.000,y=3i 1451606410000000000\n";
+    std::fs::write(dir.path().join("f.influx"), file).unwrap();
+    let run = |target_precision: &str| {
+        let out = tsload(
+            &[
+                "run",
+                "--set",
+                "workload.kind=\"file\"",
+                "--set",
+                "workload.path=\"f.influx\"",
+                "--set",
+                "target.kind=\"influx\"",
+                "--set",
+                &format!("target.url=\"{}\"", vm.base_url()),
+                "--set",
+                &format!("target.precision=\"{target_precision}\""),
+                "--json",
+                "r.json",
+                "--progress",
+                "none",
+            ],
+            dir.path(),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        report(dir.path())
+    };
+    // The file's unit is the target's: its lines go out byte for byte.
+    let r = run("ns");
+    assert_eq!(r["rows"], 2);
+    assert_eq!(r["metrics"], 4);
+    assert_eq!(r["bytes"], file.len(), "the file's own bytes");
+    vm.vm_flush();
+    assert_eq!(vm.vm_sample_count("{__name__=~\"m_.*\"}"), 4);
+    // Another unit: each line is parsed and encoded again, in milliseconds.
+    let r = run("ms");
+    assert_eq!(r["metrics"], 4);
+    let encoded = "m,host=a x=2.5,y=7i 1451606400000\nm,host=b x=1,y=3i 1451606410000\n";
+    assert_eq!(r["bytes"], encoded.len(), "encoded again");
+}
+
+#[test]
 fn out_influx_pushes_every_interval_of_the_run_into_victoria_metrics() {
     let vm = start(ServerKind::VictoriaMetrics);
     let dir = tempfile::tempdir().unwrap();
