@@ -811,6 +811,8 @@ mod tests {
             r#"m s="x 1"#,
             r#"m s="x"y 1"#,
             "m a=1,,b=2",
+            "m a=1,=2",
+            "m ,a=1",
         ] {
             assert!(count(bad).is_err(), "{bad}");
         }
