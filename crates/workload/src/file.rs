@@ -852,41 +852,82 @@ fn scan(
     mut spool: Option<&mut dyn Write>,
     scanner: &mut Scanner,
 ) -> Result<(), WorkloadError> {
-    let mut buf = Vec::with_capacity(64 * 1024);
+    let name = scanner.name.clone();
+    let max_line = scanner.max_line;
     let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        let n = read_line_capped(input, &mut buf, scanner.max_line).map_err(|e| {
-            WorkloadError::new(
-                KEY,
-                format!("{}: cannot read after line {line_no}: {e}", scanner.name),
-            )
-        })?;
-        line_no += 1;
-        let Some(n) = n else {
-            return Err(scanner.at(line_no, too_long(scanner.max_line)));
-        };
-        if n == 0 {
-            return Ok(());
-        }
+    let mut one_line = |line: &[u8], line_no: u64| -> Result<(), WorkloadError> {
         if let Some(w) = spool.as_mut() {
-            w.write_all(&buf).map_err(|e| {
+            w.write_all(line).map_err(|e| {
                 WorkloadError::new(
                     KEY,
                     format!(
-                        "cannot copy {} to a temporary file in {} (set TMPDIR to a roomier \
-                         place): {e}",
-                        scanner.name,
+                        "cannot copy {name} to a temporary file in {} (set TMPDIR to a \
+                         roomier place): {e}",
                         std::env::temp_dir().display()
                     ),
                 )
             })?;
         }
-        if let Some(range) = data_range(&buf) {
-            scanner
-                .line(&buf[range], line_no)
-                .map_err(|m| scanner.at(line_no, m))?;
+        match data_range(line) {
+            Some(range) => scanner
+                .line(&line[range], line_no)
+                .map_err(|m| scanner.at(line_no, m)),
+            None => Ok(()),
         }
+    };
+    let too_long_at =
+        |line_no: u64| WorkloadError::new(KEY, format!("{name}:{line_no}: {}", too_long(max_line)));
+    // Lines are read where the reader's buffer holds them: no copy per line. Only a line
+    // that continues past the end of the buffer is gathered in `spill`.
+    let mut spill: Vec<u8> = Vec::new();
+    loop {
+        let buf = input.fill_buf().map_err(|e| {
+            WorkloadError::new(
+                KEY,
+                format!("{name}: cannot read after line {line_no}: {e}"),
+            )
+        })?;
+        if buf.is_empty() {
+            // The end: a last line without a line end.
+            if !spill.is_empty() {
+                line_no += 1;
+                one_line(&spill, line_no)?;
+            }
+            return Ok(());
+        }
+        let mut start = 0;
+        if !spill.is_empty() {
+            let end = parse::find2(buf, 0, b'\n', b'\n');
+            if spill.len() + end > max_line {
+                return Err(too_long_at(line_no + 1));
+            }
+            if end == buf.len() {
+                spill.extend_from_slice(buf);
+                let n = buf.len();
+                input.consume(n);
+                continue;
+            }
+            spill.extend_from_slice(&buf[..=end]);
+            line_no += 1;
+            one_line(&spill, line_no)?;
+            spill.clear();
+            start = end + 1;
+        }
+        loop {
+            let end = parse::find2(buf, start, b'\n', b'\n');
+            if end - start > max_line {
+                return Err(too_long_at(line_no + 1));
+            }
+            if end == buf.len() {
+                break;
+            }
+            line_no += 1;
+            one_line(&buf[start..=end], line_no)?;
+            start = end + 1;
+        }
+        spill.extend_from_slice(&buf[start..]);
+        let n = buf.len();
+        input.consume(n);
     }
 }
 
