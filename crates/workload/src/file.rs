@@ -20,6 +20,8 @@
 //!    takes the next up to `max_rows` lines under the lock (plain byte copies into its
 //!    own buffer), then parses them into its batch outside the lock, so workers parse in
 //!    parallel and each line goes to exactly one worker, whatever the worker count.
+//!    Into a sink that sends line protocol in the file's unit, [`TextSource`] sends each
+//!    line as it is, reading only its series, timestamp and field count.
 //!
 //! A line may hold at most [`ReplayOptions::max_line_bytes`] bytes ([`MAX_LINE_BYTES`],
 //! 1 MiB, by default), in either pass: a file without line ends (`/dev/zero`, a binary
