@@ -236,7 +236,7 @@ impl Workload for FileReplay {
     }
 
     /// The file's own lines, when their timestamps are in `unit_ns` (the file's
-    /// precision is the sink's): see [`TextSource`].
+    /// precision is the sink's): a `TextSource`.
     fn text_source(
         &self,
         worker: usize,
