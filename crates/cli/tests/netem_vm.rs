@@ -1535,7 +1535,7 @@ impl Victoria {
             lab,
             &format!(
                 "/api/v1/export?match%5B%5D={}&end=4102444800",
-                percent_encode(&selector)
+                tsload_target::percent_encode(&selector)
             ),
         );
         let mut samples = 0u64;
@@ -1548,18 +1548,6 @@ impl Victoria {
         }
         (samples, names.len())
     }
-}
-
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// One backend's sweep: its table and fit, and the rows its points reported.

@@ -367,15 +367,26 @@ pub fn add_tls_settings(settings: &mut serde_json::Value, tls: &tsload_tls::TlsO
     }
 }
 
+/// RFC 3986's unreserved characters: what [`percent_encode`] leaves as it is.
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Percent-encodes everything but RFC 3986's unreserved characters.
 pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
+    percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn percent_encode_leaves_only_rfc_3986_unreserved_characters() {
+        assert_eq!(super::percent_encode("aZ09-._~"), "aZ09-._~");
+        assert_eq!(
+            super::percent_encode("p@ss:w/rd %é{"),
+            "p%40ss%3Aw%2Frd%20%25%C3%A9%7B"
+        );
     }
-    out
 }
