@@ -6,8 +6,10 @@
 //! answers (`tsload_core::answer_budget`).
 
 mod body_pool;
+mod cached_page;
 
 pub use body_pool::BodyPool;
+pub use cached_page::read_after_refresh;
 
 use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::{Response, StatusCode};

@@ -275,10 +275,13 @@ impl Sink for InfluxSink {
             // it recomputes about once a second (an earlier scrape's are served until
             // then).
             let _ = get("internal/force_flush").await;
-            tokio::time::sleep(VM_METRICS_REFRESH).await;
-            let text = body_text(get("metrics").await.map_err(failed)?)
-                .await
-                .map_err(|e| SinkError::new(ErrorKind::Other, format!("/metrics: {e}")))?;
+            let read = || async {
+                body_text(get("metrics").await.map_err(failed)?)
+                    .await
+                    .map_err(|e| SinkError::new(ErrorKind::Other, format!("/metrics: {e}")))
+            };
+            let flushed = read().await?;
+            let text = tsload_http::read_after_refresh(&flushed, VM_METRICS_REFRESH, read).await?;
             return Ok(vm_data_size(&text));
         }
         if let Api::V1 { db, .. } = &self.cfg.api
@@ -312,19 +315,22 @@ impl Sink for InfluxSink {
         let base = Url::parse(&self.cfg.url).map_err(|e| config_error(e.to_string()))?;
         let client = self.client()?;
         let get = |path: &str| self.get(&client, join(&base, path)).send();
-        if let Ok(r) = get("metrics").await
-            && r.status().is_success()
-            && vm_tally(&body_text(r).await.unwrap_or_default()).is_some()
-        {
+        let first = match get("metrics").await {
+            Ok(r) if r.status().is_success() => body_text(r).await.unwrap_or_default(),
+            _ => String::new(),
+        };
+        if vm_tally(&first).is_some() {
             // VictoriaMetrics serves the counters of a scrape up to a second old: read
             // them once they include every write before this moment, before the load too
             // (counts that lacked the last second of an earlier writer, say the sweep's
             // previous point, would grow by more than the run sent and read as another
             // writer's).
-            tokio::time::sleep(VM_METRICS_REFRESH).await;
             let failed = |e: String| SinkError::new(ErrorKind::Other, format!("/metrics: {e}"));
-            let r = get("metrics").await.map_err(|e| failed(e.to_string()))?;
-            let text = body_text(r).await.map_err(|e| failed(e.to_string()))?;
+            let text = tsload_http::read_after_refresh(&first, VM_METRICS_REFRESH, || async {
+                let r = get("metrics").await.map_err(|e| failed(e.to_string()))?;
+                body_text(r).await.map_err(|e| failed(e.to_string()))
+            })
+            .await?;
             return vm_tally(&text)
                 .map(Some)
                 .ok_or_else(|| failed("no vm_rows_inserted_total any more".into()));
@@ -534,7 +540,9 @@ fn questdb_single_long(answer: &serde_json::Value) -> Option<u64> {
     cell.as_u64()
 }
 
-/// How long VictoriaMetrics serves an earlier scrape's storage figures.
+/// How long VictoriaMetrics serves an earlier scrape's figures (its `/metrics` page is made
+/// anew about once a second), with a margin: the most [`tsload_http::read_after_refresh`]
+/// waits.
 const VM_METRICS_REFRESH: Duration = Duration::from_millis(1_200);
 
 /// The sum of VictoriaMetrics' `vm_data_size_bytes` samples in Prometheus text; `None`

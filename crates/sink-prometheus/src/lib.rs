@@ -37,8 +37,9 @@ pub use kind::{KIND, PrometheusKind};
 /// The protocol version header's value: remote write 1.0.
 pub const PROTOCOL_VERSION: &str = "0.1.0";
 
-/// How long after a write VictoriaMetrics' `/metrics` counts it (it serves the figures of
-/// a scrape up to a second old).
+/// How long after a write VictoriaMetrics' `/metrics` counts it at the latest (it serves
+/// the figures of a scrape up to a second old): the most
+/// [`tsload_http::read_after_refresh`] waits.
 const VM_METRICS_REFRESH: Duration = Duration::from_millis(1_200);
 
 /// Settings of the remote-write target.
@@ -223,8 +224,10 @@ impl Sink for PrometheusSink {
         }
         // VictoriaMetrics' counters are up to a second old: read them once they hold every
         // write before this moment, before the load too (see the influx kind's `tally`).
-        tokio::time::sleep(VM_METRICS_REFRESH).await;
-        let text = self.get_text(&client, "metrics").await?;
+        let text = tsload_http::read_after_refresh(&text, VM_METRICS_REFRESH, || {
+            self.get_text(&client, "metrics")
+        })
+        .await?;
         Ok(vm_tally(&text))
     }
 }
