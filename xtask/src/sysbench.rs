@@ -190,13 +190,16 @@ pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     a / b.max(f64::MIN_POSITIVE)
 }
 
+/// The median of `values` (the upper one of an even count), 0 when there are none.
+pub(crate) fn median_of(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// Each figure's median on its own.
 fn median(runs: &[Figures]) -> Figures {
-    let of = |f: fn(&Figures) -> f64| {
-        let mut v: Vec<f64> = runs.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    };
+    let of = |f: fn(&Figures) -> f64| median_of(runs.iter().map(f));
     Figures {
         tps: of(|f| f.tps),
         p95_ms: of(|f| f.p95_ms),

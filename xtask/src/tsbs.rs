@@ -26,7 +26,7 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 use tsload_testbed::{Server, ServerKind};
 
-use crate::sysbench::{ratio, timed};
+use crate::sysbench::{median_of, ratio, timed};
 
 /// TSBS's commit, as its Go module version.
 const TSBS_VERSION: &str = "v0.0.0-20230921131859-37fced794d56";
@@ -390,11 +390,7 @@ fn metrics_line(part: &str, tool: Tool, t: &Figures, s: &Figures) -> String {
 
 /// Each figure's median on its own.
 fn median(runs: &[Figures]) -> Figures {
-    let of = |f: fn(&Figures) -> f64| {
-        let mut v: Vec<f64> = runs.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    };
+    let of = |f: fn(&Figures) -> f64| median_of(runs.iter().map(f));
     Figures {
         rate: of(|f| f.rate),
         count: of(|f| f.count),
@@ -560,6 +556,26 @@ fn target_sets(server: &Server) -> anyhow::Result<Vec<String>> {
     })
 }
 
+/// One `tsload run CONFIG --set ...` writing its JSON report to `report`: the report and
+/// the process's user + system CPU seconds.
+fn tsload_run(
+    tsload: &str,
+    config: &str,
+    sets: &[String],
+    report: &Path,
+) -> anyhow::Result<(serde_json::Value, f64)> {
+    let mut cmd = Command::new(tsload);
+    cmd.args(["run", config, "--progress", "none", "--json"])
+        .arg(report);
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    let (_, user, sys) = timed(&mut cmd)?;
+    let text =
+        std::fs::read_to_string(report).with_context(|| format!("reading {}", report.display()))?;
+    Ok((serde_json::from_str(&text)?, user + sys))
+}
+
 fn tsload_load(
     tsload: &str,
     server: &Server,
@@ -567,15 +583,6 @@ fn tsload_load(
     load: &Load,
     files: &Files,
 ) -> anyhow::Result<Figures> {
-    let mut cmd = Command::new(tsload);
-    cmd.args([
-        "run",
-        "configs/cpu-only.toml",
-        "--progress",
-        "none",
-        "--json",
-    ])
-    .arg(&files.report);
     let mut sets = tsload_sets(load);
     if tool == Tool::Replay {
         // A file has its own hosts and span: only the load's keys apply.
@@ -584,14 +591,7 @@ fn tsload_load(
         sets.push(format!("workload.path=\"{}\"", files.influx.display()));
     }
     sets.extend(target_sets(server)?);
-    for set in &sets {
-        cmd.args(["--set", set]);
-    }
-    let (_, user, sys) = timed(&mut cmd)?;
-    let r: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&files.report)
-            .with_context(|| format!("reading {}", files.report.display()))?,
-    )?;
+    let (r, client_s) = tsload_run(tsload, "configs/cpu-only.toml", &sets, &files.report)?;
     let count = r["metrics"].as_f64().unwrap_or(0.0);
     if count != load.metrics() as f64 || r["failed_rows"].as_u64() != Some(0) {
         bail!(
@@ -603,7 +603,7 @@ fn tsload_load(
     Ok(Figures {
         rate: r["metrics_per_s"].as_f64().unwrap_or(0.0),
         count,
-        client_s: user + sys,
+        client_s,
         server_s: 0.0,
     })
 }
@@ -762,15 +762,6 @@ fn tsload_queries(
     query_type: &str,
     files: &Files,
 ) -> anyhow::Result<Figures> {
-    let mut cmd = Command::new(tsload);
-    cmd.args([
-        "run",
-        "configs/r5-queries.toml",
-        "--progress",
-        "none",
-        "--json",
-    ])
-    .arg(&files.report);
     let mut sets = vec![
         format!("workload.scale={}", load.scale),
         format!("workload.start=\"{START}\""),
@@ -781,11 +772,7 @@ fn tsload_queries(
         "query.max_errors=0".into(),
     ];
     sets.extend(target_sets(server)?);
-    for set in &sets {
-        cmd.args(["--set", set]);
-    }
-    let (_, user, sys) = timed(&mut cmd)?;
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files.report)?)?;
+    let (r, client_s) = tsload_run(tsload, "configs/r5-queries.toml", &sets, &files.report)?;
     let count = r["requests"].as_f64().unwrap_or(0.0);
     let queries = load.queries_of(query_type);
     if r["failed_requests"].as_u64() != Some(0) || count != f64::from(queries) {
@@ -799,7 +786,7 @@ fn tsload_queries(
     Ok(Figures {
         rate: r["requests_per_s"].as_f64().unwrap_or(0.0),
         count,
-        client_s: user + sys,
+        client_s,
         server_s: 0.0,
     })
 }

@@ -1038,8 +1038,8 @@ struct ReplaySource {
     scratch: Vec<u8>,
 }
 
-/// Takes the next up to `max_rows` lines of the pass into `chunk`; on an error, keeps it
-/// for [`FileReplay::error`], ends the pass and returns false.
+/// Takes the next up to `max_rows` lines of the pass into `chunk`; false when none are
+/// asked for, or on an error, which it keeps for [`FileReplay::error`] as it ends the pass.
 fn take_lines(
     layout: &Layout,
     reader: &Mutex<ReplayReader>,
@@ -1047,6 +1047,9 @@ fn take_lines(
     chunk: &mut Chunk,
     max_rows: usize,
 ) -> bool {
+    if max_rows == 0 {
+        return false;
+    }
     let taken = lock(reader).take(chunk, max_rows);
     let Err(e) = taken else {
         return true;
@@ -1087,9 +1090,6 @@ fn changed(layout: &Layout, line_no: u64, m: &str) -> WorkloadError {
 
 impl BatchSource for ReplaySource {
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
-        if max_rows == 0 {
-            return 0;
-        }
         let layout = &*self.layout;
         if !take_lines(layout, &self.reader, &self.error, &mut self.chunk, max_rows) {
             return 0;
@@ -1125,9 +1125,6 @@ struct TextSource {
 
 impl BatchSource for TextSource {
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
-        if max_rows == 0 {
-            return 0;
-        }
         let layout = &*self.layout;
         if !take_lines(layout, &self.reader, &self.error, &mut self.chunk, max_rows) {
             return 0;
