@@ -14,6 +14,7 @@ pub fn tsbs(scale: u32, hours: i64) -> TsbsConfig {
         end_ns: START_NS + hours * 3_600_000_000_000,
         interval_ns: 10_000_000_000,
         churn: None,
+        arrival: tsload_workload::Arrival::default(),
     }
 }
 

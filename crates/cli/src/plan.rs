@@ -462,6 +462,9 @@ fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
     let mut v = json!({
         "kind": kind, "seed": t.seed, "scale": t.scale, "start": rfc3339(t.start_ns),
         "end": rfc3339(t.end_ns), "interval": dur(t.interval_ns), "time": time.name(),
+        "out_of_order_ratio": t.arrival.out_of_order_ratio,
+        "out_of_order_max_steps": t.arrival.out_of_order_max_steps,
+        "duplicate_ratio": t.arrival.duplicate_ratio,
     });
     if let Some(c) = t.churn {
         // How long a host lives before a new one takes its place.
@@ -554,8 +557,6 @@ impl Plan {
                 let mut v = tsbs_json("iot", t, self.time);
                 v["missing_field_ratio"] = json!(o.missing_field_ratio);
                 v["missing_row_ratio"] = json!(o.missing_row_ratio);
-                v["out_of_order_ratio"] = json!(o.out_of_order_ratio);
-                v["out_of_order_max_steps"] = json!(o.out_of_order_max_steps);
                 v
             }
             WorkloadPlan::Custom { cfg: c, .. } => json!({
@@ -565,6 +566,9 @@ impl Plan {
                 "start_timestamp": rfc3339(c.start_timestamp_ns),
                 "interlace_rows": c.interlace_rows, "disorder_ratio": c.disorder_ratio,
                 "disorder_range": dur(c.disorder_range_ns),
+                "out_of_order_ratio": c.arrival.out_of_order_ratio,
+                "out_of_order_max_steps": c.arrival.out_of_order_max_steps,
+                "duplicate_ratio": c.arrival.duplicate_ratio,
                 "columns": columns_json(&c.columns), "tags": columns_json(&c.tags),
             }),
         };

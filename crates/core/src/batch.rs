@@ -147,6 +147,28 @@ impl TableBatch {
         c.valid[row] = false;
     }
 
+    /// Appends row `row` of `src` (a table of the same schema) with timestamp `ts`: its
+    /// device, values and nulls.
+    pub fn push_row_from(&mut self, src: &TableBatch, row: usize, ts: i64) {
+        let rows = self.rows();
+        self.device.push(src.device[row]);
+        self.ts.push(ts);
+        for (out, col) in self.columns.iter_mut().zip(&src.columns) {
+            match (&mut out.values, &col.values) {
+                (ColumnValues::Bool(o), ColumnValues::Bool(v)) => o.push(v[row]),
+                (ColumnValues::Int(o), ColumnValues::Int(v)) => o.push(v[row]),
+                (ColumnValues::Float(o), ColumnValues::Float(v)) => o.push(v[row]),
+                (ColumnValues::Str(o), ColumnValues::Str(v)) => o.push(v.get(row)),
+                _ => unreachable!("push_row_from: the tables' column types differ"),
+            }
+            let valid = col.is_valid(row);
+            if !valid || !out.valid.is_empty() {
+                out.valid.resize(rows, true);
+                out.valid.push(valid);
+            }
+        }
+    }
+
     /// Brings every started validity vector up to the row count (rows pushed after the last
     /// null are valid). Sources that use [`TableBatch::set_null`] call this when done.
     pub fn finish_validity(&mut self) {
@@ -170,7 +192,7 @@ pub struct BatchShapeError {
 
 /// A request's worth of rows: one [`TableBatch`] per schema table, in schema order (tables
 /// without rows in this request are empty).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Batch {
     pub tables: Vec<TableBatch>,
     /// The rows as line protocol already written, when the source has them (a replayed
@@ -178,6 +200,12 @@ pub struct Batch {
     /// row's device and timestamp and no field values. Only a sink that asked for text
     /// ([`crate::Sink::line_text_unit_ns`]) is given such a batch.
     pub text: Option<LineText>,
+    /// Rows of the batch sent after a later row of their device and table (a workload's
+    /// `out_of_order_ratio`), counted by the source that made them late.
+    pub late_rows: u64,
+    /// Rows of the batch that repeat the row before them exactly (a workload's
+    /// `duplicate_ratio`): the second copies.
+    pub duplicate_rows: u64,
 }
 
 /// Rows as line protocol, sent as they are by a sink that writes line protocol in the
@@ -209,7 +237,12 @@ impl Batch {
                     .collect(),
             })
             .collect();
-        Batch { tables, text: None }
+        Batch {
+            tables,
+            text: None,
+            late_rows: 0,
+            duplicate_rows: 0,
+        }
     }
 
     pub fn rows(&self) -> usize {
@@ -279,5 +312,7 @@ impl Batch {
             text.bytes.clear();
             text.metrics = 0;
         }
+        self.late_rows = 0;
+        self.duplicate_rows = 0;
     }
 }

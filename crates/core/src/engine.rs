@@ -1103,6 +1103,9 @@ fn finish<C>(
     if done.ambiguous_rows > 0 {
         recorder.record_ambiguous(done.ambiguous_rows);
     }
+    if done.result.is_ok() {
+        recorder.record_arrival(done.batch.late_rows, done.batch.duplicate_rows);
+    }
     match done.result {
         Ok(ack) if ack.duplicate => {
             recorder.record_recovered(ack.rows);

@@ -682,6 +682,8 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         unsent_requests: sum("unsent_requests", |s| s.unsent_requests)?,
         unsent_rows: sum("unsent_rows", |s| s.unsent_rows)?,
         abandoned_requests: sum("abandoned_requests", |s| s.abandoned_requests)?,
+        late_rows: sum("late_rows", |s| s.late_rows)?,
+        duplicate_rows: sum("duplicate_rows", |s| s.duplicate_rows)?,
         errors,
         offered_rows_per_s: offered,
         ledger_run_id: None,

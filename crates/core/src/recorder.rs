@@ -55,6 +55,10 @@ pub struct Counters {
     /// client or the target fell behind), and their rows.
     pub unsent_requests: u64,
     pub unsent_rows: u64,
+    /// Of `rows`: rows sent after a later row of their device (`out_of_order_ratio`), and
+    /// rows that repeat the row before them (`duplicate_ratio`).
+    pub late_rows: u64,
+    pub duplicate_rows: u64,
 }
 
 impl Counters {
@@ -70,6 +74,8 @@ impl Counters {
         self.recovered_rows += other.recovered_rows;
         self.unsent_requests += other.unsent_requests;
         self.unsent_rows += other.unsent_rows;
+        self.late_rows += other.late_rows;
+        self.duplicate_rows += other.duplicate_rows;
         for (k, v) in &other.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -380,6 +386,13 @@ impl WorkerRecorder {
         c.rows += rows;
         c.metrics += metrics;
         c.bytes += bytes;
+    }
+
+    /// Records the late and duplicate rows of a batch counted by
+    /// [`Recorder::record_success`].
+    pub fn record_arrival(&mut self, late_rows: u64, duplicate_rows: u64) {
+        self.counters.late_rows += late_rows;
+        self.counters.duplicate_rows += duplicate_rows;
     }
 
     /// Records a failed attempt; `retried` says whether the batch is sent again.

@@ -241,6 +241,14 @@ pub struct Summary {
     /// `ambiguous_rows` (stored or not, no one knows).
     #[serde(default, skip_serializing_if = "crate::report::is_zero")]
     pub abandoned_requests: u64,
+    /// Of `rows`: rows sent after a later row of their device and table (the workload's
+    /// `out_of_order_ratio`).
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub late_rows: u64,
+    /// Of `rows`: rows that repeat the row before them exactly (the workload's
+    /// `duplicate_ratio`), the second copies.
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub duplicate_rows: u64,
     pub errors: BTreeMap<String, u64>,
     /// Open loop: the rate asked for; `rows_per_s` is what was achieved.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -343,6 +351,8 @@ impl Summary {
             recovered_rows: c.recovered_rows,
             unsent_requests: c.unsent_requests,
             unsent_rows: c.unsent_rows,
+            late_rows: c.late_rows,
+            duplicate_rows: c.duplicate_rows,
             abandoned_requests: outcome.abandoned_requests,
             offered_rows_per_s: outcome.offered_rows_per_s,
             ledger_run_id: None,
@@ -488,6 +498,20 @@ impl Summary {
         }
         if let Some(e) = &self.stored_error {
             let _ = writeln!(s, "  stored    not known: {e}");
+        }
+        if self.late_rows > 0 {
+            let _ = writeln!(
+                s,
+                "  late      {:>16}   rows sent after a later row of their device (workload.out_of_order_ratio)",
+                group(self.late_rows)
+            );
+        }
+        if self.duplicate_rows > 0 {
+            let _ = writeln!(
+                s,
+                "  duplicate {:>16}   rows repeating the row before them (workload.duplicate_ratio)",
+                group(self.duplicate_rows)
+            );
         }
         if let Some(n) = self.devices_written {
             let _ = writeln!(

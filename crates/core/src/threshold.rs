@@ -418,6 +418,8 @@ mod tests {
             recovered_rows: 0,
             unsent_requests: 0,
             unsent_rows: 0,
+            late_rows: 0,
+            duplicate_rows: 0,
             abandoned_requests: 0,
             offered_rows_per_s: None,
             ledger_run_id: None,

@@ -196,6 +196,7 @@ mod tests {
             end_ns: T0 + hours * HOUR_NS,
             interval_ns: 10 * S,
             churn: None,
+            arrival: tsload_workload::Arrival::default(),
         }
     }
 

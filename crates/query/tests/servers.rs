@@ -37,6 +37,7 @@ fn data() -> TsbsConfig {
         end_ns: T0 + HOURS * H,
         interval_ns: 10 * S,
         churn: None,
+        arrival: tsload_workload::Arrival::default(),
     }
 }
 

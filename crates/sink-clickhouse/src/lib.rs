@@ -611,7 +611,7 @@ mod tests {
         };
         let batch = Batch {
             tables: vec![rows(0), rows(10), rows(10)],
-            text: None,
+            ..Batch::default()
         };
         let e = || SinkError::new(ErrorKind::Rejected, "HTTP 400: bad");
         // cpu had no rows: nothing of the batch was stored before mem failed.
@@ -629,7 +629,7 @@ mod tests {
         assert!(!second.message.contains("cpu"), "{}", second.message);
         let huge = Batch {
             tables: vec![rows(MAX_INSERT_BLOCK_ROWS + 1)],
-            text: None,
+            ..Batch::default()
         };
         let huge = partial(e(), &huge, 0, &tables);
         assert!(

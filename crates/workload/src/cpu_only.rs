@@ -132,6 +132,7 @@ impl CpuOnly {
 
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
+        cfg.arrival.check(1.0)?;
         let schema = Schema {
             tables: vec![cpu_table()],
             tag_slots: crate::tsbs::HOST_TAGS.len(),
@@ -166,12 +167,16 @@ impl Workload for CpuOnly {
     }
 
     fn total_rows(&self) -> Option<u64> {
+        if self.cfg.arrival.duplicate_ratio > 0.0 {
+            // Rows sent twice are not counted up front.
+            return None;
+        }
         (self.cfg.scale as u64).checked_mul(self.steps)
     }
 
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
         let devices = device_range(self.cfg.scale, worker, workers);
-        Box::new(CpuSource {
+        let source = Box::new(CpuSource {
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
             first: devices.start,
             hosts: devices
@@ -187,7 +192,8 @@ impl Workload for CpuOnly {
             cfg: self.cfg,
             written: self.written.clone(),
             started: 0,
-        })
+        });
+        crate::tsbs::with_arrival(&self.cfg, self.steps, &self.schema, source)
     }
 }
 

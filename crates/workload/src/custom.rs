@@ -15,6 +15,7 @@ use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSo
 use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
+use crate::arrival::{Arrival, ArrivalSource};
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, unit};
 use crate::state::StateEstimate;
 use crate::{ColumnList, WorkloadError};
@@ -71,6 +72,8 @@ pub struct CustomConfig {
     pub disorder_ratio: f64,
     /// How far back a disordered timestamp moves, at most, ns.
     pub disorder_range_ns: i64,
+    /// Rows sent late or twice.
+    pub arrival: Arrival,
     pub columns: Vec<ColumnSpec>,
     pub tags: Vec<ColumnSpec>,
 }
@@ -89,6 +92,7 @@ impl Default for CustomConfig {
             interlace_rows: 0,
             disorder_ratio: 0.0,
             disorder_range_ns: 1_000_000_000,
+            arrival: Arrival::default(),
             columns: vec![
                 ColumnSpec::new(DataType::Varchar(10), 1),
                 ColumnSpec::new(DataType::Float, 10),
@@ -426,6 +430,7 @@ impl Custom {
                 "must be positive when disorder_ratio is set",
             ));
         }
+        cfg.arrival.check(1.0)?;
         let span = (cfg.insert_rows as i128) * cfg.timestamp_step_ns as i128;
         if cfg.start_timestamp_ns as i128 + span > i64::MAX as i128 {
             return Err(WorkloadError::new(
@@ -497,12 +502,16 @@ impl Workload for Custom {
     }
 
     fn total_rows(&self) -> Option<u64> {
+        if self.cfg.arrival.duplicate_ratio > 0.0 {
+            // Rows sent twice are not counted up front.
+            return None;
+        }
         (self.cfg.childtable_count as u64).checked_mul(self.cfg.insert_rows)
     }
 
     fn source(&self, worker: usize, workers: usize) -> Box<dyn BatchSource> {
         let devices = device_range(self.cfg.childtable_count, worker, workers);
-        Box::new(CustomSource {
+        let source = Box::new(CustomSource {
             seed: self.cfg.seed,
             gens: self.gens.clone(),
             start: self.cfg.start_timestamp_ns,
@@ -520,7 +529,39 @@ impl Workload for Custom {
             device: 0,
             offset: 0,
             scratch: String::new(),
-        })
+        });
+        if self.cfg.arrival.is_plain() {
+            return source;
+        }
+        // A table's last row, where its disorder (if any) moved it.
+        let (seed, row, disorder, range) = (
+            self.cfg.seed,
+            self.cfg.insert_rows - 1,
+            self.cfg.disorder_ratio / 100.0,
+            self.cfg.disorder_range_ns as u64,
+        );
+        let step = self.cfg.timestamp_step_ns;
+        let last = self.cfg.start_timestamp_ns + row as i64 * step;
+        let last_row =
+            Arc::new(move |_, device: u32| last - disorder_by(seed, device, row, disorder, range));
+        Box::new(ArrivalSource::new(
+            source,
+            &self.schema,
+            self.cfg.arrival,
+            self.cfg.seed,
+            step,
+            1.0,
+            last_row,
+        ))
+    }
+}
+
+/// How far back (ns) taosBenchmark's disorder moves row `row` of `device`: 0 for most.
+fn disorder_by(seed: u64, device: u32, row: u64, disorder: f64, range: u64) -> i64 {
+    if chance(hash(seed, DISORDER, device as u64, row), disorder) {
+        1 + below(hash(seed, DISORDER_BY, device as u64, row), range) as i64
+    } else {
+        0
     }
 }
 
@@ -551,13 +592,8 @@ impl BatchSource for CustomSource {
         while n < max_rows && self.round < rounds && !self.rngs.is_empty() {
             let row = self.round * self.chunk + self.offset;
             let device = self.first + self.device as u32;
-            let mut ts = self.start + row as i64 * self.step;
-            if chance(hash(self.seed, DISORDER, device as u64, row), self.disorder) {
-                ts -= 1 + below(
-                    hash(self.seed, DISORDER_BY, device as u64, row),
-                    self.disorder_range,
-                ) as i64;
-            }
+            let ts = self.start + row as i64 * self.step
+                - disorder_by(self.seed, device, row, self.disorder, self.disorder_range);
             t.device.push(device);
             t.ts.push(ts);
             let rng = &mut self.rngs[self.device];

@@ -304,6 +304,7 @@ impl Devops {
 
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
+        cfg.arrival.check(1.0)?;
         let schema = Schema {
             tables: schema_tables(),
             tag_slots: DEVOPS_TAG_SLOTS,
@@ -338,6 +339,10 @@ impl Workload for Devops {
     }
 
     fn total_rows(&self) -> Option<u64> {
+        if self.cfg.arrival.duplicate_ratio > 0.0 {
+            // Rows sent twice are not counted up front.
+            return None;
+        }
         (self.cfg.scale as u64)
             .checked_mul(self.steps)?
             .checked_mul(TABLES as u64)
@@ -357,7 +362,7 @@ impl Workload for Devops {
                 .map(|d| SlotDevice::at(&self.cfg, d, self.cfg.start_ns))
                 .collect(),
         };
-        Box::new(DevopsSource {
+        let source = Box::new(DevopsSource {
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
             table: 0,
             first: devices.start,
@@ -367,7 +372,8 @@ impl Workload for Devops {
             cfg: self.cfg,
             written: self.written.clone(),
             started: 0,
-        })
+        });
+        crate::tsbs::with_arrival(&self.cfg, self.steps, &self.schema, source)
     }
 }
 

@@ -14,23 +14,20 @@ use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
 use crate::WorkloadError;
+use crate::arrival::{Arrival, ArrivalSource};
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, next_unit};
 use crate::state::StateEstimate;
 use crate::tsbs::{StepCursor, TsbsConfig};
 
-/// The imperfections of the data set. The defaults follow the proportions in TSBS's own
-/// iot output (seed 123): about 1% of field values and 9% of rows missing, 14% of rows
-/// late by 1 to 6 intervals.
+/// The gaps of the data set. The defaults follow the proportions in TSBS's own iot output
+/// (seed 123): about 1% of field values and 9% of rows missing. Its late rows (14% late by
+/// 1 to 6 intervals in TSBS's output) are the config's [`Arrival`]: [`IOT_ARRIVAL`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IotOptions {
     /// Share of field values left empty (0..=1).
     pub missing_field_ratio: f64,
     /// Share of rows never sent (0..=1).
     pub missing_row_ratio: f64,
-    /// Share of rows sent late (0..=1).
-    pub out_of_order_ratio: f64,
-    /// How many intervals late a late row comes, at most (at least 1).
-    pub out_of_order_max_steps: u32,
 }
 
 impl Default for IotOptions {
@@ -38,11 +35,17 @@ impl Default for IotOptions {
         IotOptions {
             missing_field_ratio: 0.01,
             missing_row_ratio: 0.09,
-            out_of_order_ratio: 0.14,
-            out_of_order_max_steps: 6,
         }
     }
 }
+
+/// iot's late rows by default, as TSBS's own output has them: 14% of rows, 1 to 6
+/// intervals late.
+pub const IOT_ARRIVAL: Arrival = Arrival {
+    out_of_order_ratio: 0.14,
+    out_of_order_max_steps: 6,
+    duplicate_ratio: 0.0,
+};
 
 const TAGS: &[&str] = &[
     "name",
@@ -75,8 +78,6 @@ const VERSIONS: &[&str] = &["v1.0", "v1.5", "v2.0", "v2.3"];
 
 const TAG_STREAM: u64 = 0x7472_7563_6b73;
 const VALUE_STREAM: u64 = 0x0069_6f74;
-const LATE: u64 = 1;
-const LATE_BY: u64 = 2;
 const MISSING_ROW: u64 = 3;
 const MISSING_FIELD: u64 = 4;
 
@@ -110,7 +111,6 @@ impl Iot {
         for (key, v) in [
             ("missing_field_ratio", opts.missing_field_ratio),
             ("missing_row_ratio", opts.missing_row_ratio),
-            ("out_of_order_ratio", opts.out_of_order_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(WorkloadError::new(
@@ -119,12 +119,7 @@ impl Iot {
                 ));
             }
         }
-        if opts.out_of_order_max_steps == 0 {
-            return Err(WorkloadError::new(
-                "out_of_order_max_steps",
-                "must be at least 1",
-            ));
-        }
+        cfg.arrival.check(1.0 - opts.missing_row_ratio)?;
         let tags = TAGS
             .iter()
             .enumerate()
@@ -183,7 +178,6 @@ impl Iot {
         Rules {
             seed: self.cfg.seed,
             opts: self.opts,
-            last: self.steps - 1,
         }
     }
 }
@@ -199,6 +193,10 @@ impl Workload for Iot {
     }
 
     fn total_rows(&self) -> Option<u64> {
+        if self.cfg.arrival.duplicate_ratio > 0.0 {
+            // Rows sent twice are not counted up front.
+            return None;
+        }
         *self.total.get_or_init(|| {
             let cells = (self.cfg.scale as u64)
                 .checked_mul(self.steps)?
@@ -231,26 +229,40 @@ impl Workload for Iot {
             .clone()
             .map(|d| Truck::new(self.cfg.seed, d, tags.model(d).1))
             .collect();
-        Box::new(IotSource {
+        let source = Box::new(IotSource {
             rules: self.rules(),
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
             start_ns: self.cfg.start_ns,
             table: 0,
-            back: 0,
-            lateness: self.max_lateness(),
             first: devices.start,
             trucks,
-        })
-    }
-}
-
-impl Iot {
-    fn max_lateness(&self) -> u64 {
-        if self.opts.out_of_order_ratio > 0.0 {
-            self.opts.out_of_order_max_steps as u64
-        } else {
-            0
+        });
+        if self.cfg.arrival.is_plain() {
+            return source;
         }
+        // A truck's last row in a table is that of its last step with one.
+        let (rules, steps, start, interval) = (
+            self.rules(),
+            self.steps,
+            self.cfg.start_ns,
+            self.cfg.interval_ns,
+        );
+        let last_row = Arc::new(move |table: usize, truck: u32| {
+            let step = (0..steps)
+                .rev()
+                .find(|&step| !rules.missing_row(truck, step, table))
+                .unwrap_or(0);
+            start + step as i64 * interval
+        });
+        Box::new(ArrivalSource::new(
+            source,
+            &self.schema,
+            self.cfg.arrival,
+            self.cfg.seed,
+            self.cfg.interval_ns,
+            1.0 - self.opts.missing_row_ratio,
+            last_row,
+        ))
     }
 }
 
@@ -259,7 +271,6 @@ impl Iot {
 struct Rules {
     seed: u64,
     opts: IotOptions,
-    last: u64,
 }
 
 impl Rules {
@@ -277,22 +288,6 @@ impl Rules {
             ),
             self.opts.missing_row_ratio,
         )
-    }
-
-    /// The step at which the row of `step` is sent.
-    fn sent_at(&self, truck: u32, step: u64, table: usize) -> u64 {
-        let cell = Self::cell(step, table);
-        if !chance(
-            hash(self.seed, LATE, truck as u64, cell),
-            self.opts.out_of_order_ratio,
-        ) {
-            return step;
-        }
-        let by = 1 + below(
-            hash(self.seed, LATE_BY, truck as u64, cell),
-            self.opts.out_of_order_max_steps as u64,
-        );
-        (step + by).min(self.last)
     }
 
     fn missing_field(&self, truck: u32, step: u64, table: usize, field: usize) -> bool {
@@ -431,10 +426,6 @@ struct IotSource {
     start_ns: i64,
     /// Next table of the current (step, truck).
     table: usize,
-    /// Steps back from the current step of the next row to consider.
-    back: u64,
-    /// How many steps back rows may come from (0 when none are late).
-    lateness: u64,
     first: u32,
     trucks: Vec<Truck>,
 }
@@ -481,28 +472,20 @@ fn push_float(values: &mut ColumnValues, v: f64) {
 impl BatchSource for IotSource {
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
         let mut n = 0;
-        // Each (step, truck, table) looks at the rows of up to `lateness` earlier steps
-        // (oldest first) and its own: a row is sent at the step its rules say.
+        // Each (step, truck, table) in turn, less the missing rows (late ones are the
+        // wrapping ArrivalSource's).
         while n < max_rows && !self.cursor.done() {
             let step = self.cursor.step;
             let truck = self.first + self.cursor.device;
-            let from = step - self.back;
-            if self.rules.sent_at(truck, from, self.table) == step
-                && !self.rules.missing_row(truck, from, self.table)
-            {
-                self.push_row(batch, self.table, from);
+            if !self.rules.missing_row(truck, step, self.table) {
+                self.push_row(batch, self.table, step);
                 n += 1;
-            }
-            if self.back > 0 {
-                self.back -= 1;
-                continue;
             }
             self.table += 1;
             if self.table == 2 {
                 self.table = 0;
                 self.cursor.advance();
             }
-            self.back = self.lateness.min(self.cursor.step);
         }
         for t in &mut batch.tables {
             t.finish_validity();
@@ -523,6 +506,7 @@ mod tests {
             end_ns: steps * 10,
             interval_ns: 10,
             churn: None,
+            arrival: IOT_ARRIVAL,
         }
     }
 
@@ -555,10 +539,12 @@ mod tests {
         let opts = IotOptions {
             missing_field_ratio: 0.0,
             missing_row_ratio: 0.0,
-            out_of_order_ratio: 0.0,
-            out_of_order_max_steps: 1,
         };
-        let w = Iot::new(cfg(3, 10), opts).unwrap();
+        let plain = TsbsConfig {
+            arrival: Arrival::default(),
+            ..cfg(3, 10)
+        };
+        let w = Iot::new(plain, opts).unwrap();
         assert_eq!(w.total_rows(), Some(60));
         assert_eq!(drain(&w, 1, 7).len(), 60);
     }

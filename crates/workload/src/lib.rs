@@ -8,6 +8,7 @@
 //! the sources of `workers` workers produce is the same data set for any `workers`. A
 //! replayed file's workers share one reader instead (see [`FileReplay`]).
 
+mod arrival;
 mod custom;
 mod devops;
 mod file;
@@ -18,11 +19,12 @@ mod tsbs;
 
 mod cpu_only;
 
+pub use arrival::Arrival;
 pub use cpu_only::{CPU_FIELDS, CpuOnly};
 pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue};
 pub use devops::Devops;
 pub use file::{FileReplay, MAX_LINE_BYTES, ReplayInput, ReplayOptions};
-pub use iot::{Iot, IotOptions};
+pub use iot::{IOT_ARRIVAL, Iot, IotOptions};
 pub use state::{StateEstimate, human_bytes};
 pub use tsbs::{Churn, TsbsConfig};
 

@@ -7,10 +7,11 @@ use std::borrow::Cow;
 use tsload_core::schema::{DataType, FieldDef, TagDef, TagSource, TagValue};
 
 use crate::WorkloadError;
+use crate::arrival::Arrival;
 use crate::rng::{below, hash};
 
 /// Settings of the TSBS use cases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TsbsConfig {
     pub seed: u64,
     /// Number of hosts (trucks for `iot`).
@@ -24,6 +25,8 @@ pub struct TsbsConfig {
     /// Series churn: devices replaced by new ones as time goes on (`None`: the same
     /// `scale` devices throughout).
     pub churn: Option<Churn>,
+    /// Rows sent late or twice.
+    pub arrival: Arrival,
 }
 
 /// Series churn, as a fleet of containers or pods has it: each of the `scale` device slots
@@ -116,6 +119,13 @@ impl TsbsConfig {
         if self.end_ns <= self.start_ns {
             return Err(WorkloadError::new("end", "must be later than start"));
         }
+        if self.churn.is_some() && !self.arrival.is_plain() {
+            return Err(WorkloadError::new(
+                "churn_ratio",
+                "series churn does not go with late or duplicate rows yet \
+                 (out_of_order_ratio, duplicate_ratio): set one or the other",
+            ));
+        }
         let span = self.end_ns as i128 - self.start_ns as i128;
         let steps = (span + self.interval_ns as i128 - 1) / self.interval_ns as i128;
         self.device_count()?;
@@ -149,6 +159,31 @@ impl TsbsConfig {
             c.generations(self.scale, self.end_ns.saturating_sub(self.start_ns))
         })
     }
+}
+
+/// `source` with the late and duplicate rows of `cfg.arrival` (as it is without them).
+/// Every device's last row is at the last step.
+pub(crate) fn with_arrival(
+    cfg: &TsbsConfig,
+    steps: u64,
+    schema: &tsload_core::schema::Schema,
+    source: Box<dyn tsload_core::BatchSource>,
+) -> Box<dyn tsload_core::BatchSource> {
+    if cfg.arrival.is_plain() {
+        return source;
+    }
+    let last = cfg
+        .start_ns
+        .saturating_add((steps.saturating_sub(1) as i64).saturating_mul(cfg.interval_ns));
+    Box::new(crate::arrival::ArrivalSource::new(
+        source,
+        schema,
+        cfg.arrival,
+        cfg.seed,
+        cfg.interval_ns,
+        1.0,
+        std::sync::Arc::new(move |_, _| last),
+    ))
 }
 
 /// TSBS's time-major order over one worker's devices: every device at step 0, then
@@ -351,6 +386,7 @@ mod tests {
             end_ns,
             interval_ns: 10,
             churn: None,
+            arrival: Arrival::default(),
         };
         assert_eq!(cfg(100).steps().unwrap(), 10);
         assert_eq!(cfg(101).steps().unwrap(), 11);

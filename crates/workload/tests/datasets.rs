@@ -8,7 +8,8 @@ use std::io::Read;
 use tsload_core::schema::{DataType, Storage};
 use tsload_core::{Batch, ColumnValues, Workload};
 use tsload_workload::{
-    ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, Iot, IotOptions, TsbsConfig,
+    Arrival, ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, IOT_ARRIVAL, Iot, IotOptions,
+    TsbsConfig,
 };
 
 const START: i64 = 1_451_606_400_000_000_000;
@@ -21,12 +22,14 @@ fn tsbs(scale: u32, minutes: i64, seed: u64) -> TsbsConfig {
         end_ns: START + minutes * 60_000_000_000,
         interval_ns: 10_000_000_000,
         churn: None,
+        arrival: tsload_workload::Arrival::default(),
     }
 }
 
-fn custom(seed: u64) -> Custom {
+fn custom(seed: u64, arrival: Arrival) -> Custom {
     Custom::new(CustomConfig {
         seed,
+        arrival,
         childtable_count: 11,
         insert_rows: 23,
         interlace_rows: 4,
@@ -44,17 +47,38 @@ fn custom(seed: u64) -> Custom {
 }
 
 fn workloads(seed: u64) -> Vec<(&'static str, Box<dyn Workload>)> {
+    // Late and duplicate rows on every kind (iot's late rows are TSBS's by default).
+    let arrival = Arrival {
+        out_of_order_ratio: 0.1,
+        out_of_order_max_steps: 3,
+        duplicate_ratio: 0.05,
+    };
+    let late = |t: TsbsConfig| TsbsConfig { arrival, ..t };
+    let iot = TsbsConfig {
+        arrival: Arrival {
+            duplicate_ratio: 0.05,
+            ..IOT_ARRIVAL
+        },
+        ..tsbs(9, 30, seed)
+    };
     vec![
         (
             "cpu-only",
-            Box::new(CpuOnly::new(tsbs(13, 10, seed)).unwrap()),
+            Box::new(CpuOnly::new(late(tsbs(13, 10, seed))).unwrap()),
         ),
-        ("devops", Box::new(Devops::new(tsbs(5, 5, seed)).unwrap())),
+        (
+            "devops",
+            Box::new(Devops::new(late(tsbs(5, 5, seed))).unwrap()),
+        ),
         (
             "iot",
-            Box::new(Iot::new(tsbs(9, 30, seed), IotOptions::default()).unwrap()),
+            Box::new(Iot::new(iot, IotOptions::default()).unwrap()),
         ),
-        ("custom", Box::new(custom(seed))),
+        ("custom", Box::new(custom(seed, arrival))),
+        (
+            "cpu-only, every row once",
+            Box::new(CpuOnly::new(tsbs(13, 10, seed)).unwrap()),
+        ),
     ]
 }
 
@@ -289,4 +313,155 @@ fn churn_replaces_the_ratio_of_hosts_per_interval_the_same_for_any_workers() {
     let plain = CpuOnly::new(tsbs(scale, 30, 5)).unwrap();
     assert_eq!(plain.devices_written(), None);
     assert_eq!(plain.schema().device_count, scale);
+}
+
+/// What the rows sent show of their arrival: rows repeating a (table, device, time) sent
+/// before are duplicates; other rows older than their device's newest sent are late.
+#[derive(Debug, Default)]
+struct Arrived {
+    originals: u64,
+    late: u64,
+    duplicates: u64,
+    /// The most a late row was behind its device's newest row, ns.
+    most_behind: i64,
+    /// What the batches said they held.
+    said_late: u64,
+    said_duplicates: u64,
+}
+
+fn arrived(w: &dyn Workload, workers: usize, batch_rows: usize) -> Arrived {
+    let mut a = Arrived::default();
+    let mut seen = BTreeSet::new();
+    let mut newest: BTreeMap<(usize, u32), i64> = BTreeMap::new();
+    for worker in 0..workers {
+        let mut source = w.source(worker, workers);
+        let mut batch = Batch::for_schema(w.schema());
+        loop {
+            batch.clear();
+            if source.fill(&mut batch, batch_rows) == 0 {
+                break;
+            }
+            a.said_late += batch.late_rows;
+            a.said_duplicates += batch.duplicate_rows;
+            for (ti, t) in batch.tables.iter().enumerate() {
+                for r in 0..t.rows() {
+                    let (device, ts) = (t.device[r], t.ts[r]);
+                    if !seen.insert((ti, device, ts)) {
+                        a.duplicates += 1;
+                        continue;
+                    }
+                    a.originals += 1;
+                    let newest = newest.entry((ti, device)).or_insert(i64::MIN);
+                    if ts < *newest {
+                        a.late += 1;
+                        a.most_behind = a.most_behind.max(*newest - ts);
+                    }
+                    *newest = (*newest).max(ts);
+                }
+            }
+        }
+    }
+    a
+}
+
+/// Whether `k` of `n` draws is within 4.5 standard deviations of a binomial's mean at
+/// chance `p` (about 1 in 150,000 outside by chance; the data are a function of the seed,
+/// so a pass is a pass every time).
+fn binomial(k: u64, n: u64, p: f64) -> bool {
+    let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    (k as f64 - mean).abs() <= 4.5 * sd
+}
+
+/// `out_of_order_ratio` and `duplicate_ratio` on every workload: the shares measured in
+/// the rows sent match the keys within binomial bounds, the batches count exactly what the
+/// rows show, and a late row is at most `out_of_order_max_steps` intervals behind.
+#[test]
+fn late_and_duplicate_rows_match_their_ratios_within_binomial_bounds() {
+    let arrival = Arrival {
+        out_of_order_ratio: 0.1,
+        out_of_order_max_steps: 4,
+        duplicate_ratio: 0.05,
+    };
+    let step = 10_000_000_000;
+    for seed in [1, 2] {
+        let cases: [(&str, Box<dyn Workload>, Option<i64>); 4] = [
+            (
+                "cpu-only",
+                Box::new(
+                    CpuOnly::new(TsbsConfig {
+                        arrival,
+                        ..tsbs(20, 80, seed)
+                    })
+                    .unwrap(),
+                ),
+                Some(4 * step),
+            ),
+            (
+                "devops",
+                Box::new(
+                    Devops::new(TsbsConfig {
+                        arrival,
+                        ..tsbs(4, 50, seed)
+                    })
+                    .unwrap(),
+                ),
+                Some(4 * step),
+            ),
+            (
+                "iot",
+                Box::new(
+                    Iot::new(
+                        TsbsConfig {
+                            arrival,
+                            ..tsbs(10, 100, seed)
+                        },
+                        IotOptions::default(),
+                    )
+                    .unwrap(),
+                ),
+                None,
+            ),
+            (
+                "custom",
+                Box::new(
+                    Custom::new(CustomConfig {
+                        seed,
+                        childtable_count: 20,
+                        insert_rows: 500,
+                        interlace_rows: 7,
+                        arrival,
+                        ..CustomConfig::default()
+                    })
+                    .unwrap(),
+                ),
+                Some(4 * step),
+            ),
+        ];
+        for (name, w, most) in cases {
+            let a = arrived(w.as_ref(), 3, 97);
+            eprintln!("{name} seed {seed}: {a:?}");
+            assert!(a.originals > 9_000, "{name}: {a:?}");
+            assert_eq!(
+                (a.said_late, a.said_duplicates),
+                (a.late, a.duplicates),
+                "{name}"
+            );
+            assert!(
+                binomial(a.late, a.originals, 0.1),
+                "{name} seed {seed}: late {a:?}"
+            );
+            assert!(
+                binomial(a.duplicates, a.originals, 0.05),
+                "{name} seed {seed}: {a:?}"
+            );
+            if let Some(most) = most {
+                assert!(a.most_behind <= most, "{name}: {a:?}");
+            }
+            assert_eq!(
+                arrived(w.as_ref(), 1, 1000).late,
+                a.late,
+                "{name}: the same rows late for any worker count"
+            );
+        }
+    }
 }

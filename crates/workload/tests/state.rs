@@ -90,6 +90,7 @@ fn estimates_match_what_the_sources_allocate() {
         end_ns: 10_000_000_000,
         interval_ns: 10_000_000_000,
         churn: None,
+        arrival: tsload_workload::Arrival::default(),
     };
     check(
         "cpu-only",

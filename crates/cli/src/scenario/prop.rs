@@ -424,6 +424,7 @@ fn value_for(section: &'static str, key: &'static str) -> BoxedStrategy<String> 
         "missing_field_ratio"
         | "missing_row_ratio"
         | "out_of_order_ratio"
+        | "duplicate_ratio"
         | "disorder_ratio"
         | "rate"
             if section != "network" =>

@@ -147,10 +147,13 @@ section! {
         missing_field_ratio: f64 = "number 0..1", Toml("0.01"), &["iot"];
         /// rows left out
         missing_row_ratio: f64 = "number 0..1", Toml("0.09"), &["iot"];
-        /// rows sent late
-        out_of_order_ratio: f64 = "number 0..1", Toml("0.14"), &["iot"];
-        /// how late, in intervals
-        out_of_order_max_steps: i64 = "integer", Toml("6"), &["iot"];
+        /// share of rows sent late: held back, then sent right after their device's first row 1 to out_of_order_max_steps intervals later (one at a time per device, so at most 1 / (1 + (steps + 1) / 2) of its rows); counted in the report as late_rows
+        out_of_order_ratio: f64 = "number 0..1", Said("0.14 for iot (TSBS's), 0 otherwise"),
+            GENERATED;
+        /// how late a late row comes, at most, in intervals (custom: timestamp_step)
+        out_of_order_max_steps: i64 = "integer", Toml("6"), GENERATED;
+        /// share of rows sent twice, the copy the same in every value right after; counted in the report as duplicate_rows
+        duplicate_ratio: f64 = "number 0..1", Toml("0"), GENERATED;
         /// super table name
         stable: String = "string", Toml("\"meters\""), &["custom"];
         /// child tables (devices)

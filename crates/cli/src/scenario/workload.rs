@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use toml::Spanned;
 use tsload_core::schema::DataType;
-use tsload_workload::{Churn, ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
+use tsload_workload::{
+    Arrival, Churn, ColumnSpec, CustomConfig, IOT_ARRIVAL, IotOptions, TsbsConfig,
+};
 
 use super::sections::{ColumnEntry, LoadSection, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
 use super::{Ctx, DEFAULT_STRING_LEN, ScenarioError};
@@ -115,6 +117,11 @@ impl Ctx<'_> {
             // churn_interval alone is the period of no churn: the stated default, a no-op.
             _ => None,
         };
+        let default_late = if kind == "iot" {
+            IOT_ARRIVAL.out_of_order_ratio
+        } else {
+            0.0
+        };
         let tsbs = TsbsConfig {
             seed,
             scale,
@@ -122,6 +129,7 @@ impl Ctx<'_> {
             end_ns,
             interval_ns,
             churn,
+            arrival: self.arrival(w, default_late)?,
         };
         Ok(match kind {
             "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
@@ -144,22 +152,30 @@ impl Ctx<'_> {
                             "workload.missing_row_ratio",
                             d.missing_row_ratio,
                         )?,
-                        out_of_order_ratio: ratio(
-                            &w.out_of_order_ratio,
-                            "workload.out_of_order_ratio",
-                            d.out_of_order_ratio,
-                        )?,
-                        out_of_order_max_steps: self
-                            .opt_int(
-                                &w.out_of_order_max_steps,
-                                "workload.out_of_order_max_steps",
-                                1,
-                                1_000_000,
-                            )?
-                            .map_or(d.out_of_order_max_steps, |v| v as u32),
                     },
                 )
             }
+        })
+    }
+
+    /// `out_of_order_ratio`, `out_of_order_max_steps` and `duplicate_ratio`.
+    fn arrival(&self, w: &WorkloadSection, default_late: f64) -> Result<Arrival, ScenarioError> {
+        let d = Arrival::default();
+        Ok(Arrival {
+            out_of_order_ratio: self
+                .opt_ratio(&w.out_of_order_ratio, "workload.out_of_order_ratio", 1.0)?
+                .unwrap_or(default_late),
+            out_of_order_max_steps: self
+                .opt_int(
+                    &w.out_of_order_max_steps,
+                    "workload.out_of_order_max_steps",
+                    1,
+                    1_000_000,
+                )?
+                .map_or(IOT_ARRIVAL.out_of_order_max_steps, |v| v as u32),
+            duplicate_ratio: self
+                .opt_ratio(&w.duplicate_ratio, "workload.duplicate_ratio", 1.0)?
+                .unwrap_or(d.duplicate_ratio),
         })
     }
 
@@ -215,6 +231,7 @@ impl Ctx<'_> {
             disorder_range_ns: self
                 .opt_duration_ns(&w.disorder_range, "workload.disorder_range", Duration::ZERO)?
                 .unwrap_or(d.disorder_range_ns),
+            arrival: self.arrival(w, 0.0)?,
             columns,
             tags,
         };
@@ -367,7 +384,8 @@ impl Ctx<'_> {
             WorkloadPlan::Iot(t, o) => (t, 1.0 - o.missing_row_ratio),
             _ => return Ok(TimeMode::History),
         };
-        let readings = f64::from(tsbs.scale) * kept;
+        // Rows sent twice are rows too: the rate counts them.
+        let readings = f64::from(tsbs.scale) * kept * (1.0 + tsbs.arrival.duplicate_ratio);
         let fleet_rate = |interval_ns: i64| readings / (interval_ns as f64 / 1e9);
         let rate = match (load.mode, &w.interval) {
             (LoadMode::Open { rate }, Some(interval)) => {

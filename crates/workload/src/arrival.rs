@@ -1,0 +1,394 @@
+//! Rows as a real fleet delivers them, on any generated workload: a share of rows sent
+//! late (after later rows of their device) and a share sent twice. [`ArrivalSource`] wraps
+//! a workload's own source and reorders and repeats its rows, so each generator keeps its
+//! plain loop and every one gets the same rules.
+//!
+//! Every decision is a hash of `(seed, table, device, timestamp)` and a device's rows all
+//! come from one source in order, so the rows stay a pure function of the seed for any
+//! number of workers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tsload_core::schema::Schema;
+use tsload_core::{Batch, BatchSource, TableBatch};
+
+use crate::WorkloadError;
+use crate::rng::{below, chance, hash};
+
+/// How rows arrive: the workload keys `out_of_order_ratio`, `out_of_order_max_steps` and
+/// `duplicate_ratio`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Arrival {
+    /// Share of rows sent late (0..=1): held back, then sent right after the first row of
+    /// their device (and table) at least 1 and at most `out_of_order_max_steps` intervals
+    /// later.
+    pub out_of_order_ratio: f64,
+    /// How many intervals late a late row comes, at most (at least 1).
+    pub out_of_order_max_steps: u32,
+    /// Share of rows sent twice (0..=1): the copy, the same in every value, right after.
+    pub duplicate_ratio: f64,
+}
+
+impl Default for Arrival {
+    /// Every row once, in order.
+    fn default() -> Self {
+        Arrival {
+            out_of_order_ratio: 0.0,
+            out_of_order_max_steps: 1,
+            duplicate_ratio: 0.0,
+        }
+    }
+}
+
+/// Random stream ids of the decisions (the table is added).
+const LATE: u64 = 0x6c61_7465_0000;
+const LATE_BY: u64 = 0x6c62_7900_0000;
+const TWICE: u64 = 0x7477_6963_0000;
+
+impl Arrival {
+    /// Every row once, in order: nothing to wrap.
+    pub fn is_plain(&self) -> bool {
+        self.out_of_order_ratio == 0.0 && self.duplicate_ratio == 0.0
+    }
+
+    /// Checks the settings. `kept` is the share of the data set's cells that have a row
+    /// (iot's missing rows leave fewer).
+    pub fn check(&self, kept: f64) -> Result<(), WorkloadError> {
+        for (key, v) in [
+            ("out_of_order_ratio", self.out_of_order_ratio),
+            ("duplicate_ratio", self.duplicate_ratio),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(WorkloadError::new(
+                    key,
+                    format!("{v} is not between 0 and 1"),
+                ));
+            }
+        }
+        if self.out_of_order_max_steps == 0 {
+            return Err(WorkloadError::new(
+                "out_of_order_max_steps",
+                "must be at least 1",
+            ));
+        }
+        let most = 1.0 / (1.0 + self.blocked_rows(kept));
+        if self.out_of_order_ratio > most {
+            return Err(WorkloadError::new(
+                "out_of_order_ratio",
+                format!(
+                    "{} is more than a device can send late with out_of_order_max_steps = {}: \
+                     a device holds back one row at a time, so at most {most:.3} of its rows \
+                     are late; lower the ratio or the steps",
+                    self.out_of_order_ratio, self.out_of_order_max_steps
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The mean number of a device's rows sent while one of its rows is held back: those
+    /// of the steps before it is due (each there with chance `kept`) and the one it
+    /// follows.
+    fn blocked_rows(&self, kept: f64) -> f64 {
+        let mean_steps = (f64::from(self.out_of_order_max_steps) + 1.0) / 2.0;
+        (mean_steps - 1.0) * kept + 1.0
+    }
+
+    /// The chance that a row free to be held back is: a device holds one row at a time,
+    /// so the rows sent while it does cannot be, and the chance is raised to make the
+    /// share of late rows `out_of_order_ratio` in the long run (a renewal: one late row
+    /// per `1/p + blocked` rows).
+    fn hold_chance(&self, kept: f64) -> f64 {
+        let r = self.out_of_order_ratio;
+        if r == 0.0 {
+            return 0.0;
+        }
+        (r / (1.0 - r * self.blocked_rows(kept))).min(1.0)
+    }
+}
+
+/// The last timestamp of `device`'s rows in table `table`: a row held back is due no
+/// later, and the last row is never held (no later row would release it).
+pub type LastRow = Arc<dyn Fn(usize, u32) -> i64 + Send + Sync>;
+
+/// A row held back: where it lies in the table's store and when it is due.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    row: usize,
+    ts: i64,
+    due: i64,
+    /// A row of the device later than it was sent while it waited.
+    newer_sent: bool,
+}
+
+/// One table's rows held back, at most one per device.
+#[derive(Debug)]
+struct Store {
+    rows: TableBatch,
+    alive: usize,
+    held: BTreeMap<u32, Held>,
+}
+
+impl Store {
+    /// Rebuilds the store without the rows already sent, once they are most of it.
+    fn compact(&mut self) {
+        if self.rows.rows() < 1024 || self.alive * 2 > self.rows.rows() {
+            return;
+        }
+        let mut rows = self.rows.clone();
+        rows.clear();
+        for h in self.held.values_mut() {
+            rows.push_row_from(&self.rows, h.row, h.ts);
+            h.row = rows.rows() - 1;
+        }
+        self.rows = rows;
+    }
+}
+
+/// What the row under the cursor sends, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Emit {
+    /// The row itself.
+    Own,
+    /// Its copy.
+    OwnTwice,
+    /// The device's held row, now due.
+    Late,
+    LateTwice,
+}
+
+/// A workload's source with late and duplicate rows ([`Arrival`]).
+pub(crate) struct ArrivalSource {
+    inner: Box<dyn BatchSource>,
+    seed: u64,
+    hold: f64,
+    max_steps: u64,
+    twice: f64,
+    interval_ns: i64,
+    last_row: LastRow,
+    /// The inner source's rows, and the next of each table to place.
+    buf: Batch,
+    next: Vec<usize>,
+    /// How far the row under the cursor has got in its sends (its decisions are the same
+    /// each time they are made, so a full batch stops between two sends).
+    sent: usize,
+    inner_done: bool,
+    stores: Vec<Store>,
+}
+
+impl ArrivalSource {
+    pub fn new(
+        inner: Box<dyn BatchSource>,
+        schema: &Schema,
+        arrival: Arrival,
+        seed: u64,
+        interval_ns: i64,
+        kept: f64,
+        last_row: LastRow,
+    ) -> Self {
+        let buf = Batch::for_schema(schema);
+        let stores = Batch::for_schema(schema)
+            .tables
+            .into_iter()
+            .map(|rows| Store {
+                rows,
+                alive: 0,
+                held: BTreeMap::new(),
+            })
+            .collect();
+        ArrivalSource {
+            inner,
+            seed,
+            hold: arrival.hold_chance(kept),
+            max_steps: u64::from(arrival.out_of_order_max_steps),
+            twice: arrival.duplicate_ratio,
+            interval_ns: interval_ns.max(1),
+            last_row,
+            next: vec![0; buf.tables.len()],
+            buf,
+            sent: 0,
+            inner_done: false,
+            stores,
+        }
+    }
+
+    fn twice(&self, table: usize, device: u32, ts: i64) -> bool {
+        chance(
+            hash(self.seed, TWICE + table as u64, device as u64, ts as u64),
+            self.twice,
+        )
+    }
+
+    /// The sends of row `row` of table `table`, and whether it is held back instead.
+    fn plan(&self, table: usize, row: usize) -> (bool, [Option<Emit>; 4]) {
+        let t = &self.buf.tables[table];
+        let (device, ts) = (t.device[row], t.ts[row]);
+        let held = self.stores[table].held.get(&device);
+        if held.is_none()
+            && chance(
+                hash(self.seed, LATE + table as u64, device as u64, ts as u64),
+                self.hold,
+            )
+            && ts < (self.last_row)(table, device)
+        {
+            return (true, [None; 4]);
+        }
+        let mut out = [Some(Emit::Own), None, None, None];
+        let mut i = 1;
+        if self.twice(table, device, ts) {
+            out[i] = Some(Emit::OwnTwice);
+            i += 1;
+        }
+        if let Some(h) = held.filter(|h| ts >= h.due) {
+            out[i] = Some(Emit::Late);
+            if self.twice(table, device, h.ts) {
+                out[i + 1] = Some(Emit::LateTwice);
+            }
+        }
+        (false, out)
+    }
+
+    /// Holds row `row` of `table` back until a row of its device at least one and at most
+    /// `max_steps` intervals later.
+    fn hold_back(&mut self, table: usize, row: usize) {
+        let t = &self.buf.tables[table];
+        let (device, ts) = (t.device[row], t.ts[row]);
+        let by = 1 + below(
+            hash(self.seed, LATE_BY + table as u64, device as u64, ts as u64),
+            self.max_steps,
+        ) as i64;
+        let due = ts
+            .saturating_add(by.saturating_mul(self.interval_ns))
+            .min((self.last_row)(table, device));
+        let store = &mut self.stores[table];
+        store.rows.push_row_from(t, row, ts);
+        store.alive += 1;
+        store.held.insert(
+            device,
+            Held {
+                row: store.rows.rows() - 1,
+                ts,
+                due,
+                newer_sent: false,
+            },
+        );
+    }
+
+    /// Places the rows of `buf` into `out` until it holds `max_rows`; `false` when `buf`
+    /// has none left.
+    fn place(&mut self, out: &mut Batch, n: &mut usize, max_rows: usize) -> bool {
+        for table in 0..self.buf.tables.len() {
+            while self.next[table] < self.buf.tables[table].rows() {
+                let row = self.next[table];
+                let (hold, sends) = self.plan(table, row);
+                if hold {
+                    self.hold_back(table, row);
+                    self.next[table] += 1;
+                    continue;
+                }
+                let (device, ts) = {
+                    let t = &self.buf.tables[table];
+                    (t.device[row], t.ts[row])
+                };
+                for emit in sends.iter().flatten().skip(self.sent) {
+                    if *n == max_rows {
+                        return true;
+                    }
+                    let o = &mut out.tables[table];
+                    match emit {
+                        Emit::Own | Emit::OwnTwice => {
+                            o.push_row_from(&self.buf.tables[table], row, ts);
+                        }
+                        Emit::Late | Emit::LateTwice => {
+                            let store = &self.stores[table];
+                            let h = store.held[&device];
+                            o.push_row_from(&store.rows, h.row, h.ts);
+                        }
+                    }
+                    match emit {
+                        Emit::OwnTwice | Emit::LateTwice => out.duplicate_rows += 1,
+                        Emit::Late => {
+                            let h = self.stores[table].held[&device];
+                            if h.newer_sent || ts > h.ts {
+                                out.late_rows += 1;
+                            }
+                        }
+                        Emit::Own => {}
+                    }
+                    *n += 1;
+                    self.sent += 1;
+                }
+                // Every send of the row is out: the held row goes, or learns of a newer.
+                self.sent = 0;
+                self.next[table] += 1;
+                let store = &mut self.stores[table];
+                if sends.contains(&Some(Emit::Late)) {
+                    store.held.remove(&device);
+                    store.alive -= 1;
+                    store.compact();
+                } else if let Some(h) = store.held.get_mut(&device) {
+                    h.newer_sent |= ts > h.ts;
+                }
+            }
+        }
+        false
+    }
+
+    /// Sends the rows still held once the data has ended (none are due later than the
+    /// device's last row, so these are rows whose device's last rows are missing).
+    fn flush(&mut self, out: &mut Batch, n: &mut usize, max_rows: usize) {
+        for table in 0..self.stores.len() {
+            while let Some((&device, &h)) = self.stores[table].held.first_key_value() {
+                let twice = self.twice(table, device, h.ts);
+                let sends = 1 + usize::from(twice);
+                while self.sent < sends {
+                    if *n == max_rows {
+                        return;
+                    }
+                    let store = &self.stores[table];
+                    out.tables[table].push_row_from(&store.rows, h.row, h.ts);
+                    if self.sent == 0 {
+                        out.late_rows += u64::from(h.newer_sent);
+                    } else {
+                        out.duplicate_rows += 1;
+                    }
+                    *n += 1;
+                    self.sent += 1;
+                }
+                self.sent = 0;
+                let store = &mut self.stores[table];
+                store.held.remove(&device);
+                store.alive -= 1;
+            }
+        }
+    }
+}
+
+impl BatchSource for ArrivalSource {
+    fn fill(&mut self, out: &mut Batch, max_rows: usize) -> usize {
+        let mut n = 0;
+        while n < max_rows {
+            if self.place(out, &mut n, max_rows) {
+                break;
+            }
+            if self.inner_done {
+                self.flush(out, &mut n, max_rows);
+                break;
+            }
+            self.buf.clear();
+            self.next.iter_mut().for_each(|r| *r = 0);
+            if self.inner.fill(&mut self.buf, max_rows) == 0 {
+                self.inner_done = true;
+            }
+        }
+        for t in &mut out.tables {
+            t.finish_validity();
+        }
+        n
+    }
+
+    fn unsent(&mut self) {
+        self.inner.unsent();
+    }
+}
