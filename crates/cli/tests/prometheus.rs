@@ -288,3 +288,74 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
     let devices = r["devices_written"].as_u64().unwrap();
     assert_eq!(vm.vm_series_count(cpu), devices * 10, "{r}");
 }
+
+/// Late and duplicate rows (`workload.out_of_order_ratio`, `duplicate_ratio`) land as each
+/// server keeps them: Prometheus merges a sample repeating its series' time and value
+/// into the one it holds and counts it nowhere, so it owes the samples less the
+/// duplicates' and the run passes with exactly that many; with an out-of-order window it
+/// takes the late ones too (not duplicates there: a copy of a late sample whose first
+/// copy went into a full out-of-order chunk is appended again, 7 of 5,430 in one run).
+/// VictoriaMetrics keeps every sample, duplicates included.
+#[test]
+fn late_and_duplicate_rows_land_as_each_server_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let recent = |server: &Server, kind: &str, workers: u32, late: f64, twice: f64| {
+        let mut s = sets(server, kind, workers);
+        s.retain(|s| !s.starts_with("workload.end"));
+        s.extend([
+            "workload.start=\"now-50m\"".into(),
+            "workload.end=\"now\"".into(),
+            format!("workload.duplicate_ratio={twice}"),
+            format!("workload.out_of_order_ratio={late}"),
+        ]);
+        s
+    };
+    let duplicates = |name: &str, r: &serde_json::Value| -> (u64, u64) {
+        let rows = r["duplicate_rows"].as_u64().unwrap_or(0);
+        let samples = r["duplicate_metrics"].as_u64().unwrap_or(0);
+        let all = r["rows"].as_u64().unwrap();
+        // A tenth of the rows, twice: within 4.5 standard deviations of a binomial.
+        let originals = (all - rows) as f64;
+        let sd = (originals * 0.1 * 0.9).sqrt();
+        assert!(
+            (rows as f64 - originals * 0.1).abs() <= 4.5 * sd,
+            "{name}: {rows} duplicates of {originals}: {r}"
+        );
+        (rows, samples)
+    };
+
+    // In time order (one worker, no late rows): Prometheus as installed.
+    let prom = start(ServerKind::Prometheus);
+    let (out, r) = run(dir.path(), &recent(&prom, "cpu-only", 1, 0.0, 0.1));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (_, dup_samples) = duplicates("prometheus", &r);
+    let owed = r["metrics"].as_u64().unwrap() - dup_samples;
+    assert_eq!(r["stored"]["samples"], owed, "{r}");
+    assert_eq!(r["stored"]["merges_duplicates"], true, "{r}");
+    assert!(r.get("stored_shortfall").is_none(), "{r}");
+    assert_eq!(prom.prometheus_samples(), owed);
+    assert!(
+        text(&out.stdout).contains("merged into their originals"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Late rows need Prometheus' out-of-order window.
+    let prom = Server::start_with(
+        ServerKind::Prometheus,
+        &[("out_of_order_time_window", "1d")],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (out, r) = run(dir.path(), &recent(&prom, "devops", 3, 0.1, 0.0));
+    let metrics = stored_all("prometheus ooo", &out, &r);
+    assert!(r["late_rows"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(prom.prometheus_samples(), metrics);
+
+    let vm = start(ServerKind::VictoriaMetrics);
+    let (out, r) = run(dir.path(), &recent(&vm, "cpu-only", 2, 0.1, 0.1));
+    let metrics = stored_all("vm", &out, &r);
+    assert!(r["late_rows"].as_u64().unwrap() > 0, "{r}");
+    duplicates("vm", &r);
+    vm.vm_flush();
+    assert_eq!(vm.vm_settled_sample_count(r#"{__name__=~".+"}"#), metrics);
+}

@@ -169,6 +169,11 @@ impl TableBatch {
         }
     }
 
+    /// The field values (non-null) of row `row`.
+    pub fn row_metrics(&self, row: usize) -> u64 {
+        self.columns.iter().filter(|c| c.is_valid(row)).count() as u64
+    }
+
     /// Brings every started validity vector up to the row count (rows pushed after the last
     /// null are valid). Sources that use [`TableBatch::set_null`] call this when done.
     pub fn finish_validity(&mut self) {
@@ -206,6 +211,8 @@ pub struct Batch {
     /// Rows of the batch that repeat the row before them exactly (a workload's
     /// `duplicate_ratio`): the second copies.
     pub duplicate_rows: u64,
+    /// The field values of `duplicate_rows`.
+    pub duplicate_metrics: u64,
 }
 
 /// Rows as line protocol, sent as they are by a sink that writes line protocol in the
@@ -242,6 +249,7 @@ impl Batch {
             text: None,
             late_rows: 0,
             duplicate_rows: 0,
+            duplicate_metrics: 0,
         }
     }
 
@@ -314,5 +322,6 @@ impl Batch {
         }
         self.late_rows = 0;
         self.duplicate_rows = 0;
+        self.duplicate_metrics = 0;
     }
 }

@@ -1104,7 +1104,7 @@ fn finish<C>(
         recorder.record_ambiguous(done.ambiguous_rows);
     }
     if done.result.is_ok() {
-        recorder.record_arrival(done.batch.late_rows, done.batch.duplicate_rows);
+        recorder.record_arrival(&done.batch);
     }
     match done.result {
         Ok(ack) if ack.duplicate => {

@@ -59,6 +59,8 @@ pub struct Counters {
     /// rows that repeat the row before them (`duplicate_ratio`).
     pub late_rows: u64,
     pub duplicate_rows: u64,
+    /// The field values of `duplicate_rows`.
+    pub duplicate_metrics: u64,
 }
 
 impl Counters {
@@ -76,6 +78,7 @@ impl Counters {
         self.unsent_rows += other.unsent_rows;
         self.late_rows += other.late_rows;
         self.duplicate_rows += other.duplicate_rows;
+        self.duplicate_metrics += other.duplicate_metrics;
         for (k, v) in &other.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -390,9 +393,10 @@ impl WorkerRecorder {
 
     /// Records the late and duplicate rows of a batch counted by
     /// [`Recorder::record_success`].
-    pub fn record_arrival(&mut self, late_rows: u64, duplicate_rows: u64) {
-        self.counters.late_rows += late_rows;
-        self.counters.duplicate_rows += duplicate_rows;
+    pub fn record_arrival(&mut self, batch: &crate::Batch) {
+        self.counters.late_rows += batch.late_rows;
+        self.counters.duplicate_rows += batch.duplicate_rows;
+        self.counters.duplicate_metrics += batch.duplicate_metrics;
     }
 
     /// Records a failed attempt; `retried` says whether the batch is sent again.

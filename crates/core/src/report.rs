@@ -249,6 +249,9 @@ pub struct Summary {
     /// `duplicate_ratio`), the second copies.
     #[serde(default, skip_serializing_if = "crate::report::is_zero")]
     pub duplicate_rows: u64,
+    /// The field values of `duplicate_rows`.
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub duplicate_metrics: u64,
     pub errors: BTreeMap<String, u64>,
     /// Open loop: the rate asked for; `rows_per_s` is what was achieved.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -353,6 +356,7 @@ impl Summary {
             unsent_rows: c.unsent_rows,
             late_rows: c.late_rows,
             duplicate_rows: c.duplicate_rows,
+            duplicate_metrics: c.duplicate_metrics,
             abandoned_requests: outcome.abandoned_requests,
             offered_rows_per_s: outcome.offered_rows_per_s,
             ledger_run_id: None,
@@ -403,7 +407,12 @@ impl Summary {
             server_questions: outcome.server_questions,
             devices_written: outcome.devices_written,
             stored_shortfall: match &stored {
-                Ok(s) => s.shortfall(c.rows, c.metrics),
+                Ok(s) => s.shortfall(crate::stored::Acknowledged {
+                    rows: c.rows,
+                    metrics: c.metrics,
+                    duplicate_rows: c.duplicate_rows,
+                    duplicate_metrics: c.duplicate_metrics,
+                }),
                 Err(_) => None,
             },
             scenario,
@@ -491,7 +500,21 @@ impl Summary {
             } else {
                 ""
             };
-            let _ = writeln!(s, "  stored    {:>16}   {what}{whose}{refused}", group(n));
+            // Duplicates it merged are not in its count, and not missing.
+            let merged = if stored.merges_duplicates && self.duplicate_rows > 0 {
+                format!(
+                    "; {} duplicate rows ({} samples) merged into their originals, as it does",
+                    group(self.duplicate_rows),
+                    group(self.duplicate_metrics)
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "  stored    {:>16}   {what}{whose}{refused}{merged}",
+                group(n)
+            );
         }
         if let Some(why) = &self.stored_shortfall {
             let _ = writeln!(s, "  SHORTFALL {why}");

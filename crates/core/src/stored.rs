@@ -182,6 +182,10 @@ pub struct ServerTally {
     /// The counts are of the run's own devices alone ([`RunScope`]): other writers of
     /// other devices, another shard among them, are not in them.
     pub own_devices: bool,
+    /// A row (sample) that repeats one the server holds, time and values alike, is
+    /// merged into it and counted nowhere (Prometheus): the workload's duplicate rows
+    /// are not in the counts.
+    pub merges_duplicates: bool,
 }
 
 impl ServerTally {
@@ -226,6 +230,20 @@ pub struct Stored {
     /// The counts are of the run's own devices alone ([`ServerTally::own_devices`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub own_devices: bool,
+    /// The server merges exact duplicates into the row it holds
+    /// ([`ServerTally::merges_duplicates`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merges_duplicates: bool,
+}
+
+/// What a run sent that the server acknowledged, for [`Stored::shortfall`]: its rows and
+/// field values, and of them the workload's exact duplicates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Acknowledged {
+    pub rows: u64,
+    pub metrics: u64,
+    pub duplicate_rows: u64,
+    pub duplicate_metrics: u64,
 }
 
 /// Why a report has no stored figure when the target has no way to count what it holds
@@ -263,6 +281,7 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
         refused,
         server_wide: after.server_wide,
         own_devices: before.own_devices && after.own_devices,
+        merges_duplicates: after.merges_duplicates,
     })
 }
 
@@ -292,14 +311,24 @@ impl Stored {
         })
     }
 
-    /// Why the server holds less than it acknowledged (`rows` rows with `metrics` field
-    /// values), naming what it says it refused; `None` when it holds all of it. Rows are
-    /// compared exactly, and so are samples where the server counts every sample it was
-    /// sent ([`Stored::counts_every_sample`]): a shortfall is one whether or not the server
+    /// Why the server holds less than it acknowledged (`sent`), naming what it says it
+    /// refused; `None` when it holds all of it. Rows are compared exactly, and so are
+    /// samples where the server counts every sample it was sent
+    /// ([`Stored::counts_every_sample`]): a shortfall is one whether or not the server
     /// names a reason. Elsewhere (VictoriaMetrics skips line protocol's string fields)
-    /// samples fall short when the server says it refused some, or holds none.
-    pub fn shortfall(&self, rows: u64, metrics: u64) -> Option<String> {
+    /// samples fall short when the server says it refused some, or holds none. A server
+    /// that merges exact duplicates ([`Stored::merges_duplicates`]) owes the rows less the
+    /// workload's duplicates.
+    pub fn shortfall(&self, sent: Acknowledged) -> Option<String> {
         let refused: u64 = self.refused.values().sum();
+        let (rows, metrics) = if self.merges_duplicates {
+            (
+                sent.rows.saturating_sub(sent.duplicate_rows),
+                sent.metrics.saturating_sub(sent.duplicate_metrics),
+            )
+        } else {
+            (sent.rows, sent.metrics)
+        };
         let (what, held, acknowledged) = match (self.rows, self.samples) {
             (Some(held), _) if held < rows => ("rows", held, rows),
             (None, Some(held))
@@ -312,13 +341,25 @@ impl Stored {
             _ => return None,
         };
         let mut why = String::new();
+        let owed = if self.merges_duplicates && sent.duplicate_rows > 0 {
+            format!(
+                "{acknowledged} it owes (what it acknowledged less the {} duplicate rows, {} \
+                 samples, that it merges into their originals)",
+                sent.duplicate_rows, sent.duplicate_metrics
+            )
+        } else {
+            format!("{acknowledged} it acknowledged")
+        };
         if !self.refused.is_empty() {
             let reasons: Vec<String> = self
                 .refused
                 .iter()
                 .map(|(reason, n)| format!("{n} {reason}"))
                 .collect();
-            why = format!("; it says it refused or dropped: {}", reasons.join(", "));
+            why.push_str(&format!(
+                "; it says it refused or dropped: {}",
+                reasons.join(", ")
+            ));
         }
         // Prometheus merges a sample that repeats its series' timestamp and value into the
         // one it holds, and counts it nowhere: what no reason covers is named as that.
@@ -329,15 +370,21 @@ impl Stored {
                  timestamp (a duplicate in the data) is merged into the one stored without a word"
             ));
         }
-        Some(format!(
-            "the server stored {held} new {what} of the {acknowledged} it acknowledged{why}"
-        ))
+        Some(format!("the server stored {held} new {what} of the {owed}{why}"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sent(rows: u64, metrics: u64) -> Acknowledged {
+        Acknowledged {
+            rows,
+            metrics,
+            ..Acknowledged::default()
+        }
+    }
 
     fn tally(rows: Option<u64>, samples: Option<u64>, refused: &[(&str, u64)]) -> ServerTally {
         ServerTally {
@@ -348,7 +395,52 @@ mod tests {
             refused: refused.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
             server_wide: false,
             own_devices: false,
+            merges_duplicates: false,
         }
+    }
+
+    /// A server that merges exact duplicates owes the rows less the workload's duplicates:
+    /// holding that many is no shortfall, holding fewer is, and says why it owed less. One
+    /// that keeps them owes them all.
+    #[test]
+    fn duplicates_are_owed_only_by_a_server_that_keeps_them() {
+        let sent = Acknowledged {
+            rows: 110,
+            metrics: 1_100,
+            duplicate_rows: 10,
+            duplicate_metrics: 100,
+        };
+        let merging = ServerTally {
+            counts_every_sample: true,
+            merges_duplicates: true,
+            ..tally(None, Some(1_000), &[])
+        };
+        let zero = ServerTally {
+            counts_every_sample: true,
+            merges_duplicates: true,
+            ..tally(None, Some(0), &[])
+        };
+        let s = stored_between(&zero, &merging).unwrap();
+        assert!(s.merges_duplicates);
+        assert_eq!(s.shortfall(sent), None, "1,000 of 1,100 less 100 duplicates");
+        let short = stored_between(
+            &zero,
+            &ServerTally {
+                samples: Some(990),
+                ..merging.clone()
+            },
+        )
+        .unwrap();
+        let why = short.shortfall(sent).expect("10 samples short");
+        assert!(
+            why.contains("990 new samples (field values) of the 1000 it owes")
+                && why.contains("less the 10 duplicate rows, 100 samples"),
+            "{why}"
+        );
+        let keeping = stored_between(&tally(Some(0), None, &[]), &tally(Some(100), None, &[]))
+            .unwrap();
+        let why = keeping.shortfall(sent).expect("it keeps duplicates: 10 rows short");
+        assert!(why.contains("100 new rows of the 110 it acknowledged"), "{why}");
     }
 
     #[test]
@@ -392,7 +484,7 @@ mod tests {
             refused: [("small_timestamp".to_string(), 2_000)].into(),
             ..Stored::default()
         };
-        let why = s.shortfall(200, 2_000).unwrap();
+        let why = s.shortfall(sent(200, 2_000)).unwrap();
         assert!(
             why.contains("0 new samples") && why.contains("of the 2000"),
             "{why}"
@@ -402,13 +494,13 @@ mod tests {
             rows: Some(200),
             ..Stored::default()
         };
-        assert_eq!(all.shortfall(200, 2_000), None);
+        assert_eq!(all.shortfall(sent(200, 2_000)), None);
         // More than acknowledged (an ambiguous retry stored twice) is no shortfall.
         let more = Stored {
             samples: Some(2_010),
             ..Stored::default()
         };
-        assert_eq!(more.shortfall(200, 2_000), None);
+        assert_eq!(more.shortfall(sent(200, 2_000)), None);
     }
 
     /// Prometheus answered 204 to a replay of every line twice and appended 500 samples of
@@ -422,7 +514,7 @@ mod tests {
             counts_every_sample: true,
             ..Stored::default()
         };
-        let why = prometheus.shortfall(100, 1_000).expect("a shortfall");
+        let why = prometheus.shortfall(sent(100, 1_000)).expect("a shortfall");
         assert!(
             why.contains("500 new samples") && why.contains("of the 1000"),
             "{why}"
@@ -432,7 +524,7 @@ mod tests {
             samples: Some(500),
             ..Stored::default()
         };
-        assert_eq!(vm_line_protocol.shortfall(100, 1_000), None);
+        assert_eq!(vm_line_protocol.shortfall(sent(100, 1_000)), None);
         // The flag survives the difference of two tallies.
         let mut before = tally(None, Some(10), &[]);
         before.counts_every_sample = true;

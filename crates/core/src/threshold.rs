@@ -420,6 +420,7 @@ mod tests {
             unsent_rows: 0,
             late_rows: 0,
             duplicate_rows: 0,
+            duplicate_metrics: 0,
             abandoned_requests: 0,
             offered_rows_per_s: None,
             ledger_run_id: None,

@@ -635,6 +635,8 @@ fn influxdb_tally(vars: &serde_json::Value, db: &str) -> Option<ServerTally> {
         // The database's points, whoever wrote them.
         server_wide: true,
         own_devices: false,
+        // writePointsOk counts a point that overwrites one with its series and time.
+        merges_duplicates: false,
     })
 }
 

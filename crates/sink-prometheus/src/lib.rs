@@ -324,8 +324,9 @@ fn prometheus_advice(message: &str) -> &'static str {
          custom), or set Prometheus' storage.tsdb.out_of_order_time_window)"
     } else if message.contains("out of order") {
         " (Prometheus takes a series' samples in time order only; each tsload worker walks \
-         time on its own: run with load.workers = 1, or set Prometheus' \
-         storage.tsdb.out_of_order_time_window)"
+         time on its own: run with load.workers = 1; and the workload's late rows \
+         (workload.out_of_order_ratio, 0.14 for iot) come after newer ones: set it to 0; or \
+         set Prometheus' storage.tsdb.out_of_order_time_window)"
     } else {
         ""
     }
@@ -374,6 +375,8 @@ fn prometheus_tally(text: &str) -> Option<ServerTally> {
         counts_every_sample: true,
         // Every writer's samples, its own scrapes included.
         server_wide: true,
+        // A sample repeating its series' time and value is dropped and counted nowhere.
+        merges_duplicates: true,
         ..ServerTally::default()
     };
     for (metric, reason) in [

@@ -307,7 +307,11 @@ impl ArrivalSource {
                         }
                     }
                     match emit {
-                        Emit::OwnTwice | Emit::LateTwice => out.duplicate_rows += 1,
+                        Emit::OwnTwice | Emit::LateTwice => {
+                            out.duplicate_rows += 1;
+                            let o = &out.tables[table];
+                            out.duplicate_metrics += o.row_metrics(o.rows() - 1);
+                        }
                         Emit::Late => {
                             let h = self.stores[table].held[&device];
                             if h.newer_sent || ts > h.ts {
@@ -352,6 +356,7 @@ impl ArrivalSource {
                         out.late_rows += u64::from(h.newer_sent);
                     } else {
                         out.duplicate_rows += 1;
+                        out.duplicate_metrics += store.rows.row_metrics(h.row);
                     }
                     *n += 1;
                     self.sent += 1;
