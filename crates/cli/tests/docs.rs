@@ -406,6 +406,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         "tsload run configs/victoriametrics.toml",
         run(Group::Victoria, "--set load.duration=3s"),
     ),
+    (
+        "tsload run configs/late-duplicates.toml",
+        run(Group::Victoria, "--set load.duration=3s"),
+    ),
     // QuestDB.
     (
         "tsload run configs/questdb.toml",

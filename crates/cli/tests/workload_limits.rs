@@ -232,3 +232,76 @@ fn sqlite_shards_store_exactly_load_rows_distinct_rows() {
     });
     assert_eq!((rows, distinct), (1001, 1001));
 }
+
+/// Late and duplicate rows the generators cannot make are refused before anything runs
+/// (exit 2), naming the key, the value and what is allowed; and `tsload generate` writes
+/// the late and duplicate rows a run would send.
+#[test]
+fn late_and_duplicate_settings_are_checked_and_generate_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (sets, key, says) in [
+        (
+            &["workload.out_of_order_ratio=0.3"][..],
+            "workload.out_of_order_ratio",
+            "at most 0.222 of its rows are late",
+        ),
+        (
+            &["workload.kind=custom", "workload.out_of_order_max_steps=0"],
+            "workload.out_of_order_max_steps",
+            "allowed: 1 to 1000000",
+        ),
+        (
+            &["workload.kind=iot", "workload.duplicate_ratio=1.5"],
+            "workload.duplicate_ratio",
+            "allowed: 0 to 1",
+        ),
+        (
+            &["workload.churn_ratio=0.1", "workload.duplicate_ratio=0.1"],
+            "workload.churn_ratio",
+            "does not go with late or duplicate rows yet",
+        ),
+    ] {
+        let out = tsload(d, &with_sets(vec!["validate"], sets));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sets:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("key `{key}`")) && stderr.contains(says),
+            "{sets:?}: {stderr}"
+        );
+    }
+    // One host for an hour: 360 readings; about 10% late, 5% twice.
+    let out = tsload(
+        d,
+        &with_sets(
+            vec!["generate"],
+            &[
+                "workload.scale=1",
+                "workload.end=2016-01-01T01:00:00Z",
+                "workload.out_of_order_ratio=0.1",
+                "workload.duplicate_ratio=0.05",
+            ],
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = text(&out.stdout);
+    let mut seen = std::collections::BTreeSet::new();
+    let (mut late, mut twice, mut newest) = (0, 0, 0i64);
+    for line in lines.lines() {
+        let ts: i64 = line
+            .rsplit_once(' ')
+            .expect("a timestamp")
+            .1
+            .parse()
+            .unwrap();
+        if !seen.insert(ts) {
+            twice += 1;
+        } else if ts < newest {
+            late += 1;
+        }
+        newest = newest.max(ts);
+    }
+    assert_eq!(seen.len(), 360, "every reading once at least");
+    assert!((10..=70).contains(&late), "{late} late of 360");
+    assert!((3..=40).contains(&twice), "{twice} twice of 360");
+}

@@ -370,7 +370,9 @@ impl Stored {
                  timestamp (a duplicate in the data) is merged into the one stored without a word"
             ));
         }
-        Some(format!("the server stored {held} new {what} of the {owed}{why}"))
+        Some(format!(
+            "the server stored {held} new {what} of the {owed}{why}"
+        ))
     }
 }
 
@@ -422,7 +424,11 @@ mod tests {
         };
         let s = stored_between(&zero, &merging).unwrap();
         assert!(s.merges_duplicates);
-        assert_eq!(s.shortfall(sent), None, "1,000 of 1,100 less 100 duplicates");
+        assert_eq!(
+            s.shortfall(sent),
+            None,
+            "1,000 of 1,100 less 100 duplicates"
+        );
         let short = stored_between(
             &zero,
             &ServerTally {
@@ -437,10 +443,15 @@ mod tests {
                 && why.contains("less the 10 duplicate rows, 100 samples"),
             "{why}"
         );
-        let keeping = stored_between(&tally(Some(0), None, &[]), &tally(Some(100), None, &[]))
-            .unwrap();
-        let why = keeping.shortfall(sent).expect("it keeps duplicates: 10 rows short");
-        assert!(why.contains("100 new rows of the 110 it acknowledged"), "{why}");
+        let keeping =
+            stored_between(&tally(Some(0), None, &[]), &tally(Some(100), None, &[])).unwrap();
+        let why = keeping
+            .shortfall(sent)
+            .expect("it keeps duplicates: 10 rows short");
+        assert!(
+            why.contains("100 new rows of the 110 it acknowledged"),
+            "{why}"
+        );
     }
 
     #[test]
