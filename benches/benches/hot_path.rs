@@ -37,6 +37,18 @@ fn bench_fill(c: &mut Criterion, name: &str, w: &dyn Workload) {
 fn generate(c: &mut Criterion) {
     bench_fill(c, "cpu-only", &cpu_only(1000, 24 * 365));
     bench_fill(c, "devops", &devops(1000, 24 * 365));
+    // Late and duplicate rows: the wrapping ArrivalSource places each row on its own.
+    let arrival = tsload_workload::Arrival {
+        out_of_order_ratio: 0.05,
+        out_of_order_max_steps: 6,
+        duplicate_ratio: 0.01,
+    };
+    let late = tsload_workload::CpuOnly::new(tsload_workload::TsbsConfig {
+        arrival,
+        ..tsload_benches::tsbs(1000, 24 * 365)
+    })
+    .expect("valid settings");
+    bench_fill(c, "cpu-only, 5% late, 1% twice", &late);
 }
 
 fn encode(c: &mut Criterion) {

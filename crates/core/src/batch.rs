@@ -169,6 +169,39 @@ impl TableBatch {
         }
     }
 
+    /// Appends rows `rows` of `src` (a table of the same schema) as they are.
+    pub fn extend_from(&mut self, src: &TableBatch, rows: std::ops::Range<usize>) {
+        let before = self.rows();
+        self.device.extend_from_slice(&src.device[rows.clone()]);
+        self.ts.extend_from_slice(&src.ts[rows.clone()]);
+        for (out, col) in self.columns.iter_mut().zip(&src.columns) {
+            match (&mut out.values, &col.values) {
+                (ColumnValues::Bool(o), ColumnValues::Bool(v)) => {
+                    o.extend_from_slice(&v[rows.clone()]);
+                }
+                (ColumnValues::Int(o), ColumnValues::Int(v)) => {
+                    o.extend_from_slice(&v[rows.clone()]);
+                }
+                (ColumnValues::Float(o), ColumnValues::Float(v)) => {
+                    o.extend_from_slice(&v[rows.clone()]);
+                }
+                (ColumnValues::Str(o), ColumnValues::Str(v)) => {
+                    for row in rows.clone() {
+                        o.push(v.get(row));
+                    }
+                }
+                _ => unreachable!("extend_from: the tables' column types differ"),
+            }
+            // A validity vector only once a null is copied, as `set_null` makes one.
+            if !out.valid.is_empty()
+                || (!col.valid.is_empty() && rows.clone().any(|row| !col.is_valid(row)))
+            {
+                out.valid.resize(before, true);
+                out.valid.extend(rows.clone().map(|row| col.is_valid(row)));
+            }
+        }
+    }
+
     /// The field values (non-null) of row `row`.
     pub fn row_metrics(&self, row: usize) -> u64 {
         self.columns.iter().filter(|c| c.is_valid(row)).count() as u64
@@ -323,5 +356,79 @@ impl Batch {
         self.late_rows = 0;
         self.duplicate_rows = 0;
         self.duplicate_metrics = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> TableBatch {
+        TableBatch {
+            device: Vec::new(),
+            ts: Vec::new(),
+            columns: vec![
+                Column {
+                    values: ColumnValues::Int(Vec::new()),
+                    valid: Vec::new(),
+                },
+                Column {
+                    values: ColumnValues::Str(StrValues::default()),
+                    valid: Vec::new(),
+                },
+            ],
+        }
+    }
+
+    fn push(t: &mut TableBatch, device: u32, ts: i64, n: Option<i64>, s: &str) {
+        t.device.push(device);
+        t.ts.push(ts);
+        if let ColumnValues::Int(v) = &mut t.columns[0].values {
+            v.push(n.unwrap_or(0));
+        }
+        if let ColumnValues::Str(v) = &mut t.columns[1].values {
+            v.push(s);
+        }
+        if n.is_none() {
+            t.set_null(0, t.rows() - 1);
+        }
+    }
+
+    /// Rows copied one at a time (with a new time) or as a run keep their device, values
+    /// and nulls, wherever the nulls fall in source and destination.
+    #[test]
+    fn rows_copy_with_their_values_and_nulls() {
+        let mut src = table();
+        push(&mut src, 1, 10, Some(5), "a");
+        push(&mut src, 2, 20, None, "bb");
+        push(&mut src, 3, 30, Some(7), "");
+        src.finish_validity();
+        let mut out = table();
+        out.extend_from(&src, 0..1);
+        assert!(out.columns[0].valid.is_empty(), "no null yet");
+        out.push_row_from(&src, 1, 99);
+        out.extend_from(&src, 1..3);
+        out.push_row_from(&src, 0, 11);
+        out.finish_validity();
+        assert_eq!(out.device, [1, 2, 2, 3, 1]);
+        assert_eq!(out.ts, [10, 99, 20, 30, 11]);
+        assert_eq!(out.columns[0].valid, [true, false, false, true, true]);
+        assert_eq!(out.metrics(), 5 * 2 - 2);
+        assert_eq!(out.row_metrics(1), 1);
+        let ColumnValues::Str(s) = &out.columns[1].values else {
+            panic!()
+        };
+        assert_eq!(
+            (0..5).map(|i| s.get(i)).collect::<Vec<_>>(),
+            ["a", "bb", "bb", "", "a"]
+        );
+        assert_eq!(
+            Batch {
+                tables: vec![out],
+                ..Batch::default()
+            }
+            .check_shape([2]),
+            Ok(())
+        );
     }
 }

@@ -7,14 +7,19 @@
 //! come from one source in order, so the rows stay a pure function of the seed for any
 //! number of workers.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tsload_core::schema::Schema;
 use tsload_core::{Batch, BatchSource, TableBatch};
 
 use crate::WorkloadError;
-use crate::rng::{below, chance, hash};
+use crate::rng::{below, hash};
+
+/// Whether 32 random bits fall under `ratio` (0 = never, 1 = always).
+#[inline]
+fn chance32(bits: u32, ratio: f64) -> bool {
+    ratio > 0.0 && f64::from(bits) < ratio * 4_294_967_296.0
+}
 
 /// How rows arrive: the workload keys `out_of_order_ratio`, `out_of_order_max_steps` and
 /// `duplicate_ratio`.
@@ -42,9 +47,10 @@ impl Default for Arrival {
 }
 
 /// Random stream ids of the decisions (the table is added).
-const LATE: u64 = 0x6c61_7465_0000;
+/// One hash per row decides both whether it is held back (its high 32 bits) and whether
+/// it is sent twice (its low 32 bits).
+const ROW: u64 = 0x6c61_7465_0000;
 const LATE_BY: u64 = 0x6c62_7900_0000;
-const TWICE: u64 = 0x7477_6963_0000;
 
 impl Arrival {
     /// Every row once, in order: nothing to wrap.
@@ -122,12 +128,69 @@ struct Held {
     newer_sent: bool,
 }
 
+/// The rows held back of one table's devices, by device. A source's devices are a range
+/// (`device_range`), so a vector from the lowest seen is a lookup of a few nanoseconds
+/// (a map cost the wrapped source a third of its time).
+#[derive(Debug, Default)]
+struct HeldByDevice {
+    base: u32,
+    slots: Vec<Option<Held>>,
+}
+
+impl HeldByDevice {
+    fn get(&self, device: u32) -> Option<&Held> {
+        let i = device.checked_sub(self.base)? as usize;
+        self.slots.get(i)?.as_ref()
+    }
+
+    fn get_mut(&mut self, device: u32) -> Option<&mut Held> {
+        let i = device.checked_sub(self.base)? as usize;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    fn insert(&mut self, device: u32, held: Held) {
+        if self.slots.is_empty() {
+            self.base = device;
+        } else if device < self.base {
+            let grow = (self.base - device) as usize;
+            self.slots.splice(0..0, std::iter::repeat_n(None, grow));
+            self.base = device;
+        }
+        let i = (device - self.base) as usize;
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, None);
+        }
+        self.slots[i] = Some(held);
+    }
+
+    fn remove(&mut self, device: u32) {
+        if let Some(i) = device.checked_sub(self.base)
+            && let Some(slot) = self.slots.get_mut(i as usize)
+        {
+            *slot = None;
+        }
+    }
+
+    /// The held rows, by device.
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Held> {
+        self.slots.iter_mut().flatten()
+    }
+
+    /// The lowest device holding a row, and its row.
+    fn first(&self) -> Option<(u32, Held)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .find_map(|(i, h)| h.map(|h| (self.base + i as u32, h)))
+    }
+}
+
 /// One table's rows held back, at most one per device.
 #[derive(Debug)]
 struct Store {
     rows: TableBatch,
     alive: usize,
-    held: BTreeMap<u32, Held>,
+    held: HeldByDevice,
 }
 
 impl Store {
@@ -138,7 +201,7 @@ impl Store {
         }
         let mut rows = self.rows.clone();
         rows.clear();
-        for h in self.held.values_mut() {
+        for h in self.held.iter_mut() {
             rows.push_row_from(&self.rows, h.row, h.ts);
             h.row = rows.rows() - 1;
         }
@@ -156,6 +219,17 @@ enum Emit {
     /// The device's held row, now due.
     Late,
     LateTwice,
+}
+
+/// What a row does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// It is sent once, alone: it joins a run copied at once.
+    Plain,
+    /// It is held back.
+    Hold,
+    /// Its sends, in order.
+    Sends([Option<Emit>; 4]),
 }
 
 /// A workload's source with late and duplicate rows ([`Arrival`]).
@@ -194,7 +268,7 @@ impl ArrivalSource {
             .map(|rows| Store {
                 rows,
                 alive: 0,
-                held: BTreeMap::new(),
+                held: HeldByDevice::default(),
             })
             .collect();
         ArrivalSource {
@@ -213,40 +287,46 @@ impl ArrivalSource {
         }
     }
 
-    fn twice(&self, table: usize, device: u32, ts: i64) -> bool {
-        chance(
-            hash(self.seed, TWICE + table as u64, device as u64, ts as u64),
-            self.twice,
-        )
+    /// The row's hash: its decisions.
+    fn row_hash(&self, table: usize, device: u32, ts: i64) -> u64 {
+        hash(self.seed, ROW + table as u64, device as u64, ts as u64)
     }
 
-    /// The sends of row `row` of table `table`, and whether it is held back instead.
-    fn plan(&self, table: usize, row: usize) -> (bool, [Option<Emit>; 4]) {
+    /// Whether the row of `h` ([`Self::row_hash`]) is sent twice.
+    fn twice(&self, h: u64) -> bool {
+        chance32(h as u32, self.twice)
+    }
+
+    /// What row `row` of table `table` does.
+    fn plan(&self, table: usize, row: usize) -> Plan {
         let t = &self.buf.tables[table];
         let (device, ts) = (t.device[row], t.ts[row]);
-        let held = self.stores[table].held.get(&device);
+        let held = self.stores[table].held.get(device);
+        let h = self.row_hash(table, device, ts);
         if held.is_none()
-            && chance(
-                hash(self.seed, LATE + table as u64, device as u64, ts as u64),
-                self.hold,
-            )
+            && chance32((h >> 32) as u32, self.hold)
             && ts < (self.last_row)(table, device)
         {
-            return (true, [None; 4]);
+            return Plan::Hold;
+        }
+        let twice = self.twice(h);
+        let due = held.filter(|h| ts >= h.due);
+        if !twice && due.is_none() {
+            return Plan::Plain;
         }
         let mut out = [Some(Emit::Own), None, None, None];
         let mut i = 1;
-        if self.twice(table, device, ts) {
+        if twice {
             out[i] = Some(Emit::OwnTwice);
             i += 1;
         }
-        if let Some(h) = held.filter(|h| ts >= h.due) {
+        if let Some(h) = due {
             out[i] = Some(Emit::Late);
-            if self.twice(table, device, h.ts) {
+            if self.twice(self.row_hash(table, device, h.ts)) {
                 out[i + 1] = Some(Emit::LateTwice);
             }
         }
-        (false, out)
+        Plan::Sends(out)
     }
 
     /// Holds row `row` of `table` back until a row of its device at least one and at most
@@ -275,18 +355,52 @@ impl ArrivalSource {
         );
     }
 
+    /// Copies the plain rows `from..to` of `table` at once; a device holding a row back
+    /// learns that a newer one was sent.
+    fn send_run(&mut self, out: &mut Batch, table: usize, from: usize, to: usize) {
+        if from == to {
+            return;
+        }
+        let t = &self.buf.tables[table];
+        out.tables[table].extend_from(t, from..to);
+        let store = &mut self.stores[table];
+        if store.alive > 0 {
+            for row in from..to {
+                if let Some(h) = store.held.get_mut(t.device[row]) {
+                    h.newer_sent |= t.ts[row] > h.ts;
+                }
+            }
+        }
+    }
+
     /// Places the rows of `buf` into `out` until it holds `max_rows`; `false` when `buf`
     /// has none left.
     fn place(&mut self, out: &mut Batch, n: &mut usize, max_rows: usize) -> bool {
         for table in 0..self.buf.tables.len() {
+            // Plain rows from `run` on are copied together when something else comes.
+            let mut run = self.next[table];
             while self.next[table] < self.buf.tables[table].rows() {
                 let row = self.next[table];
-                let (hold, sends) = self.plan(table, row);
-                if hold {
-                    self.hold_back(table, row);
-                    self.next[table] += 1;
-                    continue;
-                }
+                let sends = match self.plan(table, row) {
+                    Plan::Plain if *n < max_rows => {
+                        *n += 1;
+                        self.next[table] += 1;
+                        continue;
+                    }
+                    Plan::Plain => {
+                        self.send_run(out, table, run, row);
+                        return true;
+                    }
+                    Plan::Hold => {
+                        self.send_run(out, table, run, row);
+                        self.hold_back(table, row);
+                        self.next[table] += 1;
+                        run = self.next[table];
+                        continue;
+                    }
+                    Plan::Sends(sends) => sends,
+                };
+                self.send_run(out, table, run, row);
                 let (device, ts) = {
                     let t = &self.buf.tables[table];
                     (t.device[row], t.ts[row])
@@ -302,7 +416,7 @@ impl ArrivalSource {
                         }
                         Emit::Late | Emit::LateTwice => {
                             let store = &self.stores[table];
-                            let h = store.held[&device];
+                            let h = store.held.get(device).copied().expect("a held row");
                             o.push_row_from(&store.rows, h.row, h.ts);
                         }
                     }
@@ -313,7 +427,7 @@ impl ArrivalSource {
                             out.duplicate_metrics += o.row_metrics(o.rows() - 1);
                         }
                         Emit::Late => {
-                            let h = self.stores[table].held[&device];
+                            let h = self.stores[table].held.get(device).expect("a held row");
                             if h.newer_sent || ts > h.ts {
                                 out.late_rows += 1;
                             }
@@ -326,15 +440,18 @@ impl ArrivalSource {
                 // Every send of the row is out: the held row goes, or learns of a newer.
                 self.sent = 0;
                 self.next[table] += 1;
+                run = self.next[table];
                 let store = &mut self.stores[table];
                 if sends.contains(&Some(Emit::Late)) {
-                    store.held.remove(&device);
+                    store.held.remove(device);
                     store.alive -= 1;
                     store.compact();
-                } else if let Some(h) = store.held.get_mut(&device) {
+                } else if let Some(h) = store.held.get_mut(device) {
                     h.newer_sent |= ts > h.ts;
                 }
             }
+            let end = self.next[table];
+            self.send_run(out, table, run, end);
         }
         false
     }
@@ -343,8 +460,8 @@ impl ArrivalSource {
     /// device's last row, so these are rows whose device's last rows are missing).
     fn flush(&mut self, out: &mut Batch, n: &mut usize, max_rows: usize) {
         for table in 0..self.stores.len() {
-            while let Some((&device, &h)) = self.stores[table].held.first_key_value() {
-                let twice = self.twice(table, device, h.ts);
+            while let Some((device, h)) = self.stores[table].held.first() {
+                let twice = self.twice(self.row_hash(table, device, h.ts));
                 let sends = 1 + usize::from(twice);
                 while self.sent < sends {
                     if *n == max_rows {
@@ -363,7 +480,7 @@ impl ArrivalSource {
                 }
                 self.sent = 0;
                 let store = &mut self.stores[table];
-                store.held.remove(&device);
+                store.held.remove(device);
                 store.alive -= 1;
             }
         }
