@@ -438,8 +438,14 @@ fn dur(ns: i64) -> String {
 fn columns_json(list: &[ColumnSpec]) -> Value {
     list.iter()
         .map(|c| {
-            json!({"type": c.data_type.to_string(), "count": c.count, "min": c.min,
-                   "max": c.max, "values": c.values})
+            let mut v = json!({"type": c.data_type.to_string(), "count": c.count, "min": c.min,
+                   "max": c.max, "values": c.values});
+            if c.shape != tsload_workload::Shape::Random {
+                v["shape"] = json!(c.shape.name());
+                v["period"] = json!(dur(c.period_ns));
+                v["noise"] = json!(c.noise);
+            }
+            v
         })
         .collect()
 }

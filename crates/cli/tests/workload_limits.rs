@@ -305,3 +305,48 @@ fn late_and_duplicate_settings_are_checked_and_generate_writes_them() {
     assert!((10..=70).contains(&late), "{late} late of 360");
     assert!((3..=40).contains(&twice), "{twice} twice of 360");
 }
+
+/// A column's shape, period and noise are checked where the file gives them (file, line,
+/// key, what is allowed; exit 2).
+#[test]
+fn column_shapes_are_checked_by_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (entry, key, says) in [
+        (
+            r#"{ type = "double", shape = "sinus" }"#,
+            "workload.columns[1].shape",
+            "\"sinus\" is not a shape; allowed: random, constant, sine, square, sawtooth",
+        ),
+        (
+            r#"{ type = "int", shape = "sine", period = "ten" }"#,
+            "workload.columns[1].period",
+            "is not a positive duration",
+        ),
+        (
+            r#"{ type = "varchar", shape = "square" }"#,
+            "workload.columns[1].shape",
+            "square is for numeric columns",
+        ),
+        (
+            r#"{ type = "float", noise = 0.1 }"#,
+            "workload.columns[1].noise",
+            "is for a shape",
+        ),
+    ] {
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "[workload]\nkind = \"custom\"\ncolumns = [\n  {{ type = \"int\" }},\n  {entry},\n]\n"
+            ),
+        )
+        .unwrap();
+        let out = tsload(dir.path(), &["validate", "s.toml"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{entry}: {stderr}");
+        assert!(
+            stderr.contains(&format!("s.toml:5: key `{key}`")) && stderr.contains(says),
+            "{entry}: {stderr}"
+        );
+    }
+}

@@ -16,7 +16,7 @@ use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
 use crate::arrival::{Arrival, ArrivalSource};
-use crate::rng::{DeviceRng, below, chance, device_rng, hash, unit};
+use crate::rng::{DeviceRng, below, chance, device_rng, hash, mix64, unit};
 use crate::state::StateEstimate;
 use crate::{ColumnList, WorkloadError};
 
@@ -31,6 +31,12 @@ pub struct ColumnSpec {
     pub max: Option<f64>,
     /// Values to pick from, as written in the scenario.
     pub values: Option<Vec<String>>,
+    /// How the values move over time (numeric columns).
+    pub shape: Shape,
+    /// One cycle of a sine, square or sawtooth shape, ns.
+    pub period_ns: i64,
+    /// Gaussian noise on a shape: its standard deviation as a share of `max - min`.
+    pub noise: f64,
 }
 
 impl ColumnSpec {
@@ -41,6 +47,67 @@ impl ColumnSpec {
             min: None,
             max: None,
             values: None,
+            shape: Shape::Random,
+            period_ns: DEFAULT_PERIOD_NS,
+            noise: 0.0,
+        }
+    }
+}
+
+/// A shape's default period: an hour.
+pub const DEFAULT_PERIOD_NS: i64 = 3_600_000_000_000;
+
+/// How a numeric column's values move over time, as Tsinghua's IoT-benchmark shapes them:
+/// a server's compression, so what a value costs it, depends on the shape. Each device's
+/// wave has its own phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// Uniform in `[min, max]`, each value drawn on its own (the default).
+    #[default]
+    Random,
+    /// Always `min` (plus noise).
+    Constant,
+    /// A sine from `min` up to `max` and back once a period.
+    Sine,
+    /// `min` for the first half of each period, `max` for the second.
+    Square,
+    /// From `min` up to `max` over each period, then back to `min` at once.
+    Sawtooth,
+}
+
+impl Shape {
+    /// The shapes' names, as the scenario writes them.
+    pub const NAMES: [&'static str; 5] = ["random", "constant", "sine", "square", "sawtooth"];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn from_name(name: &str) -> Option<Shape> {
+        [
+            Shape::Random,
+            Shape::Constant,
+            Shape::Sine,
+            Shape::Square,
+            Shape::Sawtooth,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
+    /// The wave at `x` in [0, 1) of its period, from 0 (min) to 1 (max).
+    fn at(self, x: f64) -> f64 {
+        match self {
+            Shape::Random | Shape::Constant => 0.0,
+            Shape::Sine => (1.0 - (std::f64::consts::TAU * x).cos()) / 2.0,
+            Shape::Square => {
+                if x < 0.5 {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
+            Shape::Sawtooth => x,
         }
     }
 }
@@ -125,6 +192,16 @@ enum ValueGen {
     Choice(Vec<CustomValue>),
     /// The row's own timestamp, in milliseconds.
     RowTime,
+    /// A shape over time in `[lo, lo+span]`, with Gaussian noise of standard deviation
+    /// `noise`; rounded for integers.
+    Wave {
+        lo: f64,
+        span: f64,
+        shape: Shape,
+        period_ns: i64,
+        noise: f64,
+        int: bool,
+    },
 }
 
 const ASCII: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -148,6 +225,51 @@ impl ValueGen {
             column: Some((list, index)),
         };
         let ty = spec.data_type;
+        let shaped = spec.shape != Shape::Random;
+        if !spec.noise.is_finite() || spec.noise < 0.0 {
+            return Err(err(
+                "noise",
+                format!(
+                    "{} is not a share of max - min; allowed: 0 or more",
+                    spec.noise
+                ),
+            ));
+        }
+        if spec.noise != 0.0 && !shaped {
+            return Err(err(
+                "noise",
+                "is for a shape (constant, sine, square, sawtooth), not random values".into(),
+            ));
+        }
+        if spec.period_ns <= 0 {
+            return Err(err("period", "must be positive".into()));
+        }
+        let numeric = matches!(
+            ty,
+            DataType::TinyInt
+                | DataType::SmallInt
+                | DataType::Int
+                | DataType::BigInt
+                | DataType::Float
+                | DataType::Double
+        );
+        if shaped && (spec.values.is_some() || !numeric || list == ColumnList::Tags) {
+            let what = if list == ColumnList::Tags {
+                "a tag (a device's own, fixed value)".to_string()
+            } else if spec.values.is_some() {
+                "a values list".to_string()
+            } else {
+                ty.to_string()
+            };
+            return Err(err(
+                "shape",
+                format!(
+                    "{} is for numeric columns (tinyint, smallint, int, bigint, float, \
+                     double), not {what}",
+                    spec.shape.name()
+                ),
+            ));
+        }
         if let Some(values) = &spec.values {
             if values.is_empty() {
                 return Err(err("values", "must list at least one value".into()));
@@ -199,6 +321,16 @@ impl ValueGen {
                 if lo > hi {
                     return Err(err("min", format!("min {lo} is greater than max {hi}")));
                 }
+                if shaped {
+                    return Ok(ValueGen::Wave {
+                        lo,
+                        span: hi - lo,
+                        shape: spec.shape,
+                        period_ns: spec.period_ns,
+                        noise: spec.noise * (hi - lo),
+                        int: false,
+                    });
+                }
                 Ok(ValueGen::Float { lo, span: hi - lo })
             }
             _ => {
@@ -222,16 +354,57 @@ impl ValueGen {
                 if lo > hi {
                     return Err(err("min", format!("min {lo} is greater than max {hi}")));
                 }
+                if shaped {
+                    return Ok(ValueGen::Wave {
+                        lo: lo as f64,
+                        span: (hi as f64) - (lo as f64),
+                        shape: spec.shape,
+                        period_ns: spec.period_ns,
+                        noise: spec.noise * ((hi as f64) - (lo as f64)),
+                        int: true,
+                    });
+                }
                 let span = (hi as i128 - lo as i128 + 1).min(u64::MAX as i128) as u64;
                 Ok(ValueGen::Int { lo, span })
             }
         }
     }
 
-    /// Appends one value to `out`, using `scratch` for strings.
+    /// Appends one value to `out`, using `scratch` for strings; `phase` places a shape's
+    /// wave for this device and column (0..1 of a period).
     #[inline]
-    fn push(&self, rng: &mut DeviceRng, ts_ns: i64, out: &mut ColumnValues, scratch: &mut String) {
+    fn push(
+        &self,
+        rng: &mut DeviceRng,
+        ts_ns: i64,
+        phase: f64,
+        out: &mut ColumnValues,
+        scratch: &mut String,
+    ) {
         match (self, out) {
+            (
+                ValueGen::Wave {
+                    lo,
+                    span,
+                    shape,
+                    period_ns,
+                    noise,
+                    int,
+                },
+                out,
+            ) => {
+                let x = (ts_ns.rem_euclid(*period_ns) as f64 / *period_ns as f64 + phase).fract();
+                let mut v = lo + span * shape.at(x);
+                if *noise > 0.0 {
+                    v += noise * gaussian(rng.next_u64());
+                }
+                let v = v.clamp(*lo, lo + span);
+                match out {
+                    ColumnValues::Int(o) if *int => o.push(v.round() as i64),
+                    ColumnValues::Float(o) => o.push(v),
+                    _ => unreachable!("a shape's column is numeric"),
+                }
+            }
             (ValueGen::Bool, ColumnValues::Bool(v)) => v.push(rng.next_u64() & 1 == 1),
             (ValueGen::Int { lo, span }, ColumnValues::Int(v)) => {
                 v.push(lo.wrapping_add(below(rng.next_u64(), *span) as i64))
@@ -266,6 +439,9 @@ impl ValueGen {
                 TagValue::Int(lo.wrapping_add(below(rng.next_u64(), *span) as i64))
             }
             ValueGen::RowTime => TagValue::Int(0),
+            // Refused for tags at compile: a tag has no time.
+            ValueGen::Wave { lo, int: true, .. } => TagValue::Int(*lo as i64),
+            ValueGen::Wave { lo, .. } => TagValue::Float(*lo),
             ValueGen::Float { lo, span } => TagValue::Float(lo + unit(rng.next_u64()) * span),
             ValueGen::Str { len, unicode } => {
                 let mut s = String::new();
@@ -282,6 +458,13 @@ impl ValueGen {
             }
         }
     }
+}
+
+/// A standard normal value from 64 random bits (Box-Muller over two 32-bit halves).
+fn gaussian(r: u64) -> f64 {
+    let u1 = ((r >> 32) as f64 + 1.0) / 4_294_967_296.0;
+    let u2 = (r & 0xffff_ffff) as f64 / 4_294_967_296.0;
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 fn random_string(rng: &mut DeviceRng, len: u32, unicode: bool, out: &mut String) {
@@ -354,6 +537,7 @@ const TAG_STREAM: u64 = 0x7461_6773;
 const VALUE_STREAM: u64 = 0x7661_6c73;
 const DISORDER: u64 = 5;
 const DISORDER_BY: u64 = 6;
+const PHASE: u64 = 7;
 
 /// Child table names and tag values, made on demand.
 #[derive(Debug)]
@@ -513,6 +697,7 @@ impl Workload for Custom {
         let devices = device_range(self.cfg.childtable_count, worker, workers);
         let source = Box::new(CustomSource {
             seed: self.cfg.seed,
+            shaped: self.cfg.columns.iter().any(|c| c.shape != Shape::Random),
             gens: self.gens.clone(),
             start: self.cfg.start_timestamp_ns,
             step: self.cfg.timestamp_step_ns,
@@ -567,6 +752,8 @@ fn disorder_by(seed: u64, device: u32, row: u64, disorder: f64, range: u64) -> i
 
 struct CustomSource {
     seed: u64,
+    /// A column has a shape: rows need their device's phases.
+    shaped: bool,
     gens: Arc<Vec<ValueGen>>,
     start: i64,
     step: i64,
@@ -597,8 +784,19 @@ impl BatchSource for CustomSource {
             t.device.push(device);
             t.ts.push(ts);
             let rng = &mut self.rngs[self.device];
-            for (g, col) in self.gens.iter().zip(&mut t.columns) {
-                g.push(rng, ts, &mut col.values, &mut self.scratch);
+            // Each device's wave, and each column's, has a phase of its own.
+            let phases = if self.shaped {
+                hash(self.seed, PHASE, device as u64, 0)
+            } else {
+                0
+            };
+            for (i, (g, col)) in self.gens.iter().zip(&mut t.columns).enumerate() {
+                let phase = if self.shaped {
+                    unit(mix64(phases ^ i as u64))
+                } else {
+                    0.0
+                };
+                g.push(rng, ts, phase, &mut col.values, &mut self.scratch);
             }
             n += 1;
             // Next row: within the round, then the next child table, then the next round.
@@ -784,5 +982,160 @@ mod tests {
             ..ColumnSpec::new(DataType::Varchar(4), 1)
         });
         assert!(e.message.contains("at most 4"), "{e}");
+    }
+
+    /// Every value of column 0 of `cfg`'s data, by device, in time order.
+    fn column_by_device(cfg: CustomConfig) -> Vec<Vec<f64>> {
+        let w = Custom::new(cfg).unwrap();
+        let mut src = w.source(0, 1);
+        let mut b = Batch::for_schema(w.schema());
+        let mut out = vec![Vec::new(); w.schema().device_count as usize];
+        loop {
+            b.clear();
+            if src.fill(&mut b, 1000) == 0 {
+                return out;
+            }
+            let t = &b.tables[0];
+            for (i, d) in t.device.iter().enumerate() {
+                let v = match &t.columns[0].values {
+                    ColumnValues::Float(v) => v[i],
+                    ColumnValues::Int(v) => v[i] as f64,
+                    _ => unreachable!(),
+                };
+                out[*d as usize].push(v);
+            }
+        }
+    }
+
+    /// Each shape moves between min and max as its name says, one cycle a period, each
+    /// device at its own phase; noise has the standard deviation asked for.
+    #[test]
+    fn shapes_move_between_min_and_max_as_named() {
+        let shaped = |data_type, shape, noise| CustomConfig {
+            childtable_count: 4,
+            // Two hours at 10 s, a 1 h period: two cycles of 360 rows.
+            insert_rows: 720,
+            columns: vec![ColumnSpec {
+                min: Some(10.0),
+                max: Some(20.0),
+                shape,
+                noise,
+                ..ColumnSpec::new(data_type, 1)
+            }],
+            ..CustomConfig::default()
+        };
+        let sine = column_by_device(shaped(DataType::Double, Shape::Sine, 0.0));
+        for v in &sine {
+            assert!(v.iter().all(|x| (10.0..=20.0).contains(x)));
+            // Smooth: a 10-wide sine over 360 rows moves under 0.1 a row.
+            assert!(v.windows(2).all(|w| (w[1] - w[0]).abs() < 0.1), "{v:?}");
+            // One cycle a period: the same value an hour later.
+            assert!((v[0] - v[360]).abs() < 1e-9);
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+            assert!(lo < 10.01 && hi > 19.99, "{lo} {hi}");
+        }
+        assert_ne!(sine[0][0], sine[1][0], "each device its own phase");
+        let square = column_by_device(shaped(DataType::Int, Shape::Square, 0.0));
+        for v in &square {
+            assert_eq!(v.iter().filter(|x| **x == 10.0).count(), 360);
+            assert_eq!(v.iter().filter(|x| **x == 20.0).count(), 360);
+        }
+        let saw = column_by_device(shaped(DataType::Float, Shape::Sawtooth, 0.0));
+        for v in &saw {
+            // Up by 10/360 a row, and one drop back a cycle.
+            let drops = v.windows(2).filter(|w| w[1] < w[0]).count();
+            assert_eq!(drops, 2, "{v:?}");
+        }
+        let constant = column_by_device(shaped(DataType::Double, Shape::Constant, 0.0));
+        assert!(constant.iter().flatten().all(|x| *x == 10.0));
+        // Noise of 5% of the span around the middle of a square's top half: sd 0.5.
+        let noisy = column_by_device(CustomConfig {
+            columns: vec![ColumnSpec {
+                min: Some(0.0),
+                max: Some(20.0),
+                shape: Shape::Constant,
+                noise: 0.0,
+                ..ColumnSpec::new(DataType::Double, 1)
+            }],
+            ..shaped(DataType::Double, Shape::Constant, 0.0)
+        });
+        assert!(noisy.iter().flatten().all(|x| *x == 0.0));
+        let noisy = column_by_device(CustomConfig {
+            columns: vec![ColumnSpec {
+                min: Some(0.0),
+                max: Some(20.0),
+                shape: Shape::Square,
+                noise: 0.025,
+                ..ColumnSpec::new(DataType::Double, 1)
+            }],
+            ..shaped(DataType::Double, Shape::Constant, 0.0)
+        });
+        // Values are kept within min and max: the top half's draws above 20 are 20, about
+        // half of them; those below are a half-normal of sd 0.5 (20 is 2.5% of 20 wide),
+        // whose mean is 0.5 * sqrt(2 / pi) = 0.399.
+        let high: Vec<f64> = noisy
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|x| *x > 15.0)
+            .collect();
+        let below: Vec<f64> = high
+            .iter()
+            .filter(|x| **x < 20.0)
+            .map(|x| 20.0 - x)
+            .collect();
+        let share = below.len() as f64 / high.len() as f64;
+        assert!((0.45..0.55).contains(&share), "{share}");
+        let mean = below.iter().sum::<f64>() / below.len() as f64;
+        assert!((mean - 0.399).abs() < 0.04, "{mean}");
+    }
+
+    #[test]
+    fn a_shape_is_for_numeric_columns_and_noise_for_a_shape() {
+        let bad = |spec: ColumnSpec, tag: bool| {
+            let mut cfg = small(0);
+            if tag {
+                cfg.tags = vec![spec];
+            } else {
+                cfg.columns = vec![spec];
+            }
+            Custom::new(cfg).unwrap_err()
+        };
+        let e = bad(
+            ColumnSpec {
+                shape: Shape::Sine,
+                ..ColumnSpec::new(DataType::Varchar(4), 1)
+            },
+            false,
+        );
+        assert_eq!(e.key, "columns[0].shape");
+        assert!(e.message.contains("sine is for numeric columns"), "{e}");
+        let e = bad(
+            ColumnSpec {
+                shape: Shape::Sine,
+                ..ColumnSpec::new(DataType::Int, 1)
+            },
+            true,
+        );
+        assert!(e.message.contains("not a tag"), "{e}");
+        let e = bad(
+            ColumnSpec {
+                noise: 0.1,
+                ..ColumnSpec::new(DataType::Int, 1)
+            },
+            false,
+        );
+        assert_eq!(e.key, "columns[0].noise");
+        let e = bad(
+            ColumnSpec {
+                shape: Shape::Square,
+                noise: -1.0,
+                ..ColumnSpec::new(DataType::Int, 1)
+            },
+            false,
+        );
+        assert!(e.message.contains("0 or more"), "{e}");
     }
 }

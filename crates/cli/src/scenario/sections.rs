@@ -173,7 +173,7 @@ section! {
         /// how far out of order
         disorder_range: String = "duration", Toml("\"1s\""), &["custom"];
         /// field columns
-        columns: Vec<Spanned<ColumnEntry>> = "array of `{ type, len, count, min, max, values }`",
+        columns: Vec<Spanned<ColumnEntry>> = "array of `{ type, len, count, min, max, values, shape, period, noise }` (shape: `random` (default) | `constant` | `sine` | `square` | `sawtooth` between min and max, one cycle a period (default 1h, each device's own phase), noise a Gaussian's standard deviation as a share of max - min)",
             Said("R1's: 1 varchar(10) + 10 float"), &["custom"];
         /// tag columns
         tags: Vec<Spanned<ColumnEntry>> = "array, as `columns`", Said("R1's: 1 varchar(10)"),
@@ -192,6 +192,13 @@ pub(crate) struct ColumnEntry {
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub values: Option<Vec<String>>,
+    /// How a numeric column's values move: `random` | `constant` | `sine` | `square` |
+    /// `sawtooth`.
+    pub shape: Option<String>,
+    /// One cycle of a shape, a duration (default 1h).
+    pub period: Option<String>,
+    /// Gaussian noise on a shape: its standard deviation as a share of max - min.
+    pub noise: Option<f64>,
 }
 
 /// `[target]`: where the rows go, and how. Its keys are its kind's (each kind lists them

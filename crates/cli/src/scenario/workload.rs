@@ -6,7 +6,8 @@ use std::time::Duration;
 use toml::Spanned;
 use tsload_core::schema::DataType;
 use tsload_workload::{
-    Arrival, Churn, ColumnSpec, CustomConfig, IOT_ARRIVAL, IotOptions, TsbsConfig,
+    Arrival, Churn, ColumnSpec, CustomConfig, DEFAULT_PERIOD_NS, IOT_ARRIVAL, IotOptions, Shape,
+    TsbsConfig,
 };
 
 use super::sections::{ColumnEntry, LoadSection, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
@@ -310,6 +311,33 @@ impl Ctx<'_> {
                     "must list at least one value".into(),
                 ));
             }
+            let shape = match &e.shape {
+                None => Shape::Random,
+                Some(name) => Shape::from_name(name).ok_or_else(|| {
+                    self.error(
+                        Some(&span),
+                        &format!("{k}.shape"),
+                        format!(
+                            "\"{name}\" is not a shape; allowed: {}",
+                            Shape::NAMES.join(", ")
+                        ),
+                    )
+                })?,
+            };
+            let period_ns = match &e.period {
+                None => DEFAULT_PERIOD_NS,
+                Some(text) => humantime::parse_duration(text)
+                    .ok()
+                    .and_then(|d| i64::try_from(d.as_nanos()).ok())
+                    .filter(|ns| *ns > 0)
+                    .ok_or_else(|| {
+                        self.error(
+                            Some(&span),
+                            &format!("{k}.period"),
+                            format!("\"{text}\" is not a positive duration (e.g. \"10m\", \"1h\")"),
+                        )
+                    })?,
+            };
             let len = e.len.map_or(DEFAULT_STRING_LEN, |l| l as u32);
             let data_type = match ty.as_str() {
                 "bool" => DataType::Bool,
@@ -329,6 +357,9 @@ impl Ctx<'_> {
                 min: e.min,
                 max: e.max,
                 values: e.values.clone(),
+                shape,
+                period_ns,
+                noise: e.noise.unwrap_or(0.0),
             });
             lines.push(self.line_of(&span));
         }
