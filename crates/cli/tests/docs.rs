@@ -424,6 +424,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         "tsload run configs/clickhouse.toml",
         run(Group::ClickHouse, "--set load.duration=3s"),
     ),
+    (
+        "tsload run configs/shapes.toml",
+        run(Group::ClickHouse, "--set workload.insert_rows=200"),
+    ),
     // PostgreSQL.
     (
         "tsload run configs/postgres.toml",
