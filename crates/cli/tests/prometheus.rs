@@ -271,6 +271,12 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
         text(&out.stdout)
     );
     assert_eq!(prom.prometheus_series_count(cpu, "1h"), devices * 10, "{r}");
+    // The report says so, and what the server says it created: the run's series and
+    // those its own scrapes made (the write handler's metrics appear with the first
+    // write), so at least as many.
+    assert_eq!(r["series_written"], devices * 10, "{r}");
+    let created = r["server_series_created"].as_u64().unwrap();
+    assert!(created >= devices * 10, "{r}");
     // Its own scrapes are in its sample counter: the report claims no figure of it.
     assert!(r.get("stored").is_none(), "{r}");
     assert!(
@@ -287,6 +293,14 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
     assert_eq!(vm.vm_settled_sample_count(cpu), metrics);
     let devices = r["devices_written"].as_u64().unwrap();
     assert_eq!(vm.vm_series_count(cpu), devices * 10, "{r}");
+    // VictoriaMetrics created exactly the series the run wrote, and says so.
+    assert_eq!(r["series_written"], devices * 10, "{r}");
+    assert_eq!(r["server_series_created"], devices * 10, "{r}");
+    assert!(
+        text(&out.stdout).contains("as many"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// Late and duplicate rows (`workload.out_of_order_ratio`, `duplicate_ratio`) land as each

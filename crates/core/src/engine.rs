@@ -311,6 +311,9 @@ pub struct RunOutcome {
     pub server_questions: Option<crate::report::ServerQuestions>,
     /// With series churn, the devices written ([`Workload::devices_written`]).
     pub devices_written: Option<u64>,
+    /// With series churn, the series written where each field of a device is one (as
+    /// Prometheus and VictoriaMetrics keep them): the devices times their fields.
+    pub series_written: Option<u64>,
     /// Requests still unanswered [`LoadConfig::grace`] after the run's end, given up on
     /// (their rows are in `counters.failed_rows` and `counters.ambiguous_rows`: they may
     /// or may not be stored).
@@ -620,6 +623,9 @@ pub async fn run<S: Sink>(
         stored,
         server_questions,
         devices_written: workload.devices_written(),
+        series_written: workload
+            .devices_written()
+            .map(|d| d.saturating_mul(workload.schema().field_count() as u64)),
         abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
 }

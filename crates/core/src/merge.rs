@@ -701,6 +701,8 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         stored_shortfall,
         server_questions: None,
         devices_written: None,
+        series_written: None,
+        server_series_created: None,
         scenario: first.summary.scenario.clone(),
     };
     let shards = reports
@@ -810,6 +812,8 @@ fn merged_stored(reports: &[ShardReport]) -> MergedStored {
             server_wide: false,
             own_devices: true,
             merges_duplicates: all.iter().any(|s| s.merges_duplicates),
+            // Each shard's count is the server's, every shard's series in it.
+            series_created: None,
         }),
         stored_error: None,
         stored_shortfall: (!shortfalls.is_empty()).then(|| shortfalls.join("; ")),
@@ -1396,6 +1400,7 @@ mod tests {
             stored: None,
             server_questions: None,
             devices_written: None,
+            series_written: None,
             abandoned_requests: 0,
         };
         let summary = Summary::new(

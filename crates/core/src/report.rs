@@ -292,6 +292,14 @@ pub struct Summary {
     /// (a series per field of each in Prometheus and VictoriaMetrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub devices_written: Option<u64>,
+    /// With series churn: the series written, a device's fields each one (as Prometheus
+    /// and VictoriaMetrics keep them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series_written: Option<u64>,
+    /// New series the server says it created during the run, every writer's (where it
+    /// counts them), even when its sample counts hold another writer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_series_created: Option<u64>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
 }
@@ -406,6 +414,11 @@ impl Summary {
             stored_error: stored.as_ref().err().cloned().flatten(),
             server_questions: outcome.server_questions,
             devices_written: outcome.devices_written,
+            series_written: outcome.series_written,
+            server_series_created: match &outcome.stored {
+                Some(Ok(s)) => s.series_created,
+                _ => None,
+            },
             stored_shortfall: match &stored {
                 Ok(s) => s.shortfall(crate::stored::Acknowledged {
                     rows: c.rows,
@@ -542,6 +555,40 @@ impl Summary {
                 "  devices   {:>16}   written: series churn replaced devices as time went on",
                 group(n)
             );
+        }
+        match (self.series_written, self.server_series_created) {
+            (Some(w), Some(c)) => {
+                let _ = writeln!(
+                    s,
+                    "  series    {:>16}   written (each device's fields); the server created {} new ones during the run{}",
+                    group(w),
+                    group(c),
+                    match c.cmp(&w) {
+                        std::cmp::Ordering::Equal => ", as many",
+                        std::cmp::Ordering::Greater => {
+                            " (more: the count is server-wide, another writer's are in it)"
+                        }
+                        std::cmp::Ordering::Less => {
+                            " (fewer: it held some already, from an earlier run, or lost some)"
+                        }
+                    }
+                );
+            }
+            (Some(w), None) => {
+                let _ = writeln!(
+                    s,
+                    "  series    {:>16}   written (each device's fields)",
+                    group(w)
+                );
+            }
+            (None, Some(c)) => {
+                let _ = writeln!(
+                    s,
+                    "  series    {:>16}   created during the run, per the server (server-wide)",
+                    group(c)
+                );
+            }
+            (None, None) => {}
         }
         if let Some(q) = &self.server_questions {
             let _ = writeln!(
@@ -745,6 +792,7 @@ mod tests {
             stored: None,
             server_questions: None,
             devices_written: None,
+            series_written: None,
             abandoned_requests: 0,
         }
     }

@@ -186,6 +186,10 @@ pub struct ServerTally {
     /// merged into it and counted nowhere (Prometheus): the workload's duplicate rows
     /// are not in the counts.
     pub merges_duplicates: bool,
+    /// The series the server has created in its life, where it counts them
+    /// (Prometheus' `prometheus_tsdb_head_series_created_total`, VictoriaMetrics'
+    /// `vm_new_timeseries_created_total`): every writer's.
+    pub series_created: Option<u64>,
 }
 
 impl ServerTally {
@@ -234,6 +238,9 @@ pub struct Stored {
     /// ([`ServerTally::merges_duplicates`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merges_duplicates: bool,
+    /// New series the server created during the run ([`ServerTally::series_created`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series_created: Option<u64>,
 }
 
 /// What a run sent that the server acknowledged, for [`Stored::shortfall`]: its rows and
@@ -266,6 +273,7 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
     };
     let rows = grown("row count", before.rows, after.rows)?;
     let samples = grown("sample count", before.samples, after.samples)?;
+    let series_created = grown("series count", before.series_created, after.series_created)?;
     let refused = after
         .refused
         .iter()
@@ -282,6 +290,7 @@ pub fn stored_between(before: &ServerTally, after: &ServerTally) -> Result<Store
         server_wide: after.server_wide,
         own_devices: before.own_devices && after.own_devices,
         merges_duplicates: after.merges_duplicates,
+        series_created,
     })
 }
 
@@ -398,6 +407,7 @@ mod tests {
             server_wide: false,
             own_devices: false,
             merges_duplicates: false,
+            series_created: None,
         }
     }
 

@@ -446,6 +446,8 @@ mod tests {
             stored_shortfall: None,
             server_questions: None,
             devices_written: None,
+            series_written: None,
+            server_series_created: None,
             scenario: serde_json::Value::Null,
         }
     }

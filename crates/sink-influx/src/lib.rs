@@ -592,6 +592,8 @@ fn vm_tally(text: &str) -> Option<ServerTally> {
             *tally.refused.entry(reason.to_string()).or_insert(0) += value;
         } else if name == "process_start_time_seconds" {
             tally.epoch = Some(value.to_string());
+        } else if name == "vm_new_timeseries_created_total" {
+            tally.series_created = Some(value);
         }
     }
     let ignored: u64 = tally.refused.values().sum();
@@ -637,6 +639,8 @@ fn influxdb_tally(vars: &serde_json::Value, db: &str) -> Option<ServerTally> {
         own_devices: false,
         // writePointsOk counts a point that overwrites one with its series and time.
         merges_duplicates: false,
+        // Its series are a measurement's tag sets, not fields: not asked.
+        series_created: None,
     })
 }
 

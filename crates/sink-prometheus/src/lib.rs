@@ -377,6 +377,7 @@ fn prometheus_tally(text: &str) -> Option<ServerTally> {
         server_wide: true,
         // A sample repeating its series' time and value is dropped and counted nowhere.
         merges_duplicates: true,
+        series_created: exposition_sum(text, "prometheus_tsdb_head_series_created_total", None),
         ..ServerTally::default()
     };
     for (metric, reason) in [
@@ -410,6 +411,7 @@ fn vm_tally(text: &str) -> Option<ServerTally> {
         counts_every_sample: true,
         // Every writer's samples, its own scrapes included.
         server_wide: true,
+        series_created: exposition_sum(text, "vm_new_timeseries_created_total", None),
         ..ServerTally::default()
     };
     for line in text.lines() {
@@ -444,8 +446,10 @@ mod tests {
             prometheus_tsdb_head_samples_appended_total{type=\"float\"} 120\n\
             prometheus_tsdb_head_samples_appended_total{type=\"histogram\"} 0\n\
             prometheus_tsdb_out_of_order_samples_total{type=\"float\"} 3\n\
+            prometheus_tsdb_head_series_created_total 41\n\
             process_start_time_seconds 1.79569573971e+09\n";
         let t = prometheus_tally(text).unwrap();
+        assert_eq!(t.series_created, Some(41));
         assert_eq!(t.samples, Some(120));
         assert_eq!(t.refused.get("out of order"), Some(&3));
         assert_eq!(t.epoch.as_deref(), Some("1795695739"));
@@ -460,9 +464,11 @@ mod tests {
         let text = "vm_rows_inserted_total{type=\"influx\"} 500\n\
             vm_rows_inserted_total{type=\"promremotewrite\"} 90\n\
             vm_rows_ignored_total{reason=\"too_small_timestamp\"} 4\n\
+            vm_new_timeseries_created_total 30\n\
             process_start_time_seconds 17\n";
         let t = vm_tally(text).unwrap();
         assert_eq!(t.samples, Some(86));
+        assert_eq!(t.series_created, Some(30));
         assert_eq!(t.refused.get("too_small_timestamp"), Some(&4));
         assert!(vm_tally("prometheus_tsdb_head_series 0\n").is_none());
     }
@@ -496,7 +502,10 @@ mod tests {
             "{old}"
         );
         let order = prometheus_advice("HTTP 400 Bad Request: out of order sample");
-        assert!(order.contains("load.workers = 1"), "{order}");
+        assert!(
+            order.contains("load.workers = 1") && order.contains("workload.out_of_order_ratio"),
+            "{order}"
+        );
         assert_eq!(prometheus_advice("HTTP 400 Bad Request: bad label"), "");
     }
 }
