@@ -15,6 +15,7 @@ pub fn tsbs(scale: u32, hours: i64) -> TsbsConfig {
         interval_ns: 10_000_000_000,
         churn: None,
         arrival: tsload_workload::Arrival::default(),
+        pods: 1,
     }
 }
 

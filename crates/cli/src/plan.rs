@@ -472,6 +472,9 @@ fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
         "out_of_order_max_steps": t.arrival.out_of_order_max_steps,
         "duplicate_ratio": t.arrival.duplicate_ratio,
     });
+    if t.pods > 1 {
+        v["pods_per_host"] = json!(t.pods);
+    }
     if let Some(c) = t.churn {
         // How long a host lives before a new one takes its place.
         v["churn_lifetime"] = json!(dur(c.lifetime_ns));

@@ -410,6 +410,10 @@ const DOC_COMMANDS: &[(&str, How)] = &[
         "tsload run configs/late-duplicates.toml",
         run(Group::Victoria, "--set load.duration=3s"),
     ),
+    (
+        "tsload run configs/pods.toml",
+        run(Group::Victoria, "--set workload.pods_per_host=5"),
+    ),
     // QuestDB.
     (
         "tsload run configs/questdb.toml",

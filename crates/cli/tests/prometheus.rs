@@ -373,3 +373,35 @@ fn late_and_duplicate_rows_land_as_each_server_keeps_them() {
     vm.vm_flush();
     assert_eq!(vm.vm_settled_sample_count(r#"{__name__=~".+"}"#), metrics);
 }
+
+/// Pods (`workload.pods_per_host`): each host's rows carry one of its pods in turn, so
+/// VictoriaMetrics holds a series per field of every (host, pod), as many as the report
+/// says it wrote and the server says it created, at the hosts' rows.
+#[test]
+fn pods_multiply_the_series_victoria_metrics_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let vm = start(ServerKind::VictoriaMetrics);
+    let mut s = sets(&vm, "cpu-only", 2);
+    s.retain(|s| !s.starts_with("workload.end") && !s.starts_with("workload.scale"));
+    s.extend([
+        "workload.scale=10".into(),
+        "workload.pods_per_host=4".into(),
+        "workload.start=\"now-1h\"".into(),
+        "workload.end=\"now\"".into(),
+    ]);
+    let (out, r) = run(dir.path(), &s);
+    let metrics = stored_all("vm pods", &out, &r);
+    // 10 hosts every 10 s for an hour.
+    assert_eq!(r["rows"], 3_600, "{r}");
+    assert_eq!(r["devices_written"], 40, "{r}");
+    assert_eq!(r["series_written"], 400, "{r}");
+    assert_eq!(r["server_series_created"], 400, "{r}");
+    vm.vm_flush();
+    let cpu = r#"{__name__=~"cpu_.+"}"#;
+    assert_eq!(vm.vm_settled_sample_count(cpu), metrics);
+    assert_eq!(vm.vm_series_count(cpu), 400);
+    assert_eq!(
+        vm.vm_series_count(r#"{__name__="cpu_usage_user",hostname="host_3"}"#),
+        4
+    );
+}

@@ -233,11 +233,11 @@ fn sqlite_shards_store_exactly_load_rows_distinct_rows() {
     assert_eq!((rows, distinct), (1001, 1001));
 }
 
-/// Late and duplicate rows the generators cannot make are refused before anything runs
-/// (exit 2), naming the key, the value and what is allowed; and `tsload generate` writes
-/// the late and duplicate rows a run would send.
+/// Late and duplicate rows and pods the generators cannot make are refused before anything
+/// runs (exit 2), naming the key, the value and what is allowed; and `tsload generate`
+/// writes the late and duplicate rows a run would send.
 #[test]
-fn late_and_duplicate_settings_are_checked_and_generate_writes_them() {
+fn late_duplicate_and_pod_settings_are_checked_and_generate_writes_them() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for (sets, key, says) in [
@@ -260,6 +260,21 @@ fn late_and_duplicate_settings_are_checked_and_generate_writes_them() {
             &["workload.churn_ratio=0.1", "workload.duplicate_ratio=0.1"],
             "workload.churn_ratio",
             "does not go with late or duplicate rows yet",
+        ),
+        (
+            &["workload.pods_per_host=0"],
+            "workload.pods_per_host",
+            "allowed: 1 to 1000000",
+        ),
+        (
+            &["workload.pods_per_host=3", "workload.churn_ratio=0.1"],
+            "workload.pods_per_host",
+            "pods do not go with series churn yet",
+        ),
+        (
+            &["workload.kind=iot", "workload.pods_per_host=3"],
+            "workload.pods_per_host",
+            "cpu-only, devops",
         ),
     ] {
         let out = tsload(d, &with_sets(vec!["validate"], sets));

@@ -197,6 +197,7 @@ mod tests {
             interval_ns: 10 * S,
             churn: None,
             arrival: tsload_workload::Arrival::default(),
+            pods: 1,
         }
     }
 

@@ -38,6 +38,7 @@ fn data() -> TsbsConfig {
         interval_ns: 10 * S,
         churn: None,
         arrival: tsload_workload::Arrival::default(),
+        pods: 1,
     }
 }
 

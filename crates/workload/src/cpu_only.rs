@@ -133,14 +133,13 @@ impl CpuOnly {
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
         cfg.arrival.check(1.0)?;
+        let mut table = cpu_table();
+        table.tags = crate::tsbs::with_pod(&cfg, table.tags);
         let schema = Schema {
-            tables: vec![cpu_table()],
-            tag_slots: crate::tsbs::HOST_TAGS.len(),
+            tables: vec![table],
+            tag_slots: crate::tsbs::tag_slots(&cfg, crate::tsbs::HOST_TAGS.len()),
             device_count: cfg.device_count()?,
-            tags: Arc::new(HostTags {
-                seed: cfg.seed,
-                devops: false,
-            }),
+            tags: Arc::new(HostTags::of(&cfg, false)),
         };
         Ok(CpuOnly {
             cfg,
@@ -163,7 +162,8 @@ impl Workload for CpuOnly {
     }
 
     fn devices_written(&self) -> Option<u64> {
-        self.cfg.churn.map(|_| self.written.load(Ordering::Relaxed))
+        (self.cfg.churn.is_some() || self.cfg.pods > 1)
+            .then(|| self.written.load(Ordering::Relaxed))
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -225,6 +225,28 @@ impl BatchSource for CpuSource {
         let mut n = 0;
         let (device, ts) = (&mut t.device, &mut t.ts);
         let mut cols = cpu_columns(&mut t.columns);
+        if self.cfg.pods > 1 {
+            let pods = u64::from(self.cfg.pods);
+            while n < max_rows && !c.done() {
+                // The host's pods in turn, each host at its own place in the turn; a
+                // pod's first row is in the first `pods` steps.
+                let slot = self.first + c.device;
+                let pod = ((c.step + u64::from(slot)) % pods) as u32;
+                if c.step < pods {
+                    self.written.fetch_add(1, Ordering::Relaxed);
+                    self.started += 1;
+                }
+                let usage = self.hosts[c.device as usize].next();
+                device.push(slot + pod * self.cfg.scale);
+                ts.push(c.ts);
+                for (col, u) in cols.iter_mut().zip(usage) {
+                    col.push(*u as i64);
+                }
+                c.advance();
+                n += 1;
+            }
+            return n;
+        }
         if self.slots.is_empty() {
             while n < max_rows && !c.done() {
                 let usage = self.hosts[c.device as usize].next();

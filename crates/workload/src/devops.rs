@@ -305,14 +305,15 @@ impl Devops {
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
         cfg.arrival.check(1.0)?;
+        let mut tables = schema_tables();
+        for t in &mut tables {
+            t.tags = crate::tsbs::with_pod(&cfg, std::mem::take(&mut t.tags));
+        }
         let schema = Schema {
-            tables: schema_tables(),
-            tag_slots: DEVOPS_TAG_SLOTS,
+            tables,
+            tag_slots: crate::tsbs::tag_slots(&cfg, DEVOPS_TAG_SLOTS),
             device_count: cfg.device_count()?,
-            tags: Arc::new(HostTags {
-                seed: cfg.seed,
-                devops: true,
-            }),
+            tags: Arc::new(HostTags::of(&cfg, true)),
         };
         Ok(Devops {
             cfg,
@@ -335,7 +336,8 @@ impl Workload for Devops {
     }
 
     fn devices_written(&self) -> Option<u64> {
-        self.cfg.churn.map(|_| self.written.load(Ordering::Relaxed))
+        (self.cfg.churn.is_some() || self.cfg.pods > 1)
+            .then(|| self.written.load(Ordering::Relaxed))
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -432,6 +434,17 @@ impl DevopsSource {
         // Churn: the slot's device is replaced once its time is up, and counted as
         // written on its first row.
         let device = match self.slots.get_mut(host) {
+            // With pods, the host's pods in turn (as cpu-only's); a pod is counted on its
+            // first row, in the first `pods` steps.
+            None if self.cfg.pods > 1 => {
+                let pods = u64::from(self.cfg.pods);
+                let slot = self.first + c.device;
+                if table == 0 && c.step < pods {
+                    self.written.fetch_add(1, Ordering::Relaxed);
+                    self.started += 1;
+                }
+                slot + ((c.step + u64::from(slot)) % pods) as u32 * self.cfg.scale
+            }
             None => self.first + c.device,
             Some(slot) => {
                 if table == 0 && (c.ts >= slot.until_ns || c.step == 0) {

@@ -507,6 +507,7 @@ mod tests {
             interval_ns: 10,
             churn: None,
             arrival: IOT_ARRIVAL,
+            pods: 1,
         }
     }
 

@@ -27,6 +27,10 @@ pub struct TsbsConfig {
     pub churn: Option<Churn>,
     /// Rows sent late or twice.
     pub arrival: Arrival,
+    /// High cardinality: each host's rows carry one of its `pods` pods in turn (a `pod`
+    /// tag), so there are `pods` times the series at the same rows per second (1: no pod
+    /// tag). Device `slot + pod * scale` is the host `slot`'s pod `pod`.
+    pub pods: u32,
 }
 
 /// Series churn, as a fleet of containers or pods has it: each of the `scale` device slots
@@ -119,6 +123,22 @@ impl TsbsConfig {
         if self.end_ns <= self.start_ns {
             return Err(WorkloadError::new("end", "must be later than start"));
         }
+        if self.pods == 0 {
+            return Err(WorkloadError::new("pods_per_host", "must be at least 1"));
+        }
+        if self.pods > 1 && self.churn.is_some() {
+            return Err(WorkloadError::new(
+                "pods_per_host",
+                "pods do not go with series churn yet (churn_ratio): set one or the other",
+            ));
+        }
+        if self.pods > 1 && !self.arrival.is_plain() {
+            return Err(WorkloadError::new(
+                "pods_per_host",
+                "pods do not go with late or duplicate rows yet (out_of_order_ratio, \
+                 duplicate_ratio): set one or the other",
+            ));
+        }
         if self.churn.is_some() && !self.arrival.is_plain() {
             return Err(WorkloadError::new(
                 "churn_ratio",
@@ -132,8 +152,20 @@ impl TsbsConfig {
         Ok(steps as u64)
     }
 
-    /// The devices of the data set: `scale`, or with churn `scale` in each generation.
+    /// The devices of the data set: `scale`, or with churn `scale` in each generation, or
+    /// with pods `scale` times `pods`.
     pub fn device_count(&self) -> Result<u32, WorkloadError> {
+        if self.pods > 1 {
+            return self.scale.checked_mul(self.pods).ok_or_else(|| {
+                WorkloadError::new(
+                    "pods_per_host",
+                    format!(
+                        "{} hosts of {} pods are more than 4,294,967,295 devices",
+                        self.scale, self.pods
+                    ),
+                )
+            });
+        }
         let Some(churn) = self.churn else {
             return Ok(self.scale);
         };
@@ -153,8 +185,12 @@ impl TsbsConfig {
         })
     }
 
-    /// The generations of churn the data set reaches (1 without churn).
+    /// The generations of churn the data set reaches (1 without churn); with pods, the
+    /// pods (a slot's devices are numbered as generations are).
     pub fn generations(&self) -> u32 {
+        if self.pods > 1 {
+            return self.pods;
+        }
         self.churn.map_or(1, |c| {
             c.generations(self.scale, self.end_ns.saturating_sub(self.start_ns))
         })
@@ -312,19 +348,55 @@ pub(crate) struct HostTags {
     pub seed: u64,
     /// Also write devops's extra tag slots.
     pub devops: bool,
+    /// With pods (more than 1), device `host + pod * scale` is a host's pod: its host's
+    /// tags and a last `pod` tag.
+    pub pods: u32,
+    pub scale: u32,
+}
+
+impl HostTags {
+    pub fn of(cfg: &TsbsConfig, devops: bool) -> HostTags {
+        HostTags {
+            seed: cfg.seed,
+            devops,
+            pods: cfg.pods,
+            scale: cfg.scale,
+        }
+    }
+}
+
+/// The tag slot of the `pod` tag (after every host and devops tag).
+pub(crate) const SLOT_POD: usize = DEVOPS_TAG_SLOTS;
+
+/// The tag slots of a TSBS host kind: its own, and the pod's when there are pods.
+pub(crate) fn tag_slots(cfg: &TsbsConfig, own: usize) -> usize {
+    if cfg.pods > 1 { SLOT_POD + 1 } else { own }
+}
+
+/// `tags` with the `pod` tag when `cfg` has pods.
+pub(crate) fn with_pod(cfg: &TsbsConfig, mut tags: Vec<TagDef>) -> Vec<TagDef> {
+    if cfg.pods > 1 {
+        tags.push(tag_def("pod", SLOT_POD));
+    }
+    tags
 }
 
 /// Random stream id of host tags (field values use other streams).
 const TAG_STREAM: u64 = 0x7461_6773;
 
 impl TagSource for HostTags {
-    /// Slot 0 names the device alone.
+    /// Slot 0 names the device alone, unless a host has several pods.
     fn key_slot(&self) -> Option<usize> {
-        Some(0)
+        (self.pods <= 1).then_some(0)
     }
 
     fn device_tags(&self, device: u32, out: &mut Vec<TagValue>) {
         out.clear();
+        let (device, pod) = if self.pods > 1 {
+            (device % self.scale.max(1), Some(device / self.scale.max(1)))
+        } else {
+            (device, None)
+        };
         let h = |slot: u64| hash(self.seed, TAG_STREAM, device as u64, slot);
         let pick = |slot: u64, list: &[&'static str]| -> TagValue {
             TagValue::Str(Cow::Borrowed(
@@ -370,6 +442,11 @@ impl TagSource for HostTags {
                 below(h(17), 100_000)
             ))));
         }
+        if let Some(pod) = pod {
+            // cpu-only's slots stop at 10: the pod's slot is after devops's.
+            out.resize(SLOT_POD, TagValue::Null);
+            out.push(TagValue::Str(Cow::Owned(format!("pod_{pod}"))));
+        }
     }
 }
 
@@ -387,6 +464,7 @@ mod tests {
             interval_ns: 10,
             churn: None,
             arrival: Arrival::default(),
+            pods: 1,
         };
         assert_eq!(cfg(100).steps().unwrap(), 10);
         assert_eq!(cfg(101).steps().unwrap(), 11);
@@ -399,6 +477,8 @@ mod tests {
         let t = HostTags {
             seed: 5,
             devops: true,
+            pods: 1,
+            scale: 100,
         };
         let (mut a, mut b) = (Vec::new(), Vec::new());
         t.device_tags(42, &mut a);
@@ -414,6 +494,8 @@ mod tests {
         HostTags {
             seed: 6,
             devops: false,
+            pods: 1,
+            scale: 100,
         }
         .device_tags(42, &mut b);
         assert_eq!(b.len(), HOST_TAGS.len());

@@ -23,6 +23,7 @@ fn tsbs(scale: u32, minutes: i64, seed: u64) -> TsbsConfig {
         interval_ns: 10_000_000_000,
         churn: None,
         arrival: tsload_workload::Arrival::default(),
+        pods: 1,
     }
 }
 
@@ -464,4 +465,66 @@ fn late_and_duplicate_rows_match_their_ratios_within_binomial_bounds() {
             );
         }
     }
+}
+
+/// Pods (`pods_per_host`): each host's rows carry one of its pods in turn, so the series
+/// (devices: host and pod) multiply while the rows per interval stay the hosts'; the same
+/// rows for any worker count, every pod written and counted, named by its host's tags and
+/// a `pod` tag.
+#[test]
+fn pods_multiply_the_devices_at_the_same_rows_the_same_for_any_workers() {
+    let (scale, pods) = (5u32, 3u32);
+    let cfg = TsbsConfig {
+        pods,
+        ..tsbs(scale, 30, 9)
+    };
+    for (name, w) in [
+        (
+            "cpu-only",
+            Box::new(CpuOnly::new(cfg).unwrap()) as Box<dyn Workload>,
+        ),
+        ("devops", Box::new(Devops::new(cfg).unwrap())),
+    ] {
+        let one = rows(w.as_ref(), 1, 1000);
+        assert_eq!(w.devices_written(), Some(u64::from(scale * pods)), "{name}");
+        assert_eq!(w.schema().device_count, scale * pods, "{name}");
+        // The hosts' rows: 180 steps of 5 hosts (devops: in 9 tables each).
+        let tables = w.schema().tables.len();
+        assert_eq!(one.len(), 180 * scale as usize * tables, "{name}");
+        for (workers, batch) in [(3, 7), (8, 333)] {
+            assert_eq!(rows(w.as_ref(), workers, batch), one, "{name} {workers}");
+        }
+        // Each pod of each host has a third of its host's rows.
+        let mut per_device: BTreeMap<u32, usize> = BTreeMap::new();
+        for line in &one {
+            let device: u32 = line.split('|').nth(1).unwrap().parse().unwrap();
+            *per_device.entry(device).or_default() += 1;
+        }
+        assert_eq!(per_device.len(), (scale * pods) as usize, "{name}");
+        assert!(
+            per_device.values().all(|n| *n == 60 * tables),
+            "{name}: {per_device:?}"
+        );
+        let tags = w.schema().device_tags(7);
+        assert_eq!(tags[0].to_string(), "host_2", "{name}");
+        let pod = w.schema().tables[0]
+            .tags
+            .iter()
+            .find(|t| t.name == "pod")
+            .expect("a pod tag");
+        assert_eq!(tags[pod.slot].to_string(), "pod_1", "{name}");
+        assert_eq!(
+            w.schema().tags.key_slot(),
+            None,
+            "a host names no device alone"
+        );
+    }
+    // Without pods nothing changes: no pod tag.
+    let plain = CpuOnly::new(tsbs(scale, 30, 9)).unwrap();
+    assert!(
+        plain.schema().tables[0]
+            .tags
+            .iter()
+            .all(|t| t.name != "pod")
+    );
 }

@@ -91,6 +91,7 @@ fn estimates_match_what_the_sources_allocate() {
         interval_ns: 10_000_000_000,
         churn: None,
         arrival: tsload_workload::Arrival::default(),
+        pods: 1,
     };
     check(
         "cpu-only",

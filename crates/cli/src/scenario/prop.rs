@@ -377,6 +377,7 @@ fn value_for(section: &'static str, key: &'static str) -> BoxedStrategy<String> 
         "seed"
         | "scale"
         | "out_of_order_max_steps"
+        | "pods_per_host"
         | "childtable_count"
         | "insert_rows"
         | "interlace_rows"

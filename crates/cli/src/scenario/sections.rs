@@ -143,6 +143,8 @@ section! {
         churn_ratio: f64 = "number 0..1", Toml("0"), &["cpu-only", "devops"];
         /// the period churn_ratio is per
         churn_interval: String = "duration", Toml("\"10m\""), &["cpu-only", "devops"];
+        /// high cardinality: each host's rows carry one of its N pods in turn (a `pod` tag, `pod_0` .. `pod_<N-1>`), so N times the series at the same rows per second; the report counts the devices (host, pod) and series written (1: no pod tag)
+        pods_per_host: i64 = "integer", Toml("1"), &["cpu-only", "devops"];
         /// fields left out
         missing_field_ratio: f64 = "number 0..1", Toml("0.01"), &["iot"];
         /// rows left out

@@ -131,6 +131,9 @@ impl Ctx<'_> {
             interval_ns,
             churn,
             arrival: self.arrival(w, default_late)?,
+            pods: self
+                .opt_int(&w.pods_per_host, "workload.pods_per_host", 1, 1_000_000)?
+                .map_or(1, |v| v as u32),
         };
         Ok(match kind {
             "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
