@@ -266,7 +266,7 @@ fn a_live_run_lands_every_sample_in_servers_with_their_default_settings() {
     let devices = r["devices_written"].as_u64().unwrap();
     assert!((40..=80).contains(&devices), "{r}");
     assert!(
-        text(&out.stdout).contains("written: series churn"),
+        text(&out.stdout).contains("each generation of a host under series churn"),
         "{}",
         text(&out.stdout)
     );

@@ -552,7 +552,7 @@ impl Summary {
         if let Some(n) = self.devices_written {
             let _ = writeln!(
                 s,
-                "  devices   {:>16}   written: series churn replaced devices as time went on",
+                "  devices   {:>16}   written: each generation of a host under series churn, or each pod of a host, a device of its own",
                 group(n)
             );
         }
