@@ -496,14 +496,15 @@ impl Plan {
         let Some(start_ns) = live_start_ns(&plan.load) else {
             return plan;
         };
-        let (WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _)) =
-            &mut plan.workload
-        else {
-            return plan;
-        };
-        let span = t.end_ns - t.start_ns;
-        t.start_ns = start_ns;
-        t.end_ns = start_ns + span;
+        match &mut plan.workload {
+            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _) => {
+                let span = t.end_ns - t.start_ns;
+                t.start_ns = start_ns;
+                t.end_ns = start_ns + span;
+            }
+            WorkloadPlan::Custom { cfg, .. } => cfg.start_timestamp_ns = start_ns,
+            WorkloadPlan::File { .. } => {}
+        }
         plan
     }
 
@@ -526,6 +527,7 @@ impl Plan {
         {
             w.remove("start");
             w.remove("end");
+            w.remove("start_timestamp");
         }
         let text = serde_json::to_string(&resolved).unwrap_or_default();
         sha2::Sha256::digest(text.as_bytes())
@@ -574,6 +576,7 @@ impl Plan {
                 "insert_rows": c.insert_rows, "timestamp_step": dur(c.timestamp_step_ns),
                 "start_timestamp": rfc3339(c.start_timestamp_ns),
                 "interlace_rows": c.interlace_rows, "disorder_ratio": c.disorder_ratio,
+                "time": self.time.name(),
                 "disorder_range": dur(c.disorder_range_ns),
                 "out_of_order_ratio": c.arrival.out_of_order_ratio,
                 "out_of_order_max_steps": c.arrival.out_of_order_max_steps,

@@ -405,3 +405,47 @@ fn pods_multiply_the_series_victoria_metrics_holds() {
         4
     );
 }
+
+/// Live time on the custom schema: each table's next row in turn, stamped with the clock,
+/// at `childtable_count / timestamp_step` rows a second, lands whole in Prometheus and
+/// VictoriaMetrics as installed (its values a sine, each table at its own phase).
+#[test]
+fn a_live_custom_run_lands_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [ServerKind::Prometheus, ServerKind::VictoriaMetrics] {
+        let server = start(kind);
+        let (out, r) = run(
+            dir.path(),
+            &[
+                "target.kind=\"prometheus\"".into(),
+                format!("target.url=\"{}/api/v1/write\"", server.base_url()),
+                "workload.kind=\"custom\"".into(),
+                "workload.childtable_count=10".into(),
+                "workload.timestamp_step=\"500ms\"".into(),
+                "workload.columns=[{type=\"double\", count=3, min=0, max=10, shape=\"sine\", period=\"1m\"}]".into(),
+                "workload.time=\"live\"".into(),
+                "load.duration=\"3s\"".into(),
+            ],
+        );
+        let metrics = stored_all(&format!("{kind:?}"), &out, &r);
+        assert_eq!(r["scenario"]["workload"]["time"], "live", "{r}");
+        assert_eq!(r["scenario"]["load"]["rate"], 20.0, "{r}");
+        assert!(
+            text(&out.stdout).contains("custom (live time) -> prometheus"),
+            "{}",
+            text(&out.stdout)
+        );
+        // 10 tables twice a second for 3 s, 3 values each.
+        assert!((150..=210).contains(&metrics), "{r}");
+        let meters = r#"{__name__=~"meters_.+"}"#;
+        match kind {
+            ServerKind::Prometheus => {
+                assert_eq!(server.prometheus_sample_count(meters, "1h"), metrics);
+            }
+            _ => {
+                server.vm_flush();
+                assert_eq!(server.vm_settled_sample_count(meters), metrics);
+            }
+        }
+    }
+}

@@ -276,6 +276,21 @@ fn late_duplicate_and_pod_settings_are_checked_and_generate_writes_them() {
             "workload.pods_per_host",
             "cpu-only, devops",
         ),
+        (
+            &[
+                "workload.kind=custom",
+                "workload.time=live",
+                "load.duration=3s",
+                "workload.insert_rows=5",
+            ],
+            "workload.insert_rows",
+            "sends each table's rows one at a time, in time",
+        ),
+        (
+            &["workload.kind=custom", "workload.time=live"],
+            "workload.time",
+            "end the run with load.duration",
+        ),
     ] {
         let out = tsload(d, &with_sets(vec!["validate"], sets));
         let stderr = text(&out.stderr);

@@ -137,8 +137,8 @@ section! {
         end: String = "time", Said("start + 1 day"), TSBS;
         /// time between a host's rows
         interval: String = "duration", Toml("\"10s\""), TSBS;
-        /// each row's time: the data set's own span (`history`), or the clock as the row is sent (`live`: open loop at the fleet's rate, scale / interval rows per second, batches of at most one reading per device, for load.duration or load.rows)
-        time: String = "`history` | `live`", Toml("\"history\""), TSBS;
+        /// each row's time: the data set's own span (`history`), or the clock as the row is sent (`live`: open loop at the fleet's rate, scale / interval rows per second (custom: childtable_count / timestamp_step, each table's next row in turn), batches of at most one reading per device, for load.duration or load.rows)
+        time: String = "`history` | `live`", Toml("\"history\""), GENERATED;
         /// series churn: the share of the hosts replaced by new ones (new host names, so new series; the old ones stop) every churn_interval of data time, staggered evenly (0: none)
         churn_ratio: f64 = "number 0..1", Toml("0"), &["cpu-only", "devops"];
         /// the period churn_ratio is per

@@ -398,47 +398,92 @@ impl Ctx<'_> {
         // does) replaces the file's span; the same file, or a --set, giving both is a
         // contradiction.
         let by_set = |key: &str| self.overridden.iter().any(|k| k == key);
-        for (v, key) in [(&w.start, "workload.start"), (&w.end, "workload.end")] {
+        let placed: [(&Option<Spanned<String>>, &str); 3] = [
+            (&w.start, "workload.start"),
+            (&w.end, "workload.end"),
+            (&w.start_timestamp, "workload.start_timestamp"),
+        ];
+        for (v, key) in placed {
             if let Some(v) = v
                 && (by_set(key) || !by_set("workload.time"))
             {
                 return Err(self.error(
                     Some(&v.span()),
                     key,
-                    "workload.time = \"live\" stamps each row with the clock as it is sent: \
-                     remove workload.start and workload.end (end the run with load.duration \
-                     or load.rows), or set workload.time = \"history\""
-                        .into(),
+                    format!(
+                        "workload.time = \"live\" stamps each row with the clock as it is sent: \
+                         remove {key} (end the run with load.duration or load.rows), or set \
+                         workload.time = \"history\""
+                    ),
                 ));
             }
         }
-        // check_kind_keys let `time` through for the TSBS kinds alone.
-        let (tsbs, kept) = match workload {
-            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) => (t, 1.0),
-            WorkloadPlan::Iot(t, o) => (t, 1.0 - o.missing_row_ratio),
-            _ => return Ok(TimeMode::History),
+        for (v, key) in [
+            (&w.insert_rows, "workload.insert_rows"),
+            (&w.interlace_rows, "workload.interlace_rows"),
+        ] {
+            if let Some(v) = v
+                && !(key == "workload.interlace_rows" && *v.get_ref() == 1)
+            {
+                return Err(self.error(
+                    Some(&v.span()),
+                    key,
+                    format!(
+                        "workload.time = \"live\" sends each table's rows one at a time, in \
+                         time, for load.duration or load.rows: remove {key}"
+                    ),
+                ));
+            }
+        }
+        // check_kind_keys let `time` through for the generated kinds alone. A fleet: its
+        // devices, the time between a device's readings, and the share of readings sent.
+        let (devices, interval_ns, kept, twice, interval_key, interval_set) = match &*workload {
+            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) => (
+                t.scale,
+                t.interval_ns,
+                1.0,
+                t.arrival.duplicate_ratio,
+                "workload.interval",
+                &w.interval,
+            ),
+            WorkloadPlan::Iot(t, o) => (
+                t.scale,
+                t.interval_ns,
+                1.0 - o.missing_row_ratio,
+                t.arrival.duplicate_ratio,
+                "workload.interval",
+                &w.interval,
+            ),
+            WorkloadPlan::Custom { cfg, .. } => (
+                cfg.childtable_count,
+                cfg.timestamp_step_ns,
+                1.0,
+                cfg.arrival.duplicate_ratio,
+                "workload.timestamp_step",
+                &w.timestamp_step,
+            ),
+            WorkloadPlan::File { .. } => return Ok(TimeMode::History),
         };
         // Rows sent twice are rows too: the rate counts them.
-        let readings = f64::from(tsbs.scale) * kept * (1.0 + tsbs.arrival.duplicate_ratio);
+        let readings = f64::from(devices) * kept * (1.0 + twice);
         let fleet_rate = |interval_ns: i64| readings / (interval_ns as f64 / 1e9);
-        let rate = match (load.mode, &w.interval) {
+        let (rate, interval_ns) = match (load.mode, interval_set) {
             (LoadMode::Open { rate }, Some(interval)) => {
-                let fleet = fleet_rate(tsbs.interval_ns);
+                let fleet = fleet_rate(interval_ns);
                 if (rate - fleet).abs() > 0.01 * fleet {
                     return Err(self.error(
                         l.rate.as_ref().map(|r| r.span()).as_ref(),
                         "load.rate",
                         format!(
-                            "{rate} rows/s disagrees with workload.interval = \"{}\" in live \
-                             time: {} devices every {} send {fleet:.3} rows/s; set only one of \
-                             the two",
+                            "{rate} rows/s disagrees with {interval_key} = \"{}\" in live \
+                             time: {devices} devices every {} send {fleet:.3} rows/s; set only \
+                             one of the two",
                             interval.get_ref(),
-                            tsbs.scale,
                             interval.get_ref()
                         ),
                     ));
                 }
-                rate
+                (rate, interval_ns)
             }
             (LoadMode::Open { rate }, None) => {
                 let interval_ns = (readings / rate * 1e9).round();
@@ -447,20 +492,18 @@ impl Ctx<'_> {
                         l.rate.as_ref().map(|r| r.span()).as_ref(),
                         "load.rate",
                         format!(
-                            "{rate} rows/s is more than {} devices send at one reading per \
-                             millisecond each (live time sets the interval from the rate): \
-                             raise workload.scale",
-                            tsbs.scale
+                            "{rate} rows/s is more than {devices} devices send at one reading \
+                             per millisecond each (live time sets the interval from the rate): \
+                             add devices"
                         ),
                     ));
                 }
-                tsbs.interval_ns = interval_ns as i64;
-                rate
+                (rate, interval_ns as i64)
             }
             (LoadMode::Closed, _) => {
-                let rate = fleet_rate(tsbs.interval_ns);
+                let rate = fleet_rate(interval_ns);
                 load.mode = LoadMode::Open { rate };
-                rate
+                (rate, interval_ns)
             }
         };
         // A batch holds at most one reading of each of its worker's devices: a larger one
@@ -482,9 +525,24 @@ impl Ctx<'_> {
             }
         };
         // The load is open loop by now.
-        tsbs.start_ns = crate::plan::live_start_ns(load).unwrap_or_default();
+        let start_ns = crate::plan::live_start_ns(load).unwrap_or_default();
         // One more reading per device past the span, so the run ends by its own limit.
-        tsbs.end_ns = tsbs.start_ns + span_ns.ceil() as i64 + tsbs.interval_ns;
+        let span_ns = span_ns.ceil() as i64 + interval_ns;
+        match workload {
+            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _) => {
+                t.interval_ns = interval_ns;
+                t.start_ns = start_ns;
+                t.end_ns = start_ns + span_ns;
+            }
+            WorkloadPlan::Custom { cfg, .. } => {
+                // Time-major: each table's next row in turn.
+                cfg.interlace_rows = 1;
+                cfg.timestamp_step_ns = interval_ns;
+                cfg.start_timestamp_ns = start_ns;
+                cfg.insert_rows = (span_ns as u64).div_ceil(interval_ns as u64);
+            }
+            WorkloadPlan::File { .. } => {}
+        }
         Ok(TimeMode::Live)
     }
 }
