@@ -365,13 +365,23 @@ fn late_and_duplicate_rows_land_as_each_server_keeps_them() {
     assert!(r["late_rows"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(prom.prometheus_samples(), metrics);
 
+    // With series churn too: a fifth of the hosts replaced every 10 minutes.
     let vm = start(ServerKind::VictoriaMetrics);
-    let (out, r) = run(dir.path(), &recent(&vm, "cpu-only", 2, 0.1, 0.1));
+    let mut churn = recent(&vm, "cpu-only", 2, 0.1, 0.1);
+    churn.extend([
+        "workload.churn_ratio=0.2".into(),
+        "workload.churn_interval=\"10m\"".into(),
+    ]);
+    let (out, r) = run(dir.path(), &churn);
     let metrics = stored_all("vm", &out, &r);
     assert!(r["late_rows"].as_u64().unwrap() > 0, "{r}");
     duplicates("vm", &r);
     vm.vm_flush();
     assert_eq!(vm.vm_settled_sample_count(r#"{__name__=~".+"}"#), metrics);
+    let devices = r["devices_written"].as_u64().unwrap();
+    assert!(devices > 20, "{r}");
+    assert_eq!(vm.vm_series_count(r#"{__name__=~"cpu_.+"}"#), devices * 10);
+    assert_eq!(r["server_series_created"], devices * 10, "{r}");
 }
 
 /// Pods (`workload.pods_per_host`): each host's rows carry one of its pods in turn, so

@@ -257,11 +257,6 @@ fn late_duplicate_and_pod_settings_are_checked_and_generate_writes_them() {
             "allowed: 0 to 1",
         ),
         (
-            &["workload.churn_ratio=0.1", "workload.duplicate_ratio=0.1"],
-            "workload.churn_ratio",
-            "does not go with late or duplicate rows yet",
-        ),
-        (
             &["workload.pods_per_host=0"],
             "workload.pods_per_host",
             "allowed: 1 to 1000000",

@@ -246,6 +246,10 @@ pub struct Batch {
     pub duplicate_rows: u64,
     /// The field values of `duplicate_rows`.
     pub duplicate_metrics: u64,
+    /// Devices whose first row is in this batch, counted by a source that counts them
+    /// ([`crate::Workload::counts_devices`]: series churn, pods). The engine adds them up
+    /// for the batches it sends, so a batch filled but never sent counts none.
+    pub devices_started: u64,
 }
 
 /// Rows as line protocol, sent as they are by a sink that writes line protocol in the
@@ -283,6 +287,7 @@ impl Batch {
             late_rows: 0,
             duplicate_rows: 0,
             duplicate_metrics: 0,
+            devices_started: 0,
         }
     }
 
@@ -356,6 +361,7 @@ impl Batch {
         self.late_rows = 0;
         self.duplicate_rows = 0;
         self.duplicate_metrics = 0;
+        self.devices_started = 0;
     }
 }
 

@@ -309,7 +309,8 @@ pub struct RunOutcome {
     /// before the clock started and after the last write (wall time outside the run's
     /// figures); `None` when none was asked.
     pub server_questions: Option<crate::report::ServerQuestions>,
-    /// With series churn, the devices written ([`Workload::devices_written`]).
+    /// With series churn or pods, the devices written: those whose first row was sent
+    /// ([`Workload::counts_devices`]).
     pub devices_written: Option<u64>,
     /// With series churn, the series written where each field of a device is one (as
     /// Prometheus and VictoriaMetrics keep them): the devices times their fields.
@@ -603,6 +604,9 @@ pub async fn run<S: Sink>(
         }
         _ => reported.end,
     };
+    let devices_written = workload
+        .counts_devices()
+        .then_some(reported.counters.devices_started);
     Ok(RunOutcome {
         started_at,
         elapsed,
@@ -622,9 +626,8 @@ pub async fn run<S: Sink>(
         storage_bytes,
         stored,
         server_questions,
-        devices_written: workload.devices_written(),
-        series_written: workload
-            .devices_written()
+        devices_written,
+        series_written: devices_written
             .map(|d| d.saturating_mul(workload.schema().field_count() as u64)),
         abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
@@ -973,7 +976,6 @@ async fn run_worker<C: SinkConn>(
                 Due::At(due) => due,
                 Due::Never => {
                     // Due past what an Instant holds: this worker is done.
-                    source.unsent();
                     free.push((conn, batch));
                     exhausted = true;
                     continue;
@@ -1003,7 +1005,6 @@ async fn run_worker<C: SinkConn>(
                         continue;
                     }
                     Waited::Stopped => {
-                        source.unsent();
                         free.push((conn, batch));
                         continue;
                     }
@@ -1011,7 +1012,6 @@ async fn run_worker<C: SinkConn>(
                 // Woken by the run's end rather than the request's due time, or both.
                 if until < intended || shared.deadline.is_some_and(|d| Instant::now() >= d) {
                     stop.stop(StopReason::Duration);
-                    source.unsent();
                     free.push((conn, batch));
                     continue;
                 }
@@ -1109,6 +1109,7 @@ fn finish<C>(
     if done.ambiguous_rows > 0 {
         recorder.record_ambiguous(done.ambiguous_rows);
     }
+    recorder.record_devices(done.batch.devices_started);
     if done.result.is_ok() {
         recorder.record_arrival(&done.batch);
     }

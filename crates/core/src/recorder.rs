@@ -61,6 +61,9 @@ pub struct Counters {
     pub duplicate_rows: u64,
     /// The field values of `duplicate_rows`.
     pub duplicate_metrics: u64,
+    /// Devices whose first row was sent ([`crate::Batch::devices_started`]), whether or
+    /// not the server took the batch.
+    pub devices_started: u64,
 }
 
 impl Counters {
@@ -79,6 +82,7 @@ impl Counters {
         self.late_rows += other.late_rows;
         self.duplicate_rows += other.duplicate_rows;
         self.duplicate_metrics += other.duplicate_metrics;
+        self.devices_started += other.devices_started;
         for (k, v) in &other.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -393,6 +397,11 @@ impl WorkerRecorder {
 
     /// Records the late and duplicate rows of a batch counted by
     /// [`Recorder::record_success`].
+    pub fn record_devices(&mut self, devices_started: u64) {
+        self.counters.devices_started += devices_started;
+    }
+
+    /// Records the late and duplicate rows of an acknowledged batch.
     pub fn record_arrival(&mut self, batch: &crate::Batch) {
         self.counters.late_rows += batch.late_rows;
         self.counters.duplicate_rows += batch.duplicate_rows;

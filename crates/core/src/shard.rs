@@ -194,8 +194,8 @@ impl Workload for ShardedWorkload {
         self.inner.source_error()
     }
 
-    fn devices_written(&self) -> Option<u64> {
-        self.inner.devices_written()
+    fn counts_devices(&self) -> bool {
+        self.inner.counts_devices()
     }
 
     /// The shard's devices ([`Shard::devices`]) where the workload splits by device.

@@ -45,11 +45,11 @@ pub trait Workload: Send + Sync {
         RunScope::default()
     }
 
-    /// With series churn: the devices the sources have written rows of so far (each
-    /// generation of a slot is a device of its own). `None` (the default) without churn:
-    /// the devices are the schema's.
-    fn devices_written(&self) -> Option<u64> {
-        None
+    /// Whether the sources count the devices they start ([`Batch::devices_started`]):
+    /// with series churn or pods, where the devices written are not simply the schema's
+    /// (the default: no).
+    fn counts_devices(&self) -> bool {
+        false
     }
 }
 
@@ -58,10 +58,6 @@ pub trait BatchSource: Send {
     /// Appends up to `max_rows` rows to `batch` (which the caller has cleared) and returns
     /// how many it appended; 0 means the source is exhausted.
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize;
-
-    /// The batch of the last `fill` will not be sent (the run ended first): a source that
-    /// counts what it wrote ([`Workload::devices_written`]) takes that fill back.
-    fn unsent(&mut self) {}
 }
 
 /// Devices `[start, end)` of worker `worker` when `devices` devices are split over

@@ -118,6 +118,18 @@ impl Arrival {
 /// later, and the last row is never held (no later row would release it).
 pub type LastRow = Arc<dyn Fn(usize, u32) -> i64 + Send + Sync>;
 
+/// What the wrapper needs to know of a kind's rows.
+pub(crate) struct KindRows {
+    pub seed: u64,
+    /// The time between two rows of a device, ns: a row is late by whole intervals.
+    pub interval_ns: i64,
+    /// The share of a device's cells that have a row (iot's missing rows leave fewer).
+    pub kept: f64,
+    pub last_row: LastRow,
+    /// The kind counts the devices it writes ([`tsload_core::Workload::counts_devices`]).
+    pub counts_devices: bool,
+}
+
 /// A row held back: where it lies in the table's store and when it is due.
 #[derive(Debug, Clone, Copy)]
 struct Held {
@@ -249,6 +261,10 @@ pub(crate) struct ArrivalSource {
     sent: usize,
     inner_done: bool,
     stores: Vec<Store>,
+    /// With series churn or pods, the devices this source has sent a row of, a bit each,
+    /// so it counts each device's first row in the batch that holds it
+    /// ([`Batch::devices_started`]; the inner source's count is of rows not yet placed).
+    sent_devices: Option<Vec<u64>>,
 }
 
 impl ArrivalSource {
@@ -256,11 +272,15 @@ impl ArrivalSource {
         inner: Box<dyn BatchSource>,
         schema: &Schema,
         arrival: Arrival,
-        seed: u64,
-        interval_ns: i64,
-        kept: f64,
-        last_row: LastRow,
+        kind: KindRows,
     ) -> Self {
+        let KindRows {
+            seed,
+            interval_ns,
+            kept,
+            last_row,
+            counts_devices,
+        } = kind;
         let buf = Batch::for_schema(schema);
         let stores = Batch::for_schema(schema)
             .tables
@@ -284,6 +304,22 @@ impl ArrivalSource {
             sent: 0,
             inner_done: false,
             stores,
+            sent_devices: counts_devices.then(Vec::new),
+        }
+    }
+
+    /// Counts `device` in `out` if none of its rows was sent before.
+    fn count_device(&mut self, out: &mut Batch, device: u32) {
+        let Some(bits) = &mut self.sent_devices else {
+            return;
+        };
+        let (word, bit) = ((device / 64) as usize, device % 64);
+        if word >= bits.len() {
+            bits.resize(word + 1, 0);
+        }
+        if bits[word] & (1 << bit) == 0 {
+            bits[word] |= 1 << bit;
+            out.devices_started += 1;
         }
     }
 
@@ -361,8 +397,14 @@ impl ArrivalSource {
         if from == to {
             return;
         }
+        out.tables[table].extend_from(&self.buf.tables[table], from..to);
+        if self.sent_devices.is_some() {
+            for row in from..to {
+                let device = self.buf.tables[table].device[row];
+                self.count_device(out, device);
+            }
+        }
         let t = &self.buf.tables[table];
-        out.tables[table].extend_from(t, from..to);
         let store = &mut self.stores[table];
         if store.alive > 0 {
             for row in from..to {
@@ -420,6 +462,9 @@ impl ArrivalSource {
                             o.push_row_from(&store.rows, h.row, h.ts);
                         }
                     }
+                    if matches!(emit, Emit::Own | Emit::Late) {
+                        self.count_device(out, device);
+                    }
                     match emit {
                         Emit::OwnTwice | Emit::LateTwice => {
                             out.duplicate_rows += 1;
@@ -467,6 +512,9 @@ impl ArrivalSource {
                     if *n == max_rows {
                         return;
                     }
+                    if self.sent == 0 {
+                        self.count_device(out, device);
+                    }
                     let store = &self.stores[table];
                     out.tables[table].push_row_from(&store.rows, h.row, h.ts);
                     if self.sent == 0 {
@@ -508,9 +556,5 @@ impl BatchSource for ArrivalSource {
             t.finish_validity();
         }
         n
-    }
-
-    fn unsent(&mut self) {
-        self.inner.unsent();
     }
 }

@@ -2,7 +2,6 @@
 //! fields (usage_user .. usage_guest_nice), each a bounded random walk in 0..=100.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand_core::RngCore;
 use tsload_core::schema::{DataType, Schema, TableSchema};
@@ -109,8 +108,6 @@ pub struct CpuOnly {
     cfg: TsbsConfig,
     steps: u64,
     schema: Schema,
-    /// With churn: the devices the sources have started writing.
-    written: Arc<AtomicU64>,
 }
 
 impl CpuOnly {
@@ -141,12 +138,7 @@ impl CpuOnly {
             device_count: cfg.device_count()?,
             tags: Arc::new(HostTags::of(&cfg, false)),
         };
-        Ok(CpuOnly {
-            cfg,
-            steps,
-            schema,
-            written: Arc::default(),
-        })
+        Ok(CpuOnly { cfg, steps, schema })
     }
 }
 
@@ -161,9 +153,8 @@ impl Workload for CpuOnly {
         crate::tsbs::scope(&self.cfg)
     }
 
-    fn devices_written(&self) -> Option<u64> {
-        (self.cfg.churn.is_some() || self.cfg.pods > 1)
-            .then(|| self.written.load(Ordering::Relaxed))
+    fn counts_devices(&self) -> bool {
+        self.cfg.churn.is_some() || self.cfg.pods > 1
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -190,8 +181,6 @@ impl Workload for CpuOnly {
                     .collect(),
             },
             cfg: self.cfg,
-            written: self.written.clone(),
-            started: 0,
         });
         crate::tsbs::with_arrival(&self.cfg, self.steps, &self.schema, source)
     }
@@ -207,19 +196,10 @@ struct CpuSource {
     /// generation 13 to 45% in criterion's `generate/cpu-only`).
     slots: Vec<SlotDevice>,
     cfg: TsbsConfig,
-    written: Arc<AtomicU64>,
-    /// Devices the last fill started (taken back if its batch is not sent).
-    started: u64,
 }
 
 impl BatchSource for CpuSource {
-    fn unsent(&mut self) {
-        self.written.fetch_sub(self.started, Ordering::Relaxed);
-        self.started = 0;
-    }
-
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
-        self.started = 0;
         let t = &mut batch.tables[0];
         let c = &mut self.cursor;
         let mut n = 0;
@@ -233,8 +213,7 @@ impl BatchSource for CpuSource {
                 let slot = self.first + c.device;
                 let pod = ((c.step + u64::from(slot)) % pods) as u32;
                 if c.step < pods {
-                    self.written.fetch_add(1, Ordering::Relaxed);
-                    self.started += 1;
+                    batch.devices_started += 1;
                 }
                 let usage = self.hosts[c.device as usize].next();
                 device.push(slot + pod * self.cfg.scale);
@@ -270,8 +249,7 @@ impl BatchSource for CpuSource {
             if c.ts >= slot.until_ns || c.step == 0 {
                 *slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
                 *state = CpuState::new(self.cfg.seed, slot.device);
-                self.written.fetch_add(1, Ordering::Relaxed);
-                self.started += 1;
+                batch.devices_started += 1;
             }
             let usage = state.next();
             device.push(slot.device);

@@ -15,7 +15,7 @@ use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSo
 use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
-use crate::arrival::{Arrival, ArrivalSource};
+use crate::arrival::{Arrival, ArrivalSource, KindRows};
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, mix64, unit};
 use crate::state::StateEstimate;
 use crate::{ColumnList, WorkloadError};
@@ -733,10 +733,13 @@ impl Workload for Custom {
             source,
             &self.schema,
             self.cfg.arrival,
-            self.cfg.seed,
-            step,
-            1.0,
-            last_row,
+            KindRows {
+                seed: self.cfg.seed,
+                interval_ns: step,
+                kept: 1.0,
+                last_row,
+                counts_devices: false,
+            },
         ))
     }
 }

@@ -4,7 +4,6 @@
 //! shapes: integer counters, bounded integer walks, per-host constants and float percentages.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand_core::RngCore;
 use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef};
@@ -279,8 +278,6 @@ pub struct Devops {
     cfg: TsbsConfig,
     steps: u64,
     schema: Schema,
-    /// With churn: the devices the sources have started writing.
-    written: Arc<AtomicU64>,
 }
 
 impl Devops {
@@ -315,12 +312,7 @@ impl Devops {
             device_count: cfg.device_count()?,
             tags: Arc::new(HostTags::of(&cfg, true)),
         };
-        Ok(Devops {
-            cfg,
-            steps,
-            schema,
-            written: Arc::default(),
-        })
+        Ok(Devops { cfg, steps, schema })
     }
 }
 
@@ -335,9 +327,8 @@ impl Workload for Devops {
         crate::tsbs::scope(&self.cfg)
     }
 
-    fn devices_written(&self) -> Option<u64> {
-        (self.cfg.churn.is_some() || self.cfg.pods > 1)
-            .then(|| self.written.load(Ordering::Relaxed))
+    fn counts_devices(&self) -> bool {
+        self.cfg.churn.is_some() || self.cfg.pods > 1
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -372,8 +363,6 @@ impl Workload for Devops {
             slots,
             values,
             cfg: self.cfg,
-            written: self.written.clone(),
-            started: 0,
         });
         crate::tsbs::with_arrival(&self.cfg, self.steps, &self.schema, source)
     }
@@ -421,9 +410,6 @@ struct DevopsSource {
     /// `OTHER_FIELDS` current values per host.
     values: Vec<f64>,
     cfg: TsbsConfig,
-    written: Arc<AtomicU64>,
-    /// Devices the last fill started (taken back if its batch is not sent).
-    started: u64,
 }
 
 impl DevopsSource {
@@ -440,8 +426,7 @@ impl DevopsSource {
                 let pods = u64::from(self.cfg.pods);
                 let slot = self.first + c.device;
                 if table == 0 && c.step < pods {
-                    self.written.fetch_add(1, Ordering::Relaxed);
-                    self.started += 1;
+                    batch.devices_started += 1;
                 }
                 slot + ((c.step + u64::from(slot)) % pods) as u32 * self.cfg.scale
             }
@@ -451,8 +436,7 @@ impl DevopsSource {
                     *slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
                     let values = &mut self.values[host * OTHER_FIELDS..][..OTHER_FIELDS];
                     self.hosts[host] = host_state(self.cfg.seed, slot.device, values);
-                    self.written.fetch_add(1, Ordering::Relaxed);
-                    self.started += 1;
+                    batch.devices_started += 1;
                 }
                 slot.device
             }
@@ -485,13 +469,7 @@ impl DevopsSource {
 }
 
 impl BatchSource for DevopsSource {
-    fn unsent(&mut self) {
-        self.written.fetch_sub(self.started, Ordering::Relaxed);
-        self.started = 0;
-    }
-
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
-        self.started = 0;
         let mut n = 0;
         while n < max_rows && !self.cursor.done() {
             self.push_row(batch, self.table);

@@ -14,7 +14,7 @@ use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
 use crate::WorkloadError;
-use crate::arrival::{Arrival, ArrivalSource};
+use crate::arrival::{Arrival, ArrivalSource, KindRows};
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, next_unit};
 use crate::state::StateEstimate;
 use crate::tsbs::{StepCursor, TsbsConfig};
@@ -258,10 +258,13 @@ impl Workload for Iot {
             source,
             &self.schema,
             self.cfg.arrival,
-            self.cfg.seed,
-            self.cfg.interval_ns,
-            1.0 - self.opts.missing_row_ratio,
-            last_row,
+            KindRows {
+                seed: self.cfg.seed,
+                interval_ns: self.cfg.interval_ns,
+                kept: 1.0 - self.opts.missing_row_ratio,
+                last_row,
+                counts_devices: false,
+            },
         ))
     }
 }

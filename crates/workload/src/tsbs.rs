@@ -132,20 +132,6 @@ impl TsbsConfig {
                 "pods do not go with series churn yet (churn_ratio): set one or the other",
             ));
         }
-        if self.pods > 1 && !self.arrival.is_plain() {
-            return Err(WorkloadError::new(
-                "pods_per_host",
-                "pods do not go with late or duplicate rows yet (out_of_order_ratio, \
-                 duplicate_ratio): set one or the other",
-            ));
-        }
-        if self.churn.is_some() && !self.arrival.is_plain() {
-            return Err(WorkloadError::new(
-                "churn_ratio",
-                "series churn does not go with late or duplicate rows yet \
-                 (out_of_order_ratio, duplicate_ratio): set one or the other",
-            ));
-        }
         let span = self.end_ns as i128 - self.start_ns as i128;
         let steps = (span + self.interval_ns as i128 - 1) / self.interval_ns as i128;
         self.device_count()?;
@@ -198,7 +184,6 @@ impl TsbsConfig {
 }
 
 /// `source` with the late and duplicate rows of `cfg.arrival` (as it is without them).
-/// Every device's last row is at the last step.
 pub(crate) fn with_arrival(
     cfg: &TsbsConfig,
     steps: u64,
@@ -208,18 +193,50 @@ pub(crate) fn with_arrival(
     if cfg.arrival.is_plain() {
         return source;
     }
-    let last = cfg
-        .start_ns
-        .saturating_add((steps.saturating_sub(1) as i64).saturating_mul(cfg.interval_ns));
+    let c = *cfg;
+    // A pod sends a row every `pods` intervals: late by its own readings.
+    let interval = cfg.interval_ns.saturating_mul(i64::from(cfg.pods.max(1)));
     Box::new(crate::arrival::ArrivalSource::new(
         source,
         schema,
         cfg.arrival,
-        cfg.seed,
-        cfg.interval_ns,
-        1.0,
-        std::sync::Arc::new(move |_, _| last),
+        crate::arrival::KindRows {
+            seed: cfg.seed,
+            interval_ns: interval,
+            kept: 1.0,
+            last_row: std::sync::Arc::new(move |_, device| last_row(&c, steps, device)),
+            counts_devices: cfg.churn.is_some() || cfg.pods > 1,
+        },
     ))
+}
+
+/// The time of `device`'s last row in a data set of `steps` steps: the last step, or with
+/// churn the last of its generation's life, or with pods the last step that is its pod's
+/// turn.
+pub(crate) fn last_row(cfg: &TsbsConfig, steps: u64, device: u32) -> i64 {
+    let scale = cfg.scale.max(1);
+    let last_step = steps.saturating_sub(1);
+    let at = |step: u64| {
+        cfg.start_ns
+            .saturating_add((step as i64).saturating_mul(cfg.interval_ns))
+    };
+    if cfg.pods > 1 {
+        let (slot, pod) = (u64::from(device % scale), u64::from(device / scale));
+        let pods = u64::from(cfg.pods);
+        let turn = (last_step + slot) % pods;
+        return at(last_step.saturating_sub((turn + pods - pod) % pods));
+    }
+    let Some(churn) = cfg.churn else {
+        return at(last_step);
+    };
+    // Generation g of slot s lives until (g + 1) * life - phase after the start.
+    let (slot, g) = (device % scale, device / scale);
+    let life = i128::from(churn.lifetime_ns);
+    let phase = i128::from(slot) * life / i128::from(scale);
+    let end = (i128::from(g) + 1) * life - phase;
+    let interval = i128::from(cfg.interval_ns.max(1));
+    let last_in_life = ((end - 1).max(0) / interval) as u64;
+    at(last_in_life.min(last_step))
 }
 
 /// TSBS's time-major order over one worker's devices: every device at step 0, then
