@@ -459,3 +459,41 @@ fn a_live_custom_run_lands_every_sample() {
         }
     }
 }
+
+/// iot with series churn, live, its late rows as TSBS's: VictoriaMetrics holds every
+/// sample and the series the report says it wrote (a truck's fields in each table it sent
+/// a row of: a short-lived truck may miss one), and says it created as many.
+#[test]
+fn iot_with_churn_lands_live_in_victoria_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let vm = start(ServerKind::VictoriaMetrics);
+    let (out, r) = run(
+        dir.path(),
+        &[
+            "target.kind=\"prometheus\"".into(),
+            format!("target.url=\"{}/api/v1/write\"", vm.base_url()),
+            "workload.kind=\"iot\"".into(),
+            "workload.scale=10".into(),
+            "workload.interval=\"500ms\"".into(),
+            "workload.missing_field_ratio=0".into(),
+            "workload.time=\"live\"".into(),
+            "workload.churn_ratio=0.5".into(),
+            "workload.churn_interval=\"1s\"".into(),
+            "load.duration=\"3s\"".into(),
+        ],
+    );
+    let metrics = stored_all("vm iot churn", &out, &r);
+    // 10 trucks twice a second, a row in each of two tables less 9% missing.
+    assert_eq!(r["scenario"]["load"]["rate"], 36.4, "{r}");
+    assert!(r["late_rows"].as_u64().unwrap() > 0, "{r}");
+    // 10 trucks, a new one in each slot every 2 s of the 3.5 s of data.
+    let devices = r["devices_written"].as_u64().unwrap();
+    assert!((20..=30).contains(&devices), "{r}");
+    vm.vm_flush();
+    let trucks = r#"{__name__=~"(readings|diagnostics)_.+"}"#;
+    assert_eq!(vm.vm_settled_sample_count(trucks), metrics);
+    let series = r["series_written"].as_u64().unwrap();
+    assert!(series > devices * 3 && series <= devices * 10, "{r}");
+    assert_eq!(vm.vm_series_count(trucks), series, "{r}");
+    assert_eq!(r["server_series_created"], series, "{r}");
+}

@@ -250,6 +250,9 @@ pub struct Batch {
     /// ([`crate::Workload::counts_devices`]: series churn, pods). The engine adds them up
     /// for the batches it sends, so a batch filled but never sent counts none.
     pub devices_started: u64,
+    /// Series whose first value is in this batch, a device's field in a table each (as
+    /// Prometheus and VictoriaMetrics keep them), counted where `devices_started` is.
+    pub series_started: u64,
 }
 
 /// Rows as line protocol, sent as they are by a sink that writes line protocol in the
@@ -288,6 +291,7 @@ impl Batch {
             duplicate_rows: 0,
             duplicate_metrics: 0,
             devices_started: 0,
+            series_started: 0,
         }
     }
 
@@ -362,6 +366,7 @@ impl Batch {
         self.duplicate_rows = 0;
         self.duplicate_metrics = 0;
         self.devices_started = 0;
+        self.series_started = 0;
     }
 }
 

@@ -312,8 +312,8 @@ pub struct RunOutcome {
     /// With series churn or pods, the devices written: those whose first row was sent
     /// ([`Workload::counts_devices`]).
     pub devices_written: Option<u64>,
-    /// With series churn, the series written where each field of a device is one (as
-    /// Prometheus and VictoriaMetrics keep them): the devices times their fields.
+    /// With series churn or pods, the series written where each field of a device in a
+    /// table is one (as Prometheus and VictoriaMetrics keep them).
     pub series_written: Option<u64>,
     /// Requests still unanswered [`LoadConfig::grace`] after the run's end, given up on
     /// (their rows are in `counters.failed_rows` and `counters.ambiguous_rows`: they may
@@ -604,9 +604,13 @@ pub async fn run<S: Sink>(
         }
         _ => reported.end,
     };
-    let devices_written = workload
-        .counts_devices()
-        .then_some(reported.counters.devices_started);
+    let (devices_written, series_written) = match workload.counts_devices() {
+        true => (
+            Some(reported.counters.devices_started),
+            Some(reported.counters.series_started),
+        ),
+        false => (None, None),
+    };
     Ok(RunOutcome {
         started_at,
         elapsed,
@@ -627,8 +631,7 @@ pub async fn run<S: Sink>(
         stored,
         server_questions,
         devices_written,
-        series_written: devices_written
-            .map(|d| d.saturating_mul(workload.schema().field_count() as u64)),
+        series_written,
         abandoned_requests: shared.abandoned.load(Ordering::Relaxed),
     })
 }
@@ -1109,7 +1112,7 @@ fn finish<C>(
     if done.ambiguous_rows > 0 {
         recorder.record_ambiguous(done.ambiguous_rows);
     }
-    recorder.record_devices(done.batch.devices_started);
+    recorder.record_devices(&done.batch);
     if done.result.is_ok() {
         recorder.record_arrival(&done.batch);
     }

@@ -64,6 +64,8 @@ pub struct Counters {
     /// Devices whose first row was sent ([`crate::Batch::devices_started`]), whether or
     /// not the server took the batch.
     pub devices_started: u64,
+    /// Series whose first value was sent ([`crate::Batch::series_started`]).
+    pub series_started: u64,
 }
 
 impl Counters {
@@ -83,6 +85,7 @@ impl Counters {
         self.duplicate_rows += other.duplicate_rows;
         self.duplicate_metrics += other.duplicate_metrics;
         self.devices_started += other.devices_started;
+        self.series_started += other.series_started;
         for (k, v) in &other.errors {
             *self.errors.entry(*k).or_default() += v;
         }
@@ -397,8 +400,9 @@ impl WorkerRecorder {
 
     /// Records the late and duplicate rows of a batch counted by
     /// [`Recorder::record_success`].
-    pub fn record_devices(&mut self, devices_started: u64) {
-        self.counters.devices_started += devices_started;
+    pub fn record_devices(&mut self, batch: &crate::Batch) {
+        self.counters.devices_started += batch.devices_started;
+        self.counters.series_started += batch.series_started;
     }
 
     /// Records the late and duplicate rows of an acknowledged batch.

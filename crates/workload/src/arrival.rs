@@ -244,6 +244,17 @@ enum Plan {
     Sends([Option<Emit>; 4]),
 }
 
+/// Sets `device`'s bit in `bits`; whether it was clear.
+fn first_bit(bits: &mut Vec<u64>, device: u32) -> bool {
+    let (word, bit) = ((device / 64) as usize, device % 64);
+    if word >= bits.len() {
+        bits.resize(word + 1, 0);
+    }
+    let clear = bits[word] & (1 << bit) == 0;
+    bits[word] |= 1 << bit;
+    clear
+}
+
 /// A workload's source with late and duplicate rows ([`Arrival`]).
 pub(crate) struct ArrivalSource {
     inner: Box<dyn BatchSource>,
@@ -265,6 +276,8 @@ pub(crate) struct ArrivalSource {
     /// so it counts each device's first row in the batch that holds it
     /// ([`Batch::devices_started`]; the inner source's count is of rows not yet placed).
     sent_devices: Option<Vec<u64>>,
+    /// The same, per table: the series (a device's fields in a table) started.
+    sent_series: Vec<Vec<u64>>,
 }
 
 impl ArrivalSource {
@@ -305,21 +318,28 @@ impl ArrivalSource {
             inner_done: false,
             stores,
             sent_devices: counts_devices.then(Vec::new),
+            sent_series: vec![
+                Vec::new();
+                if counts_devices {
+                    schema.tables.len()
+                } else {
+                    0
+                }
+            ],
         }
     }
 
-    /// Counts `device` in `out` if none of its rows was sent before.
-    fn count_device(&mut self, out: &mut Batch, device: u32) {
+    /// Counts `device` in `out` if none of its rows was sent before, and its series in
+    /// `table` if none of its rows there was.
+    fn count_device(&mut self, out: &mut Batch, table: usize, device: u32) {
         let Some(bits) = &mut self.sent_devices else {
             return;
         };
-        let (word, bit) = ((device / 64) as usize, device % 64);
-        if word >= bits.len() {
-            bits.resize(word + 1, 0);
-        }
-        if bits[word] & (1 << bit) == 0 {
-            bits[word] |= 1 << bit;
+        if first_bit(bits, device) {
             out.devices_started += 1;
+        }
+        if first_bit(&mut self.sent_series[table], device) {
+            out.series_started += out.tables[table].columns.len() as u64;
         }
     }
 
@@ -401,7 +421,7 @@ impl ArrivalSource {
         if self.sent_devices.is_some() {
             for row in from..to {
                 let device = self.buf.tables[table].device[row];
-                self.count_device(out, device);
+                self.count_device(out, table, device);
             }
         }
         let t = &self.buf.tables[table];
@@ -463,7 +483,7 @@ impl ArrivalSource {
                         }
                     }
                     if matches!(emit, Emit::Own | Emit::Late) {
-                        self.count_device(out, device);
+                        self.count_device(out, table, device);
                     }
                     match emit {
                         Emit::OwnTwice | Emit::LateTwice => {
@@ -513,7 +533,7 @@ impl ArrivalSource {
                         return;
                     }
                     if self.sent == 0 {
-                        self.count_device(out, device);
+                        self.count_device(out, table, device);
                     }
                     let store = &self.stores[table];
                     out.tables[table].push_row_from(&store.rows, h.row, h.ts);

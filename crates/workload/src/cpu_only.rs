@@ -214,6 +214,7 @@ impl BatchSource for CpuSource {
                 let pod = ((c.step + u64::from(slot)) % pods) as u32;
                 if c.step < pods {
                     batch.devices_started += 1;
+                    batch.series_started += FIELDS as u64;
                 }
                 let usage = self.hosts[c.device as usize].next();
                 device.push(slot + pod * self.cfg.scale);
@@ -250,6 +251,7 @@ impl BatchSource for CpuSource {
                 *slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
                 *state = CpuState::new(self.cfg.seed, slot.device);
                 batch.devices_started += 1;
+                batch.series_started += FIELDS as u64;
             }
             let usage = state.next();
             device.push(slot.device);

@@ -360,6 +360,7 @@ impl Workload for Devops {
             table: 0,
             first: devices.start,
             hosts,
+            since: vec![i64::MIN; slots.len()],
             slots,
             values,
             cfg: self.cfg,
@@ -407,6 +408,8 @@ struct DevopsSource {
     /// With churn, each slot's device (its number and when it is replaced); empty
     /// without.
     slots: Vec<SlotDevice>,
+    /// With churn, the time of each slot's device's first step.
+    since: Vec<i64>,
     /// `OTHER_FIELDS` current values per host.
     values: Vec<f64>,
     cfg: TsbsConfig,
@@ -425,8 +428,9 @@ impl DevopsSource {
             None if self.cfg.pods > 1 => {
                 let pods = u64::from(self.cfg.pods);
                 let slot = self.first + c.device;
-                if table == 0 && c.step < pods {
-                    batch.devices_started += 1;
+                if c.step < pods {
+                    batch.devices_started += u64::from(table == 0);
+                    batch.series_started += batch.tables[table].columns.len() as u64;
                 }
                 slot + ((c.step + u64::from(slot)) % pods) as u32 * self.cfg.scale
             }
@@ -436,7 +440,12 @@ impl DevopsSource {
                     *slot = SlotDevice::at(&self.cfg, self.first + c.device, c.ts);
                     let values = &mut self.values[host * OTHER_FIELDS..][..OTHER_FIELDS];
                     self.hosts[host] = host_state(self.cfg.seed, slot.device, values);
+                    self.since[host] = c.ts;
                     batch.devices_started += 1;
+                }
+                // Each table's row of the device's first step starts its series there.
+                if self.since[host] == c.ts {
+                    batch.series_started += batch.tables[table].columns.len() as u64;
                 }
                 slot.device
             }

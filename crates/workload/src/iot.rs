@@ -17,7 +17,7 @@ use crate::WorkloadError;
 use crate::arrival::{Arrival, ArrivalSource, KindRows};
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, next_unit};
 use crate::state::StateEstimate;
-use crate::tsbs::{StepCursor, TsbsConfig};
+use crate::tsbs::{SlotDevice, StepCursor, TsbsConfig};
 
 /// The gaps of the data set. The defaults follow the proportions in TSBS's own iot output
 /// (seed 123): about 1% of field values and 9% of rows missing. Its late rows (14% late by
@@ -102,7 +102,12 @@ impl Iot {
             key: "scale",
             noun: "trucks",
             devices: cfg.scale,
-            bytes_per_device: std::mem::size_of::<Truck>() as u64,
+            bytes_per_device: (std::mem::size_of::<Truck>()
+                + if cfg.churn.is_some() {
+                    std::mem::size_of::<(SlotDevice, u8)>()
+                } else {
+                    0
+                }) as u64,
         }
     }
 
@@ -162,7 +167,7 @@ impl Iot {
                 },
             ],
             tag_slots: TAGS.len(),
-            device_count: cfg.scale,
+            device_count: cfg.device_count()?,
             tags: Arc::new(TruckTags { seed: cfg.seed }),
         };
         Ok(Iot {
@@ -187,14 +192,20 @@ impl Workload for Iot {
         &self.schema
     }
 
-    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    /// Its devices: the slots, split over workers by
+    /// [`tsload_core::workload::device_range`], in each generation of churn.
     fn scope(&self) -> tsload_core::stored::RunScope {
-        tsload_core::stored::RunScope::whole(self.schema.device_count)
+        crate::tsbs::scope(&self.cfg)
+    }
+
+    fn counts_devices(&self) -> bool {
+        self.cfg.churn.is_some()
     }
 
     fn total_rows(&self) -> Option<u64> {
-        if self.cfg.arrival.duplicate_ratio > 0.0 {
-            // Rows sent twice are not counted up front.
+        if self.cfg.arrival.duplicate_ratio > 0.0 || self.cfg.churn.is_some() {
+            // Rows sent twice, and missing rows of devices that come and go, are not
+            // counted up front.
             return None;
         }
         *self.total.get_or_init(|| {
@@ -229,6 +240,13 @@ impl Workload for Iot {
             .clone()
             .map(|d| Truck::new(self.cfg.seed, d, tags.model(d).1))
             .collect();
+        let slots = match self.cfg.churn {
+            None => Vec::new(),
+            Some(_) => devices
+                .clone()
+                .map(|d| (SlotDevice::at(&self.cfg, d, self.cfg.start_ns), 0))
+                .collect(),
+        };
         let source = Box::new(IotSource {
             rules: self.rules(),
             cursor: StepCursor::new(&self.cfg, self.steps, devices.end - devices.start),
@@ -236,23 +254,22 @@ impl Workload for Iot {
             table: 0,
             first: devices.start,
             trucks,
+            slots,
+            cfg: self.cfg,
         });
         if self.cfg.arrival.is_plain() {
             return source;
         }
-        // A truck's last row in a table is that of its last step with one.
-        let (rules, steps, start, interval) = (
-            self.rules(),
-            self.steps,
-            self.cfg.start_ns,
-            self.cfg.interval_ns,
-        );
+        // A truck's last row in a table is that of the last step of its life with one.
+        let (rules, steps, cfg) = (self.rules(), self.steps, self.cfg);
         let last_row = Arc::new(move |table: usize, truck: u32| {
-            let step = (0..steps)
+            let last = crate::tsbs::last_row(&cfg, steps, truck);
+            let last_step = ((last - cfg.start_ns) / cfg.interval_ns.max(1)) as u64;
+            let step = (0..=last_step)
                 .rev()
                 .find(|&step| !rules.missing_row(truck, step, table))
                 .unwrap_or(0);
-            start + step as i64 * interval
+            cfg.start_ns + step as i64 * cfg.interval_ns
         });
         Box::new(ArrivalSource::new(
             source,
@@ -263,7 +280,7 @@ impl Workload for Iot {
                 interval_ns: self.cfg.interval_ns,
                 kept: 1.0 - self.opts.missing_row_ratio,
                 last_row,
-                counts_devices: false,
+                counts_devices: self.cfg.churn.is_some(),
             },
         ))
     }
@@ -430,13 +447,17 @@ struct IotSource {
     /// Next table of the current (step, truck).
     table: usize,
     first: u32,
+    /// Each slot's truck's state.
     trucks: Vec<Truck>,
+    /// With churn, each slot's truck (its number and when it is replaced) and which of
+    /// its tables (a bit each) it has sent a row of; empty without.
+    slots: Vec<(SlotDevice, u8)>,
+    cfg: TsbsConfig,
 }
 
 impl IotSource {
-    /// Appends the row of the current truck and `table` from step `from`.
-    fn push_row(&mut self, batch: &mut Batch, table: usize, from: u64) {
-        let truck = self.first + self.cursor.device;
+    /// Appends the row of `truck` (the current slot's) and `table` from step `from`.
+    fn push_row(&mut self, batch: &mut Batch, truck: u32, table: usize, from: u64) {
         let state = &mut self.trucks[self.cursor.device as usize];
         let t = &mut batch.tables[table];
         let row = t.ts.len();
@@ -479,9 +500,38 @@ impl BatchSource for IotSource {
         // wrapping ArrivalSource's).
         while n < max_rows && !self.cursor.done() {
             let step = self.cursor.step;
-            let truck = self.first + self.cursor.device;
+            let slot = self.cursor.device as usize;
+            let truck = match self.slots.get_mut(slot) {
+                None => self.first + self.cursor.device,
+                // Churn: the slot's truck is replaced once its time is up (a new one, with
+                // its own tags and state), and counted on its first row sent.
+                Some((current, sent)) => {
+                    if self.table == 0 && (self.cursor.ts >= current.until_ns || step == 0) {
+                        *current = SlotDevice::at(
+                            &self.cfg,
+                            self.first + self.cursor.device,
+                            self.cursor.ts,
+                        );
+                        *sent = 0;
+                        let model = TruckTags {
+                            seed: self.cfg.seed,
+                        }
+                        .model(current.device);
+                        self.trucks[slot] = Truck::new(self.cfg.seed, current.device, model.1);
+                    }
+                    current.device
+                }
+            };
             if !self.rules.missing_row(truck, step, self.table) {
-                self.push_row(batch, self.table, step);
+                // A truck is counted on its first row, a table's series on its first there.
+                if let Some((_, sent)) = self.slots.get_mut(slot)
+                    && *sent & (1 << self.table) == 0
+                {
+                    batch.devices_started += u64::from(*sent == 0);
+                    batch.series_started += batch.tables[self.table].columns.len() as u64;
+                    *sent |= 1 << self.table;
+                }
+                self.push_row(batch, truck, self.table, step);
                 n += 1;
             }
             self.table += 1;

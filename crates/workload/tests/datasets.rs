@@ -84,9 +84,9 @@ fn workloads(seed: u64) -> Vec<(&'static str, Box<dyn Workload>)> {
 }
 
 /// The devices the sources count as started (their first row in a batch) over the
-/// whole data set.
-fn started(w: &dyn Workload, workers: usize, batch_rows: usize) -> u64 {
-    let mut n = 0;
+/// whole data set; the series started (a device's fields in a table) beside.
+fn started_series(w: &dyn Workload, workers: usize, batch_rows: usize) -> (u64, u64) {
+    let (mut n, mut series) = (0, 0);
     for worker in 0..workers {
         let mut source = w.source(worker, workers);
         let mut batch = Batch::for_schema(w.schema());
@@ -96,9 +96,10 @@ fn started(w: &dyn Workload, workers: usize, batch_rows: usize) -> u64 {
                 break;
             }
             n += batch.devices_started;
+            series += batch.series_started;
         }
     }
-    n
+    (n, series)
 }
 
 /// Every row of the data set as text, sorted: table, device, time and every value.
@@ -296,13 +297,33 @@ fn churn_replaces_the_ratio_of_hosts_per_interval_the_same_for_any_workers() {
             "cpu-only, late and twice",
             Box::new(CpuOnly::new(late).unwrap()),
         ),
+        (
+            "iot, late as TSBS's",
+            Box::new(
+                Iot::new(
+                    TsbsConfig {
+                        arrival: IOT_ARRIVAL,
+                        ..cfg
+                    },
+                    IotOptions::default(),
+                )
+                .unwrap(),
+            ),
+        ),
     ] {
         assert!(w.counts_devices(), "{name}");
         let one = rows(w.as_ref(), 1, 1000);
         // Slot d turns over at 30 s x (20k - d) (k = 1, 2, 3) within the 30 minutes:
         // 20 + 20 + 19 times.
+        // Every table of every device is written within its life here: a series per
+        // field of each.
+        let fields = w.schema().field_count() as u64;
         for (workers, batch) in [(1, 1000), (3, 7), (8, 333)] {
-            assert_eq!(started(w.as_ref(), workers, batch), 79, "{name}: {workers}");
+            assert_eq!(
+                started_series(w.as_ref(), workers, batch),
+                (79, 79 * fields),
+                "{name}: {workers}"
+            );
         }
         for (workers, batch) in [(3, 7), (8, 333)] {
             assert_eq!(
@@ -314,7 +335,10 @@ fn churn_replaces_the_ratio_of_hosts_per_interval_the_same_for_any_workers() {
         if name.contains("late") {
             // Each device's rows within its own life, lateness and copies included.
             let a = arrived(w.as_ref(), 3, 97);
-            assert!(a.late > 0 && a.duplicates > 0, "{a:?}");
+            assert!(a.late > 0, "{name}: {a:?}");
+            assert_eq!(a.duplicates > 0, name.contains("twice"), "{name}: {a:?}");
+            // Late by at most 6 of iot's intervals, beyond a missing row's gap.
+            assert!(a.most_behind <= 10 * 10_000_000_000, "{name}: {a:?}");
             continue;
         }
         // Distinct devices, and how many are written in each minute of data time.
@@ -526,12 +550,14 @@ fn pods_multiply_the_devices_at_the_same_rows_the_same_for_any_workers() {
         ("devops", Box::new(Devops::new(cfg).unwrap())),
     ] {
         let one = rows(w.as_ref(), 1, 1000);
-        assert_eq!(
-            started(w.as_ref(), 1, 1000),
-            u64::from(scale * pods),
-            "{name}"
-        );
-        assert_eq!(started(w.as_ref(), 3, 7), u64::from(scale * pods), "{name}");
+        let (devices, fields) = (u64::from(scale * pods), w.schema().field_count() as u64);
+        for (workers, batch) in [(1, 1000), (3, 7)] {
+            assert_eq!(
+                started_series(w.as_ref(), workers, batch),
+                (devices, devices * fields),
+                "{name}"
+            );
+        }
         assert_eq!(w.schema().device_count, scale * pods, "{name}");
         // The hosts' rows: 180 steps of 5 hosts (devops: in 9 tables each).
         let tables = w.schema().tables.len();

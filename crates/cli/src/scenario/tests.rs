@@ -891,6 +891,18 @@ fn live_time_stamps_rows_with_the_clock_at_the_fleets_rate() {
     assert_eq!(plan.load.mode, LoadMode::Open { rate: 10.0 });
     // 50 hosts per worker, one reading each: a batch per interval, due as it ends.
     assert_eq!(plan.load.batch, 50);
+    // A reading is a row per table: devops's 9, iot's 2 less its missing rows (live
+    // devops ran at a ninth of its fleet's rate, and fell behind the clock, when its
+    // rate counted hosts).
+    for (kind, rate, batch) in [("devops", 90.0, 450), ("iot", 18.2, 91)] {
+        let text = base.replace("cpu-only", kind);
+        let plan = parse("s.toml", &text, &[]).unwrap();
+        let LoadMode::Open { rate: got } = plan.load.mode else {
+            panic!("{kind}: {:?}", plan.load.mode)
+        };
+        assert!((got - rate).abs() < 1e-9, "{kind}: {got}");
+        assert_eq!(plan.load.batch, batch, "{kind}");
+    }
     let WorkloadPlan::CpuOnly(t) = &plan.workload else {
         panic!("{:?}", plan.workload)
     };
@@ -924,14 +936,14 @@ fn live_time_stamps_rows_with_the_clock_at_the_fleets_rate() {
             .contains("100 devices every 10s send 10.000 rows/s"),
         "{e}"
     );
-    // iot leaves rows out: its fleet sends fewer.
+    // iot leaves rows out: its fleet sends fewer (of its two tables' rows).
     let iot = parse(
         "s.toml",
         &base.replace("cpu-only", "iot"),
         &["workload.missing_row_ratio=0.5".into()],
     )
     .unwrap();
-    assert_eq!(iot.load.mode, LoadMode::Open { rate: 5.0 });
+    assert_eq!(iot.load.mode, LoadMode::Open { rate: 10.0 });
     // A span in the file contradicts it; a --set over a file's span replaces the span.
     let e = err(&base.replace("time = \"live\"", "time = \"live\"\nstart = \"now-1h\""));
     assert_eq!(e.key.as_deref(), Some("workload.start"), "{e}");
@@ -987,7 +999,18 @@ fn churn_keys_give_each_host_a_lifetime() {
     assert_eq!(e.key.as_deref(), Some("workload.churn_interval"), "{e}");
     let e = err("[workload]\nchurn_ratio = 1.5\n");
     assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
-    let e = err("[workload]\nkind = \"iot\"\nchurn_ratio = 0.1\n");
+    // iot churns too; the custom schema has no churn.
+    let iot = parse(
+        "s.toml",
+        "[workload]\nkind = \"iot\"\nchurn_ratio = 0.1\n",
+        &[],
+    )
+    .unwrap();
+    let WorkloadPlan::Iot(t, _) = &iot.workload else {
+        panic!()
+    };
+    assert!(t.churn.is_some());
+    let e = err("[workload]\nkind = \"custom\"\nchurn_ratio = 0.1\n");
     assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
 }
 

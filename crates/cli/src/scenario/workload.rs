@@ -373,7 +373,8 @@ impl Ctx<'_> {
 impl Ctx<'_> {
     /// `workload.time`. `history` (the default) leaves the plan as it is. `live` stamps
     /// rows with the clock: the span starts now, less one batch's period, and the load
-    /// is open loop at the fleet's rate (`scale / interval` rows per second, less iot's
+    /// is open loop at the fleet's rate (`scale / interval` readings per second, a row per
+    /// table each, less iot's
     /// missing rows), so each batch is sent once the time of its last row has come and
     /// none lies in the future. `load.rate` instead sets the interval. A batch holds at
     /// most one reading of each of its worker's devices (`load.batch` may ask for fewer),
@@ -437,8 +438,10 @@ impl Ctx<'_> {
         }
         // check_kind_keys let `time` through for the generated kinds alone. A fleet: its
         // devices, the time between a device's readings, and the share of readings sent.
-        let (devices, interval_ns, kept, twice, interval_key, interval_set) = match &*workload {
-            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) => (
+        // `each`: the rows a device sends an interval, one per table (devops 9, iot 2 less
+        // its missing rows).
+        let (devices, interval_ns, each, twice, interval_key, interval_set) = match &*workload {
+            WorkloadPlan::CpuOnly(t) => (
                 t.scale,
                 t.interval_ns,
                 1.0,
@@ -446,10 +449,18 @@ impl Ctx<'_> {
                 "workload.interval",
                 &w.interval,
             ),
+            WorkloadPlan::Devops(t) => (
+                t.scale,
+                t.interval_ns,
+                9.0,
+                t.arrival.duplicate_ratio,
+                "workload.interval",
+                &w.interval,
+            ),
             WorkloadPlan::Iot(t, o) => (
                 t.scale,
                 t.interval_ns,
-                1.0 - o.missing_row_ratio,
+                2.0 * (1.0 - o.missing_row_ratio),
                 t.arrival.duplicate_ratio,
                 "workload.interval",
                 &w.interval,
@@ -465,7 +476,7 @@ impl Ctx<'_> {
             WorkloadPlan::File { .. } => return Ok(TimeMode::History),
         };
         // Rows sent twice are rows too: the rate counts them.
-        let readings = f64::from(devices) * kept * (1.0 + twice);
+        let readings = f64::from(devices) * each * (1.0 + twice);
         let fleet_rate = |interval_ns: i64| readings / (interval_ns as f64 / 1e9);
         let (rate, interval_ns) = match (load.mode, interval_set) {
             (LoadMode::Open { rate }, Some(interval)) => {
