@@ -50,9 +50,28 @@ impl tsload_sql::ServerErrors for Mysql {
 
     fn describe(error: &dyn DatabaseError) -> String {
         match error.try_downcast_ref::<MySqlDatabaseError>() {
-            Some(e) => format!("{} (MySQL error {})", error.message(), e.number()),
+            Some(e) => format!(
+                "{} (MySQL error {}){}",
+                error.message(),
+                e.number(),
+                advice(e.number())
+            ),
             None => error.message().to_string(),
         }
+    }
+}
+
+/// What to do about error `number`, where tsload's own settings cause it.
+pub(crate) fn advice(number: u16) -> &'static str {
+    match number {
+        // ER_DUP_ENTRY on a data table (the ledger's is handled apart).
+        1062 => {
+            ": a row repeats another's primary key (primary_key = \"tags_ts\" is a row's tags \
+             and time); the workload's duplicate rows (workload.duplicate_ratio) or the rows of \
+             an earlier run into the same tables repeat them: set target.primary_key = \"none\" \
+             or \"auto_increment\", or target.drop_existing = true"
+        }
+        _ => "",
     }
 }
 
@@ -111,6 +130,8 @@ mod tests {
         for retryable in [1213, 1205, 1040, 1053, 2013] {
             assert!(kind_for_number(retryable).is_retryable(), "{retryable}");
         }
+        assert!(advice(1062).contains("workload.duplicate_ratio"));
+        assert_eq!(advice(1064), "");
         for fatal in [1064, 1146, 1045, 1062] {
             assert!(!kind_for_number(fatal).is_retryable(), "{fatal}");
         }
