@@ -83,28 +83,8 @@ fn workloads(seed: u64) -> Vec<(&'static str, Box<dyn Workload>)> {
     ]
 }
 
-/// The devices the sources count as started (their first row in a batch) over the
-/// whole data set; the series started (a device's fields in a table) beside.
-fn started_series(w: &dyn Workload, workers: usize, batch_rows: usize) -> (u64, u64) {
-    let (mut n, mut series) = (0, 0);
-    for worker in 0..workers {
-        let mut source = w.source(worker, workers);
-        let mut batch = Batch::for_schema(w.schema());
-        loop {
-            batch.clear();
-            if source.fill(&mut batch, batch_rows) == 0 {
-                break;
-            }
-            n += batch.devices_started;
-            series += batch.series_started;
-        }
-    }
-    (n, series)
-}
-
-/// Every row of the data set as text, sorted: table, device, time and every value.
-fn rows(w: &dyn Workload, workers: usize, batch_rows: usize) -> Vec<String> {
-    let mut out = Vec::new();
+/// Every batch of the data set's sources, worker by worker, filled `batch_rows` at most.
+fn each_batch(w: &dyn Workload, workers: usize, batch_rows: usize, mut f: impl FnMut(&Batch)) {
     for worker in 0..workers {
         let mut source = w.source(worker, workers);
         let mut batch = Batch::for_schema(w.schema());
@@ -116,27 +96,46 @@ fn rows(w: &dyn Workload, workers: usize, batch_rows: usize) -> Vec<String> {
             if n == 0 {
                 break;
             }
-            for (ti, t) in batch.tables.iter().enumerate() {
-                for r in 0..t.rows() {
-                    let mut line = format!("{ti}|{}|{}", t.device[r], t.ts[r]);
-                    for c in &t.columns {
-                        assert_eq!(c.values.len(), t.rows(), "one value per row");
-                        if !c.is_valid(r) {
-                            line.push_str("|-");
-                            continue;
-                        }
-                        match &c.values {
-                            ColumnValues::Bool(v) => line.push_str(&format!("|{}", v[r])),
-                            ColumnValues::Int(v) => line.push_str(&format!("|{}", v[r])),
-                            ColumnValues::Float(v) => line.push_str(&format!("|{}", v[r])),
-                            ColumnValues::Str(v) => line.push_str(&format!("|{}", v.get(r))),
-                        }
-                    }
-                    out.push(line);
-                }
-            }
+            f(&batch);
         }
     }
+}
+
+/// The devices the sources count as started (their first row in a batch) over the
+/// whole data set; the series started (a device's fields in a table) beside.
+fn started_series(w: &dyn Workload, workers: usize, batch_rows: usize) -> (u64, u64) {
+    let (mut n, mut series) = (0, 0);
+    each_batch(w, workers, batch_rows, |batch| {
+        n += batch.devices_started;
+        series += batch.series_started;
+    });
+    (n, series)
+}
+
+/// Every row of the data set as text, sorted: table, device, time and every value.
+fn rows(w: &dyn Workload, workers: usize, batch_rows: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    each_batch(w, workers, batch_rows, |batch| {
+        for (ti, t) in batch.tables.iter().enumerate() {
+            for r in 0..t.rows() {
+                let mut line = format!("{ti}|{}|{}", t.device[r], t.ts[r]);
+                for c in &t.columns {
+                    assert_eq!(c.values.len(), t.rows(), "one value per row");
+                    if !c.is_valid(r) {
+                        line.push_str("|-");
+                        continue;
+                    }
+                    match &c.values {
+                        ColumnValues::Bool(v) => line.push_str(&format!("|{}", v[r])),
+                        ColumnValues::Int(v) => line.push_str(&format!("|{}", v[r])),
+                        ColumnValues::Float(v) => line.push_str(&format!("|{}", v[r])),
+                        ColumnValues::Str(v) => line.push_str(&format!("|{}", v.get(r))),
+                    }
+                }
+                out.push(line);
+            }
+        }
+    });
     out.sort();
     out
 }
@@ -398,34 +397,26 @@ fn arrived(w: &dyn Workload, workers: usize, batch_rows: usize) -> Arrived {
     let mut a = Arrived::default();
     let mut seen = BTreeSet::new();
     let mut newest: BTreeMap<(usize, u32), i64> = BTreeMap::new();
-    for worker in 0..workers {
-        let mut source = w.source(worker, workers);
-        let mut batch = Batch::for_schema(w.schema());
-        loop {
-            batch.clear();
-            if source.fill(&mut batch, batch_rows) == 0 {
-                break;
-            }
-            a.said_late += batch.late_rows;
-            a.said_duplicates += batch.duplicate_rows;
-            for (ti, t) in batch.tables.iter().enumerate() {
-                for r in 0..t.rows() {
-                    let (device, ts) = (t.device[r], t.ts[r]);
-                    if !seen.insert((ti, device, ts)) {
-                        a.duplicates += 1;
-                        continue;
-                    }
-                    a.originals += 1;
-                    let newest = newest.entry((ti, device)).or_insert(i64::MIN);
-                    if ts < *newest {
-                        a.late += 1;
-                        a.most_behind = a.most_behind.max(*newest - ts);
-                    }
-                    *newest = (*newest).max(ts);
+    each_batch(w, workers, batch_rows, |batch| {
+        a.said_late += batch.late_rows;
+        a.said_duplicates += batch.duplicate_rows;
+        for (ti, t) in batch.tables.iter().enumerate() {
+            for r in 0..t.rows() {
+                let (device, ts) = (t.device[r], t.ts[r]);
+                if !seen.insert((ti, device, ts)) {
+                    a.duplicates += 1;
+                    continue;
                 }
+                a.originals += 1;
+                let newest = newest.entry((ti, device)).or_insert(i64::MIN);
+                if ts < *newest {
+                    a.late += 1;
+                    a.most_behind = a.most_behind.max(*newest - ts);
+                }
+                *newest = (*newest).max(ts);
             }
         }
-    }
+    });
     a
 }
 
