@@ -700,8 +700,15 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         stored_error,
         stored_shortfall,
         server_questions: None,
-        devices_written: None,
-        series_written: None,
+        // The shards' devices are their own: the sums are the run's.
+        devices_written: reports
+            .iter()
+            .map(|r| r.summary.devices_written)
+            .sum::<Option<u64>>(),
+        series_written: reports
+            .iter()
+            .map(|r| r.summary.series_written)
+            .sum::<Option<u64>>(),
         server_series_created: None,
         scenario: first.summary.scenario.clone(),
     };

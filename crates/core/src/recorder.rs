@@ -400,6 +400,7 @@ impl WorkerRecorder {
 
     /// Records the late and duplicate rows of a batch counted by
     /// [`Recorder::record_success`].
+    /// Records the devices and series whose first rows a sent batch holds.
     pub fn record_devices(&mut self, batch: &crate::Batch) {
         self.counters.devices_started += batch.devices_started;
         self.counters.series_started += batch.series_started;

@@ -288,12 +288,12 @@ pub struct Summary {
     /// run's time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_questions: Option<ServerQuestions>,
-    /// With series churn: the devices written, each generation of a slot one of its own
-    /// (a series per field of each in Prometheus and VictoriaMetrics).
+    /// With series churn or pods: the devices written, each generation of a slot, or each
+    /// pod of a host, one of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub devices_written: Option<u64>,
-    /// With series churn: the series written, a device's fields each one (as Prometheus
-    /// and VictoriaMetrics keep them).
+    /// With series churn or pods: the series written, a device's fields with a value in
+    /// each table each one (as Prometheus and VictoriaMetrics keep them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series_written: Option<u64>,
     /// New series the server says it created during the run, every writer's (where it

@@ -83,9 +83,9 @@ impl Arrival {
             return Err(WorkloadError::new(
                 "out_of_order_ratio",
                 format!(
-                    "{} is more than a device can send late with out_of_order_max_steps = {}: \
-                     a device holds back one row at a time, so at most {most:.3} of its rows \
-                     are late; lower the ratio or the steps",
+                    "{} (iot's default is 0.14) is more than a device can send late with \
+                     out_of_order_max_steps = {}: a device holds back one row at a time, so at \
+                     most {most:.3} of its rows are late; lower the ratio or the steps",
                     self.out_of_order_ratio, self.out_of_order_max_steps
                 ),
             ));
@@ -128,11 +128,14 @@ pub(crate) struct KindRows {
     pub last_row: LastRow,
     /// The kind counts the devices it writes ([`tsload_core::Workload::counts_devices`]).
     pub counts_devices: bool,
+    /// The kind's device slots: a device's is its number modulo these ([`BySlot`]).
+    pub slots: u32,
 }
 
-/// A row held back: where it lies in the table's store and when it is due.
+/// A row held back: its device, where it lies in the table's store and when it is due.
 #[derive(Debug, Clone, Copy)]
 struct Held {
+    device: u32,
     row: usize,
     ts: i64,
     due: i64,
@@ -140,60 +143,86 @@ struct Held {
     newer_sent: bool,
 }
 
-/// The rows held back of one table's devices, by device. A source's devices are a range
-/// (`device_range`), so a vector from the lowest seen is a lookup of a few nanoseconds
-/// (a map cost the wrapped source a third of its time).
-#[derive(Debug, Default)]
-struct HeldByDevice {
+/// One worker's state per device slot: a device's slot is its number modulo the kind's
+/// slots (a slot's devices under churn come one after another and share it; pods have a
+/// slot each), kept in a vector from the lowest slot seen (a worker's slots are a range),
+/// so the memory is the worker's slots' however long a run churns, and a lookup is a few
+/// nanoseconds (a map cost the wrapper a third of its time).
+#[derive(Debug)]
+struct BySlot<T> {
+    slots: u32,
     base: u32,
-    slots: Vec<Option<Held>>,
+    items: Vec<T>,
 }
 
+impl<T: Default + Clone> BySlot<T> {
+    fn new(slots: u32) -> Self {
+        BySlot {
+            slots: slots.max(1),
+            base: 0,
+            items: Vec::new(),
+        }
+    }
+
+    fn get(&self, device: u32) -> Option<&T> {
+        let i = (device % self.slots).checked_sub(self.base)? as usize;
+        self.items.get(i)
+    }
+
+    fn get_mut(&mut self, device: u32) -> Option<&mut T> {
+        let i = (device % self.slots).checked_sub(self.base)? as usize;
+        self.items.get_mut(i)
+    }
+
+    /// `device`'s slot, made (as the default) if it was not yet.
+    fn entry(&mut self, device: u32) -> &mut T {
+        let slot = device % self.slots;
+        if self.items.is_empty() {
+            self.base = slot;
+        } else if slot < self.base {
+            let grow = (self.base - slot) as usize;
+            self.items
+                .splice(0..0, std::iter::repeat_n(T::default(), grow));
+            self.base = slot;
+        }
+        let i = (slot - self.base) as usize;
+        if i >= self.items.len() {
+            self.items.resize(i + 1, T::default());
+        }
+        &mut self.items[i]
+    }
+}
+
+/// The rows held back of one table's devices: a slot's device's, at most one.
+type HeldByDevice = BySlot<Option<Held>>;
+
 impl HeldByDevice {
-    fn get(&self, device: u32) -> Option<&Held> {
-        let i = device.checked_sub(self.base)? as usize;
-        self.slots.get(i)?.as_ref()
+    fn held(&self, device: u32) -> Option<&Held> {
+        self.get(device)?.as_ref().filter(|h| h.device == device)
     }
 
-    fn get_mut(&mut self, device: u32) -> Option<&mut Held> {
-        let i = device.checked_sub(self.base)? as usize;
-        self.slots.get_mut(i)?.as_mut()
-    }
-
-    fn insert(&mut self, device: u32, held: Held) {
-        if self.slots.is_empty() {
-            self.base = device;
-        } else if device < self.base {
-            let grow = (self.base - device) as usize;
-            self.slots.splice(0..0, std::iter::repeat_n(None, grow));
-            self.base = device;
-        }
-        let i = (device - self.base) as usize;
-        if i >= self.slots.len() {
-            self.slots.resize(i + 1, None);
-        }
-        self.slots[i] = Some(held);
+    fn held_mut(&mut self, device: u32) -> Option<&mut Held> {
+        self.get_mut(device)?
+            .as_mut()
+            .filter(|h| h.device == device)
     }
 
     fn remove(&mut self, device: u32) {
-        if let Some(i) = device.checked_sub(self.base)
-            && let Some(slot) = self.slots.get_mut(i as usize)
+        if let Some(slot) = self.get_mut(device)
+            && slot.is_some_and(|h| h.device == device)
         {
             *slot = None;
         }
     }
 
-    /// The held rows, by device.
+    /// The held rows, by slot.
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut Held> {
-        self.slots.iter_mut().flatten()
+        self.items.iter_mut().flatten()
     }
 
-    /// The lowest device holding a row, and its row.
-    fn first(&self) -> Option<(u32, Held)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .find_map(|(i, h)| h.map(|h| (self.base + i as u32, h)))
+    /// The held row of the lowest slot holding one.
+    fn first(&self) -> Option<Held> {
+        self.items.iter().find_map(|h| *h)
     }
 }
 
@@ -244,15 +273,15 @@ enum Plan {
     Sends([Option<Emit>; 4]),
 }
 
-/// Sets `device`'s bit in `bits`; whether it was clear.
-fn first_bit(bits: &mut Vec<u64>, device: u32) -> bool {
-    let (word, bit) = ((device / 64) as usize, device % 64);
-    if word >= bits.len() {
-        bits.resize(word + 1, 0);
-    }
-    let clear = bits[word] & (1 << bit) == 0;
-    bits[word] |= 1 << bit;
-    clear
+/// The fields of row `row` of `t` that have a value, a bit each (the first 64: the kinds
+/// that count series have fewer).
+fn valued(t: &TableBatch, row: usize) -> u64 {
+    t.columns
+        .iter()
+        .take(64)
+        .enumerate()
+        .filter(|(_, c)| c.is_valid(row))
+        .fold(0, |mask, (i, _)| mask | 1 << i)
 }
 
 /// A workload's source with late and duplicate rows ([`Arrival`]).
@@ -272,12 +301,16 @@ pub(crate) struct ArrivalSource {
     sent: usize,
     inner_done: bool,
     stores: Vec<Store>,
-    /// With series churn or pods, the devices this source has sent a row of, a bit each,
-    /// so it counts each device's first row in the batch that holds it
+    /// With series churn or pods, each slot's latest device (its number + 1) once a row of
+    /// it is sent, so each device is counted in the batch holding its first row
     /// ([`Batch::devices_started`]; the inner source's count is of rows not yet placed).
-    sent_devices: Option<Vec<u64>>,
-    /// The same, per table: the series (a device's fields in a table) started.
-    sent_series: Vec<Vec<u64>>,
+    sent_devices: Option<BySlot<u32>>,
+    /// Per table, each slot's device (+ 1) and its fields sent a value, a bit each: a
+    /// series is counted with its first value ([`Batch::series_started`]).
+    sent_series: Vec<BySlot<(u32, u64)>>,
+    /// Rows of the inner source taken by this fill: no more than it asks for, so a live
+    /// batch holds no row of a later time than it would without held rows.
+    taken: usize,
 }
 
 impl ArrivalSource {
@@ -293,6 +326,7 @@ impl ArrivalSource {
             kept,
             last_row,
             counts_devices,
+            slots,
         } = kind;
         let buf = Batch::for_schema(schema);
         let stores = Batch::for_schema(schema)
@@ -301,7 +335,7 @@ impl ArrivalSource {
             .map(|rows| Store {
                 rows,
                 alive: 0,
-                held: HeldByDevice::default(),
+                held: HeldByDevice::new(slots),
             })
             .collect();
         ArrivalSource {
@@ -317,29 +351,36 @@ impl ArrivalSource {
             sent: 0,
             inner_done: false,
             stores,
-            sent_devices: counts_devices.then(Vec::new),
-            sent_series: vec![
-                Vec::new();
-                if counts_devices {
-                    schema.tables.len()
-                } else {
-                    0
-                }
-            ],
+            sent_devices: counts_devices.then(|| BySlot::new(slots)),
+            sent_series: (0..schema.tables.len())
+                .filter(|_| counts_devices)
+                .map(|_| BySlot::new(slots))
+                .collect(),
+            taken: 0,
         }
     }
 
-    /// Counts `device` in `out` if none of its rows was sent before, and its series in
-    /// `table` if none of its rows there was.
-    fn count_device(&mut self, out: &mut Batch, table: usize, device: u32) {
-        let Some(bits) = &mut self.sent_devices else {
+    /// Counts `device` in `out` if none of its rows was sent before, and the series of
+    /// `table` whose first value is among `valued` (the sent row's fields with a value).
+    fn count_device(&mut self, out: &mut Batch, table: usize, device: u32, valued: u64) {
+        let Some(devices) = &mut self.sent_devices else {
             return;
         };
-        if first_bit(bits, device) {
+        // A slot's devices come in rising numbers (a generation's is the slot plus a
+        // multiple of the slots), but the tables of a batch are placed one after another:
+        // a lower number is a device counted already.
+        let seen = devices.entry(device);
+        if device + 1 > *seen {
+            *seen = device + 1;
             out.devices_started += 1;
         }
-        if first_bit(&mut self.sent_series[table], device) {
-            out.series_started += out.tables[table].columns.len() as u64;
+        let (seen, fields) = self.sent_series[table].entry(device);
+        if device + 1 > *seen {
+            (*seen, *fields) = (device + 1, 0);
+        }
+        if device + 1 == *seen {
+            out.series_started += u64::from((valued & !*fields).count_ones());
+            *fields |= valued;
         }
     }
 
@@ -357,7 +398,7 @@ impl ArrivalSource {
     fn plan(&self, table: usize, row: usize) -> Plan {
         let t = &self.buf.tables[table];
         let (device, ts) = (t.device[row], t.ts[row]);
-        let held = self.stores[table].held.get(device);
+        let held = self.stores[table].held.held(device);
         let h = self.row_hash(table, device, ts);
         if held.is_none()
             && chance32((h >> 32) as u32, self.hold)
@@ -400,15 +441,13 @@ impl ArrivalSource {
         let store = &mut self.stores[table];
         store.rows.push_row_from(t, row, ts);
         store.alive += 1;
-        store.held.insert(
+        *store.held.entry(device) = Some(Held {
             device,
-            Held {
-                row: store.rows.rows() - 1,
-                ts,
-                due,
-                newer_sent: false,
-            },
-        );
+            row: store.rows.rows() - 1,
+            ts,
+            due,
+            newer_sent: false,
+        });
     }
 
     /// Copies the plain rows `from..to` of `table` at once; a device holding a row back
@@ -420,15 +459,16 @@ impl ArrivalSource {
         out.tables[table].extend_from(&self.buf.tables[table], from..to);
         if self.sent_devices.is_some() {
             for row in from..to {
-                let device = self.buf.tables[table].device[row];
-                self.count_device(out, table, device);
+                let t = &self.buf.tables[table];
+                let (device, valued) = (t.device[row], valued(t, row));
+                self.count_device(out, table, device, valued);
             }
         }
         let t = &self.buf.tables[table];
         let store = &mut self.stores[table];
         if store.alive > 0 {
             for row in from..to {
-                if let Some(h) = store.held.get_mut(t.device[row]) {
+                if let Some(h) = store.held.held_mut(t.device[row]) {
                     h.newer_sent |= t.ts[row] > h.ts;
                 }
             }
@@ -443,9 +483,15 @@ impl ArrivalSource {
             let mut run = self.next[table];
             while self.next[table] < self.buf.tables[table].rows() {
                 let row = self.next[table];
+                // A new row only while this fill has taken fewer than it asks for.
+                if self.sent == 0 && self.taken >= max_rows && *n > 0 {
+                    self.send_run(out, table, run, row);
+                    return true;
+                }
                 let sends = match self.plan(table, row) {
                     Plan::Plain if *n < max_rows => {
                         *n += 1;
+                        self.taken += 1;
                         self.next[table] += 1;
                         continue;
                     }
@@ -455,6 +501,7 @@ impl ArrivalSource {
                     }
                     Plan::Hold => {
                         self.send_run(out, table, run, row);
+                        self.taken += 1;
                         self.hold_back(table, row);
                         self.next[table] += 1;
                         run = self.next[table];
@@ -463,6 +510,9 @@ impl ArrivalSource {
                     Plan::Sends(sends) => sends,
                 };
                 self.send_run(out, table, run, row);
+                if self.sent == 0 {
+                    self.taken += 1;
+                }
                 let (device, ts) = {
                     let t = &self.buf.tables[table];
                     (t.device[row], t.ts[row])
@@ -478,12 +528,14 @@ impl ArrivalSource {
                         }
                         Emit::Late | Emit::LateTwice => {
                             let store = &self.stores[table];
-                            let h = store.held.get(device).copied().expect("a held row");
+                            let h = store.held.held(device).copied().expect("a held row");
                             o.push_row_from(&store.rows, h.row, h.ts);
                         }
                     }
                     if matches!(emit, Emit::Own | Emit::Late) {
-                        self.count_device(out, table, device);
+                        let o = &out.tables[table];
+                        let valued = valued(o, o.rows() - 1);
+                        self.count_device(out, table, device, valued);
                     }
                     match emit {
                         Emit::OwnTwice | Emit::LateTwice => {
@@ -492,7 +544,7 @@ impl ArrivalSource {
                             out.duplicate_metrics += o.row_metrics(o.rows() - 1);
                         }
                         Emit::Late => {
-                            let h = self.stores[table].held.get(device).expect("a held row");
+                            let h = self.stores[table].held.held(device).expect("a held row");
                             if h.newer_sent || ts > h.ts {
                                 out.late_rows += 1;
                             }
@@ -511,7 +563,7 @@ impl ArrivalSource {
                     store.held.remove(device);
                     store.alive -= 1;
                     store.compact();
-                } else if let Some(h) = store.held.get_mut(device) {
+                } else if let Some(h) = store.held.held_mut(device) {
                     h.newer_sent |= ts > h.ts;
                 }
             }
@@ -525,19 +577,19 @@ impl ArrivalSource {
     /// device's last row, so these are rows whose device's last rows are missing).
     fn flush(&mut self, out: &mut Batch, n: &mut usize, max_rows: usize) {
         for table in 0..self.stores.len() {
-            while let Some((device, h)) = self.stores[table].held.first() {
+            while let Some(h) = self.stores[table].held.first() {
+                let device = h.device;
                 let twice = self.twice(self.row_hash(table, device, h.ts));
                 let sends = 1 + usize::from(twice);
                 while self.sent < sends {
                     if *n == max_rows {
                         return;
                     }
-                    if self.sent == 0 {
-                        self.count_device(out, table, device);
-                    }
                     let store = &self.stores[table];
                     out.tables[table].push_row_from(&store.rows, h.row, h.ts);
                     if self.sent == 0 {
+                        let valued = valued(&store.rows, h.row);
+                        self.count_device(out, table, device, valued);
                         out.late_rows += u64::from(h.newer_sent);
                     } else {
                         out.duplicate_rows += 1;
@@ -558,7 +610,9 @@ impl ArrivalSource {
 impl BatchSource for ArrivalSource {
     fn fill(&mut self, out: &mut Batch, max_rows: usize) -> usize {
         let mut n = 0;
-        while n < max_rows {
+        self.taken = 0;
+        // At least one row unless none is left: 0 is the end of the data.
+        while n < max_rows && (self.taken < max_rows || n == 0) {
             if self.place(out, &mut n, max_rows) {
                 break;
             }

@@ -65,7 +65,7 @@ pub enum Shape {
     /// Uniform in `[min, max]`, each value drawn on its own (the default).
     #[default]
     Random,
-    /// Always `min` (plus noise).
+    /// Always `min` (plus noise, kept within `min` and `max`: it only rises).
     Constant,
     /// A sine from `min` up to `max` and back once a period.
     Sine,
@@ -320,6 +320,12 @@ impl ValueGen {
                 }
                 if lo > hi {
                     return Err(err("min", format!("min {lo} is greater than max {hi}")));
+                }
+                if shaped && !(hi - lo).is_finite() {
+                    return Err(err(
+                        "max",
+                        format!("max - min ({hi} - {lo}) is beyond a double: a shape needs less"),
+                    ));
                 }
                 if shaped {
                     return Ok(ValueGen::Wave {
@@ -739,6 +745,7 @@ impl Workload for Custom {
                 kept: 1.0,
                 last_row,
                 counts_devices: false,
+                slots: self.cfg.childtable_count,
             },
         ))
     }

@@ -104,7 +104,7 @@ impl Iot {
             devices: cfg.scale,
             bytes_per_device: (std::mem::size_of::<Truck>()
                 + if cfg.churn.is_some() {
-                    std::mem::size_of::<(SlotDevice, u8)>()
+                    std::mem::size_of::<(SlotDevice, u16)>()
                 } else {
                     0
                 }) as u64,
@@ -281,6 +281,7 @@ impl Workload for Iot {
                 kept: 1.0 - self.opts.missing_row_ratio,
                 last_row,
                 counts_devices: self.cfg.churn.is_some(),
+                slots: self.cfg.scale,
             },
         ))
     }
@@ -450,8 +451,9 @@ struct IotSource {
     /// Each slot's truck's state.
     trucks: Vec<Truck>,
     /// With churn, each slot's truck (its number and when it is replaced) and which of
-    /// its tables (a bit each) it has sent a row of; empty without.
-    slots: Vec<(SlotDevice, u8)>,
+    /// its fields (readings' 7, then diagnostics' 3, a bit each) it has sent a value of;
+    /// empty without.
+    slots: Vec<(SlotDevice, u16)>,
     cfg: TsbsConfig,
 }
 
@@ -523,16 +525,22 @@ impl BatchSource for IotSource {
                 }
             };
             if !self.rules.missing_row(truck, step, self.table) {
-                // A truck is counted on its first row, a table's series on its first there.
-                if let Some((_, sent)) = self.slots.get_mut(slot)
-                    && *sent & (1 << self.table) == 0
-                {
-                    batch.devices_started += u64::from(*sent == 0);
-                    batch.series_started += batch.tables[self.table].columns.len() as u64;
-                    *sent |= 1 << self.table;
-                }
                 self.push_row(batch, truck, self.table, step);
                 n += 1;
+                // A truck is counted on its first row, a series on its first value.
+                if let Some((_, sent)) = self.slots.get_mut(slot) {
+                    let t = &batch.tables[self.table];
+                    let (row, first) = (t.rows() - 1, if self.table == 0 { 0 } else { 7 });
+                    let valued = t
+                        .columns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.valid.get(row).copied().unwrap_or(true))
+                        .fold(0u16, |mask, (i, _)| mask | 1 << (first + i));
+                    batch.devices_started += u64::from(*sent == 0);
+                    batch.series_started += u64::from((valued & !*sent).count_ones());
+                    *sent |= valued;
+                }
             }
             self.table += 1;
             if self.table == 2 {

@@ -206,6 +206,7 @@ pub(crate) fn with_arrival(
             kept: 1.0,
             last_row: std::sync::Arc::new(move |_, device| last_row(&c, steps, device)),
             counts_devices: cfg.churn.is_some() || cfg.pods > 1,
+            slots: cfg.scale.saturating_mul(cfg.pods.max(1)),
         },
     ))
 }

@@ -297,6 +297,10 @@ fn churn_replaces_the_ratio_of_hosts_per_interval_the_same_for_any_workers() {
             Box::new(CpuOnly::new(late).unwrap()),
         ),
         (
+            "iot, in order",
+            Box::new(Iot::new(cfg, IotOptions::default()).unwrap()),
+        ),
+        (
             "iot, late as TSBS's",
             Box::new(
                 Iot::new(
@@ -331,10 +335,10 @@ fn churn_replaces_the_ratio_of_hosts_per_interval_the_same_for_any_workers() {
                 "{name}: {workers} workers"
             );
         }
-        if name.contains("late") {
+        if name.starts_with("iot") || name.contains("late") {
             // Each device's rows within its own life, lateness and copies included.
             let a = arrived(w.as_ref(), 3, 97);
-            assert!(a.late > 0, "{name}: {a:?}");
+            assert_eq!(a.late > 0, name.contains("late"), "{name}: {a:?}");
             assert_eq!(a.duplicates > 0, name.contains("twice"), "{name}: {a:?}");
             // Late by at most 6 of iot's intervals, beyond a missing row's gap.
             assert!(a.most_behind <= 10 * 10_000_000_000, "{name}: {a:?}");
@@ -589,4 +593,34 @@ fn pods_multiply_the_devices_at_the_same_rows_the_same_for_any_workers() {
             .iter()
             .all(|t| t.name != "pod")
     );
+}
+
+/// A batch with late rows reaches no further into the data than one without: live time
+/// sends a batch of one reading per device once its last row's time has come, so a row
+/// of a later step would leave before its time.
+#[test]
+fn late_rows_take_no_row_of_a_later_step_into_a_batch() {
+    let cfg = TsbsConfig {
+        arrival: Arrival {
+            out_of_order_ratio: 0.2,
+            out_of_order_max_steps: 6,
+            duplicate_ratio: 0.1,
+        },
+        ..tsbs(10, 10, 3)
+    };
+    let w = CpuOnly::new(cfg).unwrap();
+    let step = cfg.interval_ns;
+    let (mut batches, mut filled) = (0i64, 0);
+    each_batch(&w, 1, 10, |batch| {
+        let newest = batch.tables[0].ts.iter().max().copied().unwrap();
+        // The k-th batch of 10 hosts' rows holds none past step k.
+        assert!(
+            newest <= START + batches * step,
+            "batch {batches}: {newest}"
+        );
+        batches += 1;
+        filled += batch.rows();
+    });
+    // 60 steps of 10 hosts, a tenth twice; some batches smaller where rows were held.
+    assert!(filled > 600 && batches >= 60, "{filled} rows in {batches}");
 }
