@@ -570,7 +570,8 @@ impl Plan {
                 v["missing_row_ratio"] = json!(o.missing_row_ratio);
                 v
             }
-            WorkloadPlan::Custom { cfg: c, .. } => json!({
+            WorkloadPlan::Custom { cfg: c, .. } => {
+                let mut v = json!({
                 "kind": "custom", "seed": c.seed, "stable": c.stable,
                 "childtable_count": c.childtable_count, "childtable_prefix": c.childtable_prefix,
                 "insert_rows": c.insert_rows, "timestamp_step": dur(c.timestamp_step_ns),
@@ -582,7 +583,12 @@ impl Plan {
                 "out_of_order_max_steps": c.arrival.out_of_order_max_steps,
                 "duplicate_ratio": c.arrival.duplicate_ratio,
                 "columns": columns_json(&c.columns), "tags": columns_json(&c.tags),
-            }),
+                });
+                if let Some(churn) = c.churn {
+                    v["churn_lifetime"] = json!(dur(churn.lifetime_ns));
+                }
+                v
+            }
         };
         let target = self.target.settings();
         let l = &self.load;

@@ -418,7 +418,9 @@ fn pods_multiply_the_series_victoria_metrics_holds() {
 
 /// Live time on the custom schema: each table's next row in turn, stamped with the clock,
 /// at `childtable_count / timestamp_step` rows a second, lands whole in Prometheus and
-/// VictoriaMetrics as installed (its values a sine, each table at its own phase).
+/// VictoriaMetrics as installed (its values a sine, each table at its own phase), with
+/// half the tables replaced every second: each server holds the series the report says
+/// it wrote.
 #[test]
 fn a_live_custom_run_lands_every_sample() {
     let dir = tempfile::tempdir().unwrap();
@@ -434,10 +436,15 @@ fn a_live_custom_run_lands_every_sample() {
                 "workload.timestamp_step=\"500ms\"".into(),
                 "workload.columns=[{type=\"double\", count=3, min=0, max=10, shape=\"sine\", period=\"1m\"}]".into(),
                 "workload.time=\"live\"".into(),
+                "workload.churn_ratio=0.5".into(),
+                "workload.churn_interval=\"1s\"".into(),
                 "load.duration=\"3s\"".into(),
             ],
         );
         let metrics = stored_all(&format!("{kind:?}"), &out, &r);
+        let devices = r["devices_written"].as_u64().unwrap();
+        assert!(devices > 10, "{r}");
+        assert_eq!(r["series_written"], devices * 3, "{r}");
         assert_eq!(r["scenario"]["workload"]["time"], "live", "{r}");
         assert_eq!(r["scenario"]["load"]["rate"], 20.0, "{r}");
         assert!(
@@ -451,10 +458,13 @@ fn a_live_custom_run_lands_every_sample() {
         match kind {
             ServerKind::Prometheus => {
                 assert_eq!(server.prometheus_sample_count(meters, "1h"), metrics);
+                assert_eq!(server.prometheus_series_count(meters, "1h"), devices * 3);
             }
             _ => {
                 server.vm_flush();
                 assert_eq!(server.vm_settled_sample_count(meters), metrics);
+                assert_eq!(server.vm_series_count(meters), devices * 3);
+                assert_eq!(r["server_series_created"], devices * 3, "{r}");
             }
         }
     }

@@ -15,6 +15,7 @@ use tsload_core::schema::{DataType, FieldDef, Schema, TableSchema, TagDef, TagSo
 use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, ColumnValues, Workload};
 
+use crate::Churn;
 use crate::arrival::{Arrival, ArrivalSource, KindRows};
 use crate::rng::{DeviceRng, below, chance, device_rng, hash, mix64, unit};
 use crate::state::StateEstimate;
@@ -141,6 +142,9 @@ pub struct CustomConfig {
     pub disorder_range_ns: i64,
     /// Rows sent late or twice.
     pub arrival: Arrival,
+    /// Series churn: each child table slot's table replaced by a new one (`<prefix><slot +
+    /// generation * childtable_count>`, new tags) every lifetime of data time.
+    pub churn: Option<Churn>,
     pub columns: Vec<ColumnSpec>,
     pub tags: Vec<ColumnSpec>,
 }
@@ -160,6 +164,7 @@ impl Default for CustomConfig {
             disorder_ratio: 0.0,
             disorder_range_ns: 1_000_000_000,
             arrival: Arrival::default(),
+            churn: None,
             columns: vec![
                 ColumnSpec::new(DataType::Varchar(10), 1),
                 ColumnSpec::new(DataType::Float, 10),
@@ -661,7 +666,16 @@ impl Custom {
                     .collect(),
             }],
             tag_slots: 1 + tags.len(),
-            device_count: cfg.childtable_count,
+            device_count: cfg
+                .childtable_count
+                .checked_mul(generations(&cfg))
+                .ok_or_else(|| {
+                    WorkloadError::new(
+                        "churn_ratio",
+                        "the child tables of every generation are more than 4,294,967,295: churn \
+                     less, or over fewer rows",
+                    )
+                })?,
             tags: Arc::new(CustomTags {
                 seed: cfg.seed,
                 prefix: cfg.childtable_prefix.clone(),
@@ -686,9 +700,20 @@ impl Workload for Custom {
         &self.schema
     }
 
-    /// Its devices, split over workers by [`tsload_core::workload::device_range`].
+    /// Its devices: the child table slots, split over workers by
+    /// [`tsload_core::workload::device_range`], in each generation of churn.
     fn scope(&self) -> tsload_core::stored::RunScope {
-        tsload_core::stored::RunScope::whole(self.schema.device_count)
+        tsload_core::stored::RunScope {
+            devices: Some(tsload_core::stored::DeviceSet::whole(
+                self.cfg.childtable_count,
+                generations(&self.cfg),
+            )),
+            part: None,
+        }
+    }
+
+    fn counts_devices(&self) -> bool {
+        self.cfg.churn.is_some()
     }
 
     fn total_rows(&self) -> Option<u64> {
@@ -720,6 +745,12 @@ impl Workload for Custom {
             device: 0,
             offset: 0,
             scratch: String::new(),
+            churn: self.cfg.churn,
+            count: self.cfg.childtable_count,
+            current: match self.cfg.churn {
+                None => Vec::new(),
+                Some(_) => vec![u32::MAX; devices.len()],
+            },
         });
         if self.cfg.arrival.is_plain() {
             return source;
@@ -732,9 +763,21 @@ impl Workload for Custom {
             self.cfg.disorder_range_ns as u64,
         );
         let step = self.cfg.timestamp_step_ns;
-        let last = self.cfg.start_timestamp_ns + row as i64 * step;
-        let last_row =
-            Arc::new(move |_, device: u32| last - disorder_by(seed, device, row, disorder, range));
+        let (start, churn, count) = (
+            self.cfg.start_timestamp_ns,
+            self.cfg.churn,
+            self.cfg.childtable_count,
+        );
+        let last_row = Arc::new(move |_, device: u32| {
+            // Under churn, the last row of the generation's life.
+            let last = churn.map_or(row, |c| {
+                let (slot, g) = (device % count, device / count);
+                let life = i128::from(c.lifetime_ns);
+                let end = (i128::from(g) + 1) * life - i128::from(slot) * life / i128::from(count);
+                (((end - 1).max(0) / i128::from(step)) as u64).min(row)
+            });
+            start + last as i64 * step - disorder_by(seed, device, last, disorder, range)
+        });
         Box::new(ArrivalSource::new(
             source,
             &self.schema,
@@ -744,11 +787,19 @@ impl Workload for Custom {
                 interval_ns: step,
                 kept: 1.0,
                 last_row,
-                counts_devices: false,
+                counts_devices: self.cfg.churn.is_some(),
                 slots: self.cfg.childtable_count,
             },
         ))
     }
+}
+
+/// The generations of churn `cfg`'s data reaches (1 without churn).
+fn generations(cfg: &CustomConfig) -> u32 {
+    cfg.churn.map_or(1, |c| {
+        let span = (cfg.insert_rows as i64).saturating_mul(cfg.timestamp_step_ns);
+        c.generations(cfg.childtable_count, span)
+    })
 }
 
 /// How far back (ns) taosBenchmark's disorder moves row `row` of `device`: 0 for most.
@@ -779,6 +830,11 @@ struct CustomSource {
     device: usize,
     offset: u64,
     scratch: String,
+    churn: Option<Churn>,
+    count: u32,
+    /// With churn, each slot's current table (`u32::MAX` before its first row); empty
+    /// without.
+    current: Vec<u32>,
 }
 
 impl BatchSource for CustomSource {
@@ -788,7 +844,24 @@ impl BatchSource for CustomSource {
         let rounds = self.insert_rows.div_ceil(self.chunk);
         while n < max_rows && self.round < rounds && !self.rngs.is_empty() {
             let row = self.round * self.chunk + self.offset;
-            let device = self.first + self.device as u32;
+            let slot = self.first + self.device as u32;
+            let device = match self.churn {
+                None => slot,
+                // The slot's table at the row's time (before disorder): a new one, with its
+                // own stream, counted on its first row.
+                Some(c) => {
+                    let offset = (row as i64).saturating_mul(self.step);
+                    let g = c.generation(slot, self.count, offset).0;
+                    let device = slot.saturating_add(g.saturating_mul(self.count));
+                    if self.current[self.device] != device {
+                        self.current[self.device] = device;
+                        self.rngs[self.device] = device_rng(self.seed, VALUE_STREAM, device);
+                        batch.devices_started += 1;
+                        batch.series_started += self.gens.len() as u64;
+                    }
+                    device
+                }
+            };
             let ts = self.start + row as i64 * self.step
                 - disorder_by(self.seed, device, row, self.disorder, self.disorder_range);
             t.device.push(device);

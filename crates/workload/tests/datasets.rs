@@ -624,3 +624,51 @@ fn late_rows_take_no_row_of_a_later_step_into_a_batch() {
     // 60 steps of 10 hosts, a tenth twice; some batches smaller where rows were held.
     assert!(filled > 600 && batches >= 60, "{filled} rows in {batches}");
 }
+
+/// Series churn on the custom schema: each child table slot's table replaced every
+/// lifetime of data time (a new name, so new series), with and without late and duplicate
+/// rows: the same rows for any worker count, and every table written counted once.
+#[test]
+fn custom_tables_churn_the_same_for_any_workers() {
+    use tsload_workload::Churn;
+    for arrival in [
+        Arrival::default(),
+        Arrival {
+            out_of_order_ratio: 0.1,
+            out_of_order_max_steps: 3,
+            duplicate_ratio: 0.05,
+        },
+    ] {
+        let w = Custom::new(CustomConfig {
+            childtable_count: 10,
+            // 30 minutes at 10 s, a tenth of the tables replaced every minute.
+            insert_rows: 180,
+            interlace_rows: 7,
+            churn: Some(Churn::of_ratio(0.1, 60_000_000_000)),
+            arrival,
+            ..CustomConfig::default()
+        })
+        .unwrap();
+        assert!(w.counts_devices());
+        let one = rows(&w, 1, 1000);
+        assert_eq!(rows(&w, 3, 7), one, "{arrival:?}");
+        let tables: BTreeSet<u32> = one
+            .iter()
+            .map(|l| l.split('|').nth(1).unwrap().parse().unwrap())
+            .collect();
+        // Slot 0 turns over at 10 and 20 minutes, slots 1-9 at 10, 20 and 30 less their
+        // stagger.
+        assert_eq!(tables.len(), 3 + 9 * 4, "{arrival:?}");
+        let fields = w.schema().field_count() as u64;
+        for (workers, batch) in [(1, 1000), (3, 7)] {
+            assert_eq!(
+                started_series(&w, workers, batch),
+                (39, 39 * fields),
+                "{arrival:?}: {workers}"
+            );
+        }
+        let scope = w.scope().devices.unwrap();
+        assert!(tables.iter().all(|&d| scope.contains(d)));
+        assert_eq!(w.schema().device_tags(25)[0].to_string(), "d25");
+    }
+}

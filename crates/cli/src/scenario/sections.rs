@@ -140,9 +140,9 @@ section! {
         /// each row's time: the data set's own span (`history`), or the clock as the row is sent (`live`: open loop at the fleet's rate, scale / interval readings per second, a row per table each (devops 9, iot 2 less its missing rows; custom: childtable_count / timestamp_step, each table's next row in turn), batches of at most one reading per device, for load.duration or load.rows)
         time: String = "`history` | `live`", Toml("\"history\""), GENERATED;
         /// series churn: the share of the hosts replaced by new ones (new host names, so new series; the old ones stop) every churn_interval of data time, staggered evenly (0: none)
-        churn_ratio: f64 = "number 0..1", Toml("0"), TSBS;
+        churn_ratio: f64 = "number 0..1", Toml("0"), GENERATED;
         /// the period churn_ratio is per
-        churn_interval: String = "duration", Toml("\"10m\""), TSBS;
+        churn_interval: String = "duration", Toml("\"10m\""), GENERATED;
         /// high cardinality: each host's rows carry one of its N pods in turn (a `pod` tag, `pod_0` .. `pod_<N-1>`), so N times the series at the same rows per second; the report counts the devices (host, pod) and series written (1: no pod tag)
         pods_per_host: i64 = "integer", Toml("1"), &["cpu-only", "devops"];
         /// fields left out

@@ -999,7 +999,7 @@ fn churn_keys_give_each_host_a_lifetime() {
     assert_eq!(e.key.as_deref(), Some("workload.churn_interval"), "{e}");
     let e = err("[workload]\nchurn_ratio = 1.5\n");
     assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
-    // iot churns too; the custom schema has no churn.
+    // iot and the custom schema churn too; a replayed file has no devices to replace.
     let iot = parse(
         "s.toml",
         "[workload]\nkind = \"iot\"\nchurn_ratio = 0.1\n",
@@ -1010,7 +1010,17 @@ fn churn_keys_give_each_host_a_lifetime() {
         panic!()
     };
     assert!(t.churn.is_some());
-    let e = err("[workload]\nkind = \"custom\"\nchurn_ratio = 0.1\n");
+    let custom = parse(
+        "s.toml",
+        "[workload]\nkind = \"custom\"\nchurn_ratio = 0.1\n",
+        &[],
+    )
+    .unwrap();
+    let WorkloadPlan::Custom { cfg, .. } = &custom.workload else {
+        panic!()
+    };
+    assert!(cfg.churn.is_some());
+    let e = err("[workload]\nkind = \"file\"\npath = \"x\"\nchurn_ratio = 0.1\n");
     assert_eq!(e.key.as_deref(), Some("workload.churn_ratio"), "{e}");
 }
 

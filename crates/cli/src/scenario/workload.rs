@@ -106,18 +106,7 @@ impl Ctx<'_> {
             None => 10_000_000_000,
             Some(s) => self.duration_ns(s, "workload.interval", Duration::from_millis(1))?,
         };
-        let churn_interval_ns = match &w.churn_interval {
-            None => 600_000_000_000,
-            Some(s) => self.duration_ns(s, "workload.churn_interval", Duration::from_millis(1))?,
-        };
-        let churn = match &w.churn_ratio {
-            Some(r) if *r.get_ref() != 0.0 => {
-                let ratio = self.ratio(r, "workload.churn_ratio", 1.0)?;
-                Some(Churn::of_ratio(ratio, churn_interval_ns))
-            }
-            // churn_interval alone is the period of no churn: the stated default, a no-op.
-            _ => None,
-        };
+        let churn = self.churn(w)?;
         let default_late = if kind == "iot" {
             IOT_ARRIVAL.out_of_order_ratio
         } else {
@@ -159,6 +148,22 @@ impl Ctx<'_> {
                     },
                 )
             }
+        })
+    }
+
+    /// `churn_ratio` per `churn_interval`.
+    fn churn(&self, w: &WorkloadSection) -> Result<Option<Churn>, ScenarioError> {
+        let churn_interval_ns = match &w.churn_interval {
+            None => 600_000_000_000,
+            Some(s) => self.duration_ns(s, "workload.churn_interval", Duration::from_millis(1))?,
+        };
+        Ok(match &w.churn_ratio {
+            Some(r) if *r.get_ref() != 0.0 => {
+                let ratio = self.ratio(r, "workload.churn_ratio", 1.0)?;
+                Some(Churn::of_ratio(ratio, churn_interval_ns))
+            }
+            // churn_interval alone is the period of no churn: the stated default, a no-op.
+            _ => None,
         })
     }
 
@@ -236,6 +241,7 @@ impl Ctx<'_> {
                 .opt_duration_ns(&w.disorder_range, "workload.disorder_range", Duration::ZERO)?
                 .unwrap_or(d.disorder_range_ns),
             arrival: self.arrival(w, 0.0)?,
+            churn: self.churn(w)?,
             columns,
             tags,
         };
