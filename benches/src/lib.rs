@@ -16,6 +16,7 @@ pub fn tsbs(scale: u32, hours: i64) -> TsbsConfig {
         churn: None,
         arrival: tsload_workload::Arrival::default(),
         pods: 1,
+        wave: None,
     }
 }
 

@@ -475,6 +475,11 @@ fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
     if t.pods > 1 {
         v["pods_per_host"] = json!(t.pods);
     }
+    if let Some(w) = t.wave {
+        v["shape"] = json!(w.shape.name());
+        v["shape_period"] = json!(dur(w.period_ns));
+        v["shape_noise"] = json!(w.noise);
+    }
     if let Some(c) = t.churn {
         // How long a host lives before a new one takes its place.
         v["churn_lifetime"] = json!(dur(c.lifetime_ns));

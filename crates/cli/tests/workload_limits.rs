@@ -286,6 +286,16 @@ fn late_duplicate_and_pod_settings_are_checked_and_generate_writes_them() {
             "workload.time",
             "end the run with load.duration",
         ),
+        (
+            &["workload.shape=sinus"],
+            "workload.shape",
+            "walk, constant, sine, square, sawtooth",
+        ),
+        (
+            &["workload.kind=devops", "workload.shape=sine"],
+            "workload.shape",
+            "cpu-only",
+        ),
     ] {
         let out = tsload(d, &with_sets(vec!["validate"], sets));
         let stderr = text(&out.stderr);

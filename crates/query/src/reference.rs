@@ -198,6 +198,7 @@ mod tests {
             churn: None,
             arrival: tsload_workload::Arrival::default(),
             pods: 1,
+            wave: None,
         }
     }
 

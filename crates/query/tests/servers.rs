@@ -39,6 +39,7 @@ fn data() -> TsbsConfig {
         churn: None,
         arrival: tsload_workload::Arrival::default(),
         pods: 1,
+        wave: None,
     }
 }
 

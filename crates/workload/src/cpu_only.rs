@@ -9,7 +9,7 @@ use tsload_core::workload::device_range;
 use tsload_core::{Batch, BatchSource, Column, ColumnValues, Workload};
 
 use crate::WorkloadError;
-use crate::rng::{DeviceRng, below, device_rng};
+use crate::rng::{DeviceRng, below, device_rng, hash, unit};
 use crate::state::StateEstimate;
 use crate::tsbs::{HostTags, SlotDevice, StepCursor, TsbsConfig, field_defs, host_tag_defs};
 
@@ -130,6 +130,17 @@ impl CpuOnly {
     pub fn new(cfg: TsbsConfig) -> Result<Self, WorkloadError> {
         let steps = cfg.steps()?;
         cfg.arrival.check(1.0)?;
+        if let Some(w) = cfg.wave {
+            if w.period_ns <= 0 {
+                return Err(WorkloadError::new("shape_period", "must be positive"));
+            }
+            if !w.noise.is_finite() || w.noise < 0.0 {
+                return Err(WorkloadError::new(
+                    "shape_noise",
+                    format!("{} is not a share of 100; allowed: 0 or more", w.noise),
+                ));
+            }
+        }
         let mut table = cpu_table();
         table.tags = crate::tsbs::with_pod(&cfg, table.tags);
         let schema = Schema {
@@ -200,6 +211,47 @@ struct CpuSource {
 
 impl BatchSource for CpuSource {
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        let first = batch.tables[0].rows();
+        let n = self.fill_rows(batch, max_rows);
+        if let Some(wave) = self.cfg.wave {
+            shape_rows(&self.cfg, wave, batch, first);
+        }
+        n
+    }
+}
+
+/// Random stream ids of a shape's phases and noise.
+const PHASE_STREAM: u64 = 0x7068_6173;
+const NOISE_STREAM: u64 = 0x6e6f_6973;
+
+/// Gives rows `first..` of the batch's usage fields `wave`'s values, each host's field at
+/// its own phase, noise a hash of its host, field and time (the same for any order).
+fn shape_rows(cfg: &TsbsConfig, wave: crate::Wave, batch: &mut Batch, first: usize) {
+    let t = &mut batch.tables[0];
+    let (devices, times) = (&t.device, &t.ts);
+    let mut cols = cpu_columns(&mut t.columns);
+    for row in first..devices.len() {
+        let (device, ts) = (devices[row], times[row]);
+        for (field, col) in cols.iter_mut().enumerate() {
+            let phase = unit(hash(
+                cfg.seed,
+                PHASE_STREAM,
+                u64::from(device),
+                field as u64,
+            ));
+            let r = hash(
+                cfg.seed,
+                NOISE_STREAM + field as u64,
+                u64::from(device),
+                ts as u64,
+            );
+            col[row] = wave.value(ts, phase, 0.0, 100.0, r).round() as i64;
+        }
+    }
+}
+
+impl CpuSource {
+    fn fill_rows(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
         let t = &mut batch.tables[0];
         let c = &mut self.cursor;
         let mut n = 0;

@@ -55,6 +55,30 @@ impl ColumnSpec {
     }
 }
 
+/// A shape for cpu-only's ten usage fields (`workload.shape`): each host's field follows
+/// it between 0 and 100 instead of TSBS's random walk, at its own phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wave {
+    pub shape: Shape,
+    pub period_ns: i64,
+    /// Gaussian noise's standard deviation as a share of 100.
+    pub noise: f64,
+}
+
+impl Wave {
+    /// The value at `ts` of the wave at `phase` (0..1 of a period) between `lo` and
+    /// `lo + span`, with noise from `r`.
+    pub(crate) fn value(&self, ts: i64, phase: f64, lo: f64, span: f64, r: u64) -> f64 {
+        let period = self.period_ns.max(1);
+        let x = (ts.rem_euclid(period) as f64 / period as f64 + phase).fract();
+        let mut v = lo + span * self.shape.at(x);
+        if self.noise > 0.0 {
+            v += self.noise * span * gaussian(r);
+        }
+        v.clamp(lo, lo + span)
+    }
+}
+
 /// A shape's default period: an hour.
 pub const DEFAULT_PERIOD_NS: i64 = 3_600_000_000_000;
 
@@ -97,7 +121,7 @@ impl Shape {
     }
 
     /// The wave at `x` in [0, 1) of its period, from 0 (min) to 1 (max).
-    fn at(self, x: f64) -> f64 {
+    pub(crate) fn at(self, x: f64) -> f64 {
         match self {
             Shape::Random | Shape::Constant => 0.0,
             Shape::Sine => (1.0 - (std::f64::consts::TAU * x).cos()) / 2.0,
@@ -472,7 +496,7 @@ impl ValueGen {
 }
 
 /// A standard normal value from 64 random bits (Box-Muller over two 32-bit halves).
-fn gaussian(r: u64) -> f64 {
+pub(crate) fn gaussian(r: u64) -> f64 {
     let u1 = ((r >> 32) as f64 + 1.0) / 4_294_967_296.0;
     let u2 = (r & 0xffff_ffff) as f64 / 4_294_967_296.0;
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()

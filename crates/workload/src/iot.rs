@@ -569,6 +569,7 @@ mod tests {
             churn: None,
             arrival: IOT_ARRIVAL,
             pods: 1,
+            wave: None,
         }
     }
 

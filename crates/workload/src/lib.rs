@@ -21,7 +21,7 @@ mod cpu_only;
 
 pub use arrival::Arrival;
 pub use cpu_only::{CPU_FIELDS, CpuOnly};
-pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue, DEFAULT_PERIOD_NS, Shape};
+pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue, DEFAULT_PERIOD_NS, Shape, Wave};
 pub use devops::Devops;
 pub use file::{FileReplay, MAX_LINE_BYTES, ReplayInput, ReplayOptions};
 pub use iot::{IOT_ARRIVAL, Iot, IotOptions};

@@ -31,6 +31,8 @@ pub struct TsbsConfig {
     /// tag), so there are `pods` times the series at the same rows per second (1: no pod
     /// tag). Device `slot + pod * scale` is the host `slot`'s pod `pod`.
     pub pods: u32,
+    /// cpu-only's usage fields following a shape instead of TSBS's random walk.
+    pub wave: Option<crate::Wave>,
 }
 
 /// Series churn, as a fleet of containers or pods has it: each of the `scale` device slots
@@ -483,6 +485,7 @@ mod tests {
             churn: None,
             arrival: Arrival::default(),
             pods: 1,
+            wave: None,
         };
         assert_eq!(cfg(100).steps().unwrap(), 10);
         assert_eq!(cfg(101).steps().unwrap(), 11);
@@ -496,6 +499,7 @@ mod tests {
             seed: 5,
             devops: true,
             pods: 1,
+            wave: None,
             scale: 100,
         };
         let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -513,6 +517,7 @@ mod tests {
             seed: 6,
             devops: false,
             pods: 1,
+            wave: None,
             scale: 100,
         }
         .device_tags(42, &mut b);

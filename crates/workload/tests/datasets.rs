@@ -9,7 +9,7 @@ use tsload_core::schema::{DataType, Storage};
 use tsload_core::{Batch, ColumnValues, Workload};
 use tsload_workload::{
     Arrival, ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, IOT_ARRIVAL, Iot, IotOptions,
-    TsbsConfig,
+    Shape, TsbsConfig, Wave,
 };
 
 const START: i64 = 1_451_606_400_000_000_000;
@@ -24,6 +24,7 @@ fn tsbs(scale: u32, minutes: i64, seed: u64) -> TsbsConfig {
         churn: None,
         arrival: tsload_workload::Arrival::default(),
         pods: 1,
+        wave: None,
     }
 }
 
@@ -79,6 +80,20 @@ fn workloads(seed: u64) -> Vec<(&'static str, Box<dyn Workload>)> {
         (
             "cpu-only, every row once",
             Box::new(CpuOnly::new(tsbs(13, 10, seed)).unwrap()),
+        ),
+        (
+            "cpu-only, a noisy sine",
+            Box::new(
+                CpuOnly::new(TsbsConfig {
+                    wave: Some(Wave {
+                        shape: Shape::Sine,
+                        period_ns: 600_000_000_000,
+                        noise: 0.02,
+                    }),
+                    ..tsbs(13, 10, seed)
+                })
+                .unwrap(),
+            ),
         ),
     ]
 }
@@ -671,4 +686,43 @@ fn custom_tables_churn_the_same_for_any_workers() {
         assert!(tables.iter().all(|&d| scope.contains(d)));
         assert_eq!(w.schema().device_tags(25)[0].to_string(), "d25");
     }
+}
+
+/// cpu-only's usage fields with a shape instead of TSBS's walk: a square is 0 for the
+/// first half of each period and 100 for the second, each host's field at its own phase.
+#[test]
+fn cpu_only_usage_follows_its_shape() {
+    let w = CpuOnly::new(TsbsConfig {
+        wave: Some(Wave {
+            shape: Shape::Square,
+            period_ns: 600_000_000_000,
+            noise: 0.0,
+        }),
+        ..tsbs(4, 60, 1)
+    })
+    .unwrap();
+    let mut per_series: BTreeMap<(u32, usize), Vec<i64>> = BTreeMap::new();
+    each_batch(&w, 2, 50, |batch| {
+        let t = &batch.tables[0];
+        for (f, c) in t.columns.iter().enumerate() {
+            let ColumnValues::Int(v) = &c.values else {
+                panic!()
+            };
+            for (row, value) in v.iter().enumerate() {
+                per_series
+                    .entry((t.device[row], f))
+                    .or_default()
+                    .push(*value);
+            }
+        }
+    });
+    assert_eq!(per_series.len(), 40);
+    let mut firsts = BTreeSet::new();
+    for (key, values) in &per_series {
+        // An hour of 10 s rows: six periods, each half 0 and half 100.
+        assert_eq!(values.iter().filter(|v| **v == 0).count(), 180, "{key:?}");
+        assert_eq!(values.iter().filter(|v| **v == 100).count(), 180, "{key:?}");
+        firsts.insert(values.iter().position(|v| *v == 100));
+    }
+    assert!(firsts.len() > 10, "each field its own phase: {firsts:?}");
 }

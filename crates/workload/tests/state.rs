@@ -92,6 +92,7 @@ fn estimates_match_what_the_sources_allocate() {
         churn: None,
         arrival: tsload_workload::Arrival::default(),
         pods: 1,
+        wave: None,
     };
     check(
         "cpu-only",

@@ -426,6 +426,7 @@ fn value_for(section: &'static str, key: &'static str) -> BoxedStrategy<String> 
         | "missing_row_ratio"
         | "out_of_order_ratio"
         | "duplicate_ratio"
+        | "shape_noise"
         | "disorder_ratio"
         | "rate"
             if section != "network" =>

@@ -145,6 +145,12 @@ section! {
         churn_interval: String = "duration", Toml("\"10m\""), GENERATED;
         /// high cardinality: each host's rows carry one of its N pods in turn (a `pod` tag, `pod_0` .. `pod_<N-1>`), so N times the series at the same rows per second; the report counts the devices (host, pod) and series written (1: no pod tag)
         pods_per_host: i64 = "integer", Toml("1"), &["cpu-only", "devops"];
+        /// how the ten usage fields move: TSBS's random `walk`, or a shape between 0 and 100 (`constant`: 0, `sine`, `square`, `sawtooth`), one cycle a shape_period, each host's field at its own phase
+        shape: String = "`walk` | `constant` | `sine` | `square` | `sawtooth`", Toml("\"walk\""), &["cpu-only"];
+        /// one cycle of the shape
+        shape_period: String = "duration", Toml("\"1h\""), &["cpu-only"];
+        /// Gaussian noise on the shape: its standard deviation as a share of 100
+        shape_noise: f64 = "number", Toml("0"), &["cpu-only"];
         /// fields left out
         missing_field_ratio: f64 = "number 0..1", Toml("0.01"), &["iot"];
         /// rows left out

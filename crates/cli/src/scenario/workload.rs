@@ -7,7 +7,7 @@ use toml::Spanned;
 use tsload_core::schema::DataType;
 use tsload_workload::{
     Arrival, Churn, ColumnSpec, CustomConfig, DEFAULT_PERIOD_NS, IOT_ARRIVAL, IotOptions, Shape,
-    TsbsConfig,
+    TsbsConfig, Wave,
 };
 
 use super::sections::{ColumnEntry, LoadSection, WORKLOAD, WORKLOAD_KINDS, WorkloadSection};
@@ -123,6 +123,7 @@ impl Ctx<'_> {
             pods: self
                 .opt_int(&w.pods_per_host, "workload.pods_per_host", 1, 1_000_000)?
                 .map_or(1, |v| v as u32),
+            wave: self.wave(w)?,
         };
         Ok(match kind {
             "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
@@ -149,6 +150,33 @@ impl Ctx<'_> {
                 )
             }
         })
+    }
+
+    /// cpu-only's `shape`, `shape_period` and `shape_noise` (`None`: TSBS's walk).
+    fn wave(&self, w: &WorkloadSection) -> Result<Option<Wave>, ScenarioError> {
+        let names: Vec<&str> = std::iter::once("walk")
+            .chain(Shape::NAMES.iter().copied().filter(|n| *n != "random"))
+            .collect();
+        let shape = match &w.shape {
+            None => return Ok(None),
+            Some(s) => match self.choice(s, "workload.shape", &names)? {
+                "walk" => return Ok(None),
+                name => Shape::from_name(name).unwrap_or_default(),
+            },
+        };
+        let period_ns = match &w.shape_period {
+            None => DEFAULT_PERIOD_NS,
+            Some(s) => self.duration_ns(s, "workload.shape_period", Duration::from_millis(1))?,
+        };
+        let noise = match &w.shape_noise {
+            None => 0.0,
+            Some(v) => self.ratio(v, "workload.shape_noise", 1.0)?,
+        };
+        Ok(Some(Wave {
+            shape,
+            period_ns,
+            noise,
+        }))
     }
 
     /// `churn_ratio` per `churn_interval`.
