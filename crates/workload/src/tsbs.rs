@@ -499,7 +499,6 @@ mod tests {
             seed: 5,
             devops: true,
             pods: 1,
-            wave: None,
             scale: 100,
         };
         let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -517,7 +516,6 @@ mod tests {
             seed: 6,
             devops: false,
             pods: 1,
-            wave: None,
             scale: 100,
         }
         .device_tags(42, &mut b);
