@@ -164,19 +164,30 @@ impl<T: Default + Clone> BySlot<T> {
         }
     }
 
+    /// `device`'s slot: itself, but for a later generation under churn (no division per
+    /// row on the plain path).
+    #[inline]
+    fn slot(&self, device: u32) -> u32 {
+        if device < self.slots {
+            device
+        } else {
+            device % self.slots
+        }
+    }
+
     fn get(&self, device: u32) -> Option<&T> {
-        let i = (device % self.slots).checked_sub(self.base)? as usize;
+        let i = self.slot(device).checked_sub(self.base)? as usize;
         self.items.get(i)
     }
 
     fn get_mut(&mut self, device: u32) -> Option<&mut T> {
-        let i = (device % self.slots).checked_sub(self.base)? as usize;
+        let i = self.slot(device).checked_sub(self.base)? as usize;
         self.items.get_mut(i)
     }
 
     /// `device`'s slot, made (as the default) if it was not yet.
     fn entry(&mut self, device: u32) -> &mut T {
-        let slot = device % self.slots;
+        let slot = self.slot(device);
         if self.items.is_empty() {
             self.base = slot;
         } else if slot < self.base {
