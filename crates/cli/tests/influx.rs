@@ -338,28 +338,18 @@ fn a_replayed_file_goes_to_a_line_protocol_server_as_written_when_the_units_matc
                 m,host=b x=1.000,y=3i 1451606410000000000\n";
     std::fs::write(dir.path().join("f.influx"), file).unwrap();
     let run = |target_precision: &str| {
-        let out = tsload(
-            &[
-                "run",
-                "--set",
-                "workload.kind=\"file\"",
-                "--set",
-                "workload.path=\"f.influx\"",
-                "--set",
-                "target.kind=\"influx\"",
-                "--set",
-                &format!("target.url=\"{}\"", vm.base_url()),
-                "--set",
-                &format!("target.precision=\"{target_precision}\""),
-                "--json",
-                "r.json",
-                "--progress",
-                "none",
-            ],
+        let (out, r) = common::run_sets(
             dir.path(),
+            &[
+                "workload.kind=\"file\"".to_string(),
+                "workload.path=\"f.influx\"".into(),
+                "target.kind=\"influx\"".into(),
+                format!("target.url=\"{}\"", vm.base_url()),
+                format!("target.precision=\"{target_precision}\""),
+            ],
         );
         assert!(out.status.success(), "{}", text(&out.stderr));
-        report(dir.path())
+        r
     };
     // The file's unit is the target's: its lines go out byte for byte.
     let r = run("ns");

@@ -202,6 +202,17 @@ impl TableBatch {
         }
     }
 
+    /// The fields of row `row` that have a value, a bit each (the first 64), whether or
+    /// not the validity vectors are finished ([`TableBatch::finish_validity`]).
+    pub fn valued_fields(&self, row: usize) -> u64 {
+        self.columns
+            .iter()
+            .take(64)
+            .enumerate()
+            .filter(|(_, c)| c.valid.get(row).copied().unwrap_or(true))
+            .fold(0, |mask, (i, _)| mask | 1 << i)
+    }
+
     /// The field values (non-null) of row `row`.
     pub fn row_metrics(&self, row: usize) -> u64 {
         self.columns.iter().filter(|c| c.is_valid(row)).count() as u64
@@ -426,6 +437,7 @@ mod tests {
         assert_eq!(out.columns[0].valid, [true, false, false, true, true]);
         assert_eq!(out.metrics(), 5 * 2 - 2);
         assert_eq!(out.row_metrics(1), 1);
+        assert_eq!((out.valued_fields(0), out.valued_fields(1)), (0b11, 0b10));
         let ColumnValues::Str(s) = &out.columns[1].values else {
             panic!()
         };

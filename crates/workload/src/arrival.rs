@@ -284,17 +284,6 @@ enum Plan {
     Sends([Option<Emit>; 4]),
 }
 
-/// The fields of row `row` of `t` that have a value, a bit each (the first 64: the kinds
-/// that count series have fewer).
-fn valued(t: &TableBatch, row: usize) -> u64 {
-    t.columns
-        .iter()
-        .take(64)
-        .enumerate()
-        .filter(|(_, c)| c.is_valid(row))
-        .fold(0, |mask, (i, _)| mask | 1 << i)
-}
-
 /// A workload's source with late and duplicate rows ([`Arrival`]).
 pub(crate) struct ArrivalSource {
     inner: Box<dyn BatchSource>,
@@ -471,7 +460,7 @@ impl ArrivalSource {
         if self.sent_devices.is_some() {
             for row in from..to {
                 let t = &self.buf.tables[table];
-                let (device, valued) = (t.device[row], valued(t, row));
+                let (device, valued) = (t.device[row], t.valued_fields(row));
                 self.count_device(out, table, device, valued);
             }
         }
@@ -545,7 +534,7 @@ impl ArrivalSource {
                     }
                     if matches!(emit, Emit::Own | Emit::Late) {
                         let o = &out.tables[table];
-                        let valued = valued(o, o.rows() - 1);
+                        let valued = o.valued_fields(o.rows() - 1);
                         self.count_device(out, table, device, valued);
                     }
                     match emit {
@@ -599,7 +588,7 @@ impl ArrivalSource {
                     let store = &self.stores[table];
                     out.tables[table].push_row_from(&store.rows, h.row, h.ts);
                     if self.sent == 0 {
-                        let valued = valued(&store.rows, h.row);
+                        let valued = store.rows.valued_fields(h.row);
                         self.count_device(out, table, device, valued);
                         out.late_rows += u64::from(h.newer_sent);
                     } else {

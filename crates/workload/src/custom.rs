@@ -794,12 +794,7 @@ impl Workload for Custom {
         );
         let last_row = Arc::new(move |_, device: u32| {
             // Under churn, the last row of the generation's life.
-            let last = churn.map_or(row, |c| {
-                let (slot, g) = (device % count, device / count);
-                let life = i128::from(c.lifetime_ns);
-                let end = (i128::from(g) + 1) * life - i128::from(slot) * life / i128::from(count);
-                (((end - 1).max(0) / i128::from(step)) as u64).min(row)
-            });
+            let last = churn.map_or(row, |c| c.last_step(device, count, step).min(row));
             start + last as i64 * step - disorder_by(seed, device, last, disorder, range)
         });
         Box::new(ArrivalSource::new(

@@ -531,12 +531,7 @@ impl BatchSource for IotSource {
                 if let Some((_, sent)) = self.slots.get_mut(slot) {
                     let t = &batch.tables[self.table];
                     let (row, first) = (t.rows() - 1, if self.table == 0 { 0 } else { 7 });
-                    let valued = t
-                        .columns
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| c.valid.get(row).copied().unwrap_or(true))
-                        .fold(0u16, |mask, (i, _)| mask | 1 << (first + i));
+                    let valued = (t.valued_fields(row) << first) as u16;
                     batch.devices_started += u64::from(*sent == 0);
                     batch.series_started += u64::from((valued & !*sent).count_ones());
                     *sent |= valued;

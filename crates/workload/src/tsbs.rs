@@ -67,6 +67,18 @@ impl Churn {
         )
     }
 
+    /// The last step (of `interval_ns` from the data set's start) in the life of
+    /// `device`, generation `device / slots` of slot `device % slots`.
+    pub fn last_step(&self, device: u32, slots: u32, interval_ns: i64) -> u64 {
+        let slots = slots.max(1);
+        let (slot, g) = (device % slots, device / slots);
+        let life = i128::from(self.lifetime_ns);
+        let phase = i128::from(slot) * life / i128::from(slots);
+        // Generation g lives until (g + 1) * life - phase after the start.
+        let end = (i128::from(g) + 1) * life - phase;
+        u64::try_from((end - 1).max(0) / i128::from(interval_ns.max(1))).unwrap_or(u64::MAX)
+    }
+
     /// The generations a data set of `span_ns` reaches (in its last slot, the most).
     pub fn generations(&self, scale: u32, span_ns: i64) -> u32 {
         self.generation(scale.saturating_sub(1), scale, span_ns)
@@ -232,14 +244,9 @@ pub(crate) fn last_row(cfg: &TsbsConfig, steps: u64, device: u32) -> i64 {
     let Some(churn) = cfg.churn else {
         return at(last_step);
     };
-    // Generation g of slot s lives until (g + 1) * life - phase after the start.
-    let (slot, g) = (device % scale, device / scale);
-    let life = i128::from(churn.lifetime_ns);
-    let phase = i128::from(slot) * life / i128::from(scale);
-    let end = (i128::from(g) + 1) * life - phase;
-    let interval = i128::from(cfg.interval_ns.max(1));
-    let last_in_life = ((end - 1).max(0) / interval) as u64;
-    at(last_in_life.min(last_step))
+    at(churn
+        .last_step(device, scale, cfg.interval_ns)
+        .min(last_step))
 }
 
 /// TSBS's time-major order over one worker's devices: every device at step 0, then
