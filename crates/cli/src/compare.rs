@@ -15,8 +15,9 @@ use clap::Args;
 use tsload_sweep::compare::{CHARTS, CompareRow, bar_svg, render_text, write_csv};
 
 use crate::exit::EXIT_USAGE;
-use crate::plan::{Plan, ProgressMode, RunMode};
-use crate::{confirm, run, scenario, workloads};
+use crate::{confirm, run, workloads};
+use tsload_scenario as scenario;
+use tsload_scenario::plan::{Plan, ProgressMode, RunMode};
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
@@ -56,7 +57,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    crate::scenario::register_secrets(&text, &args.set);
+    tsload_scenario::register_secrets(&text, &args.set);
     // Every profile is resolved and checked before anything runs.
     let mut entries = Vec::new();
     for profile in &args.targets {
@@ -183,10 +184,10 @@ fn resolve(
     sets: &[String],
 ) -> Result<Entry, String> {
     let text = std::fs::read_to_string(profile).map_err(|e| e.to_string())?;
-    crate::scenario::register_secrets(&text, &[]);
+    tsload_scenario::register_secrets(&text, &[]);
     let doc: toml_edit::DocumentMut = text
         .parse()
-        .map_err(|e| crate::scenario::syntax_error(&text, &e))?;
+        .map_err(|e| tsload_scenario::syntax_error(&text, &e))?;
     let mut profile_sets = Vec::new();
     let mut name = None;
     for (key, item) in doc.iter() {
@@ -219,7 +220,7 @@ fn resolve(
         format!(
             "{}: {}",
             scenario_path.display(),
-            crate::scenario::syntax_error(scenario_text, &e)
+            tsload_scenario::syntax_error(scenario_text, &e)
         )
     })?;
     base.remove("target");
@@ -318,6 +319,7 @@ mod tests {
 
     #[test]
     fn the_shipped_profiles_resolve_against_r3_compare() {
+        crate::install_kinds();
         let scenario = configs().join("r3-compare.toml");
         let text = std::fs::read_to_string(&scenario).unwrap();
         let mut seen = 0;
@@ -348,6 +350,7 @@ mod tests {
 
     #[test]
     fn a_profile_with_other_sections_or_no_target_is_refused() {
+        crate::install_kinds();
         let dir = std::env::temp_dir().join(format!("tsload-compare-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let scenario = configs().join("r3-compare.toml");

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
-use crate::plan::Plan;
+use tsload_scenario::plan::Plan;
 
 /// The host whose data `plan` drops, when that host is not this machine.
 pub fn remote_drop_host(plan: &Plan) -> Option<String> {
@@ -102,9 +102,10 @@ mod tests {
 
     #[test]
     fn only_a_drop_on_another_host_needs_confirming() {
+        crate::install_kinds();
         let plan = |sets: &[&str]| {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-            crate::scenario::parse("s.toml", "", &sets).unwrap()
+            tsload_scenario::parse("s.toml", "", &sets).unwrap()
         };
         let pg = "target.kind=postgres";
         for (url, drop, remote) in [

@@ -26,7 +26,7 @@ pub fn cmd_generate(
         errln!("error: --format: \"{format}\" is not supported; allowed: influx");
         return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
     }
-    let plan = match crate::scenario::load(scenario, overrides) {
+    let plan = match tsload_scenario::load(scenario, overrides) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");

@@ -4,25 +4,22 @@
 #[macro_use]
 mod out;
 
+mod args;
 mod baseline;
 mod compare;
 mod confirm;
 mod exit;
 mod generate;
 mod html;
-mod import;
 mod merge;
 mod netem;
 mod network;
 mod outputs;
-mod plan;
 mod progress;
 mod queries;
 mod run;
-mod scenario;
 mod shard;
 mod sweep;
-mod targets;
 mod tools;
 mod workloads;
 
@@ -32,9 +29,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use tsload_core::threshold::Threshold;
 
+use crate::args::ScenarioArgs;
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD, EXIT_USAGE};
-use crate::plan::{Plan, ProgressMode};
-use crate::scenario::ScenarioArgs;
+use tsload_scenario::plan::{self, Plan, ProgressMode};
+use tsload_scenario::{self as scenario, import};
 
 /// `tsload --version`: the package version and the git commit it was built from.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TSLOAD_COMMIT"), ")");
@@ -152,7 +150,7 @@ struct RunArgs {
     /// `html=FILE`, the run's HTML report, one self-contained page written at its end
     /// (repeatable).
     #[arg(long = "out", value_name = "KIND=TARGET")]
-    out: Vec<outputs::OutSpec>,
+    out: Vec<tsload_scenario::plan::OutSpec>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run goes on.
     #[arg(long, value_name = "HOST:PORT")]
     metrics_addr: Option<String>,
@@ -190,10 +188,17 @@ struct GenerateArgs {
     output: Option<PathBuf>,
 }
 
+/// Hands the scenario library this build's target kinds (`main` does it first; a test that
+/// reads a scenario does it itself).
+fn install_kinds() {
+    tsload_scenario::install_kinds(&tsload_kinds::REGISTRY);
+}
+
 fn main() -> ExitCode {
     // Every TLS configuration tsload builds names ring; a library that builds its own
     // without naming a provider gets the same.
     tsload_tls::install_default_provider();
+    install_kinds();
     // Secrets the drivers read from the environment are hidden in every output.
     tsload_redact::register_env();
     // So are the passwords and secret query values of every URL on the command line
@@ -578,7 +583,7 @@ fn quick_sets(args: &RunArgs) -> Result<Vec<(String, String)>, String> {
 fn name_flags(message: &str, quick: &[(String, String)]) -> String {
     let mut m = message.to_string();
     for (set, flag) in quick {
-        let shown = crate::plan::shown_set(set);
+        let shown = tsload_scenario::plan::shown_set(set);
         if m.contains(&format!("--set {shown}")) {
             m = m.replace(&format!("--set {shown}"), flag);
             m = m.replacen(
@@ -596,14 +601,7 @@ fn name_flags(message: &str, quick: &[(String, String)]) -> String {
 /// registered kind that takes the URL's scheme (`http(s)://` is `influx`, listed before
 /// `prometheus` and `clickhouse`), or `null`.
 fn target_of_url(given: &str) -> Result<(&'static str, String), String> {
-    let names = crate::targets::KINDS
-        .iter()
-        .map(|k| (k.name(), k.url_schemes()))
-        .chain(
-            crate::targets::NOT_BUILT
-                .iter()
-                .map(|k| (k.name, k.url_schemes)),
-        );
+    let names = tsload_kinds::REGISTRY.schemes();
     let (prefix, url) = match given.split_once('+') {
         Some((kind, rest)) if rest.contains("://") && names.clone().any(|(n, _)| n == kind) => {
             (Some(kind), rest)
@@ -845,6 +843,25 @@ fn baseline_args(args: &RunArgs) -> Result<Option<Baselines>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lean build (`--no-default-features`) registers no TDengine: choosing it is refused
+    /// when the scenario is read, naming the feature.
+    #[test]
+    fn tdengine_is_refused_at_validation_by_a_build_without_it() {
+        install_kinds();
+        let parsed = scenario::parse("s.toml", "[target]\nkind = \"tdengine\"\n", &[]);
+        if cfg!(feature = "tdengine") {
+            assert!(parsed.is_ok(), "{parsed:?}");
+        } else {
+            let e = parsed.unwrap_err();
+            assert_eq!(
+                (e.line, e.key.as_deref()),
+                (Some(2), Some("target.kind")),
+                "{e}"
+            );
+            assert!(e.message.contains("feature `tdengine`"), "{e}");
+        }
+    }
 
     /// Run by [`a_panic_prints_no_secret`] in a child process: panics with a registered
     /// secret in its message under tsload's hook.

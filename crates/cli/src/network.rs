@@ -10,7 +10,7 @@ use tsload_netem::{Guard, GuardOptions, Target};
 use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeReport, TcpOptions};
 use tsload_proxy::{Proxy, ProxyConfig, ProxyHandle};
 
-use crate::plan::{NetworkBackend, NetworkPlan, ProbeChoice, TargetPlan};
+use tsload_scenario::plan::{NetworkBackend, NetworkPlan, ProbeChoice, TargetPlan};
 
 /// An impairment in place; [`ActiveNetwork::finish`] takes it away.
 pub struct ActiveNetwork {
@@ -58,22 +58,14 @@ fn point_at_proxy(
         }
         if let Some(host) = tsload_target::sql_tls::name_checked_host(url) {
             // Refused when the scenario was read too; the environment may have changed.
-            anyhow::bail!("{}", proxy_refusal(&host, &local.to_string()));
+            anyhow::bail!(
+                "{}",
+                tsload_scenario::proxy_refusal(&host, &local.to_string())
+            );
         }
     }
     set_target_url(target, url_with_addr(url, local)?);
     Ok(None)
-}
-
-/// Why the delay proxy cannot stand in front of a SQL server reached as `host` with its
-/// certificate's name checked; `proxy` is where the connections would go instead.
-pub fn proxy_refusal(host: &str, proxy: &str) -> String {
-    format!(
-        "network.backend = \"proxy\" would connect to {proxy} instead of {host}, which the \
-         server's certificate names (sslmode=verify-full, PGSSLMODE=verify-full or \
-         ssl-mode=VERIFY_IDENTITY), and the SQL driver cannot be told to connect to one and \
-         check the other: use backend = \"netem\", or connect by address"
-    )
 }
 
 /// The socket address a target URL names (default ports by scheme).
@@ -301,9 +293,10 @@ mod tests {
     /// with its certificate's name checked is never pointed at the proxy; by address it is.
     #[test]
     fn a_name_checked_sql_target_is_not_pointed_at_the_proxy() {
+        crate::install_kinds();
         let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let plan = |url: &str| {
-            crate::scenario::parse(
+            tsload_scenario::parse(
                 "s.toml",
                 "",
                 &[

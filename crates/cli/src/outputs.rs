@@ -17,61 +17,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tsload_core::engine::IntervalReport;
 use tsload_core::recorder::Counters;
-
-/// One `--out` destination.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutSpec {
-    Csv(PathBuf),
-    Ndjson(PathBuf),
-    /// The write endpoint (`http://host:8086/write?db=tsload` or a v2 URL), shown with its
-    /// secrets as `***`.
-    Influx(tsload_redact::SecretUrl),
-    /// The HTML report, written once at the end of the run.
-    Html(PathBuf),
-}
-
-impl std::str::FromStr for OutSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, path) = s.split_once('=').unwrap_or((s, ""));
-        if path.is_empty() {
-            return Err(format!(
-                "\"{s}\": expected csv=FILE, ndjson=FILE, html=FILE or influx=URL (e.g. csv=intervals.csv)"
-            ));
-        }
-        match kind {
-            "csv" => Ok(OutSpec::Csv(path.into())),
-            "ndjson" => Ok(OutSpec::Ndjson(path.into())),
-            "html" => Ok(OutSpec::Html(path.into())),
-            "influx" => {
-                let url = url::Url::parse(path)
-                    .ok()
-                    .filter(|u| matches!(u.scheme(), "http" | "https"))
-                    .ok_or_else(|| {
-                        format!("\"{s}\": expected an http(s) URL, e.g. influx=http://127.0.0.1:8086/write?db=tsload")
-                    })?;
-                // Its password and secret query values are a SecretUrl's; the Basic header
-                // the HTTP client builds of its user info is registered too (a server may
-                // echo either).
-                if let Some(password) = url.password() {
-                    tsload_redact::register_basic_auth(url.username(), password);
-                }
-                // A bare server URL writes to InfluxDB 1.x's /write into database tsload.
-                Ok(OutSpec::Influx(tsload_redact::SecretUrl::new(
-                    if url.path() == "/" && url.query().is_none() {
-                        format!("{}write?db=tsload", url.as_str())
-                    } else {
-                        url.to_string()
-                    },
-                )))
-            }
-            other => Err(format!(
-                "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson, influx, html"
-            )),
-        }
-    }
-}
+use tsload_scenario::plan::OutSpec;
 
 /// Intervals `--out influx=` holds while its server is slow; more are dropped (and said).
 const PUSH_QUEUE: usize = 1024;

@@ -12,7 +12,7 @@ use tsload_core::report::group;
 use tsload_core::rusage::Usage;
 
 use crate::outputs::Outputs;
-use crate::plan::ProgressMode;
+use tsload_scenario::plan::ProgressMode;
 
 /// The CLI's observer of a run.
 pub struct RunObserver {

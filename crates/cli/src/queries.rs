@@ -9,7 +9,7 @@ use tsload_core::query::{QueryRequest, QuerySource, QueryWorkload};
 use tsload_core::query_engine::{QueryConfig, QueryOutcome};
 use tsload_query::{Dialect, TsbsQueries, TsbsQueriesConfig};
 
-use crate::plan::{Plan, QueryPlan, QueryWorkloadPlan, TargetPlan};
+use tsload_scenario::plan::{Plan, QueryPlan, QueryWorkloadPlan, TargetPlan};
 
 /// The query language `query.dialect` chose, for a target that speaks several.
 fn language(q: &QueryPlan) -> Option<&str> {

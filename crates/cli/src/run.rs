@@ -27,9 +27,9 @@ use tsload_probe::ProbeReport;
 pub use self::signals::interrupted_exit_code;
 use crate::network::{self, ActiveNetwork};
 use crate::outputs::Outputs;
-use crate::plan::{Plan, ProgressMode, RunMode};
 use crate::progress::RunObserver;
 use crate::queries;
+use tsload_scenario::plan::{Plan, ProgressMode, RunMode};
 
 /// What one run produced.
 pub struct Executed {
@@ -141,7 +141,7 @@ fn start_monitor(plan: &Plan) -> Result<Option<tsload_monitor::Monitor>, String>
 /// the RTT through it; on a failed probe the impairment is taken down again.
 async fn start_network(
     plan: &Plan,
-    target: &mut crate::plan::TargetPlan,
+    target: &mut tsload_scenario::plan::TargetPlan,
 ) -> anyhow::Result<(Option<ActiveNetwork>, Option<ProbeReport>)> {
     let Some(net) = &plan.network else {
         return Ok((None, None));
@@ -162,6 +162,26 @@ async fn start_network(
             Err(e.context("measuring the RTT before the load"))
         }
     }
+}
+
+/// Runs the plan's load against its target; `run_id` identifies this run's batches in
+/// the ledger of an exactly-once target (fresh for every run: [`tsload_core::new_run_id`]).
+pub async fn write_target(
+    plan: &Plan,
+    workload: Arc<dyn Workload>,
+    stop: StopHandle,
+    observer: &mut dyn tsload_core::engine::Observer,
+    run_id: i64,
+) -> Result<RunOutcome, EngineError> {
+    plan.target
+        .write(tsload_target::WriteRun {
+            workload,
+            load: plan.load.clone(),
+            stop,
+            observer,
+            run_id,
+        })
+        .await
 }
 
 /// Runs `plan` and prints its report (and errors), writing the JSON report and interval

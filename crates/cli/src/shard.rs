@@ -10,7 +10,7 @@ use clap::Args;
 use tsload_core::engine::LoadMode;
 use tsload_core::shard::{Gate, GateFuture, Shard, StartGate};
 
-use crate::plan::{
+use tsload_scenario::plan::{
     DEFAULT_BARRIER_TIMEOUT, Plan, QueryWorkloadPlan, RunMode, ShardRun, WorkloadPlan,
 };
 
@@ -569,8 +569,9 @@ mod tests {
     }
 
     fn plan(sets: &[&str]) -> Plan {
+        crate::install_kinds();
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        crate::scenario::parse("s.toml", "", &sets).unwrap()
+        tsload_scenario::parse("s.toml", "", &sets).unwrap()
     }
 
     fn shard_run(i: u32, n: u32) -> ShardRun {

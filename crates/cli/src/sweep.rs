@@ -12,10 +12,11 @@ use tsload_sweep::{
     TRequestSource, Verdict, choose_plot,
 };
 
+use crate::args::ScenarioArgs;
 use crate::exit::{EXIT_INTERRUPTED, EXIT_USAGE};
-use crate::plan::{Plan, QueryWorkloadPlan, RunMode};
-use crate::scenario::ScenarioArgs;
-use crate::{run, scenario, workloads};
+use crate::{run, workloads};
+use tsload_scenario as scenario;
+use tsload_scenario::plan::{Plan, QueryWorkloadPlan, RunMode};
 
 /// Keys whose values are a delay, so the fit and plot use the measured RTT against them.
 const RTT_KEYS: &[&str] = &["delay", "network.delay"];
@@ -112,7 +113,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         return usage(e);
     }
     let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
-        (Some(q), crate::plan::RunMode::Query) => q.config.mode == LoadMode::Closed,
+        (Some(q), tsload_scenario::plan::RunMode::Query) => q.config.mode == LoadMode::Closed,
         _ => p.load.mode == LoadMode::Closed,
     });
     let source = if closed_loop {

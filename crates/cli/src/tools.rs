@@ -70,8 +70,8 @@ enum DirectionArg {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    use crate::scenario::DurationError;
-    crate::scenario::parse_duration(s).map_err(|e| match e {
+    use tsload_scenario::DurationError;
+    tsload_scenario::parse_duration(s).map_err(|e| match e {
         DurationError::Invalid(e) => {
             format!("\"{s}\" is not a duration ({e}); write e.g. 1ms, 500us, 0.2ms")
         }

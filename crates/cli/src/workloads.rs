@@ -17,8 +17,8 @@ use tsload_workload::{
     StateEstimate, WorkloadError, human_bytes,
 };
 
-use crate::plan::{Plan, QueryWorkloadPlan, RunMode, WorkloadPlan};
-use crate::scenario::ScenarioError;
+use tsload_scenario::ScenarioError;
+use tsload_scenario::plan::{Plan, QueryWorkloadPlan, RunMode, WorkloadPlan};
 
 /// The generator state of the plan's workload (`None` for a file replay, whose state is
 /// known only once the file was read).
@@ -233,8 +233,9 @@ mod tests {
     use tsload_core::shard::Shard;
 
     fn plan(sets: &[&str]) -> Plan {
+        crate::install_kinds();
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        crate::scenario::parse("s.toml", "", &sets).unwrap()
+        tsload_scenario::parse("s.toml", "", &sets).unwrap()
     }
 
     /// A replayed file given by `--set workload.path` that cannot be read is the
@@ -255,7 +256,7 @@ mod tests {
             "[workload]\nkind = \"file\"\npath = \"{}\"\n",
             long.display()
         );
-        let p = crate::scenario::parse("s.toml", &text, &[]).unwrap();
+        let p = tsload_scenario::parse("s.toml", &text, &[]).unwrap();
         assert_eq!(build(&p).err().expect("refused").file, "s.toml");
     }
 

@@ -3,9 +3,10 @@
 //! parsed target ([`Target`]): its settings as the plan shows them, its address for the
 //! `[network]` section, drop-existing and ledger semantics, the write and read runs.
 //!
-//! Each sink crate implements both traits for its kind; the CLI holds one list of
-//! registered kinds (`crates/cli/src/targets.rs`) and asks every question through these
-//! traits, so a new database is a new crate and one line in that list. The hot path stays
+//! Each sink crate implements both traits for its kind; one list of registered kinds
+//! ([`Registry`], built in `tsload-kinds`) is handed to the scenario library, and every
+//! question is asked through these traits, so a new database is a new crate and one line
+//! in that list. The hot path stays
 //! monomorphised: [`Target::write`] runs core's generic engine with the crate's concrete
 //! sink.
 
@@ -25,6 +26,52 @@ use tsload_core::query_engine::{QueryConfig, QueryOutcome};
 
 pub use duration::{DurationError, MAX_DURATION, parse_duration};
 pub use section::{KeyError, Section, Word};
+
+/// The kinds one build of tsload knows: the registered ones, those the build was made
+/// without (choosing one says why), and the kind of a scenario that names none.
+#[derive(Clone, Copy)]
+pub struct Registry {
+    pub kinds: &'static [&'static dyn TargetKind],
+    pub not_built: &'static [NotBuilt],
+    pub default_kind: &'static str,
+}
+
+impl Registry {
+    /// The registered kind named `name`.
+    pub fn kind(&self, name: &str) -> Option<&'static dyn TargetKind> {
+        self.kinds.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// Every kind's name and URL schemes, registered ones first, then those not built.
+    pub fn schemes(&self) -> impl Iterator<Item = (&'static str, &'static [&'static str])> + Clone {
+        self.kinds
+            .iter()
+            .map(|k| (k.name(), k.url_schemes()))
+            .chain(self.not_built.iter().map(|k| (k.name, k.url_schemes)))
+    }
+
+    /// `target.kind`'s values: the registered kinds, then those this build left out.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.schemes().map(|(name, _)| name).collect()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("kinds", &self.names())
+            .field("default_kind", &self.default_kind)
+            .finish()
+    }
+}
+
+/// A kind a build was made without: its name and URL schemes, and how to get it.
+#[derive(Debug)]
+pub struct NotBuilt {
+    pub name: &'static str,
+    pub url_schemes: &'static [&'static str],
+    pub why: &'static str,
+}
 
 /// One key of a kind's `[target]` section: everything said about it, in one place.
 #[derive(Debug, Clone, Copy)]

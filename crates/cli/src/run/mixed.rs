@@ -17,9 +17,9 @@ use tsload_core::rusage::Usage;
 
 use super::report::Reporter;
 use super::{Executed, Outcomes, Streams};
-use crate::plan::QueryPlan;
 use crate::progress::RunObserver;
 use crate::queries;
+use tsload_scenario::plan::QueryPlan;
 
 /// Write latency of a mixed run, split by whether the queries were running; and why the
 /// queries ended when the writes ended them.
@@ -127,7 +127,7 @@ pub(super) async fn run(
     }
     let write_ended = Arc::new(Mutex::new(None));
     let write = async {
-        let r = crate::targets::run(
+        let r = crate::run::write_target(
             s.plan,
             s.workload.clone(),
             s.write_stop.clone(),

@@ -10,9 +10,9 @@ use tsload_core::rusage::Usage;
 
 use super::report::{Reporter, to_map};
 use super::{Executed, Outcomes, Streams};
-use crate::plan::{ProgressMode, QueryPlan, QueryWorkloadPlan};
 use crate::progress::RunObserver;
 use crate::queries;
+use tsload_scenario::plan::{ProgressMode, QueryPlan, QueryWorkloadPlan};
 
 pub(super) async fn run(
     s: &Streams<'_>,
@@ -24,7 +24,7 @@ pub(super) async fn run(
         QueryWorkloadPlan::Tsbs { preload: true, .. } => {
             errln!("preload: writing the data set the queries read");
             let mut quiet = RunObserver::new(ProgressMode::None, None, None, String::new());
-            let o = crate::targets::run(
+            let o = crate::run::write_target(
                 s.plan,
                 s.workload.clone(),
                 s.preload_stop.clone(),

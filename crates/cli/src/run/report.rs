@@ -13,8 +13,8 @@ use tsload_probe::ProbeReport;
 use super::{Executed, Outcomes, mixed, query, write};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use crate::outputs::Outputs;
-use crate::plan::{Plan, RunMode};
 use crate::progress::RunObserver;
+use tsload_scenario::plan::{Plan, RunMode};
 
 /// Everything a finished run left for its reports.
 pub(super) struct Finished<'a> {
@@ -455,7 +455,7 @@ fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
 /// out (`/internal/force_flush`) before its data directory is measured. Other
 /// line-protocol servers answer 404, which is ignored, as is any failure: the figure is
 /// then what the disk held.
-fn flush_target(runtime: &tokio::runtime::Runtime, target: &crate::plan::TargetPlan) {
+fn flush_target(runtime: &tokio::runtime::Runtime, target: &tsload_scenario::plan::TargetPlan) {
     runtime.block_on(target.flush());
 }
 

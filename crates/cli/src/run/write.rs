@@ -9,7 +9,7 @@ use crate::progress::RunObserver;
 
 pub(super) async fn run(s: &Streams<'_>, observer: &mut RunObserver) -> Outcomes {
     Outcomes::Write(
-        crate::targets::run(
+        crate::run::write_target(
             s.plan,
             s.workload.clone(),
             s.write_stop.clone(),

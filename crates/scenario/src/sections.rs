@@ -12,7 +12,7 @@ use toml::Spanned;
 
 /// One key of a section: everything said about it, in one place.
 #[derive(Debug)]
-pub(crate) struct KeyDoc {
+pub struct KeyDoc {
     pub name: &'static str,
     /// The type as the reference shows it (`integer`, `` `a` | `b` ``); `table` for a
     /// section of its own.
@@ -25,7 +25,7 @@ pub(crate) struct KeyDoc {
 
 /// What a key is when a scenario leaves it out.
 #[derive(Debug, PartialEq)]
-pub(crate) enum KeyDefault {
+pub enum KeyDefault {
     /// Nothing: the feature is off or the figure is not used.
     Unset,
     /// The TOML value that means the same as leaving the key out (a test sets each one
@@ -55,7 +55,7 @@ macro_rules! section {
         $(#[$meta])*
         #[derive(Debug, Deserialize, Default)]
         #[serde(deny_unknown_fields)]
-        pub(crate) struct $name {
+        pub struct $name {
             $(
                 $(#[doc = $meaning])+
                 pub $field: Option<Spanned<$ty>>,
@@ -63,7 +63,7 @@ macro_rules! section {
         }
 
         impl $name {
-            pub(crate) const KEYS: &'static [KeyDoc] = &[$(KeyDoc {
+            pub const KEYS: &'static [KeyDoc] = &[$(KeyDoc {
                 name: stringify!($field),
                 ty: $tyname,
                 default: $default,
@@ -73,7 +73,7 @@ macro_rules! section {
 
             /// Every key the section sets, with its place in the file.
             #[allow(dead_code, reason = "not every section has kinds to check keys against")]
-            pub(crate) fn present(&self) -> Vec<(&'static str, Range<usize>)> {
+            pub fn present(&self) -> Vec<(&'static str, Range<usize>)> {
                 let mut keys = Vec::new();
                 $(if let Some(v) = &self.$field {
                     keys.push((stringify!($field), v.span()));
@@ -113,7 +113,7 @@ section! {
     }
 }
 
-pub(crate) const WORKLOAD_KINDS: &[&str] = &["cpu-only", "devops", "iot", "custom", "file"];
+pub const WORKLOAD_KINDS: &[&str] = &["cpu-only", "devops", "iot", "custom", "file"];
 const TSBS: &[&str] = &["cpu-only", "devops", "iot"];
 const GENERATED: &[&str] = &["cpu-only", "devops", "iot", "custom"];
 
@@ -192,7 +192,7 @@ section! {
 /// One entry of `workload.columns` or `workload.tags`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ColumnEntry {
+pub struct ColumnEntry {
     #[serde(rename = "type")]
     pub data_type: String,
     pub len: Option<i64>,
@@ -214,21 +214,19 @@ pub(crate) struct ColumnEntry {
 /// and checked against the chosen kind's list.
 #[derive(Debug, Deserialize, Default)]
 #[serde(transparent)]
-pub(crate) struct TargetSection(pub BTreeMap<String, Spanned<toml::Value>>);
+pub struct TargetSection(pub BTreeMap<String, Spanned<toml::Value>>);
 
 impl TargetSection {
     /// Every key the section sets, with its place in the file.
-    pub(crate) fn present(&self) -> Vec<(&str, Range<usize>)> {
+    pub fn present(&self) -> Vec<(&str, Range<usize>)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.span())).collect()
     }
 }
 
 /// `target.kind`'s values: the registered kinds, and those this build left out (named
 /// so that choosing one says why it is missing).
-pub(crate) fn target_kinds() -> Vec<&'static str> {
-    let mut kinds: Vec<&str> = crate::targets::KINDS.iter().map(|k| k.name()).collect();
-    kinds.extend(crate::targets::NOT_BUILT.iter().map(|k| k.name));
-    kinds
+pub fn target_kinds() -> Vec<&'static str> {
+    crate::kinds().names()
 }
 
 /// The names a kind with key sets shows in the reference, one per set (`influx v1`,
@@ -246,10 +244,7 @@ fn kind_labels(kind: &dyn tsload_target::TargetKind) -> Vec<String> {
 
 /// The label of the set `kind` reads with `section` (`influx v2` when `api = "v2"`), or its
 /// name for a kind without sets.
-pub(crate) fn target_selector(
-    kind: &dyn tsload_target::TargetKind,
-    chosen: Option<&str>,
-) -> String {
+pub fn target_selector(kind: &dyn tsload_target::TargetKind, chosen: Option<&str>) -> String {
     let Some(sets) = kind.key_sets() else {
         return kind.name().to_string();
     };
@@ -286,7 +281,7 @@ static TARGET_KEYS: LazyLock<Vec<KeyDoc>> = LazyLock::new(|| {
         },
         Vec::new(),
     )];
-    for kind in crate::targets::KINDS {
+    for kind in crate::kinds().kinds {
         let labels: Vec<&'static str> = kind_labels(*kind).into_iter().map(leak).collect();
         for key in kind.keys() {
             let set = kind.key_sets().and_then(|sets| {
@@ -381,7 +376,7 @@ section! {
 }
 
 /// `network.backend` values.
-pub(crate) const NETWORK_BACKENDS: &[&str] = &["proxy", "netem"];
+pub const NETWORK_BACKENDS: &[&str] = &["proxy", "netem"];
 
 section! {
     /// `[network]`: an impairment in place during the run, and the RTT measured before it.
@@ -432,7 +427,7 @@ section! {
 }
 
 /// `query.kind` values.
-pub(crate) const QUERY_KINDS: &[&str] = &[
+pub const QUERY_KINDS: &[&str] = &[
     "tsbs",
     "oltp_read_write",
     "oltp_read_only",
@@ -526,7 +521,7 @@ section! {
 }
 
 /// `[sweep]`'s short names and the keys they set; any other key is written in full.
-pub(crate) const SWEEP_SHORT_KEYS: &[(&str, &str)] = &[
+pub const SWEEP_SHORT_KEYS: &[(&str, &str)] = &[
     ("delay", "network.delay"),
     ("jitter", "network.jitter"),
     ("loss", "network.loss"),
@@ -538,7 +533,7 @@ pub(crate) const SWEEP_SHORT_KEYS: &[(&str, &str)] = &[
 ];
 
 /// A section as the reference shows it.
-pub(crate) struct SectionDoc {
+pub struct SectionDoc {
     /// `""` for the top level.
     pub name: &'static str,
     pub note: &'static str,
@@ -553,7 +548,7 @@ pub(crate) struct SectionDoc {
 
 impl SectionDoc {
     /// The keys `kind` reads, in definition order (never `kind` itself).
-    pub(crate) fn keys_of(&self, kind: &str) -> Vec<&'static str> {
+    pub fn keys_of(&self, kind: &str) -> Vec<&'static str> {
         self.keys
             .iter()
             .filter(|k| k.name != self.kind_key && (k.kinds.is_empty() || k.kinds.contains(&kind)))
@@ -562,7 +557,7 @@ impl SectionDoc {
     }
 
     /// The kinds that read `key` (every kind when the key says none).
-    pub(crate) fn kinds_of(&self, key: &str) -> Vec<&'static str> {
+    pub fn kinds_of(&self, key: &str) -> Vec<&'static str> {
         let rows: Vec<&KeyDoc> = self.keys.iter().filter(|k| k.name == key).collect();
         if rows.is_empty() || rows.iter().any(|k| k.kinds.is_empty()) {
             return self.kinds.to_vec();
@@ -575,7 +570,7 @@ impl SectionDoc {
     }
 }
 
-pub(crate) const TOP_LEVEL: SectionDoc = SectionDoc {
+pub const TOP_LEVEL: SectionDoc = SectionDoc {
     name: "",
     note: "",
     keys: ScenarioFile::KEYS,
@@ -583,7 +578,7 @@ pub(crate) const TOP_LEVEL: SectionDoc = SectionDoc {
     kinds: ALL,
     kind_key: "",
 };
-pub(crate) const WORKLOAD: SectionDoc = SectionDoc {
+pub const WORKLOAD: SectionDoc = SectionDoc {
     name: "workload",
     note: "",
     keys: WorkloadSection::KEYS,
@@ -592,11 +587,11 @@ pub(crate) const WORKLOAD: SectionDoc = SectionDoc {
     kind_key: "kind",
 };
 /// `[target]`, from the registered kinds.
-pub(crate) static TARGET: LazyLock<SectionDoc> = LazyLock::new(|| {
+pub static TARGET: LazyLock<SectionDoc> = LazyLock::new(|| {
     let mut groups = Vec::new();
     let mut notes = Vec::new();
     let mut kinds = Vec::new();
-    for kind in crate::targets::KINDS {
+    for kind in crate::kinds().kinds {
         let labels: Vec<&'static str> = kind_labels(*kind)
             .into_iter()
             .map(|l| &*Box::leak(l.into_boxed_str()))
@@ -631,7 +626,7 @@ pub(crate) static TARGET: LazyLock<SectionDoc> = LazyLock::new(|| {
         kind_key: "kind",
     }
 });
-pub(crate) const LOAD: SectionDoc = SectionDoc {
+pub const LOAD: SectionDoc = SectionDoc {
     name: "load",
     note: "",
     keys: LoadSection::KEYS,
@@ -639,7 +634,7 @@ pub(crate) const LOAD: SectionDoc = SectionDoc {
     kinds: ALL,
     kind_key: "",
 };
-pub(crate) const OUTPUT: SectionDoc = SectionDoc {
+pub const OUTPUT: SectionDoc = SectionDoc {
     name: "output",
     note: "",
     keys: OutputSection::KEYS,
@@ -647,7 +642,7 @@ pub(crate) const OUTPUT: SectionDoc = SectionDoc {
     kinds: ALL,
     kind_key: "",
 };
-pub(crate) const NETWORK: SectionDoc = SectionDoc {
+pub const NETWORK: SectionDoc = SectionDoc {
     name: "network",
     note: "Kinds here are `backend`s.",
     keys: NetworkSection::KEYS,
@@ -655,7 +650,7 @@ pub(crate) const NETWORK: SectionDoc = SectionDoc {
     kinds: NETWORK_BACKENDS,
     kind_key: "backend",
 };
-pub(crate) const MONITOR: SectionDoc = SectionDoc {
+pub const MONITOR: SectionDoc = SectionDoc {
     name: "monitor",
     note: "The database server's processes, sampled from /proc while the run goes on (the \
            server on this machine). Exactly one of `pid`, `process`, `systemd_unit`, unless \
@@ -665,7 +660,7 @@ pub(crate) const MONITOR: SectionDoc = SectionDoc {
     kinds: ALL,
     kind_key: "",
 };
-pub(crate) const QUERY: SectionDoc = SectionDoc {
+pub const QUERY: SectionDoc = SectionDoc {
     name: "query",
     note: "",
     keys: QuerySection::KEYS,
@@ -675,14 +670,14 @@ pub(crate) const QUERY: SectionDoc = SectionDoc {
 };
 
 /// Every section, in the reference's order.
-pub(crate) static SECTIONS: LazyLock<[&SectionDoc; 8]> = LazyLock::new(|| {
+pub static SECTIONS: LazyLock<[&SectionDoc; 8]> = LazyLock::new(|| {
     [
         &TOP_LEVEL, &WORKLOAD, &*TARGET, &LOAD, &OUTPUT, &NETWORK, &MONITOR, &QUERY,
     ]
 });
 
 /// The key reference, `docs/keys.md`, rendered from the definitions above.
-pub(crate) fn keys_markdown() -> String {
+pub fn keys_markdown() -> String {
     let mut out = String::from(
         "# Scenario keys\n\n\
          Every key a scenario file (or `--set section.key=value`) takes, with its type and \
@@ -692,7 +687,7 @@ pub(crate) fn keys_markdown() -> String {
          `\"0.5ms\"`), times RFC 3339 strings. A key whose meaning starts with kinds in \
          parentheses is read\n\
          by those kinds of its section only; the others refuse it. Rendered from\n\
-         `crates/cli/src/scenario/sections.rs`, the parser's own definitions, and for\n\
+         `crates/scenario/src/sections.rs`, the parser's own definitions, and for\n\
          `[target]` from each kind's own list in its crate, by the test\n\
          `keys_reference_is_rendered_from_the_sections` (it rewrites this file when it \
          differs).\n",
@@ -707,12 +702,12 @@ pub(crate) fn keys_markdown() -> String {
 }
 
 /// The names `tsload keys SECTION` takes.
-pub(crate) const SECTION_NAMES: &[&str] = &[
+pub const SECTION_NAMES: &[&str] = &[
     "top", "workload", "target", "load", "output", "network", "monitor", "query", "sweep",
 ];
 
 /// One section of the reference (`top` for the top level), or `None` for no such section.
-pub(crate) fn section_reference(name: &str) -> Option<String> {
+pub fn section_reference(name: &str) -> Option<String> {
     match name {
         "sweep" => Some(sweep_markdown()),
         "top" => Some(section_markdown(&TOP_LEVEL)),

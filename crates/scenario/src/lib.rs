@@ -4,12 +4,14 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use toml::Spanned;
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_core::threshold::Threshold;
+use tsload_target::Registry;
 
 use self::sections::{
     LoadSection, MonitorSection, OutputSection, SWEEP_SHORT_KEYS, ScenarioFile, SectionDoc,
@@ -18,13 +20,17 @@ use crate::plan::{
     MonitorPlan, OutputPlan, Plan, ProgressMode, QueryWorkloadPlan, RunMode, SweepAxis,
 };
 
+pub mod import;
 mod network;
+pub mod plan;
 mod query;
-pub(crate) mod sections;
+pub mod sections;
 mod target;
 mod workload;
 
-pub(crate) use self::sections::{SECTION_NAMES, keys_markdown, section_reference};
+pub use self::network::proxy_refusal;
+
+pub use self::sections::{SECTION_NAMES, keys_markdown, section_reference};
 
 /// Sections whose keys a `[sweep]` list may name in full (`load.rate`).
 const SWEEP_SECTIONS: &[&str] = &["load", "network", "workload", "target", "query"];
@@ -57,6 +63,26 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// The kinds of this build, handed over once by [`install_kinds`].
+static KINDS: OnceLock<&'static Registry> = OnceLock::new();
+
+/// Hands the library the target kinds of this build (the binary's registry,
+/// `tsload_kinds::REGISTRY`), as sqlx's `install_drivers` does: call it once, before a
+/// scenario is read or the key reference rendered. A second call keeps the first registry.
+pub fn install_kinds(registry: &'static Registry) {
+    let _ = KINDS.set(registry);
+}
+
+/// The installed kinds (every registered kind in this crate's tests).
+pub(crate) fn kinds() -> &'static Registry {
+    #[cfg(test)]
+    KINDS.get_or_init(|| &tsload_kinds::REGISTRY);
+    KINDS
+        .get()
+        .copied()
+        .expect("tsload_scenario::install_kinds is called before a scenario is read")
+}
+
 /// Reads and validates a scenario file (or the quickstart when `path` is `None`).
 pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Plan, ScenarioError> {
     let (name, text) = match path {
@@ -74,17 +100,6 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<Plan, ScenarioE
     };
     register_secrets(&text, overrides);
     parse(&name, &text, overrides)
-}
-
-/// A command's scenario: the file (the built-in quickstart when omitted) and its
-/// `--set` overrides.
-#[derive(clap::Args)]
-pub struct ScenarioArgs {
-    /// Scenario file (TOML); the built-in quickstart when omitted.
-    pub(crate) scenario: Option<PathBuf>,
-    /// Override a scenario key, e.g. `--set load.workers=8` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub(crate) set: Vec<String>,
 }
 
 /// Parses scenario text; `file` names it in errors.

@@ -10,10 +10,11 @@ use crate::plan::TargetPlan;
 impl Ctx<'_> {
     pub(super) fn target(&self, t: &TargetSection) -> Result<TargetPlan, ScenarioError> {
         let kind = match t.0.get("kind") {
-            None => crate::targets::DEFAULT_KIND,
+            None => crate::kinds().default_kind,
             Some(v) => self.word(v, "target.kind", &target_kinds())?,
         };
-        if let Some(why) = crate::targets::NOT_BUILT
+        if let Some(why) = crate::kinds()
+            .not_built
             .iter()
             .find(|k| k.name == kind)
             .map(|k| k.why)
@@ -25,8 +26,9 @@ impl Ctx<'_> {
                 format!("\"{kind}\" is not in this build of tsload ({why})"),
             ));
         }
-        let registered =
-            crate::targets::kind(kind).expect("target_kinds lists registered kinds only");
+        let registered = crate::kinds()
+            .kind(kind)
+            .expect("target_kinds lists registered kinds only");
         let chooser = registered.key_sets().map(|sets| sets.chooser);
         let chosen = match chooser.and_then(|c| t.0.get(c).map(|v| (c, v))) {
             Some((c, v)) => {

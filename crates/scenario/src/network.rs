@@ -58,7 +58,7 @@ impl Ctx<'_> {
                 _ => None,
             },
         };
-        let addressable = crate::network::target_url(target).is_some();
+        let addressable = target.url().is_some();
         if !addressable {
             return Err(self.error(
                 Some(&section.span()),
@@ -69,7 +69,7 @@ impl Ctx<'_> {
                 ),
             ));
         }
-        if let Some(url) = crate::network::target_url(target)
+        if let Some(url) = target.url()
             && let Some(family) = tsload_target::sql_tls::SqlFamily::of_url(url)
             && let Some((key, value)) = tsload_target::sql_tls::endpoint_key_in_url(url, family)
         {
@@ -98,13 +98,14 @@ impl Ctx<'_> {
             n.present(),
         )?;
         let (backend, spec, default_probe) = if backend == "proxy" {
-            if let Some(host) = crate::network::target_url(target)
+            if let Some(host) = target
+                .url()
                 .and_then(tsload_target::sql_tls::name_checked_host)
             {
                 return Err(self.error(
                     n.backend.as_ref().map(|b| b.span()).as_ref(),
                     "network.backend",
-                    crate::network::proxy_refusal(&host, "the proxy's address"),
+                    proxy_refusal(&host, "the proxy's address"),
                 ));
             }
             let direction = match &n.direction {
@@ -206,4 +207,15 @@ impl Ctx<'_> {
             probe_path,
         })
     }
+}
+
+/// Why `network.backend = "proxy"` cannot stand between tsload and `host`: a verified TLS
+/// connection to a named SQL server, which its driver cannot be told to make elsewhere.
+pub fn proxy_refusal(host: &str, proxy: &str) -> String {
+    format!(
+        "network.backend = \"proxy\" would connect to {proxy} instead of {host}, which the \
+         server's certificate names (sslmode=verify-full, PGSSLMODE=verify-full or \
+         ssl-mode=VERIFY_IDENTITY), and the SQL driver cannot be told to connect to one and \
+         check the other: use backend = \"netem\", or connect by address"
+    )
 }

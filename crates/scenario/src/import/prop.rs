@@ -41,7 +41,7 @@ fn check(json: &str) -> Result<(), TestCaseError> {
             if let Some(t) = doc.get_mut("target").and_then(|t| t.as_table_mut()) {
                 t.remove("password");
             }
-            let _ = crate::scenario::parse("x.json (imported)", &doc.to_string(), &[]);
+            let _ = crate::parse("x.json (imported)", &doc.to_string(), &[]);
             for n in &imported.notes {
                 prop_assert!(!n.trim().is_empty());
             }

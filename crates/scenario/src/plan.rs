@@ -82,6 +82,61 @@ pub enum ProgressMode {
     None,
 }
 
+/// One `--out` destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutSpec {
+    Csv(PathBuf),
+    Ndjson(PathBuf),
+    /// The write endpoint (`http://host:8086/write?db=tsload` or a v2 URL), shown with its
+    /// secrets as `***`.
+    Influx(tsload_redact::SecretUrl),
+    /// The HTML report, written once at the end of the run.
+    Html(PathBuf),
+}
+
+impl std::str::FromStr for OutSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, path) = s.split_once('=').unwrap_or((s, ""));
+        if path.is_empty() {
+            return Err(format!(
+                "\"{s}\": expected csv=FILE, ndjson=FILE, html=FILE or influx=URL (e.g. csv=intervals.csv)"
+            ));
+        }
+        match kind {
+            "csv" => Ok(OutSpec::Csv(path.into())),
+            "ndjson" => Ok(OutSpec::Ndjson(path.into())),
+            "html" => Ok(OutSpec::Html(path.into())),
+            "influx" => {
+                let url = url::Url::parse(path)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| {
+                        format!("\"{s}\": expected an http(s) URL, e.g. influx=http://127.0.0.1:8086/write?db=tsload")
+                    })?;
+                // Its password and secret query values are a SecretUrl's; the Basic header
+                // the HTTP client builds of its user info is registered too (a server may
+                // echo either).
+                if let Some(password) = url.password() {
+                    tsload_redact::register_basic_auth(url.username(), password);
+                }
+                // A bare server URL writes to InfluxDB 1.x's /write into database tsload.
+                Ok(OutSpec::Influx(tsload_redact::SecretUrl::new(
+                    if url.path() == "/" && url.query().is_none() {
+                        format!("{}write?db=tsload", url.as_str())
+                    } else {
+                        url.to_string()
+                    },
+                )))
+            }
+            other => Err(format!(
+                "\"{s}\": output kind \"{other}\" is not known; allowed: csv, ndjson, influx, html"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputPlan {
     pub json: Option<PathBuf>,
@@ -89,7 +144,7 @@ pub struct OutputPlan {
     pub fail_if: Vec<Threshold>,
     pub progress: ProgressMode,
     /// `--out`: per-interval records (CSV, NDJSON).
-    pub out: Vec<crate::outputs::OutSpec>,
+    pub out: Vec<OutSpec>,
     /// `--metrics-addr`: where Prometheus metrics are served while the run goes on.
     pub metrics_addr: Option<String>,
     /// `--shard`, `--start-at`, `--barrier`: this process's part of the run.
@@ -103,7 +158,7 @@ pub struct OutputPlan {
 impl OutputPlan {
     /// The files a run writes, each with the flag that names it.
     pub fn files(&self) -> Vec<(&'static str, &PathBuf)> {
-        use crate::outputs::OutSpec;
+        use OutSpec;
         let mut files: Vec<(&'static str, &PathBuf)> = [
             ("--json", self.json.as_ref()),
             ("--hlog", self.hlog.as_ref()),
@@ -453,7 +508,7 @@ fn columns_json(list: &[ColumnSpec]) -> Value {
 /// Where live time's span starts for a run starting now: the clock (to the millisecond)
 /// less one batch's period of the open-loop `load`, so each batch is due once the time of
 /// its last row has come. `None` in closed loop.
-pub(crate) fn live_start_ns(load: &LoadConfig) -> Option<i64> {
+pub fn live_start_ns(load: &LoadConfig) -> Option<i64> {
     let LoadMode::Open { rate } = load.mode else {
         return None;
     };
@@ -613,10 +668,10 @@ impl Plan {
             "hlog": o.hlog.as_ref().map(|p| p.display().to_string()),
             "fail_if": o.fail_if.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
             "out": o.out.iter().map(|s| match s {
-                crate::outputs::OutSpec::Csv(p) => format!("csv={}", p.display()),
-                crate::outputs::OutSpec::Ndjson(p) => format!("ndjson={}", p.display()),
-                crate::outputs::OutSpec::Html(p) => format!("html={}", p.display()),
-                crate::outputs::OutSpec::Influx(u) => format!("influx={u}"),
+                OutSpec::Csv(p) => format!("csv={}", p.display()),
+                OutSpec::Ndjson(p) => format!("ndjson={}", p.display()),
+                OutSpec::Html(p) => format!("html={}", p.display()),
+                OutSpec::Influx(u) => format!("influx={u}"),
             }).collect::<Vec<_>>(),
             "metrics_addr": o.metrics_addr,
             "verify": o.verify,
@@ -705,7 +760,7 @@ mod tests {
     /// file are refused, however the path is spelled.
     #[test]
     fn two_outputs_to_one_file_are_refused() {
-        let mut o = crate::scenario::parse("s.toml", "", &[]).unwrap().output;
+        let mut o = crate::parse("s.toml", "", &[]).unwrap().output;
         o.json = Some("x".into());
         o.hlog = Some("y".into());
         o.out = vec!["csv=z".parse().unwrap(), "html=w".parse().unwrap()];

@@ -165,22 +165,6 @@ fn durations_that_a_clock_cannot_hold_are_refused_naming_the_key() {
 }
 
 #[test]
-fn tdengine_is_refused_at_validation_by_a_build_without_it() {
-    let parsed = parse("s.toml", "[target]\nkind = \"tdengine\"\n", &[]);
-    if cfg!(feature = "tdengine") {
-        assert!(parsed.is_ok(), "{parsed:?}");
-    } else {
-        let e = parsed.unwrap_err();
-        assert_eq!(
-            (e.line, e.key.as_deref()),
-            (Some(2), Some("target.kind")),
-            "{e}"
-        );
-        assert!(e.message.contains("feature `tdengine`"), "{e}");
-    }
-}
-
-#[test]
 fn set_takes_bare_words_and_dates_as_strings() {
     let p = parse(
         "s.toml",
@@ -239,8 +223,7 @@ fn mode_write_sets_the_query_section_aside() {
 
 /// docs/keys.md is the sections' own definitions rendered; when it is not, the test
 /// writes the new rendering (commit it) and fails.
-/// The reference is the full build's: a build without TDengine has no such kind to list.
-#[cfg(feature = "tdengine")]
+/// The reference is the full build's (this crate's tests register every kind).
 #[test]
 fn keys_reference_is_rendered_from_the_sections() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/keys.md");
@@ -379,11 +362,7 @@ fn kinds_reading(
         } else {
             key.kinds
         };
-        kinds
-            .iter()
-            .filter(|k| cfg!(feature = "tdengine") || **k != "tdengine")
-            .map(|k| Some(*k))
-            .collect()
+        kinds.iter().map(|k| Some(*k)).collect()
     }
 }
 
@@ -456,9 +435,6 @@ fn choice_keys_accept_exactly_the_values_their_reference_lists() {
                 // be missing, and is said under this key ("mode \"query\" needs a
                 // [query] section"); the value itself must not be refused as a choice.
                 for value in &listed {
-                    if !cfg!(feature = "tdengine") && *value == "tdengine" {
-                        continue;
-                    }
                     let mut with = base.clone();
                     with.retain(|s| !s.starts_with(&format!("{dotted}=")));
                     with.push(format!("{dotted}=\"{value}\""));
@@ -500,7 +476,6 @@ fn choice_keys_accept_exactly_the_values_their_reference_lists() {
 /// What the TDengine sink would refuse when the run starts is refused when the scenario
 /// is read: `mode = "stmt2"` (with the mode to use instead), a DSN naming another
 /// database than `database`.
-#[cfg(feature = "tdengine")]
 #[test]
 fn tdengine_settings_the_sink_refuses_are_refused_at_validation() {
     let base = |extra: &[&str]| {
@@ -737,10 +712,7 @@ fn a_password_goes_into_the_url_percent_encoded() {
     let file = "[target]\nkind = \"postgres\"\nurl = \"postgres://bob@h:5432/db\"\npassword = \"p@ss w/rd\"\n";
     let p = parse("s.toml", file, &[]).unwrap();
     // Shown masked; the driver's URL (its probe's) holds it percent-encoded.
-    assert_eq!(
-        crate::network::target_url(&p.target),
-        Some("postgres://bob:***@h:5432/db")
-    );
+    assert_eq!(p.target.url(), Some("postgres://bob:***@h:5432/db"));
     let tsload_target::AppProbe::Sql { url } = p.target.app_probe() else {
         panic!("a SQL probe")
     };
@@ -777,7 +749,7 @@ fn a_password_goes_into_the_url_percent_encoded() {
 /// duration).
 #[test]
 fn mixed_queries_that_would_start_after_the_writes_end_are_refused() {
-    let text = include_str!("../../../../configs/mixed-influx.toml");
+    let text = include_str!("../../../configs/mixed-influx.toml");
     let e = parse("mixed-influx.toml", text, &["load.duration=\"8s\"".into()]).unwrap_err();
     assert_eq!(e.key.as_deref(), Some("query.start_after"), "{e}");
     assert!(
