@@ -14,7 +14,6 @@ mod html;
 mod merge;
 mod netem;
 mod network;
-mod outputs;
 mod progress;
 mod queries;
 mod run;

@@ -11,7 +11,7 @@ use tsload_core::hlog::HlogWriter;
 use tsload_core::report::group;
 use tsload_core::rusage::Usage;
 
-use crate::outputs::Outputs;
+use tsload_outputs::Outputs;
 use tsload_scenario::plan::ProgressMode;
 
 /// The CLI's observer of a run.

@@ -26,9 +26,9 @@ use tsload_probe::ProbeReport;
 
 pub use self::signals::interrupted_exit_code;
 use crate::network::{self, ActiveNetwork};
-use crate::outputs::Outputs;
 use crate::progress::RunObserver;
 use crate::queries;
+use tsload_outputs::Outputs;
 use tsload_scenario::plan::{Plan, ProgressMode, RunMode};
 
 /// What one run produced.
@@ -115,8 +115,7 @@ fn open_outputs(plan: &Plan) -> anyhow::Result<(Outputs, Option<std::net::TcpLis
     let listener = match &plan.output.metrics_addr {
         None => None,
         Some(addr) => {
-            let (listener, local) =
-                crate::outputs::bind_metrics(addr).map_err(anyhow::Error::msg)?;
+            let (listener, local) = tsload_outputs::bind_metrics(addr)?;
             errln!("metrics: http://{local}/metrics");
             Some(listener)
         }
@@ -255,7 +254,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
     }
     if let Some(listener) = metrics_listener {
         let _in_runtime = runtime.enter();
-        crate::outputs::serve_metrics(listener, outputs.clone())
+        tsload_outputs::serve_metrics(listener, outputs.clone())
             .context("serving --metrics-addr")?;
     }
     let (write_stop, query_stop, preload_stop) =

@@ -1166,7 +1166,7 @@ fn scrape(addr: &str) -> String {
         .unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
     answer.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 

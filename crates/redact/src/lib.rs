@@ -23,6 +23,7 @@
 
 use std::sync::RwLock;
 
+pub mod file;
 mod secret;
 
 pub use self::secret::{Secret, SecretUrl, basic_auth_header};

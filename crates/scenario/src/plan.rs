@@ -803,4 +803,43 @@ mod tests {
         assert!(s.contains("postgres://bob:***@127.0.0.1:5432/db"), "{s}");
         assert!(s.contains("\"user\":\"bob\""), "{s}");
     }
+
+    #[test]
+    fn influx_urls_default_to_write_and_hide_secrets() {
+        let influx = |s: &str| match s.parse::<OutSpec>() {
+            Ok(OutSpec::Influx(url)) => url,
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(
+            influx("influx=http://h:8086").expose(),
+            "http://h:8086/write?db=tsload"
+        );
+        assert_eq!(
+            influx("influx=https://h/api/v2/write?org=o&bucket=b").expose(),
+            "https://h/api/v2/write?org=o&bucket=b"
+        );
+        assert!("influx=ftp://h".parse::<OutSpec>().is_err());
+        let url = influx("influx=http://u:pw1@h:8086/write?db=x&u=me&p=pw2&token=t3");
+        assert_eq!(
+            url.expose(),
+            "http://u:pw1@h:8086/write?db=x&u=me&p=pw2&token=t3"
+        );
+        let shown = format!("{url} {url:?} {}", serde_json::to_string(&url).unwrap());
+        assert!(
+            !shown.contains("pw1") && !shown.contains("pw2") && !shown.contains("t3"),
+            "{shown}"
+        );
+        assert!(shown.contains("db=x") && shown.contains("u=me"), "{shown}");
+    }
+
+    #[test]
+    fn out_specs_parse_and_name_what_is_wrong() {
+        assert_eq!("csv=a.csv".parse(), Ok(OutSpec::Csv("a.csv".into())));
+        assert_eq!("ndjson=b".parse(), Ok(OutSpec::Ndjson("b".into())));
+        assert_eq!("html=r.html".parse(), Ok(OutSpec::Html("r.html".into())));
+        let e = "xml=a".parse::<OutSpec>().unwrap_err();
+        assert!(e.contains("allowed: csv, ndjson, influx"), "{e}");
+        let e = "csv".parse::<OutSpec>().unwrap_err();
+        assert!(e.contains("csv=FILE") && e.contains("influx=URL"), "{e}");
+    }
 }

@@ -12,8 +12,8 @@ use tsload_probe::ProbeReport;
 
 use super::{Executed, Outcomes, mixed, query, write};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
-use crate::outputs::Outputs;
 use crate::progress::RunObserver;
+use tsload_outputs::Outputs;
 use tsload_scenario::plan::{Plan, RunMode};
 
 /// Everything a finished run left for its reports.
