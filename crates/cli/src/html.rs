@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tsload_core::merge::MAX_REPORT_BYTES;
+use tsload_report::merge::MAX_REPORT_BYTES;
 use tsload_report_html::{Hlog, ReportInput};
 
 use crate::exit::EXIT_USAGE;

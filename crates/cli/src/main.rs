@@ -5,7 +5,6 @@
 mod out;
 
 mod args;
-mod baseline;
 mod compare;
 mod confirm;
 mod exit;
@@ -26,10 +25,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tsload_core::threshold::Threshold;
+use tsload_report::threshold::Threshold;
 
 use crate::args::ScenarioArgs;
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD, EXIT_USAGE};
+use tsload_report::baseline;
 use tsload_scenario::plan::{self, Plan, ProgressMode};
 use tsload_scenario::{self as scenario, import};
 
@@ -466,7 +466,7 @@ fn cmd_validate(args: ScenarioArgs) -> anyhow::Result<ExitCode> {
     // One line for a person (standard error, so the JSON above stays pipeable).
     let rows = workload.total_rows().map_or_else(
         || "an unknown number of".to_string(),
-        tsload_core::report::group,
+        tsload_report::report::group,
     );
     let load = match plan.load.mode {
         tsload_core::engine::LoadMode::Closed => "closed loop".to_string(),

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tsload_core::hlog::{HlogError, MAX_LOG_BYTES};
-use tsload_core::merge::{
+use tsload_report::hlog::{HlogError, MAX_LOG_BYTES};
+use tsload_report::merge::{
     AnyReport, MAX_REPORT_BYTES, MergeError, ShardLine, merge, merge_queries,
 };
 
@@ -143,8 +143,9 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
         // Merged in memory first: a log that cannot be read leaves no half-written file.
         let mut merged_log = Vec::new();
-        let merged = open_logs(&hlogs)
-            .and_then(|logs| tsload_core::hlog::merge_logs(logs, &mut merged_log, "tsload merge"));
+        let merged = open_logs(&hlogs).and_then(|logs| {
+            tsload_report::hlog::merge_logs(logs, &mut merged_log, "tsload merge")
+        });
         match merged {
             Ok(n) => {
                 crate::out::create_binary(out)
@@ -293,5 +294,5 @@ fn read_report(path: &Path) -> Result<AnyReport, String> {
     file.take(MAX_REPORT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("reading {name}: {e}"))?;
-    tsload_core::merge::read_report(&name, &bytes).map_err(|e| e.to_string())
+    tsload_report::merge::read_report(&name, &bytes).map_err(|e| e.to_string())
 }

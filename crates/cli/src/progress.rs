@@ -7,9 +7,9 @@ use std::time::SystemTime;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tsload_core::engine::{IntervalReport, Observer};
-use tsload_core::hlog::HlogWriter;
-use tsload_core::report::group;
 use tsload_core::rusage::Usage;
+use tsload_report::hlog::HlogWriter;
+use tsload_report::report::group;
 
 use tsload_outputs::Outputs;
 use tsload_scenario::plan::ProgressMode;

@@ -18,11 +18,11 @@ use tsload_core::Workload;
 use tsload_core::engine::{EngineError, RunOutcome, StopHandle};
 use tsload_core::query::QueryWorkload;
 use tsload_core::query_engine::QueryOutcome;
-use tsload_core::query_report::QuerySummary;
-use tsload_core::report::Summary;
 use tsload_core::rusage::Usage;
 use tsload_core::shard::{ShardedQueries, ShardedWorkload};
 use tsload_probe::ProbeReport;
+use tsload_report::query_report::QuerySummary;
+use tsload_report::report::Summary;
 
 pub use self::signals::interrupted_exit_code;
 use crate::network::{self, ActiveNetwork};

@@ -635,7 +635,7 @@ fn an_open_loop_query_run_that_falls_short_says_so_and_keeps_its_type_mix() {
     assert!(
         stdout.contains(&format!(
             "WARNING    the queries fell behind the offered rate: {} requests were due but never sent",
-            tsload_core::report::group(unsent)
+            tsload_report::report::group(unsent)
         )),
         "{stdout}"
     );

@@ -491,7 +491,7 @@ fn merged_percentiles_are_the_percentiles_of_all_shards_raw_latencies() {
     assert_eq!(raw.len(), 360, "3,600 rows in batches of 10");
     assert_eq!(merged["latency"]["count"], raw.len() as u64);
     let hdr = merged["latency"]["hdr"].as_str().expect("merged hdr");
-    let h = tsload_core::report::decode_histogram(hdr).unwrap();
+    let h = tsload_report::report::decode_histogram(hdr).unwrap();
     assert_eq!(h.len(), raw.len() as u64);
     for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
         // The raw value at that rank, and the histogram's answer: equal within the

@@ -308,7 +308,7 @@ pub struct RunOutcome {
     /// How long the questions to the server about its storage and what it stored took,
     /// before the clock started and after the last write (wall time outside the run's
     /// figures); `None` when none was asked.
-    pub server_questions: Option<crate::report::ServerQuestions>,
+    pub server_questions: Option<crate::stored::ServerQuestions>,
     /// With series churn or pods, the devices written: those whose first row was sent
     /// ([`Workload::counts_devices`]).
     pub devices_written: Option<u64>,
@@ -586,7 +586,7 @@ pub async fn run<S: Sink>(
         ),
     };
     let server_questions =
-        (cfg.measure_storage || cfg.verify_stored).then(|| crate::report::ServerQuestions {
+        (cfg.measure_storage || cfg.verify_stored).then(|| crate::stored::ServerQuestions {
             before_s: asked_before.as_secs_f64(),
             after_s: asked_after.elapsed().as_secs_f64(),
         });

@@ -2,29 +2,22 @@
 //!
 //! It holds the data model ([`Schema`], [`Batch`]), the two seams every workload and
 //! every database plugs into ([`Workload`]/[`BatchSource`] and [`Sink`]/[`SinkConn`]),
-//! the engine that drives workers in closed or open loop, the latency recorder, and the
-//! final report; for reads, the query engine ([`run_queries`]) and its report. It knows no
-//! database, no CLI and no netlink.
+//! the engine that drives workers in closed or open loop and the latency recorder; for
+//! reads, the query engine ([`run_queries`]). The reports a run ends with are
+//! tsload-report's. It knows no database, no CLI and no netlink.
 
 pub mod answer_budget;
 pub mod batch;
 pub mod engine;
-pub mod hlog;
-pub mod merge;
 mod pacing;
 pub mod query;
 pub mod query_engine;
-pub mod query_report;
 pub mod recorder;
-pub mod report;
 pub mod rusage;
 pub mod schema;
 pub mod shard;
 pub mod sink;
 pub mod stored;
-pub mod threshold;
-pub mod totals;
-pub mod verdict;
 pub mod workload;
 
 pub use batch::{Batch, BatchShapeError, Column, ColumnValues, LineText, StrValues, TableBatch};
@@ -34,7 +27,6 @@ pub use query::{
     Statement,
 };
 pub use query_engine::{KindOutcome, QueryConfig, QueryOutcome, run_queries};
-pub use query_report::{KindSummary, QuerySummary};
 pub use schema::{
     ColumnClash, DataType, FieldDef, Schema, TableSchema, TagCache, TagDef, TagSource, TagValue,
     find_column_clash,

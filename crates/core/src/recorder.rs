@@ -398,8 +398,6 @@ impl WorkerRecorder {
         c.bytes += bytes;
     }
 
-    /// Records the late and duplicate rows of a batch counted by
-    /// [`Recorder::record_success`].
     /// Records the devices and series whose first rows a sent batch holds.
     pub fn record_devices(&mut self, batch: &crate::Batch) {
         self.counters.devices_started += batch.devices_started;

@@ -385,6 +385,15 @@ impl Stored {
     }
 }
 
+/// The wall time the questions to the server took: before the clock started and after the
+/// last write. Not in the run's elapsed time or rates; a server that publishes its
+/// counters late (VictoriaMetrics) is waited for, about a second each.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerQuestions {
+    pub before_s: f64,
+    pub after_s: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,7 +53,7 @@ pub fn time_ms(d: Duration) -> u128 {
     (d.as_nanos() + 500_000) / 1_000_000
 }
 
-/// The same ms figure as the load report's table (`tsload_core::report`): 1, 2 or 3
+/// The same ms figure as the load report's table (`tsload_report::report`): 1, 2 or 3
 /// decimals depending on size.
 pub fn table_ms(v: f64) -> String {
     if v >= 100.0 {

@@ -1,5 +1,5 @@
 //! RTT probes for tsload, reported with the load engine's own HDR histograms and
-//! [`LatencySummary`](tsload_core::report::LatencySummary), so that network RTT and
+//! [`LatencySummary`](tsload_report::report::LatencySummary), so that network RTT and
 //! write latency print side by side.
 //!
 //! - [`icmp`]: ICMP echo through surge-ping, interval or flood mode, raw or datagram

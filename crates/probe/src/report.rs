@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use tsload_core::report::LatencySummary;
+use tsload_report::report::LatencySummary;
 
 use crate::format::{c_g, ms3, table_ms, time_ms};
 use crate::stats::RttStats;
@@ -186,7 +186,7 @@ impl ProbeReport {
     }
 
     /// One row in the column layout of the load report's latency table
-    /// (`tsload_core::report::Summary::render_text`: label, then min, mean, p50, p90,
+    /// (`tsload_report::report::Summary::render_text`: label, then min, mean, p50, p90,
     /// p95, p99, p99.9, p99.99, max in ms), so RTT lines up under write latency.
     pub fn table_row(&self, label: &str) -> String {
         let l = &self.latency;

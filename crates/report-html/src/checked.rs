@@ -11,7 +11,7 @@
 
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use tsload_core::merge::{
+use tsload_report::merge::{
     MAX_CPU_S, MAX_ELAPSED_S, MAX_KINDS, MAX_LATENCY_MS, MergeError, check_intervals,
 };
 
@@ -124,7 +124,7 @@ pub(crate) struct ReportView<'a> {
     pub exit_code: Option<i64>,
     pub exit_why: String,
     /// Whether its figures are a measure: its exit, what the server stored, its flaw.
-    pub verdict: tsload_core::verdict::Verdict,
+    pub verdict: tsload_report::verdict::Verdict,
     pub tsload_version: Option<String>,
     pub workload: Option<String>,
     pub target: Option<String>,
@@ -408,7 +408,7 @@ impl<'a> ReportView<'a> {
             intervals,
             hlog,
             from_log,
-            verdict: tsload_core::verdict::Verdict::of_run(
+            verdict: tsload_report::verdict::Verdict::of_run(
                 exit_code.and_then(|c| u8::try_from(c).ok()).unwrap_or(0),
                 r,
             ),
@@ -585,7 +585,7 @@ fn read_latency(f: &Fields, v: &Value, key: &str, path: &str) -> Result<Option<L
         }
     }
     let hist = match l.get("hdr") {
-        Some(Value::String(text)) => Some(tsload_core::hlog::decode_checked(text).map_err(
+        Some(Value::String(text)) => Some(tsload_report::hlog::decode_checked(text).map_err(
             |e| Error::NotAReport {
                 label: f.label.to_string(),
                 why: format!("{at}hdr: not an encoded histogram: {e}"),

@@ -7,7 +7,7 @@
 
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use tsload_core::hlog::{MAX_COUNT, MAX_LINE_BYTES, MAX_TIME_S, SERVICE_TAG, decode_checked};
+use tsload_report::hlog::{MAX_COUNT, MAX_LINE_BYTES, MAX_TIME_S, SERVICE_TAG, decode_checked};
 
 use crate::{Error, Interval, ms, round_us};
 

@@ -273,7 +273,7 @@ fn stream_charts(
                 (Some(&x.latency), &mut s.latency),
                 (x.service.as_ref(), &mut s.service),
             ] {
-                let Some(h) = payload.and_then(|p| tsload_core::hlog::decode_checked(p).ok())
+                let Some(h) = payload.and_then(|p| tsload_report::hlog::decode_checked(p).ok())
                 else {
                     continue;
                 };

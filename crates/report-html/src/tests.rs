@@ -3,7 +3,7 @@
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
-use tsload_core::report::LatencySummary;
+use tsload_report::report::LatencySummary;
 
 use crate::{Error, Figure, Interval, ReportInput, render, render_page};
 
@@ -269,7 +269,7 @@ fn figures_are_embedded_when_plain_and_refused_otherwise() {
 /// holding `per` latency values around `(i + 1)` ms, and its whole-run latency histogram.
 fn hlog_text(base: u64, n: usize, length_s: f64, per: u64) -> (Vec<u8>, Vec<Histogram<u64>>) {
     let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(base);
-    let mut w = tsload_core::hlog::HlogWriter::new(Vec::new(), start, "test").unwrap();
+    let mut w = tsload_report::hlog::HlogWriter::new(Vec::new(), start, "test").unwrap();
     let mut hists = Vec::new();
     for i in 0..n {
         let mut lat = tsload_core::recorder::new_histogram();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 use tsload_core::engine::{LoadConfig, LoadMode};
-use tsload_core::threshold::Threshold;
+use tsload_report::threshold::Threshold;
 use tsload_target::Registry;
 
 use self::sections::{

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use tsload_core::engine::{LoadConfig, LoadMode};
-use tsload_core::threshold::Threshold;
+use tsload_report::threshold::Threshold;
 use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
 
 /// What will be generated, with every default resolved.
@@ -598,16 +598,16 @@ impl Plan {
 
     /// The run's streams as `--fail-if` thresholds see them: the writes (modes write and
     /// mixed) and the queries (modes query and mixed), each open or closed loop.
-    pub fn streams(&self) -> Vec<tsload_core::threshold::Stream> {
+    pub fn streams(&self) -> Vec<tsload_report::threshold::Stream> {
         let mut out = Vec::new();
         if self.mode != RunMode::Query {
-            out.push(tsload_core::threshold::Stream {
+            out.push(tsload_report::threshold::Stream {
                 queries: false,
                 open_loop: matches!(self.load.mode, LoadMode::Open { .. }),
             });
         }
         if let Some(q) = self.query.as_ref().filter(|_| self.mode != RunMode::Write) {
-            out.push(tsload_core::threshold::Stream {
+            out.push(tsload_report::threshold::Stream {
                 queries: true,
                 open_loop: matches!(q.config.mode, LoadMode::Open { .. }),
             });

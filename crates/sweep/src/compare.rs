@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plot::{PlotError, format_compact};
 use crate::table::write_csv_record;
-use tsload_core::verdict::Verdict;
+use tsload_report::verdict::Verdict;
 
 /// One target's figures, from its run's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -43,4 +43,4 @@ pub use plot::{
     write_svg,
 };
 pub use table::{Measure, Rates, RttStats, SweepRow, SweepTable, TableError, write_csv_record};
-pub use tsload_core::verdict::{self, Flaw, FlawKind, Verdict};
+pub use tsload_report::verdict::{self, Flaw, FlawKind, Verdict};

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fit::FitGroup;
 use crate::grid::{Axis, Grid, Point};
-use tsload_core::verdict::Verdict;
+use tsload_report::verdict::Verdict;
 
 /// The RTT measured at one point, in milliseconds. `median_ms` is the figure the fit and
 /// the plots use (robust against the odd slow probe); the others are optional extras.

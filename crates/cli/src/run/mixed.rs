@@ -12,8 +12,8 @@ use tsload_core::engine::{
 use tsload_core::query::QueryWorkload;
 use tsload_core::query_engine::QueryOutcome;
 use tsload_core::recorder::new_histogram;
-use tsload_core::report::{LatencySummary, group};
 use tsload_core::rusage::Usage;
+use tsload_report::report::{LatencySummary, group};
 
 use super::report::Reporter;
 use super::{Executed, Outcomes, Streams};

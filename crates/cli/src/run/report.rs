@@ -5,10 +5,10 @@ use anyhow::Context as _;
 use tsload_core::Workload;
 use tsload_core::engine::{EngineError, RunOutcome, StopReason};
 use tsload_core::query_engine::QueryOutcome;
-use tsload_core::query_report::QuerySummary;
-use tsload_core::report::Summary;
 use tsload_core::rusage::Usage;
 use tsload_probe::ProbeReport;
+use tsload_report::query_report::QuerySummary;
+use tsload_report::report::Summary;
 
 use super::{Executed, Outcomes, mixed, query, write};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD};

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::recorder::Counters;
+use tsload_core::recorder::Counters;
 
 /// What a run (or the shards of one run) counted, and over how many seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

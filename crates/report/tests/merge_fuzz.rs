@@ -17,10 +17,10 @@ use proptest::test_runner::Config;
 use serde_json::{Value, json};
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
-use tsload_core::hlog::{self, HlogWriter, MAX_COUNT};
-use tsload_core::merge::{AnyReport, MergeError, ShardReport, merge, merge_queries, read_report};
 use tsload_core::recorder::new_histogram;
-use tsload_core::report::{LatencySummary, encode_histogram};
+use tsload_report::hlog::{self, HlogWriter, MAX_COUNT};
+use tsload_report::merge::{AnyReport, MergeError, ShardReport, merge, merge_queries, read_report};
+use tsload_report::report::{LatencySummary, encode_histogram};
 
 fn config(cases: u32) -> Config {
     Config {

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::query_engine::{KindOutcome, QueryOutcome};
-use crate::recorder::Counters;
 use crate::report::{LatencySummary, group, latency_table, ms, stop_reason_name};
-use crate::rusage::Usage;
 use crate::totals::Totals;
+use tsload_core::query_engine::{KindOutcome, QueryOutcome};
+use tsload_core::recorder::Counters;
+use tsload_core::rusage::Usage;
 
 /// One request kind's figures.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -387,9 +387,9 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::engine::StopReason;
-    use crate::recorder::new_histogram;
-    use crate::sink::{ErrorKind, SinkError};
+    use tsload_core::engine::StopReason;
+    use tsload_core::recorder::new_histogram;
+    use tsload_core::sink::{ErrorKind, SinkError};
 
     fn kind(
         name: &str,

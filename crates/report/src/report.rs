@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
-use crate::engine::{RunOutcome, StopReason};
-use crate::rusage::Usage;
 use crate::totals::Totals;
+use tsload_core::engine::{RunOutcome, StopReason};
+use tsload_core::rusage::Usage;
+use tsload_core::stored::ServerQuestions;
 
 /// `p97.5` -> 97.5: a percentile name, 0 to 100.
 pub fn percentile_of(name: &str) -> Option<f64> {
@@ -169,7 +170,7 @@ pub struct ClientSummary {
     /// Client CPU microseconds spent per 1,000 metrics written.
     pub cpu_us_per_1000_metrics: f64,
     pub peak_rss_bytes: u64,
-    /// The run used too little CPU (under [`crate::rusage::SPLIT_MIN_CPU`]) for the
+    /// The run used too little CPU (under [`tsload_core::rusage::SPLIT_MIN_CPU`]) for the
     /// kernel's user/system split, sampled at timer ticks, to mean much; `cpu_s` is exact
     /// either way. Reports without the field are judged by their `cpu_s` when merged.
     #[serde(default)]
@@ -197,7 +198,7 @@ pub(crate) fn cpu_text(cpu_s: f64, user_s: f64, system_s: f64, split_rough: bool
         if split_rough {
             format!(
                 "; split rough: tick-sampled, under {} s",
-                crate::rusage::SPLIT_MIN_CPU.as_secs()
+                tsload_core::rusage::SPLIT_MIN_CPU.as_secs()
             )
         } else {
             String::new()
@@ -277,7 +278,7 @@ pub struct Summary {
     /// What the server says it stored during the run (beside `rows`, what it
     /// acknowledged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stored: Option<crate::stored::Stored>,
+    pub stored: Option<tsload_core::stored::Stored>,
     /// Why what the server stored is not known (it cannot tell, or asking failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stored_error: Option<String>,
@@ -302,15 +303,6 @@ pub struct Summary {
     pub server_series_created: Option<u64>,
     /// The resolved scenario, secrets redacted.
     pub scenario: serde_json::Value,
-}
-
-/// The wall time the questions to the server took: before the clock started and after the
-/// last write. Not in the run's elapsed time or rates; a server that publishes its
-/// counters late (VictoriaMetrics) is waited for, about a second each.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ServerQuestions {
-    pub before_s: f64,
-    pub after_s: f64,
 }
 
 /// The target's storage for the run's tables, as the database reports it.
@@ -420,7 +412,7 @@ impl Summary {
                 _ => None,
             },
             stored_shortfall: match &stored {
-                Ok(s) => s.shortfall(crate::stored::Acknowledged {
+                Ok(s) => s.shortfall(tsload_core::stored::Acknowledged {
                     rows: c.rows,
                     metrics: c.metrics,
                     duplicate_rows: c.duplicate_rows,
@@ -747,7 +739,7 @@ pub fn group(v: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::Counters;
+    use tsload_core::recorder::Counters;
 
     #[test]
     fn groups_thousands() {
@@ -759,7 +751,7 @@ mod tests {
 
     #[test]
     fn latency_summary_in_ms() {
-        let mut h = crate::recorder::new_histogram();
+        let mut h = tsload_core::recorder::new_histogram();
         for v in 1..=1000u64 {
             h.record(v * 1_000_000).unwrap();
         }
@@ -781,8 +773,8 @@ mod tests {
             started_at: std::time::SystemTime::UNIX_EPOCH,
             elapsed: std::time::Duration::from_secs(1),
             counters,
-            latency: crate::recorder::new_histogram(),
-            service: crate::recorder::new_histogram(),
+            latency: tsload_core::recorder::new_histogram(),
+            service: tsload_core::recorder::new_histogram(),
             stop_reason: StopReason::Duration,
             fatal: None,
             intervals: 1,

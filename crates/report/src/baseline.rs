@@ -368,7 +368,7 @@ pub fn save(name: &str, reports: &[Value]) -> Result<PathBuf, String> {
         "runs": reports,
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-    crate::out::write_text(&path, &(text + "\n"))
+    tsload_redact::file::write_text(&path, &(text + "\n"))
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path)
 }

@@ -249,7 +249,7 @@ fn header(v2: &[u8]) -> Result<(usize, usize), HistogramError> {
     // let a 100-byte payload decode to a 50 MB histogram).
     let counts = u8::try_from(digits)
         .ok()
-        .filter(|&d| d <= crate::recorder::SIGNIFICANT_DIGITS)
+        .filter(|&d| d <= tsload_core::recorder::SIGNIFICANT_DIGITS)
         .and_then(|d| Histogram::<u64>::new_with_bounds(low, high, d).ok())
         .ok_or(HistogramError::Bounds { low, high, digits })?
         .distinct_values();
@@ -441,8 +441,8 @@ fn merge_logs_within<R: BufRead, W: Write>(
             (start_ns % 1_000_000_000) as u32,
         );
         let (mut latency, mut service) = (
-            crate::recorder::new_histogram(),
-            crate::recorder::new_histogram(),
+            tsload_core::recorder::new_histogram(),
+            tsload_core::recorder::new_histogram(),
         );
         for (_, e) in group {
             let file = || names[e.log].clone();
@@ -576,8 +576,8 @@ mod tests {
 
     #[test]
     fn written_log_reads_back_with_the_same_counts() {
-        let mut a = crate::recorder::new_histogram();
-        let mut b = crate::recorder::new_histogram();
+        let mut a = tsload_core::recorder::new_histogram();
+        let mut b = tsload_core::recorder::new_histogram();
         for v in [1_000u64, 20_000, 3_000_000] {
             a.record(v).unwrap();
         }
@@ -615,7 +615,7 @@ mod tests {
         let log = |start: SystemTime, values: &[&[u64]]| {
             let mut w = HlogWriter::new(Vec::new(), start, "shard").unwrap();
             for (i, vs) in values.iter().enumerate() {
-                let mut h = crate::recorder::new_histogram();
+                let mut h = tsload_core::recorder::new_histogram();
                 for v in *vs {
                     h.record(*v).unwrap();
                 }
@@ -668,7 +668,7 @@ mod tests {
 
     fn shard_log(start: SystemTime, intervals: usize) -> String {
         let mut w = HlogWriter::new(Vec::new(), start, "shard").unwrap();
-        let mut h = crate::recorder::new_histogram();
+        let mut h = tsload_core::recorder::new_histogram();
         h.record(1000).unwrap();
         for i in 0..intervals {
             let s = Duration::from_secs(i as u64);
@@ -830,7 +830,7 @@ mod tests {
         assert!(error("not base64!").starts_with("not base64: "));
         assert!(error("AAAAAA==").starts_with("cookie 0x00000000: not HdrHistogram's V2"));
         // What tsload writes decodes to what it was.
-        let mut h = crate::recorder::new_histogram();
+        let mut h = tsload_core::recorder::new_histogram();
         for v in [1u64, 1000, 3_000_000, u64::MAX] {
             h.record(v).unwrap();
         }
@@ -849,7 +849,7 @@ mod tests {
         // Every counter of tsload's precision over all of u64, with large counts.
         let full = Histogram::<u64>::new_with_bounds(1, u64::MAX, 3).unwrap();
         assert_eq!(full.distinct_values(), 56_320);
-        let mut h = crate::recorder::new_histogram();
+        let mut h = tsload_core::recorder::new_histogram();
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for v in full.iter_all().map(|v| v.value_iterated_to()) {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);

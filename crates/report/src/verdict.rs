@@ -109,7 +109,7 @@ impl Verdict {
                 why.unwrap_or_else(|| format!("exit {exit}")),
             )
         } else if let Some(why) =
-            text(&writes["stored_error"]).filter(|e| e != crate::stored::CANNOT_TELL)
+            text(&writes["stored_error"]).filter(|e| e != tsload_core::stored::CANNOT_TELL)
         {
             flaw(
                 FlawKind::Unverified,

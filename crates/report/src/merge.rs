@@ -17,11 +17,11 @@ use hdrhistogram::Histogram;
 
 use crate::hlog::HistogramError;
 use crate::query_report::{KindSummary, QueryClientSummary, QuerySummary};
-use crate::recorder::new_histogram;
 use crate::report::{ClientSummary, LatencySummary, Summary, group};
-use crate::shard::Shard;
-use crate::stored::Stored;
 use crate::totals::{Count, Totals, TotalsOverflow};
+use tsload_core::recorder::new_histogram;
+use tsload_core::shard::Shard;
+use tsload_core::stored::Stored;
 
 /// The largest report [`read_report`] reads (64 MiB); tsload's reports are a few KiB to a
 /// few MiB (the scenario and the histograms).
@@ -1170,9 +1170,9 @@ fn summed_client(reports: &[ShardReport], metrics: u64) -> Result<ClientSummary,
 }
 
 /// Whether a report's user/system split is rough: it says so, or (a report from before
-/// the flag) its CPU is under [`crate::rusage::SPLIT_MIN_CPU`].
+/// the flag) its CPU is under [`tsload_core::rusage::SPLIT_MIN_CPU`].
 fn split_rough(cpu_s: f64, flagged: bool) -> bool {
-    flagged || cpu_s < crate::rusage::SPLIT_MIN_CPU.as_secs_f64()
+    flagged || cpu_s < tsload_core::rusage::SPLIT_MIN_CPU.as_secs_f64()
 }
 
 /// A shard's report of either kind, as [`read_report`] found it (boxed: a write report
@@ -1376,9 +1376,9 @@ impl<S: RenderText> Merged<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{RunOutcome, StopReason};
-    use crate::recorder::Counters;
-    use crate::rusage::Usage;
+    use tsload_core::engine::{RunOutcome, StopReason};
+    use tsload_core::recorder::Counters;
+    use tsload_core::rusage::Usage;
 
     fn report(shard: &str, start_ms: u64, elapsed_ms: u64, values: &[u64]) -> ShardReport {
         let mut latency = new_histogram();

@@ -1,0 +1,17 @@
+//! tsload-report: what a run says when it ends, read back and merged. The write report
+//! ([`report::Summary`]) and the query report ([`query_report::QuerySummary`]), both
+//! with rates from [`totals::Totals`]; the HdrHistogram interval log ([`hlog`]); the
+//! `--fail-if` thresholds ([`threshold`]); a run's verdict ([`verdict`]); and the merge of
+//! shards' reports ([`merge`]); and baselines, a run's figures kept to compare later runs
+//! with ([`baseline`]). Core is the engine; this crate is its reports.
+
+pub mod baseline;
+pub mod hlog;
+pub mod merge;
+pub mod query_report;
+pub mod report;
+pub mod threshold;
+pub mod totals;
+pub mod verdict;
+
+pub use query_report::{KindSummary, QuerySummary};
