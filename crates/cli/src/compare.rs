@@ -15,9 +15,10 @@ use clap::Args;
 use tsload_sweep::compare::{CHARTS, CompareRow, bar_svg, render_text, write_csv};
 
 use crate::exit::EXIT_USAGE;
-use crate::{confirm, run, workloads};
+use crate::{confirm, run};
 use tsload_scenario as scenario;
 use tsload_scenario::plan::{Plan, ProgressMode, RunMode};
+use tsload_scenario::workloads;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {

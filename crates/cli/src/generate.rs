@@ -33,7 +33,7 @@ pub fn cmd_generate(
             return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
         }
     };
-    let workload = match crate::workloads::build(&plan) {
+    let workload = match tsload_scenario::workloads::build(&plan) {
         Ok(w) => w,
         Err(e) => {
             errln!("error: {e}");

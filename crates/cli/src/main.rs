@@ -19,7 +19,6 @@ mod run;
 mod shard;
 mod sweep;
 mod tools;
-mod workloads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +30,7 @@ use crate::args::ScenarioArgs;
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD, EXIT_USAGE};
 use tsload_report::baseline;
 use tsload_scenario::plan::{self, Plan, ProgressMode};
-use tsload_scenario::{self as scenario, import};
+use tsload_scenario::{self as scenario, import, workloads};
 
 /// `tsload --version`: the package version and the git commit it was built from.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TSLOAD_COMMIT"), ")");
@@ -695,7 +694,7 @@ fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let shard = args
         .shard
         .resolve(&|name| std::env::var(name).ok())
-        .and_then(|run| shard::check(&plan, &run).map(|()| run));
+        .and_then(|run| tsload_scenario::shard::check(&plan, &run).map(|()| run));
     match shard {
         Ok(run) => plan.output.shard = run,
         Err(e) => {

@@ -14,9 +14,10 @@ use tsload_sweep::{
 
 use crate::args::ScenarioArgs;
 use crate::exit::{EXIT_INTERRUPTED, EXIT_USAGE};
-use crate::{run, workloads};
+use crate::run;
 use tsload_scenario as scenario;
 use tsload_scenario::plan::{Plan, QueryWorkloadPlan, RunMode};
+use tsload_scenario::workloads;
 
 /// Keys whose values are a delay, so the fit and plot use the measured RTT against them.
 const RTT_KEYS: &[&str] = &["delay", "network.delay"];

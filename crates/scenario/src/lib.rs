@@ -25,8 +25,10 @@ mod network;
 pub mod plan;
 mod query;
 pub mod sections;
+pub mod shard;
 mod target;
 mod workload;
+pub mod workloads;
 
 pub use self::network::proxy_refusal;
 

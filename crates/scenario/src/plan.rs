@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use tsload_core::engine::{LoadConfig, LoadMode};
 use tsload_report::threshold::Threshold;
-use tsload_workload::{ColumnSpec, CustomConfig, IotOptions, TsbsConfig};
+use tsload_workload::{
+    ColumnSpec, CpuOnly, Custom, CustomConfig, Devops, Iot, IotOptions, StateEstimate, TsbsConfig,
+};
 
 /// What will be generated, with every default resolved.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,9 +41,21 @@ impl WorkloadPlan {
             WorkloadPlan::File { .. } => "file",
         }
     }
+
+    /// The generator state of the workload (`None` for a file replay, whose state is
+    /// known only once the file was read).
+    pub fn state_estimate(&self) -> Option<StateEstimate> {
+        match self {
+            WorkloadPlan::File { .. } => None,
+            WorkloadPlan::CpuOnly(t) => Some(CpuOnly::state_estimate(t)),
+            WorkloadPlan::Devops(t) => Some(Devops::state_estimate(t)),
+            WorkloadPlan::Iot(t, _) => Some(Iot::state_estimate(t)),
+            WorkloadPlan::Custom { cfg, .. } => Some(Custom::state_estimate(cfg)),
+        }
+    }
 }
 
-/// The `[target]` section, parsed by its kind (`targets::KINDS`): every question about
+/// The `[target]` section, parsed by its kind (the installed registry's): every question about
 /// it goes through `tsload_target::Target`, reached by `Deref`.
 #[derive(Debug, Clone)]
 pub struct TargetPlan(pub Box<dyn tsload_target::Target>);
@@ -543,6 +557,16 @@ fn tsbs_json(kind: &str, t: &TsbsConfig, time: TimeMode) -> Value {
 }
 
 impl Plan {
+    /// Whether the plan writes its workload's data: always but in query mode without
+    /// TSBS's `preload` (there `[workload]` only describes the data the queries read).
+    pub fn generates(&self) -> bool {
+        self.mode != RunMode::Query
+            || matches!(
+                self.query.as_ref().map(|q| &q.workload),
+                Some(QueryWorkloadPlan::Tsbs { preload: true, .. })
+            )
+    }
+
     /// The plan of a run starting now: live time's span moved to start now, less one
     /// batch's period, as the scenario's parser placed it when the plan was read (a plan
     /// read once serves a sweep's points, `--repeat`'s runs and compare's targets, each

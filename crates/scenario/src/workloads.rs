@@ -14,33 +14,11 @@ use serde_json::{Value, json};
 use tsload_core::Workload;
 use tsload_workload::{
     ColumnList, CpuOnly, Custom, Devops, FileReplay, Iot, ReplayInput, ReplayOptions,
-    StateEstimate, WorkloadError, human_bytes,
+    WorkloadError, human_bytes,
 };
 
-use tsload_scenario::ScenarioError;
-use tsload_scenario::plan::{Plan, QueryWorkloadPlan, RunMode, WorkloadPlan};
-
-/// The generator state of the plan's workload (`None` for a file replay, whose state is
-/// known only once the file was read).
-pub fn state_estimate(workload: &WorkloadPlan) -> Option<StateEstimate> {
-    match workload {
-        WorkloadPlan::File { .. } => None,
-        WorkloadPlan::CpuOnly(t) => Some(CpuOnly::state_estimate(t)),
-        WorkloadPlan::Devops(t) => Some(Devops::state_estimate(t)),
-        WorkloadPlan::Iot(t, _) => Some(Iot::state_estimate(t)),
-        WorkloadPlan::Custom { cfg, .. } => Some(Custom::state_estimate(cfg)),
-    }
-}
-
-/// Whether the plan writes its workload's data: always but in query mode without TSBS's
-/// `preload` (there `[workload]` only describes the data the queries read).
-pub fn generates(plan: &Plan) -> bool {
-    plan.mode != RunMode::Query
-        || matches!(
-            plan.query.as_ref().map(|q| &q.workload),
-            Some(QueryWorkloadPlan::Tsbs { preload: true, .. })
-        )
-}
+use crate::ScenarioError;
+use crate::plan::{Plan, WorkloadPlan};
 
 /// The most memory a generator's state may take: half of what this machine (or the
 /// process's cgroup) has available, and where that figure comes from. `None` where
@@ -124,10 +102,10 @@ fn cgroup_room(read: &dyn Fn(&str) -> Option<String>) -> Option<u64> {
 /// Refuses a generator whose state, for the devices this process generates (its shard's
 /// when sharded), does not fit under `limit` (bytes, and where the figure comes from).
 fn check_state(plan: &Plan, limit: Option<(u64, String)>) -> Result<(), WorkloadError> {
-    let (Some(estimate), Some((limit, source))) = (state_estimate(&plan.workload), limit) else {
+    let (Some(estimate), Some((limit, source))) = (plan.workload.state_estimate(), limit) else {
         return Ok(());
     };
-    if !generates(plan) {
+    if !plan.generates() {
         return Ok(());
     }
     let shard = plan.output.shard.shard;
@@ -233,9 +211,8 @@ mod tests {
     use tsload_core::shard::Shard;
 
     fn plan(sets: &[&str]) -> Plan {
-        crate::install_kinds();
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        tsload_scenario::parse("s.toml", "", &sets).unwrap()
+        crate::parse("s.toml", "", &sets).unwrap()
     }
 
     /// A replayed file given by `--set workload.path` that cannot be read is the
@@ -256,7 +233,7 @@ mod tests {
             "[workload]\nkind = \"file\"\npath = \"{}\"\n",
             long.display()
         );
-        let p = tsload_scenario::parse("s.toml", &text, &[]).unwrap();
+        let p = crate::parse("s.toml", &text, &[]).unwrap();
         assert_eq!(build(&p).err().expect("refused").file, "s.toml");
     }
 
@@ -373,7 +350,7 @@ mod tests {
             "mode=\"query\"",
             "query.kind=\"tsbs\"",
         ]);
-        assert!(!generates(&query));
+        assert!(!query.generates());
         assert!(check_state(&query, limit()).is_ok());
         let preload = plan(&[
             "workload.scale=4294967295",
