@@ -7,12 +7,21 @@
 
 mod body_pool;
 mod cached_page;
+pub mod classify;
+pub mod query;
 
 pub use body_pool::BodyPool;
 pub use cached_page::read_after_refresh;
+pub use classify::{
+    answer_error, classify_request_error, classify_status, parse_retry_after, status_error,
+};
+pub use query::{HttpQueryConn, HttpQueryTarget, QueryApi, QueryEndpoint};
 
 use reqwest::header::{HeaderMap, LOCATION};
-use reqwest::{Response, StatusCode};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use reqwest::{Response, StatusCode, Url};
 
 /// The most of an error answer's body tsload reads: enough for any server's message.
 pub const ERROR_BODY_CAP: usize = 64 * 1024;
@@ -138,6 +147,38 @@ pub fn with_authorization(
         // Not a valid header value (a control character in a token): reqwest refuses the
         // request with an error that does not quote the value.
         Err(_) => request.header(reqwest::header::AUTHORIZATION, auth.expose()),
+    }
+}
+
+/// `base` + `path`, keeping a path prefix the base URL may have (a proxy's `/influx/`).
+pub fn join(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let prefix = url.path().trim_end_matches('/').to_string();
+    url.set_path(&format!("{prefix}/{path}"));
+    url.set_query(None);
+    url
+}
+
+/// Asks a VictoriaMetrics at `url` (trusted as `tls` says, reached at `connect_to` when
+/// given) to write out what it holds in memory
+/// (`GET /internal/force_flush`); any failure, a server without that path included, is
+/// ignored.
+pub async fn force_flush(url: &str, tls: &tsload_tls::TlsOptions, connect_to: Option<SocketAddr>) {
+    let Ok(tls) = tsload_tls::client_config(tls) else {
+        return;
+    };
+    let base = url.trim_end_matches('/');
+    let mut builder = client_builder(tls).timeout(Duration::from_secs(10));
+    if let (Some(addr), Ok(parsed)) = (connect_to, reqwest::Url::parse(base))
+        && let Some(host) = parsed.host_str()
+    {
+        builder = builder.resolve(host, addr);
+    }
+    if let Ok(client) = builder.build() {
+        let _ = client
+            .get(format!("{base}/internal/force_flush"))
+            .send()
+            .await;
     }
 }
 

@@ -34,8 +34,8 @@ use std::time::Duration;
 use reqwest::Url;
 use tsload_core::stored::{RunScope, ServerTally};
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
+use tsload_http::{answer_error, classify_request_error, classify_status};
 use tsload_redact::Secret;
-use tsload_sink_influx::{answer_error, classify_request_error, classify_status};
 
 pub use encode::RowBinaryEncoder;
 pub use kind::{ClickHouseKind, KIND};
@@ -580,7 +580,7 @@ mod tests {
             refine_kind(ErrorKind::Permission, Some(193)),
             ErrorKind::Permission
         );
-        let e = tsload_sink_influx::status_error(
+        let e = tsload_http::status_error(
             reqwest::StatusCode::INTERNAL_SERVER_ERROR,
             "Code: 33, e.displayText() = DB::Exception: Cannot read all data",
             None,

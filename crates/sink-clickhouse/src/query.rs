@@ -19,8 +19,8 @@ use reqwest::Url;
 use tsload_core::{
     ErrorKind, QueryAck, QueryConn, QueryRequest, QueryTarget, SinkError, Statement,
 };
+use tsload_http::{classify_request_error, classify_status};
 use tsload_redact::Secret;
-use tsload_sink_influx::{classify_request_error, classify_status};
 
 use crate::{ClickHouseConfig, ClickHouseSink, answer_code, exception_code, refine_kind};
 

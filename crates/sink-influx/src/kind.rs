@@ -13,7 +13,9 @@ use tsload_target::{
     TargetKind, Word, WriteRun, same,
 };
 
-use crate::{Api, InfluxConfig, InfluxQueryTarget, InfluxSink, Precision, QueryApi};
+use tsload_http::QueryApi;
+
+use crate::{Api, InfluxConfig, InfluxSink, Precision};
 
 /// The line-protocol kind, as registered with the CLI.
 pub static KIND: InfluxKind = InfluxKind;
@@ -146,13 +148,12 @@ impl Word for PrecisionWord {
     ];
 }
 
-impl Word for QueryApi {
-    const WORDS: &'static [(&'static str, Self)] = &[
-        ("influxql", QueryApi::InfluxQl),
-        ("promql", QueryApi::PromQl),
-        ("questdb", QueryApi::QuestDb),
-    ];
-}
+/// `query.dialect`'s words and the query APIs they choose, the default first.
+const QUERY_APIS: &[(&str, QueryApi)] = &[
+    ("influxql", QueryApi::InfluxQl),
+    ("promql", QueryApi::PromQl),
+    ("questdb", QueryApi::QuestDb),
+];
 
 /// `query.dialect`'s words, the default first.
 const QUERY_LANGUAGES: &[&str] = &["influxql", "promql", "questdb"];
@@ -282,7 +283,7 @@ impl Target for InfluxConfig {
     fn flush(&self) -> LocalBoxFuture<'_, ()> {
         Box::pin(async move {
             if let AppProbe::Http(endpoint) = self.app_probe() {
-                force_flush(&endpoint).await;
+                tsload_http::force_flush(&endpoint.url, &endpoint.tls, endpoint.connect_to).await;
             }
         })
     }
@@ -332,31 +333,9 @@ impl Target for InfluxConfig {
                     e,
                 ))
             })?;
-            let t = InfluxQueryTarget::new(self, api).map_err(EngineError::Prepare)?;
-            run.into_engine(t).await
+            let sink = InfluxSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            run.into_engine(sink.reader(api)).await
         })
-    }
-}
-
-/// Asks a VictoriaMetrics at `endpoint` to write out what it holds in memory
-/// (`GET /internal/force_flush`); any failure, a server without that path included, is
-/// ignored.
-pub async fn force_flush(endpoint: &HttpEndpoint) {
-    let Ok(tls) = tsload_tls::client_config(&endpoint.tls) else {
-        return;
-    };
-    let base = endpoint.url.trim_end_matches('/');
-    let mut builder = tsload_http::client_builder(tls).timeout(Duration::from_secs(10));
-    if let (Some(addr), Ok(parsed)) = (endpoint.connect_to, reqwest::Url::parse(base))
-        && let Some(host) = parsed.host_str()
-    {
-        builder = builder.resolve(host, addr);
-    }
-    if let Ok(client) = builder.build() {
-        let _ = client
-            .get(format!("{base}/internal/force_flush"))
-            .send()
-            .await;
     }
 }
 
@@ -364,7 +343,7 @@ pub async fn force_flush(endpoint: &HttpEndpoint) {
 fn query_api(language: Option<&str>) -> Result<QueryApi, String> {
     match language {
         None => Ok(QueryApi::InfluxQl),
-        Some(word) => QueryApi::WORDS
+        Some(word) => QUERY_APIS
             .iter()
             .find(|(w, _)| *w == word)
             .map(|(_, api)| *api)

@@ -6,9 +6,7 @@
 //! the read side: InfluxQL, PromQL (VictoriaMetrics) or QuestDB SQL queries over HTTP
 //! ([`QueryApi`]), with the same [`InfluxConfig`].
 
-mod classify;
 mod kind;
-mod query;
 
 use std::fmt;
 use std::io::Write as _;
@@ -21,11 +19,8 @@ use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, 
 use tsload_lineproto::LineEncoder;
 use tsload_redact::Secret;
 
-pub use classify::{
-    answer_error, classify_request_error, classify_status, parse_retry_after, status_error,
-};
-pub use kind::{InfluxKind, KIND, force_flush};
-pub use query::{InfluxQueryConn, InfluxQueryTarget, QueryApi};
+pub use kind::{InfluxKind, KIND};
+use tsload_http::{answer_error, classify_request_error, classify_status, join};
 pub use tsload_lineproto::Precision;
 
 /// Which write API the server is spoken to with. Its credentials are [`Secret`]s, so even
@@ -207,13 +202,27 @@ async fn body_text(response: reqwest::Response) -> Result<String, tsload_http::B
     Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
-/// `base` + `path`, keeping a path prefix the base URL may have (a proxy's `/influx/`).
-fn join(base: &Url, path: &str) -> Url {
-    let mut url = base.clone();
-    let prefix = url.path().trim_end_matches('/').to_string();
-    url.set_path(&format!("{prefix}/{path}"));
-    url.set_query(None);
-    url
+impl InfluxSink {
+    /// The read target of `api` at this sink's server, with its credentials, trust and
+    /// timeout: InfluxQL queries the database of [`Api::V1`] (with its retention policy) or
+    /// the bucket of [`Api::V2`] (as 2.x's compatibility API maps it).
+    pub fn reader(&self, api: tsload_http::QueryApi) -> tsload_http::HttpQueryTarget {
+        let database = match &self.cfg.api {
+            Api::V1 { db, rp, .. } => (db.clone(), rp.clone()),
+            Api::V2 { bucket, .. } => (bucket.clone(), None),
+        };
+        let mut base = self.write_url.clone();
+        base.set_query(None);
+        let endpoint = tsload_http::QueryEndpoint {
+            base: Url::parse(&self.cfg.url).unwrap_or(base),
+            database: Some(database),
+            tls: self.tls.clone(),
+            timeout: self.cfg.timeout,
+            connect_to: self.cfg.connect_to,
+            auth: self.auth.clone(),
+        };
+        tsload_http::HttpQueryTarget::new(endpoint, api)
+    }
 }
 
 impl Sink for InfluxSink {
@@ -924,14 +933,20 @@ mod answer_fuzz {
     }
 
     fn read_all(body: &[u8]) {
-        let _ = crate::query::fuzz_rows(body);
+        for api in [
+            tsload_http::QueryApi::InfluxQl,
+            tsload_http::QueryApi::PromQl,
+            tsload_http::QueryApi::QuestDb,
+        ] {
+            let _ = tsload_http::query::count_rows(api, body);
+        }
         let text = String::from_utf8_lossy(body);
         let _ = super::vm_data_size(&text);
-        let _ = crate::classify::partial_write_dropped(&text);
-        let _ = crate::classify::parse_retry_after(&text);
+        let _ = tsload_http::classify::partial_write_dropped(&text);
+        let _ = tsload_http::classify::parse_retry_after(&text);
         for status in [200u16, 302, 400, 404, 429, 500, 503] {
             let status = reqwest::StatusCode::from_u16(status).unwrap();
-            let _ = crate::classify::status_error(status, &text, Some(&text));
+            let _ = tsload_http::classify::status_error(status, &text, Some(&text));
         }
         if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
             let _ = super::influxdb_disk_bytes(&v, "tsload");

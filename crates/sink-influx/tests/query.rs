@@ -4,7 +4,8 @@
 //! that name their statement and leave the connection usable, and a killed server.
 
 use tsload_core::{ErrorKind, Param, QueryConn, QueryTarget, SinkError, Statement};
-use tsload_sink_influx::{InfluxConfig, InfluxQueryConn, InfluxQueryTarget, QueryApi};
+use tsload_http::{HttpQueryConn, QueryApi};
+use tsload_sink_influx::{InfluxConfig, InfluxSink};
 use tsload_testbed::query_checks::{ack, assert_error, assert_rejected, one, request};
 use tsload_testbed::{Server, ServerKind};
 
@@ -31,14 +32,14 @@ fn lines() -> String {
     out
 }
 
-async fn open(server: &Server, db: &str, api: QueryApi) -> InfluxQueryConn {
+async fn open(server: &Server, db: &str, api: QueryApi) -> HttpQueryConn {
     let cfg = InfluxConfig::v1(server.base_url(), db);
-    let target = InfluxQueryTarget::new(&cfg, api).unwrap();
+    let target = InfluxSink::new(cfg).unwrap().reader(api);
     target.connect(0).await.unwrap()
 }
 
 /// HTTP has no transactions, and these APIs take no bind parameters.
-async fn refuses_transactions_and_parameters(conn: &mut InfluxQueryConn, text: &str) {
+async fn refuses_transactions_and_parameters(conn: &mut HttpQueryConn, text: &str) {
     let err = conn
         .execute(&request(vec![Statement::new(text)], true))
         .await
@@ -57,7 +58,7 @@ async fn refuses_transactions_and_parameters(conn: &mut InfluxQueryConn, text: &
 /// connection error naming it (returned for more checks).
 async fn goes_on_until_the_server_is_killed(
     server: &mut Server,
-    conn: &mut InfluxQueryConn,
+    conn: &mut HttpQueryConn,
 ) -> SinkError {
     let all = one("SELECT * FROM cpu");
     assert_eq!(conn.execute(&all).await.unwrap(), ack(2 * POINTS, 1));
@@ -249,7 +250,7 @@ async fn unreachable_server_is_a_connection_error_naming_the_endpoint() {
         user: Some("u".into()),
         password: Some("pw-secret".into()),
     };
-    let target = InfluxQueryTarget::new(&cfg, QueryApi::InfluxQl).unwrap();
+    let target = InfluxSink::new(cfg).unwrap().reader(QueryApi::InfluxQl);
     let mut conn = target.connect(0).await.unwrap();
     let err = conn.execute(&one("SELECT * FROM cpu")).await.unwrap_err();
     let endpoint = format!("http://127.0.0.1:{port}/query");

@@ -117,22 +117,28 @@ impl TargetKind for PrometheusKind {
 }
 
 impl PrometheusConfig {
-    /// The PromQL read target: the line-protocol crate's HTTP reader at the base URL, with
-    /// the same credentials, trust and timeout.
-    fn reader(&self) -> tsload_sink_influx::InfluxConfig {
-        let mut cfg = tsload_sink_influx::InfluxConfig::v1(self.base_url(), "");
-        cfg.api = tsload_sink_influx::Api::V1 {
-            db: String::new(),
-            rp: None,
-            user: self.user.clone(),
-            password: self.password.clone(),
+    /// The PromQL read target at the base URL, with the same credentials, trust and
+    /// timeout.
+    fn reader(&self) -> Result<tsload_http::HttpQueryTarget, tsload_core::SinkError> {
+        let prepare =
+            |e: String| tsload_core::SinkError::new(tsload_core::ErrorKind::Connection, e);
+        let shown = self.base_url();
+        let base = reqwest::Url::parse(&shown)
+            .map_err(|e| prepare(format!("query URL \"{shown}\" is not a URL: {e}")))?;
+        let tls = tsload_tls::client_config(&self.tls)
+            .map_err(|e| prepare(format!("query URL \"{shown}\": {e}")))?;
+        let endpoint = tsload_http::QueryEndpoint {
+            base,
+            database: None,
+            tls,
+            timeout: self.timeout,
+            connect_to: self.connect_to.filter(|_| self.query_url.is_none()),
+            auth: self.auth(),
         };
-        cfg.timeout = self.timeout;
-        cfg.tls = self.tls.clone();
-        if self.query_url.is_none() {
-            cfg.connect_to = self.connect_to;
-        }
-        cfg
+        Ok(tsload_http::HttpQueryTarget::new(
+            endpoint,
+            tsload_http::QueryApi::PromQl,
+        ))
     }
 }
 
@@ -184,7 +190,7 @@ impl Target for PrometheusConfig {
     fn flush(&self) -> LocalBoxFuture<'_, ()> {
         Box::pin(async move {
             if let AppProbe::Http(endpoint) = self.app_probe() {
-                tsload_sink_influx::force_flush(&endpoint).await;
+                tsload_http::force_flush(&endpoint.url, &endpoint.tls, endpoint.connect_to).await;
             }
         })
     }
@@ -235,11 +241,7 @@ impl Target for PrometheusConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let target = tsload_sink_influx::InfluxQueryTarget::new(
-                &self.reader(),
-                tsload_sink_influx::QueryApi::PromQl,
-            )
-            .map_err(EngineError::Prepare)?;
+            let target = self.reader().map_err(EngineError::Prepare)?;
             run.into_engine(target).await
         })
     }

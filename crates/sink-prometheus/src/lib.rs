@@ -28,8 +28,8 @@ use std::time::Duration;
 use reqwest::Url;
 use tsload_core::stored::ServerTally;
 use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, WriteAck};
+use tsload_http::{answer_error, classify_request_error, status_error};
 use tsload_redact::{Secret, SecretUrl};
-use tsload_sink_influx::{answer_error, classify_request_error, status_error};
 
 pub use encode::{LabelClash, RemoteWriteEncoder};
 pub use kind::{KIND, PrometheusKind};
@@ -88,7 +88,7 @@ impl PrometheusConfig {
     }
 
     /// The `Authorization` header of the credentials, if any.
-    fn auth(&self) -> Option<Secret> {
+    pub(crate) fn auth(&self) -> Option<Secret> {
         let user = self.user.as_deref()?;
         let none = Secret::new("");
         Some(tsload_redact::basic_auth_header(

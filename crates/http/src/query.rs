@@ -1,6 +1,7 @@
-//! The read side of the HTTP target: [`InfluxQueryTarget`] runs query requests over HTTP,
-//! one client (one connection) per worker, with the sink's URL, credentials and timeout,
-//! against one of three query APIs ([`QueryApi`]):
+//! The read side of the HTTP kinds (influx, prometheus): [`HttpQueryTarget`] runs query
+//! requests over HTTP, one client (one connection) per worker, with the kind's URL,
+//! credentials and timeout ([`QueryEndpoint`]), against one of three query APIs
+//! ([`QueryApi`]):
 //!
 //! - InfluxQL (InfluxDB 1.x, and 2.x's compatibility API): `GET /query?db=&q=` (`POST` for
 //!   statements that are not `SELECT` or `SHOW`, as InfluxDB requires); rows are the
@@ -22,7 +23,9 @@
 //! rejected.
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::str::FromStr;
+use std::time::Duration;
 
 use reqwest::{Method, Url};
 use serde::Deserialize;
@@ -32,7 +35,7 @@ use tsload_core::{
 };
 use tsload_redact::Secret;
 
-use crate::{Api, InfluxConfig, InfluxSink, classify_request_error, classify_status, join};
+use crate::{classify_request_error, classify_status, join};
 
 /// Longest piece of an unparsable answer kept in an error message.
 const MAX_ANSWER: usize = 300;
@@ -82,9 +85,38 @@ impl fmt::Display for QueryApi {
     }
 }
 
+/// Where and how a kind reaches an HTTP query API.
+#[derive(Clone)]
+pub struct QueryEndpoint {
+    /// The server's base URL; a path prefix it has (a proxy's `/influx/`) is kept.
+    pub base: Url,
+    /// InfluxQL's database and retention policy (`db=`, `rp=`).
+    pub database: Option<(String, Option<String>)>,
+    /// The trust every worker's client starts from (used for `https://`).
+    pub tls: rustls::ClientConfig,
+    /// Each request's timeout.
+    pub timeout: Duration,
+    /// Where to connect instead of resolving the URL's host.
+    pub connect_to: Option<SocketAddr>,
+    /// The `Authorization` header: a secret.
+    pub auth: Option<Secret>,
+}
+
+impl fmt::Debug for QueryEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueryEndpoint")
+            .field("base", &self.base.as_str())
+            .field("database", &self.database)
+            .field("timeout", &self.timeout)
+            .field("connect_to", &self.connect_to)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The HTTP read target.
-pub struct InfluxQueryTarget {
-    sink: InfluxSink,
+#[derive(Debug)]
+pub struct HttpQueryTarget {
+    endpoint: QueryEndpoint,
     api: QueryApi,
     /// The endpoint: `/query?db=..[&rp=..]`, `/api/v1/query`, or `/exec`.
     url: Url,
@@ -92,61 +124,31 @@ pub struct InfluxQueryTarget {
     range_url: Url,
 }
 
-impl fmt::Debug for InfluxQueryTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InfluxQueryTarget")
-            .field("api", &self.api)
-            .field("url", &self.url.as_str())
-            .field("sink", &self.sink)
-            .finish()
-    }
-}
-
-impl InfluxQueryTarget {
-    /// Reads `api` from the server at `cfg.url`, with `cfg`'s credentials (basic auth from
-    /// `user`/`password`, or `Authorization: Token`) and request timeout. InfluxQL queries
-    /// the database of [`Api::V1`] (with its retention policy) or the bucket of [`Api::V2`]
-    /// (as 2.x's compatibility API maps it). The URL is checked as [`InfluxSink::new`]
-    /// checks it.
-    pub fn new(cfg: &InfluxConfig, api: QueryApi) -> Result<Self, SinkError> {
-        let sink = InfluxSink::new(cfg.clone())?;
-        let base = Url::parse(&cfg.url).map_err(|e| {
-            SinkError::new(
-                ErrorKind::Connection,
-                format!(
-                    "target url \"{}\" is not a URL: {e}",
-                    tsload_redact::url(&cfg.url)
-                ),
-            )
-        })?;
+impl HttpQueryTarget {
+    /// Reads `api` at `endpoint`. InfluxQL queries the endpoint's database.
+    pub fn new(endpoint: QueryEndpoint, api: QueryApi) -> Self {
+        let base = &endpoint.base;
         let url = match api {
             QueryApi::InfluxQl => {
-                let mut url = join(&base, "query");
-                {
+                let mut url = join(base, "query");
+                if let Some((db, rp)) = &endpoint.database {
                     let mut q = url.query_pairs_mut();
-                    match &cfg.api {
-                        Api::V1 { db, rp, .. } => {
-                            q.append_pair("db", db);
-                            if let Some(rp) = rp {
-                                q.append_pair("rp", rp);
-                            }
-                        }
-                        Api::V2 { bucket, .. } => {
-                            q.append_pair("db", bucket);
-                        }
+                    q.append_pair("db", db);
+                    if let Some(rp) = rp {
+                        q.append_pair("rp", rp);
                     }
                 }
                 url
             }
-            QueryApi::PromQl => join(&base, "api/v1/query"),
-            QueryApi::QuestDb => join(&base, "exec"),
+            QueryApi::PromQl => join(base, "api/v1/query"),
+            QueryApi::QuestDb => join(base, "exec"),
         };
-        Ok(InfluxQueryTarget {
-            range_url: join(&base, "api/v1/query_range"),
-            sink,
+        HttpQueryTarget {
+            range_url: join(base, "api/v1/query_range"),
+            endpoint,
             api,
             url,
-        })
+        }
     }
 
     pub fn api(&self) -> QueryApi {
@@ -158,24 +160,41 @@ impl InfluxQueryTarget {
     pub fn url(&self) -> &Url {
         &self.url
     }
+
+    /// A worker's client: one connection, the endpoint's trust, timeout and address.
+    fn client(&self) -> Result<reqwest::Client, SinkError> {
+        let e = &self.endpoint;
+        let mut builder = crate::client_builder(e.tls.clone())
+            .timeout(e.timeout)
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1);
+        if let Some(addr) = e.connect_to
+            && let Some(host) = e.base.host_str()
+        {
+            builder = builder.resolve(host, addr);
+        }
+        builder
+            .build()
+            .map_err(|e| SinkError::new(ErrorKind::Other, format!("HTTP client: {e}")))
+    }
 }
 
-impl QueryTarget for InfluxQueryTarget {
-    type Conn = InfluxQueryConn;
+impl QueryTarget for HttpQueryTarget {
+    type Conn = HttpQueryConn;
 
-    async fn connect(&self, _worker: usize) -> Result<InfluxQueryConn, SinkError> {
-        Ok(InfluxQueryConn {
-            client: self.sink.client()?,
+    async fn connect(&self, _worker: usize) -> Result<HttpQueryConn, SinkError> {
+        Ok(HttpQueryConn {
+            client: self.client()?,
             api: self.api,
             url: self.url.clone(),
             range_url: self.range_url.clone(),
-            auth: self.sink.auth.clone(),
+            auth: self.endpoint.auth.clone(),
         })
     }
 }
 
 /// One worker's HTTP client for reads.
-pub struct InfluxQueryConn {
+pub struct HttpQueryConn {
     client: reqwest::Client,
     api: QueryApi,
     url: Url,
@@ -184,16 +203,16 @@ pub struct InfluxQueryConn {
     auth: Option<Secret>,
 }
 
-impl fmt::Debug for InfluxQueryConn {
+impl fmt::Debug for HttpQueryConn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InfluxQueryConn")
+        f.debug_struct("HttpQueryConn")
             .field("api", &self.api)
             .field("url", &self.url.as_str())
             .finish_non_exhaustive()
     }
 }
 
-impl QueryConn for InfluxQueryConn {
+impl QueryConn for HttpQueryConn {
     async fn execute(&mut self, request: &QueryRequest) -> Result<QueryAck, SinkError> {
         if request.transaction {
             return Err(SinkError::new(
@@ -215,7 +234,7 @@ impl QueryConn for InfluxQueryConn {
     }
 }
 
-impl InfluxQueryConn {
+impl HttpQueryConn {
     /// Sends statement `index` and counts the rows of the answer.
     async fn run(&self, statement: &Statement, index: usize) -> Result<u64, SinkError> {
         let label = || statement.label(index);
@@ -233,32 +252,28 @@ impl InfluxQueryConn {
             SinkError::new(e.kind, format!("{}: {}", label(), e.message))
         };
         let mut builder = self.client.request(method, url);
-        builder = tsload_http::with_authorization(builder, self.auth.as_ref());
+        builder = crate::with_authorization(builder, self.auth.as_ref());
         let response = builder.send().await.map_err(transport)?;
         let status = response.status();
-        if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
+        if let Some(message) = crate::redirect_message(status, response.headers()) {
             return Err(SinkError::new(
                 ErrorKind::Rejected,
                 format!("{}: {message}", label()),
             ));
         }
         if !status.is_success() {
-            let body = tsload_http::error_text(response).await;
+            let body = crate::error_text(response).await;
             let (kind, message) = classify_status(status, &body);
             return Err(SinkError::new(kind, format!("{}: {message}", label())));
         }
-        let body = tsload_http::read_body(response, tsload_http::QUERY_BODY_CAP, false)
+        let body = crate::read_body(response, crate::QUERY_BODY_CAP, false)
             .await
             .map_err(|e| match e {
-                tsload_http::BodyError::Transport(e) => transport(e),
+                crate::BodyError::Transport(e) => transport(e),
                 other => SinkError::new(ErrorKind::Rejected, format!("{}: {other}", label())),
             })?;
-        let counted = match self.api {
-            QueryApi::InfluxQl => influxql_rows(&body),
-            QueryApi::PromQl => promql_rows(&body),
-            QueryApi::QuestDb => questdb_rows(&body),
-        };
-        counted.map_err(|(kind, reason)| SinkError::new(kind, format!("{}: {reason}", label())))
+        count_rows(self.api, &body)
+            .map_err(|(kind, reason)| SinkError::new(kind, format!("{}: {reason}", label())))
     }
 
     /// The method and URL of `statement`, or why it cannot be sent.
@@ -409,13 +424,17 @@ struct InfluxSeries {
     values: Count,
 }
 
-/// The points of every series of every result; an `"error"` anywhere is a rejection.
-/// Every answer reader of this module on one body (the fuzz test's entry).
-#[cfg(test)]
-pub(crate) fn fuzz_rows(body: &[u8]) -> [Counted; 3] {
-    [influxql_rows(body), promql_rows(body), questdb_rows(body)]
+/// The rows an answer of `api` holds, or the error it is (a fuzz test reads every body
+/// with every API).
+pub fn count_rows(api: QueryApi, body: &[u8]) -> Result<u64, (ErrorKind, String)> {
+    match api {
+        QueryApi::InfluxQl => influxql_rows(body),
+        QueryApi::PromQl => promql_rows(body),
+        QueryApi::QuestDb => questdb_rows(body),
+    }
 }
 
+/// The points of every series of every result; an `"error"` anywhere is a rejection.
 fn influxql_rows(body: &[u8]) -> Counted {
     let answer: InfluxAnswer = serde_json::from_slice(body).map_err(|e| unreadable(body, &e))?;
     if let Some(error) = answer.error {
@@ -697,17 +716,16 @@ mod tests {
         assert!(!reads_only(""));
     }
 
-    fn target(api: QueryApi) -> InfluxQueryTarget {
-        let cfg = InfluxConfig {
-            api: Api::V1 {
-                db: "bench db".into(),
-                rp: Some("week".into()),
-                user: Some("u".into()),
-                password: Some("pw-secret".into()),
-            },
-            ..InfluxConfig::v1("http://h:8086/prefix/", "x")
+    fn target(api: QueryApi) -> HttpQueryTarget {
+        let endpoint = QueryEndpoint {
+            base: Url::parse("http://h:8086/prefix/").unwrap(),
+            database: Some(("bench db".into(), Some("week".into()))),
+            tls: tsload_tls::client_config(&tsload_tls::TlsOptions::default()).unwrap(),
+            timeout: Duration::from_secs(10),
+            connect_to: None,
+            auth: Some(Secret::new("Basic pw-secret")),
         };
-        InfluxQueryTarget::new(&cfg, api).unwrap()
+        HttpQueryTarget::new(endpoint, api)
     }
 
     #[test]
@@ -724,7 +742,7 @@ mod tests {
         );
         let t = target(QueryApi::PromQl);
         assert_eq!(t.url().as_str(), "http://h:8086/prefix/api/v1/query");
-        let conn = InfluxQueryConn {
+        let conn = HttpQueryConn {
             client: reqwest::Client::builder()
                 .tls_backend_preconfigured(
                     tsload_tls::client_config(&tsload_tls::TlsOptions::default()).unwrap(),

@@ -43,13 +43,13 @@ pub async fn answer_error(response: reqwest::Response) -> SinkError {
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(message) = tsload_http::redirect_message(status, response.headers()) {
+    if let Some(message) = crate::redirect_message(status, response.headers()) {
         return SinkError::new(ErrorKind::Rejected, message);
     }
     // A 404 says the URL is wrong, so the message names the URL asked (its path: the
     // kind adds its write path to target.url, and a URL ending in one doubles it).
     let asked = response.url().clone();
-    let text = tsload_http::error_text(response).await;
+    let text = crate::error_text(response).await;
     let e = status_error(status, &text, retry_after.as_deref());
     if status == reqwest::StatusCode::NOT_FOUND {
         let mut shown = asked;
