@@ -6,43 +6,14 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use tsload_scenario::plan::Plan;
 
-/// The host whose data `plan` drops, when that host is not this machine.
+/// The host whose data `plan` drops, when that host is not this machine (the host its
+/// kind connects to: [`tsload_target::Target::address`]).
 pub fn remote_drop_host(plan: &Plan) -> Option<String> {
     if !plan.target.drops_existing() {
         return None;
     }
-    let url = plan.target.url()?;
-    let host = url_host(url)?;
+    let host = plan.target.address()?.host;
     (!is_loopback(&host)).then_some(host)
-}
-
-/// The host a URL connects to: for PostgreSQL a `host=` query parameter first (sqlx, as
-/// libpq, lets it override the URL's host), else the URL's host part, else `PGHOST`; for
-/// others the host part. `None` for a Unix socket (a path) or no host at all (the local
-/// socket).
-fn url_host(url: &str) -> Option<String> {
-    let parsed = url::Url::parse(url).ok();
-    let host = match parsed.as_ref().and_then(url::Url::host) {
-        Some(url::Host::Domain(d)) if !d.is_empty() => Some(d.to_string()),
-        Some(url::Host::Ipv4(a)) => Some(a.to_string()),
-        Some(url::Host::Ipv6(a)) => Some(a.to_string()),
-        _ => None,
-    };
-    let query = url.split_once('?').map_or("", |(_, q)| q);
-    let scheme = url.split_once("://").map_or("", |(s, _)| s);
-    let postgres = matches!(scheme, "postgres" | "postgresql");
-    let param = postgres
-        .then(|| {
-            url::form_urlencoded::parse(query.as_bytes())
-                .find(|(k, _)| k == "host")
-                .map(|(_, v)| v.into_owned())
-        })
-        .flatten();
-    let host = param
-        .or(host)
-        .or_else(|| postgres.then(|| std::env::var("PGHOST").ok()).flatten())?;
-    // A Unix socket directory is this machine.
-    (!host.starts_with('/') && !host.is_empty()).then_some(host)
 }
 
 /// Loopback by its spelling alone (no name lookup): `localhost`, 127.0.0.0/8, ::1.

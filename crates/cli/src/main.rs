@@ -523,7 +523,7 @@ fn create_output_dirs(o: &plan::OutputPlan) -> Result<(), String> {
 fn quick_sets(args: &RunArgs) -> Result<Vec<(String, String)>, String> {
     let mut sets = Vec::new();
     if let Some(given) = &args.target {
-        let (kind, url) = target_of_url(given)?;
+        let (kind, url) = tsload_kinds::REGISTRY.kind_of_url(given)?;
         let flag = format!("--target {given}");
         sets.push((format!("target.kind=\"{kind}\""), flag.clone()));
         if kind != "null" {
@@ -592,61 +592,6 @@ fn name_flags(message: &str, quick: &[(String, String)]) -> String {
         }
     }
     m
-}
-
-/// The target kind and URL `--target` names: `KIND+URL` picks the kind
-/// (`prometheus+http://h:9090/api/v1/write`, `clickhouse+http://h:8123`); else the first
-/// registered kind that takes the URL's scheme (`http(s)://` is `influx`, listed before
-/// `prometheus` and `clickhouse`), or `null`.
-fn target_of_url(given: &str) -> Result<(&'static str, String), String> {
-    let names = tsload_kinds::REGISTRY.schemes();
-    let (prefix, url) = match given.split_once('+') {
-        Some((kind, rest)) if rest.contains("://") && names.clone().any(|(n, _)| n == kind) => {
-            (Some(kind), rest)
-        }
-        _ => (None, given),
-    };
-    let scheme = url
-        .split_once(':')
-        .map_or(url, |(s, _)| s)
-        .to_ascii_lowercase();
-    if let Some(kind) = prefix {
-        let (name, schemes) = names.clone().find(|(n, _)| *n == kind).unwrap_or_default();
-        if !schemes.contains(&scheme.as_str()) {
-            return Err(format!(
-                "--target {given}: target kind {name} takes URLs of {}, not {scheme}://",
-                schemes.join(", ")
-            ));
-        }
-        return Ok((name, url.to_string()));
-    }
-    if scheme == "null" {
-        return Ok(("null", url.to_string()));
-    }
-    if let Some((name, _)) = names.clone().find(|(_, s)| s.contains(&scheme.as_str())) {
-        return Ok((name, url.to_string()));
-    }
-    // Each scheme once, with the kinds that take it.
-    let mut schemes: Vec<(&str, Vec<&str>)> = Vec::new();
-    for (name, kind_schemes) in names {
-        for s in kind_schemes {
-            match schemes.iter_mut().find(|(x, _)| x == s) {
-                Some((_, kinds)) => kinds.push(name),
-                None => schemes.push((s, vec![name])),
-            }
-        }
-    }
-    let listed: Vec<String> = schemes
-        .iter()
-        .map(|(s, kinds)| format!("{s} ({})", kinds.join(", ")))
-        .collect();
-    Err(format!(
-        "--target {given}: the scheme does not name a target kind; the schemes (and their \
-         kinds): {}, or null; \
-         the first kind is the default, and KIND+URL picks another \
-         (prometheus+http://127.0.0.1:9090/api/v1/write)",
-        listed.join(", ")
-    ))
 }
 
 fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -896,49 +841,6 @@ mod tests {
         assert!(
             !stderr.contains("KNRY") && !stdout.contains("KNRY"),
             "{stderr}\n{stdout}"
-        );
-    }
-
-    #[test]
-    fn a_target_urls_scheme_names_its_kind() {
-        for (url, kind) in [
-            ("http://127.0.0.1:8086", "influx"),
-            ("HTTPS://h", "influx"),
-            ("postgres://u@h/d", "postgres"),
-            ("postgresql://u@h/d", "postgres"),
-            ("mysql://u@h/d", "mysql"),
-            ("mariadb://u@h/d", "mysql"),
-            ("ws://root:taosdata@h:6041", "tdengine"),
-            ("wss://h", "tdengine"),
-            ("sqlite:./x.db", "sqlite"),
-            ("null", "null"),
-        ] {
-            assert_eq!(target_of_url(url), Ok((kind, url.to_string())), "{url}");
-        }
-        assert!(target_of_url("h:1").is_err());
-        // Each scheme listed once, with its kinds (it listed "http, https" three times).
-        let e = target_of_url("ftp://h").unwrap_err();
-        assert_eq!(e.matches("http (").count(), 1, "{e}");
-        assert!(e.contains("http (influx, prometheus, clickhouse)"), "{e}");
-        // KIND+URL picks a kind that shares its scheme with another; prometheus and
-        // clickhouse could not be chosen at all.
-        for (given, kind, url) in [
-            (
-                "prometheus+http://h:9090/api/v1/write",
-                "prometheus",
-                "http://h:9090/api/v1/write",
-            ),
-            ("clickhouse+https://h:8443", "clickhouse", "https://h:8443"),
-            ("influx+http://h:8086", "influx", "http://h:8086"),
-            // TDengine's own scheme is not a kind's prefix.
-            ("taos+ws://h:6041", "tdengine", "taos+ws://h:6041"),
-        ] {
-            assert_eq!(target_of_url(given), Ok((kind, url.to_string())), "{given}");
-        }
-        let e = target_of_url("postgres+http://h").unwrap_err();
-        assert!(
-            e.contains("takes URLs of postgres, postgresql, not http://"),
-            "{e}"
         );
     }
 }

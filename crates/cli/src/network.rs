@@ -68,41 +68,27 @@ fn point_at_proxy(
     Ok(None)
 }
 
-/// The socket address a target URL names (default ports by scheme).
-pub fn url_addr(raw: &str) -> anyhow::Result<SocketAddr> {
-    let url =
-        url::Url::parse(raw).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
-    let host = url
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .context("the target URL has no host; the network impairment needs a TCP address")?;
-    let port = url.port().or(match url.scheme() {
-        "http" | "ws" => Some(80),
-        "https" | "wss" => Some(443),
-        // As sqlx: a URL without a port takes PGPORT's, else 5432.
-        "postgres" | "postgresql" => Some(
-            std::env::var("PGPORT")
-                .ok()
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(5432),
-        ),
-        "mysql" | "mariadb" => Some(3306),
-        "taos" | "taosws" => Some(6041),
-        _ => None,
-    });
-    let port = port.with_context(|| {
+/// The socket address `target` connects to ([`tsload_target::Target::address`], the
+/// kind's default port included).
+pub fn target_addr(target: &TargetPlan) -> anyhow::Result<SocketAddr> {
+    let address = target.address().with_context(|| {
         format!(
-            "the target URL (scheme {}) has no port and no known default",
-            url.scheme()
+            "the {} target has no TCP host and port to impair or probe (an embedded \
+             target, a Unix socket, or a URL without a host)",
+            target.kind()
         )
     })?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
+    resolve(&address.host, address.port)
+}
+
+/// `host`'s address for `port`. A name like `localhost` may give ::1 first while the
+/// server listens on 127.0.0.1 only: the first address that accepts a connection, else
+/// the first.
+fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve the target host {host}"))?
         .collect();
-    // A name like `localhost` may give ::1 first while the server listens on 127.0.0.1
-    // only: take the first address that accepts a connection, else the first.
     let first = *addrs
         .first()
         .with_context(|| format!("the target host {host} has no address"))?;
@@ -141,7 +127,7 @@ impl ActiveNetwork {
             .to_string();
         match &net.backend {
             NetworkBackend::Proxy { direction } => {
-                let upstream = url_addr(&url)?;
+                let upstream = target_addr(target)?;
                 let listen = if upstream.is_ipv4() {
                     SocketAddr::from(([127, 0, 0, 1], 0))
                 } else {
@@ -232,17 +218,17 @@ impl ActiveNetwork {
 
 /// Measures the RTT to `target` as the plan asks (`None` when it asks for no probe).
 pub async fn probe(net: &NetworkPlan, target: &TargetPlan) -> anyhow::Result<Option<ProbeReport>> {
-    let url = target_url(target).context("the target has no network address to probe")?;
+    target_url(target).context("the target has no network address to probe")?;
     let report = match net.probe {
         ProbeChoice::None => return Ok(None),
         ProbeChoice::Tcp => {
-            let mut o = TcpOptions::new(url_addr(url)?, net.probe_count);
+            let mut o = TcpOptions::new(target_addr(target)?, net.probe_count);
             o.interval = Duration::ZERO;
             o.timeout = Duration::from_secs(5);
             tsload_probe::connect_rtt(&o).await?
         }
         ProbeChoice::Icmp => {
-            let mut o = IcmpOptions::new(url_addr(url)?.ip(), net.probe_count);
+            let mut o = IcmpOptions::new(target_addr(target)?.ip(), net.probe_count);
             o.pacing = Pacing::Flood;
             o.timeout = Duration::from_secs(2);
             tsload_probe::icmp::ping(&o).await?
@@ -323,14 +309,6 @@ mod tests {
 
     #[test]
     fn urls_resolve_and_are_rewritten() {
-        assert_eq!(
-            url_addr("postgres://u:p@127.0.0.1/db").unwrap(),
-            "127.0.0.1:5432".parse().unwrap()
-        );
-        assert_eq!(
-            url_addr("http://127.0.0.1:8428").unwrap(),
-            "127.0.0.1:8428".parse().unwrap()
-        );
         let to = "127.0.0.1:40000".parse().unwrap();
         assert_eq!(
             url_with_addr("mysql://root:s%40cret@localhost:3306/tsload?x=1", to).unwrap(),
@@ -344,12 +322,11 @@ mod tests {
             url_with_addr("http://127.0.0.1:8086", to).unwrap(),
             "http://127.0.0.1:40000"
         );
-        assert!(url_addr("sqlite:./x.db").is_err());
         // `localhost` resolves to the address that is listening.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         assert_eq!(
-            url_addr(&format!("http://localhost:{port}")).unwrap(),
+            resolve("localhost", port).unwrap(),
             SocketAddr::from(([127, 0, 0, 1], port))
         );
     }

@@ -34,3 +34,59 @@ pub static REGISTRY: Registry = Registry {
     not_built: NOT_BUILT,
     default_kind: "sqlite",
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_urls_scheme_names_its_kind() {
+        for (url, kind) in [
+            ("http://127.0.0.1:8086", "influx"),
+            ("HTTPS://h", "influx"),
+            ("postgres://u@h/d", "postgres"),
+            ("postgresql://u@h/d", "postgres"),
+            ("mysql://u@h/d", "mysql"),
+            ("mariadb://u@h/d", "mysql"),
+            ("ws://root:taosdata@h:6041", "tdengine"),
+            ("wss://h", "tdengine"),
+            ("sqlite:./x.db", "sqlite"),
+            ("null", "null"),
+        ] {
+            assert_eq!(
+                REGISTRY.kind_of_url(url),
+                Ok((kind, url.to_string())),
+                "{url}"
+            );
+        }
+        assert!(REGISTRY.kind_of_url("h:1").is_err());
+        // Each scheme listed once, with its kinds (it listed "http, https" three times).
+        let e = REGISTRY.kind_of_url("ftp://h").unwrap_err();
+        assert_eq!(e.matches("http (").count(), 1, "{e}");
+        assert!(e.contains("http (influx, prometheus, clickhouse)"), "{e}");
+        // KIND+URL picks a kind that shares its scheme with another; prometheus and
+        // clickhouse could not be chosen at all.
+        for (given, kind, url) in [
+            (
+                "prometheus+http://h:9090/api/v1/write",
+                "prometheus",
+                "http://h:9090/api/v1/write",
+            ),
+            ("clickhouse+https://h:8443", "clickhouse", "https://h:8443"),
+            ("influx+http://h:8086", "influx", "http://h:8086"),
+            // TDengine's own scheme is not a kind's prefix.
+            ("taos+ws://h:6041", "tdengine", "taos+ws://h:6041"),
+        ] {
+            assert_eq!(
+                REGISTRY.kind_of_url(given),
+                Ok((kind, url.to_string())),
+                "{given}"
+            );
+        }
+        let e = REGISTRY.kind_of_url("postgres+http://h").unwrap_err();
+        assert!(
+            e.contains("takes URLs of postgres, postgresql, not http://"),
+            "{e}"
+        );
+    }
+}

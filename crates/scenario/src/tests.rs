@@ -1014,3 +1014,51 @@ fn each_run_of_a_live_plan_starts_at_its_own_clock() {
     let history = parse("s.toml", "[workload]\nscale = 10\n", &[]).unwrap();
     assert_eq!(history.at_now().workload, history.workload);
 }
+
+/// Each kind reached over TCP names the host and port it connects to, its own default
+/// port where the URL names none; an embedded target and a Unix socket name none.
+#[test]
+fn each_kind_names_the_host_and_port_it_connects_to() {
+    let address = |kind: &str, url: &str| {
+        let p = parse(
+            "s.toml",
+            &format!("[target]\nkind = \"{kind}\"\nurl = \"{url}\"\n"),
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("{kind} {url}: {e}"));
+        p.target.address().map(|a| format!("{}:{}", a.host, a.port))
+    };
+    let cases = [
+        ("influx", "http://10.0.0.1", Some("10.0.0.1:80")),
+        ("influx", "https://db.example:8086", Some("db.example:8086")),
+        (
+            "prometheus",
+            "http://[::1]:9090/api/v1/write",
+            Some("::1:9090"),
+        ),
+        ("clickhouse", "https://ch.example", Some("ch.example:443")),
+        ("mysql", "mysql://u@10.0.0.2/db", Some("10.0.0.2:3306")),
+        (
+            "postgres",
+            "postgres://u@10.0.0.3/db",
+            Some("10.0.0.3:5432"),
+        ),
+        (
+            "postgres",
+            "postgres://u@localhost:6543/db?host=pg.example",
+            Some("pg.example:6543"),
+        ),
+        (
+            "postgres",
+            "postgres://u@x/db?host=/var/run/postgresql",
+            None,
+        ),
+        ("tdengine", "taos+ws://10.0.0.4", Some("10.0.0.4:6041")),
+        ("tdengine", "ws://10.0.0.4", Some("10.0.0.4:80")),
+    ];
+    for (kind, url, want) in cases {
+        assert_eq!(address(kind, url).as_deref(), want, "{kind} {url}");
+    }
+    let sqlite = parse("s.toml", "", &[]).unwrap();
+    assert_eq!(sqlite.target.address(), None);
+}

@@ -8,8 +8,8 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
-    AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
-    WriteRun, same,
+    AppProbe, HostPort, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target,
+    TargetKind, WriteRun, same,
 };
 
 use crate::{ClickHouseConfig, ClickHouseQueryTarget, ClickHouseSink};
@@ -156,6 +156,10 @@ impl Target for ClickHouseConfig {
 
     fn url(&self) -> Option<&str> {
         Some(&self.url)
+    }
+
+    fn address(&self) -> Option<HostPort> {
+        HostPort::of_url(&self.url, None)
     }
 
     fn set_url(&mut self, url: String) {

@@ -9,8 +9,8 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
-    AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, KeySets, QueryRun, Section, Target,
-    TargetKind, Word, WriteRun, same,
+    AppProbe, HostPort, HttpEndpoint, KeyDefault, KeyDoc, KeyError, KeySets, QueryRun, Section,
+    Target, TargetKind, Word, WriteRun, same,
 };
 
 use tsload_http::QueryApi;
@@ -268,6 +268,10 @@ impl Target for InfluxConfig {
 
     fn url(&self) -> Option<&str> {
         Some(&self.url)
+    }
+
+    fn address(&self) -> Option<HostPort> {
+        HostPort::of_url(&self.url, None)
     }
 
     fn set_url(&mut self, url: String) {

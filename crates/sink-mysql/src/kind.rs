@@ -9,8 +9,8 @@ use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
-    AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun,
-    same,
+    AppProbe, HostPort, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word,
+    WriteRun, same,
 };
 
 use crate::{MysqlConfig, MysqlQueryTarget, MysqlSink, PrimaryKey, TransactionMode, TsType};
@@ -201,6 +201,11 @@ impl Target for MysqlConfig {
 
     fn url(&self) -> Option<&str> {
         Some(self.url.shown())
+    }
+
+    /// MySQL's port is 3306 where the URL names none.
+    fn address(&self) -> Option<HostPort> {
+        HostPort::of_url(self.url.shown(), Some(3306))
     }
 
     fn set_url(&mut self, url: String) {

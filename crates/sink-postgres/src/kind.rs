@@ -9,7 +9,8 @@ use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
-    AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, WriteRun, same,
+    AppProbe, HostPort, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
+    WriteRun, same,
 };
 
 use crate::{Layout, PostgresConfig, PostgresQueryTarget, PostgresSink};
@@ -178,6 +179,40 @@ impl Target for PostgresConfig {
 
     fn url(&self) -> Option<&str> {
         Some(self.url.shown())
+    }
+
+    /// As sqlx (and libpq) connect: a `host=` parameter before the URL's host, else
+    /// `PGHOST`; the URL's port, else `PGPORT`, else 5432. `None` for a Unix socket (a
+    /// host that is a directory).
+    fn address(&self) -> Option<HostPort> {
+        let url = self.url.shown();
+        let parsed = url::Url::parse(url).ok()?;
+        let param = parsed
+            .query_pairs()
+            .find(|(k, _)| k == "host")
+            .map(|(_, v)| v.into_owned());
+        let host = param
+            .or_else(|| {
+                parsed
+                    .host_str()
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_string)
+            })
+            .or_else(|| std::env::var("PGHOST").ok())
+            .filter(|h| !h.is_empty() && !h.starts_with('/'))?;
+        let port = parsed.port().unwrap_or_else(|| {
+            std::env::var("PGPORT")
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(5432)
+        });
+        Some(HostPort {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port,
+        })
     }
 
     fn set_url(&mut self, url: String) {

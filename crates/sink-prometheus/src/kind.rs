@@ -8,8 +8,8 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
-    AppProbe, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
-    WriteRun, same,
+    AppProbe, HostPort, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target,
+    TargetKind, WriteRun, same,
 };
 
 use crate::{PrometheusConfig, PrometheusSink};
@@ -174,6 +174,10 @@ impl Target for PrometheusConfig {
 
     fn url(&self) -> Option<&str> {
         Some(self.url.shown())
+    }
+
+    fn address(&self) -> Option<HostPort> {
+        HostPort::of_url(self.url.shown(), None)
     }
 
     fn set_url(&mut self, url: String) {

@@ -7,8 +7,8 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
-    AppProbe, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun,
-    same,
+    AppProbe, HostPort, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word,
+    WriteRun, same,
 };
 
 use crate::{
@@ -232,6 +232,14 @@ impl Target for TdengineConfig {
 
     fn url(&self) -> Option<&str> {
         Some(self.dsn.shown())
+    }
+
+    /// taosAdapter's port, 6041, where the DSN names none (`ws://` and `wss://` take 80
+    /// and 443, as their schemes do).
+    fn address(&self) -> Option<HostPort> {
+        let dsn = self.dsn.shown();
+        let web = dsn.starts_with("ws://") || dsn.starts_with("wss://");
+        HostPort::of_url(dsn, (!web).then_some(6041))
     }
 
     fn set_url(&mut self, url: String) {

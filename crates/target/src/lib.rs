@@ -50,6 +50,61 @@ impl Registry {
             .chain(self.not_built.iter().map(|k| (k.name, k.url_schemes)))
     }
 
+    /// The target kind and URL `--target` names: `KIND+URL` picks the kind
+    /// (`prometheus+http://h:9090/api/v1/write`, `clickhouse+http://h:8123`); else the first
+    /// registered kind that takes the URL's scheme (`http(s)://` is `influx`, listed before
+    /// `prometheus` and `clickhouse`), or `null`.
+    pub fn kind_of_url(&self, given: &str) -> Result<(&'static str, String), String> {
+        let names = self.schemes();
+        let (prefix, url) = match given.split_once('+') {
+            Some((kind, rest)) if rest.contains("://") && names.clone().any(|(n, _)| n == kind) => {
+                (Some(kind), rest)
+            }
+            _ => (None, given),
+        };
+        let scheme = url
+            .split_once(':')
+            .map_or(url, |(s, _)| s)
+            .to_ascii_lowercase();
+        if let Some(kind) = prefix {
+            let (name, schemes) = names.clone().find(|(n, _)| *n == kind).unwrap_or_default();
+            if !schemes.contains(&scheme.as_str()) {
+                return Err(format!(
+                    "--target {given}: target kind {name} takes URLs of {}, not {scheme}://",
+                    schemes.join(", ")
+                ));
+            }
+            return Ok((name, url.to_string()));
+        }
+        if scheme == "null" {
+            return Ok(("null", url.to_string()));
+        }
+        if let Some((name, _)) = names.clone().find(|(_, s)| s.contains(&scheme.as_str())) {
+            return Ok((name, url.to_string()));
+        }
+        // Each scheme once, with the kinds that take it.
+        let mut schemes: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (name, kind_schemes) in names {
+            for s in kind_schemes {
+                match schemes.iter_mut().find(|(x, _)| x == s) {
+                    Some((_, kinds)) => kinds.push(name),
+                    None => schemes.push((s, vec![name])),
+                }
+            }
+        }
+        let listed: Vec<String> = schemes
+            .iter()
+            .map(|(s, kinds)| format!("{s} ({})", kinds.join(", ")))
+            .collect();
+        Err(format!(
+            "--target {given}: the scheme does not name a target kind; the schemes (and their \
+             kinds): {}, or null; \
+             the first kind is the default, and KIND+URL picks another \
+             (prometheus+http://127.0.0.1:9090/api/v1/write)",
+            listed.join(", ")
+        ))
+    }
+
     /// `target.kind`'s values: the registered kinds, then those this build left out.
     pub fn names(&self) -> Vec<&'static str> {
         self.schemes().map(|(name, _)| name).collect()
@@ -175,6 +230,34 @@ pub enum AppProbe {
     Http(HttpEndpoint),
 }
 
+/// A TCP server's host (a name or an address, IPv6 without brackets) and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    pub host: String,
+    pub port: u16,
+}
+
+impl HostPort {
+    /// The host and port of `url`: its own port, else `default_port` (the kind's), else
+    /// its scheme's well-known one (`http` 80, `https` 443, `ws`, `wss`). `None` when the
+    /// URL does not parse, names no host, or has no port by any of these.
+    pub fn of_url(url: &str, default_port: Option<u16>) -> Option<HostPort> {
+        let parsed = url::Url::parse(url).ok()?;
+        let host = parsed.host_str().filter(|h| !h.is_empty())?;
+        let port = parsed
+            .port()
+            .or(default_port)
+            .or_else(|| parsed.port_or_known_default())?;
+        Some(HostPort {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port,
+        })
+    }
+}
+
 /// An HTTP server as a target reaches it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpEndpoint {
@@ -219,6 +302,13 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
     /// The URL (or DSN) it is reached at over TCP, as shown: a password or secret query
     /// value as `***`. `None` for an embedded or null target.
     fn url(&self) -> Option<&str> {
+        None
+    }
+
+    /// The host and port it connects to over TCP: its URL's, with the kind's defaults for
+    /// what the URL leaves out. `None` for an embedded or null target, or one reached over
+    /// a Unix socket.
+    fn address(&self) -> Option<HostPort> {
         None
     }
 
