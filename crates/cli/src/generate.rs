@@ -13,19 +13,23 @@ use anyhow::Context as _;
 use tsload_core::Batch;
 use tsload_lineproto::{LineEncoder, Precision};
 
+/// `tsload generate --format`: what the data set is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Line protocol, as TSBS's `--format=influx` writes it.
+    Influx,
+}
+
 /// Rows generated and encoded per step; large enough to amortise per-batch work.
 const ROWS_PER_STEP: usize = 10_000;
 
 pub fn cmd_generate(
     scenario: Option<&Path>,
     overrides: &[String],
-    format: &str,
+    format: Format,
     output: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    if format != "influx" {
-        errln!("error: --format: \"{format}\" is not supported; allowed: influx");
-        return Ok(ExitCode::from(crate::exit::EXIT_USAGE));
-    }
+    let Format::Influx = format;
     let plan = match tsload_scenario::load(scenario, overrides) {
         Ok(p) => p,
         Err(e) => {

@@ -179,8 +179,8 @@ struct GenerateArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
     /// Output format (only `influx`, TSBS's line protocol, so far).
-    #[arg(long, default_value = "influx")]
-    format: String,
+    #[arg(long, value_enum, default_value_t = generate::Format::Influx)]
+    format: generate::Format,
     /// Output file; gzip-compressed when it ends in `.gz`. Standard output when omitted.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -239,7 +239,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::cmd_generate(
             args.scenario.scenario.as_deref(),
             &args.scenario.set,
-            &args.format,
+            args.format,
             args.output.as_deref(),
         ),
     };
@@ -526,7 +526,7 @@ fn quick_sets(args: &RunArgs) -> Result<Vec<(String, String)>, String> {
         let (kind, url) = tsload_kinds::REGISTRY.kind_of_url(given)?;
         let flag = format!("--target {given}");
         sets.push((format!("target.kind=\"{kind}\""), flag.clone()));
-        if kind != "null" {
+        if let Some(url) = url {
             sets.push((
                 format!("target.url={}", toml_edit::Value::from(url.as_str())),
                 flag,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use tsload_netem::{Guard, GuardOptions, Target};
-use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeReport, TcpOptions};
+use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeError, ProbeReport, TcpOptions};
 use tsload_proxy::{Proxy, ProxyConfig, ProxyHandle};
 
 use tsload_scenario::plan::{NetworkBackend, NetworkPlan, ProbeChoice, TargetPlan};
@@ -31,7 +31,8 @@ fn set_target_url(target: &mut TargetPlan, url: String) {
 
 /// Sends the target's connections to the proxy at `local`. An address in the URL is
 /// replaced by the proxy's; but TLS checks the server's certificate against the URL's
-/// host, so an https line-protocol server named by host name keeps its URL and is
+/// host, so a server named by host name whose kind can be told where to connect
+/// ([`tsload_target::Target::connect_via`]: the HTTP kinds) keeps its URL and is
 /// connected to at `local` instead, and a verified TLS connection to a named SQL server
 /// (which cannot be told where else to connect) is refused. Returns the host name kept,
 /// if one was.
@@ -43,18 +44,18 @@ fn point_at_proxy(
     let parsed =
         url::Url::parse(url).map_err(|e| anyhow::anyhow!("cannot parse the target URL: {e}"))?;
     if let Some(name) = tsload_target::sql_tls::host_name(&parsed) {
-        if parsed.scheme() == "https" {
-            // reqwest's resolve override keeps the URL's port: the URL names the proxy's.
-            let mut via = parsed.clone();
-            via.set_port(Some(local.port()))
-                .map_err(|()| anyhow::anyhow!("cannot set the port of the target URL"))?;
-            let mut text = via.to_string();
-            if !url.ends_with('/') && text.ends_with('/') && via.path() == "/" {
-                text.pop();
-            }
-            if target.connect_via(text, local) {
-                return Ok(Some(name.to_string()));
-            }
+        // A kind that can be told where to connect keeps the name (TLS checks the
+        // certificate against it); reqwest's resolve override keeps the URL's port, so the
+        // URL names the proxy's.
+        let mut via = parsed.clone();
+        via.set_port(Some(local.port()))
+            .map_err(|()| anyhow::anyhow!("cannot set the port of the target URL"))?;
+        let mut text = via.to_string();
+        if !url.ends_with('/') && text.ends_with('/') && via.path() == "/" {
+            text.pop();
+        }
+        if target.connect_via(text, local) {
+            return Ok(Some(name.to_string()));
         }
         if let Some(host) = tsload_target::sql_tls::name_checked_host(url) {
             // Refused when the scenario was read too; the environment may have changed.
@@ -256,19 +257,36 @@ pub async fn app_probe(
     path: &str,
     opts: &AppOptions,
 ) -> anyhow::Result<ProbeReport> {
-    Ok(match target.app_probe() {
-        tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(url.expose(), opts).await?,
+    let probe = target.app_probe();
+    if probe == tsload_target::AppProbe::None {
+        bail!("target kind \"{}\" has no application probe", target.kind());
+    }
+    Ok(run_app_probe(probe, path, opts).await?)
+}
+
+/// Runs `probe`: a GET of `path` under an HTTP endpoint, `SELECT 1` over a SQL URL.
+pub async fn run_app_probe(
+    probe: tsload_target::AppProbe,
+    path: &str,
+    opts: &AppOptions,
+) -> Result<ProbeReport, ProbeError> {
+    match probe {
+        tsload_target::AppProbe::Sql { url } => tsload_probe::sql_rtt(url.expose(), opts).await,
         tsload_target::AppProbe::Http(endpoint) => {
-            let url = format!("{}{path}", endpoint.url.trim_end_matches('/'));
+            let url = if path.is_empty() {
+                endpoint.url
+            } else {
+                format!("{}{path}", endpoint.url.trim_end_matches('/'))
+            };
             let mut opts = opts.clone();
             opts.tls = endpoint.tls;
             opts.connect_to = endpoint.connect_to;
-            tsload_probe::http_rtt(&url, &opts).await?
+            tsload_probe::http_rtt(&url, &opts).await
         }
-        tsload_target::AppProbe::None => {
-            bail!("target kind \"{}\" has no application probe", target.kind())
-        }
-    })
+        tsload_target::AppProbe::None => Err(ProbeError::InvalidOptions(
+            "the target has no application probe".into(),
+        )),
+    }
 }
 
 #[cfg(test)]

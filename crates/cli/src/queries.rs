@@ -31,7 +31,7 @@ pub fn build(plan: &Plan) -> Result<Arc<dyn QueryWorkload>, String> {
 
 /// The read workload of `part`, this process's part of `whole` ([`crate::shard::split`]).
 /// TSBS queries are numbered over the whole run: `whole`'s `query.queries` is their limit,
-/// and a shard's workload (`tsload_core::shard::ShardedQueries`) runs its block of them.
+/// and a shard's workload (`tsload_core::query::ShardedQueries`) runs its block of them.
 /// (`part`'s `query.queries`, the shard's share, is what its engine counts to.)
 pub fn build_part(whole: &Plan, part: &Plan) -> Result<Arc<dyn QueryWorkload>, String> {
     let plan = part;

@@ -17,9 +17,10 @@ use anyhow::Context as _;
 use tsload_core::Workload;
 use tsload_core::engine::{EngineError, RunOutcome, StopHandle};
 use tsload_core::query::QueryWorkload;
+use tsload_core::query::ShardedQueries;
 use tsload_core::query_engine::QueryOutcome;
 use tsload_core::rusage::Usage;
-use tsload_core::shard::{ShardedQueries, ShardedWorkload};
+use tsload_core::shard::ShardedWorkload;
 use tsload_probe::ProbeReport;
 use tsload_report::query_report::QuerySummary;
 use tsload_report::report::Summary;
@@ -160,6 +161,25 @@ async fn start_network(
             }
             Err(e.context("measuring the RTT before the load"))
         }
+    }
+}
+
+/// Each mode's streams' reports (their lines and the JSON of their summaries), between
+/// the run's common head and tail in [`report::finish`].
+fn report_streams(
+    outcomes: Outcomes,
+    usage: &Usage,
+    r: &mut report::Reporter,
+    executed: &mut Executed,
+) -> anyhow::Result<()> {
+    match outcomes {
+        Outcomes::Write(o) => write::report(o, usage, r, executed),
+        Outcomes::Query { preload, query } => query::report(preload, query, usage, r, executed),
+        Outcomes::Mixed {
+            write,
+            query,
+            split,
+        } => mixed::report(write, query, split, usage, r, executed),
     }
 }
 

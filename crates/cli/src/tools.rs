@@ -12,7 +12,6 @@ use clap::{Args, Subcommand, ValueEnum};
 use tsload_probe::{AppOptions, IcmpOptions, Pacing, ProbeError, ProbeReport, TcpOptions};
 
 use tsload_proxy::{Direction, Fault, Proxy, ProxyConfig};
-use tsload_target::sql_tls::SqlFamily;
 
 #[derive(Args)]
 pub struct ProxyArgs {
@@ -277,34 +276,13 @@ pub fn cmd_probe(command: ProbeCommand) -> anyhow::Result<ExitCode> {
                 o.interval = a.common.interval;
                 o.timeout = a.common.timeout;
                 o.netns = a.common.netns.clone();
-                o.tls = tsload_tls::TlsOptions {
+                let tls = tsload_tls::TlsOptions {
                     ca_file: a.ca_file.clone(),
                     insecure_skip_verify: a.insecure_skip_verify,
                 };
-                let scheme = a.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-                let tls_given = o.tls != tsload_tls::TlsOptions::default();
-                let r = match scheme.as_deref() {
-                    Some("http") if tls_given => Err(ProbeError::InvalidOptions(
-                        "--ca-file and --insecure-skip-verify are for https:// and SQL URLs; \
-                         an http:// URL is not encrypted"
-                            .into(),
-                    )),
-                    Some("http" | "https") => tsload_probe::http_rtt(&a.url, &o).await,
-                    _ => match SqlFamily::of_url(&a.url) {
-                        // sqlx reads TLS from the URL: the flags become its keys there.
-                        Some(family) => {
-                            match tsload_target::sql_tls::url_with_tls(a.url, family, &o.tls) {
-                                Ok(url) => {
-                                    o.tls = tsload_tls::TlsOptions::default();
-                                    tsload_probe::sql_rtt(&url, &o).await
-                                }
-                                Err(e) => Err(ProbeError::InvalidOptions(format!(
-                                    "--ca-file/--insecure-skip-verify: {e}"
-                                ))),
-                            }
-                        }
-                        None => tsload_probe::sql_rtt(&a.url, &o).await,
-                    },
+                let r = match tsload_target::AppProbe::of_url(a.url.clone(), &tls) {
+                    Ok(probe) => crate::network::run_app_probe(probe, "", &o).await,
+                    Err(why) => Err(ProbeError::InvalidOptions(why)),
                 };
                 r.map(|r| (r, a.common.json))
             }

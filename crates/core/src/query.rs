@@ -234,6 +234,43 @@ impl Statement {
     }
 }
 
+/// A query workload seen by one shard: shard 0 alone runs the setup (the others wait for
+/// it at the start gate), loaders take their global parts, and workers the shard's part
+/// the workload gives ([`QueryWorkload::shard_source`]).
+pub struct ShardedQueries {
+    inner: Arc<dyn QueryWorkload>,
+    shard: Shard,
+}
+
+impl ShardedQueries {
+    pub fn new(inner: Arc<dyn QueryWorkload>, shard: Shard) -> Self {
+        ShardedQueries { inner, shard }
+    }
+}
+
+impl QueryWorkload for ShardedQueries {
+    fn kinds(&self) -> &[String] {
+        self.inner.kinds()
+    }
+
+    fn setup(&self) -> Vec<QueryRequest> {
+        if self.shard.index == 0 {
+            self.inner.setup()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn load(&self, worker: usize, workers: usize) -> Option<Box<dyn QuerySource>> {
+        let (w, n) = self.shard.global_worker(worker, workers);
+        self.inner.load(w, n)
+    }
+
+    fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource> {
+        self.inner.shard_source(worker, workers, self.shard)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@
 //!   shard has a device when `N <= D` ([`Shard::devices`]). A row budget is split in
 //!   proportion to those devices ([`Shard::share_by_devices`]), so each shard's part is
 //!   one its devices can fill.
-//! - queries ([`ShardedQueries`]): each local worker's source comes from
+//! - queries ([`ShardedQueries`](crate::query::ShardedQueries)): each local worker's source comes from
 //!   [`QueryWorkload::shard_source`]. By default that is global worker `w * N + i` of
 //!   `W * N`, interleaved (sysbench's transactions, and a time-limited TSBS run, whose
 //!   workers each cycle through every query type). A workload whose requests are numbered
@@ -26,7 +26,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::query::{QueryRequest, QuerySource, QueryWorkload};
 use crate::schema::Schema;
 use crate::stored::RunScope;
 use crate::workload::{BatchSource, Workload, device_range};
@@ -210,43 +209,6 @@ impl Workload for ShardedWorkload {
                 .map(|set| set.with_slots(self.shard.devices(set.slot_count))),
             part: Some(format!("shard {}", self.shard)),
         }
-    }
-}
-
-/// A query workload seen by one shard: shard 0 alone runs the setup (the others wait for
-/// it at the start gate), loaders take their global parts, and workers the shard's part
-/// the workload gives ([`QueryWorkload::shard_source`]).
-pub struct ShardedQueries {
-    inner: Arc<dyn QueryWorkload>,
-    shard: Shard,
-}
-
-impl ShardedQueries {
-    pub fn new(inner: Arc<dyn QueryWorkload>, shard: Shard) -> Self {
-        ShardedQueries { inner, shard }
-    }
-}
-
-impl QueryWorkload for ShardedQueries {
-    fn kinds(&self) -> &[String] {
-        self.inner.kinds()
-    }
-
-    fn setup(&self) -> Vec<QueryRequest> {
-        if self.shard.index == 0 {
-            self.inner.setup()
-        } else {
-            Vec::new()
-        }
-    }
-
-    fn load(&self, worker: usize, workers: usize) -> Option<Box<dyn QuerySource>> {
-        let (w, n) = self.shard.global_worker(worker, workers);
-        self.inner.load(w, n)
-    }
-
-    fn source(&self, worker: usize, workers: usize) -> Box<dyn QuerySource> {
-        self.inner.shard_source(worker, workers, self.shard)
     }
 }
 

@@ -16,6 +16,8 @@ use std::fs::File;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use futures_util::StreamExt;
+use std::path::{Path, PathBuf};
+
 use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteType};
@@ -27,7 +29,6 @@ use crate::encode::{
     parse_ext_ack,
 };
 use crate::error::Error;
-use crate::netns::netns_path;
 use crate::spec::Spec;
 
 const EPERM: i32 = 1;
@@ -187,6 +188,18 @@ pub fn mixes_duplicating_netems(
 ) -> bool {
     new_kind == "netem"
         && current.is_some_and(|q| q.kind == "netem" && (new_duplicates || q.duplicates()))
+}
+
+/// Where named network namespaces live (iproute2's `NETNS_RUN_DIR`).
+pub const NETNS_DIR: &str = "/var/run/netns";
+
+/// The path of a namespace given by name (or by path, if it contains a `/`).
+pub fn netns_path(name: &str) -> PathBuf {
+    if name.contains('/') {
+        PathBuf::from(name)
+    } else {
+        Path::new(NETNS_DIR).join(name)
+    }
 }
 
 /// How [`Netlink::replace_root`] put a qdisc in place.

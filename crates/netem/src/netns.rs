@@ -28,19 +28,8 @@ use nix::mount::{MntFlags, MsFlags};
 use nix::sched::CloneFlags;
 
 use crate::apply::Netlink;
+pub use crate::apply::{NETNS_DIR, netns_path};
 use crate::error::Error;
-
-/// Where named network namespaces live (iproute2's `NETNS_RUN_DIR`).
-pub const NETNS_DIR: &str = "/var/run/netns";
-
-/// The path of a namespace given by name (or by path, if it contains a `/`).
-pub fn netns_path(name: &str) -> PathBuf {
-    if name.contains('/') {
-        PathBuf::from(name)
-    } else {
-        Path::new(NETNS_DIR).join(name)
-    }
-}
 
 /// Whether a process is alive (its pid exists).
 pub(crate) fn pid_alive(pid: u32) -> bool {

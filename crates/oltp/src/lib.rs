@@ -39,7 +39,6 @@
 //! ```
 
 mod config;
-mod counts;
 mod rand;
 mod source;
 mod sql;
@@ -53,7 +52,7 @@ pub use config::{
     Dialect, MAX_PER_TRANSACTION, MAX_TABLE_SIZE, MAX_TABLES, OltpConfig, OltpError, OltpKind,
     PARAMS_PER_LOAD_ROW, RandType, SecondaryIndex,
 };
-pub use counts::{StatementCounts, statement_counts};
+pub use config::{StatementCounts, statement_counts};
 pub use source::{LoadRow, LoadSource, RunSource, load_row};
 
 use source::Shared;

@@ -19,7 +19,6 @@
 //! workloads write: hosts `host_0` .. `host_{scale-1}` in tag `hostname`, integer fields
 //! `usage_user` .. `usage_guest_nice`.
 
-mod error;
 mod reference;
 mod render;
 mod spec;
@@ -27,7 +26,6 @@ mod time;
 mod types;
 mod workload;
 
-pub use error::QueryError;
 pub use reference::{ReferenceRow, reference_answer};
 pub use render::{
     Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, TdPrecision, TdengineOptions,
@@ -36,7 +34,7 @@ pub use render::{
 pub use spec::{QuerySpec, SpecGenerator, TimeWindow};
 pub use time::{push_rfc3339, rfc3339};
 pub use types::{
-    CPU_METRICS, GROUPBY_ORDERBY_LIMIT_ROWS, HIGH_CPU_THRESHOLD, HOUR_NS, MINUTE_NS, QueryShape,
-    QueryType,
+    CPU_METRICS, GROUPBY_ORDERBY_LIMIT_ROWS, HIGH_CPU_THRESHOLD, HOUR_NS, MINUTE_NS, QueryError,
+    QueryShape, QueryType,
 };
 pub use workload::{TsbsQueries, TsbsQueriesConfig};

@@ -1,11 +1,9 @@
 //! The 15 TSBS devops query types (`tsbs_generate_queries --use-case=devops`): their
 //! names, and what each one asks for (metrics, hosts, time window, grouping), as TSBS
-//! defines them.
+//! defines them; and the crate's one error type, [`QueryError`].
 
 use std::fmt;
 use std::str::FromStr;
-
-use crate::QueryError;
 
 /// Nanoseconds in a minute and in an hour.
 pub const MINUTE_NS: i64 = 60_000_000_000;
@@ -273,6 +271,44 @@ impl BucketUnit {
         match self {
             BucketUnit::Minute => "1m",
             BucketUnit::Hour => "1h",
+        }
+    }
+}
+
+/// Why a query workload cannot be built or a query cannot be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// A setting of the workload is out of range; `key` names it (`scale`, `end`,
+    /// `types`, `queries`, ...).
+    #[error("{key}: {message}")]
+    Config { key: String, message: String },
+
+    /// No such TSBS devops query type.
+    #[error("unknown query type {name:?}; expected one of: {}", all_names())]
+    UnknownType { name: String },
+
+    /// The dialect has no equivalent of this query type.
+    #[error("query type {query_type} cannot be expressed in {dialect}: {reason}")]
+    Unsupported {
+        query_type: QueryType,
+        dialect: &'static str,
+        reason: &'static str,
+    },
+
+    /// A [`crate::QuerySpec`] that does not fit its query type (wrong host count, no
+    /// window, ...).
+    #[error("query spec for {query_type}: {message}")]
+    BadSpec {
+        query_type: QueryType,
+        message: String,
+    },
+}
+
+impl QueryError {
+    pub(crate) fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
+        QueryError::Config {
+            key: key.into(),
+            message: message.into(),
         }
     }
 }

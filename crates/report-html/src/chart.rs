@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::page::esc;
+use crate::escape::esc;
 
 /// Width and height of every plot's SVG coordinate space.
 const W: f64 = 1000.0;

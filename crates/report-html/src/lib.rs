@@ -21,6 +21,7 @@
 
 mod chart;
 mod checked;
+mod escape;
 mod hlog;
 mod page;
 mod shards;

@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::chart::{self, Line, Scale};
 use crate::checked::ReportView;
+use crate::escape::esc;
 use crate::hlog::{add, summarize};
-use crate::page::esc;
 use crate::{Error, Interval, round_us};
 
 const CLASSES: [&str; 5] = ["c0", "c1", "c2", "c3", "c4"];

@@ -12,7 +12,7 @@
 //! the XML declaration are dropped, and a DTD is refused.
 
 use crate::Error;
-use crate::page::esc;
+use crate::escape::esc;
 
 /// SVG's namespace: the one a figure's elements may be in (or none).
 const SVG_NAMESPACE: &str = "http://www.w3.org/2000/svg";

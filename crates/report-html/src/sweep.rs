@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::chart::{self, Scale, XyLine};
-use crate::page::esc;
+use crate::escape::esc;
 
 /// The keys whose values are a delay: the fit's groups are the other keys' values (as the
 /// CLI's `RTT_KEYS`).
@@ -382,7 +382,7 @@ fn group_name(row: &Value, keys: &[String]) -> String {
                 .get("point")
                 .and_then(|p| p.get(k))
                 .map_or_else(String::new, shown);
-            format!("{k}={}", crate::page::redacted(k, &v))
+            format!("{k}={}", crate::escape::redacted(k, &v))
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -393,7 +393,7 @@ fn fit_name(f: &Value, g: usize) -> String {
     match f.get("fixed").and_then(Value::as_object) {
         Some(m) if !m.is_empty() => m
             .iter()
-            .map(|(k, v)| format!("{k}={}", crate::page::redacted(k, &shown(v))))
+            .map(|(k, v)| format!("{k}={}", crate::escape::redacted(k, &shown(v))))
             .collect::<Vec<_>>()
             .join(" "),
         Some(_) => "all points".into(),
@@ -556,7 +556,7 @@ fn verdict_table(out: &mut String, rows: &[Value]) {
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
-                    .map(|(k, x)| format!("{k}={}", crate::page::redacted(k, &shown(x))))
+                    .map(|(k, x)| format!("{k}={}", crate::escape::redacted(k, &shown(x))))
                     .collect::<Vec<_>>()
                     .join(" ")
             })

@@ -14,12 +14,14 @@
 //! the client's own time between requests.
 
 use std::fmt;
+use std::io;
 
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::grid::Axis;
 use crate::grid::Point;
-use crate::table::{SweepRow, SweepTable};
+use crate::table::{Measure, SweepRow, SweepTable};
 
 /// Which per-request time the fit uses (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -341,6 +343,38 @@ impl SweepTable {
             })
             .collect()
     }
+}
+
+impl SweepTable {
+    /// Writes `{"axes": [...], "rows": [...], "fits": [...]}` (pretty-printed, newline at
+    /// the end), with `"measure": "queries"` or `"transactions"` after the axes for a
+    /// query sweep (whose rows' rates have their own names, [`Measure::columns`]). `fits`
+    /// is what [`SweepTable::fit_groups`] returned (may be empty): each
+    /// `{"fixed": {key: value}, "fit": {...} | null, "error": "..." | null}`.
+    pub fn write_json<W: io::Write>(&self, fits: &[FitGroup], mut w: W) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            axes: &'a [Axis],
+            #[serde(skip_serializing_if = "is_writes")]
+            measure: Measure,
+            rows: &'a [SweepRow],
+            fits: &'a [FitGroup],
+        }
+        serde_json::to_writer_pretty(
+            &mut w,
+            &Report {
+                axes: &self.axes,
+                measure: self.measure,
+                rows: &self.rows,
+                fits,
+            },
+        )?;
+        w.write_all(b"\n")
+    }
+}
+
+fn is_writes(m: &Measure) -> bool {
+    *m == Measure::Writes
 }
 
 #[cfg(test)]

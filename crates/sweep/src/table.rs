@@ -6,7 +6,6 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fit::FitGroup;
 use crate::grid::{Axis, Grid, Point};
 use tsload_report::verdict::Verdict;
 
@@ -472,36 +471,6 @@ impl SweepTable {
         }
         out
     }
-
-    /// Writes `{"axes": [...], "rows": [...], "fits": [...]}` (pretty-printed, newline at
-    /// the end), with `"measure": "queries"` or `"transactions"` after the axes for a
-    /// query sweep (whose rows' rates have their own names, [`Measure::columns`]). `fits`
-    /// is what [`SweepTable::fit_groups`] returned (may be empty): each
-    /// `{"fixed": {key: value}, "fit": {...} | null, "error": "..." | null}`.
-    pub fn write_json<W: io::Write>(&self, fits: &[FitGroup], mut w: W) -> io::Result<()> {
-        #[derive(Serialize)]
-        struct Report<'a> {
-            axes: &'a [Axis],
-            #[serde(skip_serializing_if = "is_writes")]
-            measure: Measure,
-            rows: &'a [SweepRow],
-            fits: &'a [FitGroup],
-        }
-        serde_json::to_writer_pretty(
-            &mut w,
-            &Report {
-                axes: &self.axes,
-                measure: self.measure,
-                rows: &self.rows,
-                fits,
-            },
-        )?;
-        w.write_all(b"\n")
-    }
-}
-
-fn is_writes(m: &Measure) -> bool {
-    *m == Measure::Writes
 }
 
 /// Writes one CSV record (RFC 4180 quoting, CRLF).

@@ -53,8 +53,8 @@ impl Registry {
     /// The target kind and URL `--target` names: `KIND+URL` picks the kind
     /// (`prometheus+http://h:9090/api/v1/write`, `clickhouse+http://h:8123`); else the first
     /// registered kind that takes the URL's scheme (`http(s)://` is `influx`, listed before
-    /// `prometheus` and `clickhouse`), or `null`.
-    pub fn kind_of_url(&self, given: &str) -> Result<(&'static str, String), String> {
+    /// `prometheus` and `clickhouse`), or `null` (which takes no URL: `None`).
+    pub fn kind_of_url(&self, given: &str) -> Result<(&'static str, Option<String>), String> {
         let names = self.schemes();
         let (prefix, url) = match given.split_once('+') {
             Some((kind, rest)) if rest.contains("://") && names.clone().any(|(n, _)| n == kind) => {
@@ -74,13 +74,13 @@ impl Registry {
                     schemes.join(", ")
                 ));
             }
-            return Ok((name, url.to_string()));
+            return Ok((name, Some(url.to_string())));
         }
-        if scheme == "null" {
-            return Ok(("null", url.to_string()));
+        if scheme == NullKind.name() {
+            return Ok((NullKind.name(), None));
         }
         if let Some((name, _)) = names.clone().find(|(_, s)| s.contains(&scheme.as_str())) {
-            return Ok((name, url.to_string()));
+            return Ok((name, Some(url.to_string())));
         }
         // Each scheme once, with the kinds that take it.
         let mut schemes: Vec<(&str, Vec<&str>)> = Vec::new();
@@ -255,6 +255,41 @@ impl HostPort {
                 .to_string(),
             port,
         })
+    }
+}
+
+impl AppProbe {
+    /// How `tsload probe app --url URL` reaches a server: an `http(s)://` URL by a GET of
+    /// it, any other by `SELECT 1` over a connection opened from it, `tls` written into a
+    /// PostgreSQL or MySQL URL as sqlx reads it. `Err` says why the options do not fit
+    /// the URL.
+    pub fn of_url(url: String, tls: &tsload_tls::TlsOptions) -> Result<AppProbe, String> {
+        let scheme = url
+            .split_once("://")
+            .map(|(s, _)| s.to_ascii_lowercase())
+            .unwrap_or_default();
+        let tls_given = *tls != tsload_tls::TlsOptions::default();
+        match scheme.as_str() {
+            "http" if tls_given => Err("--ca-file and --insecure-skip-verify are for https:// \
+                 and SQL URLs; an http:// URL is not encrypted"
+                .into()),
+            "http" | "https" => Ok(AppProbe::Http(HttpEndpoint {
+                url,
+                tls: tls.clone(),
+                connect_to: None,
+            })),
+            _ => {
+                let url = match sql_tls::SqlFamily::of_url(&url) {
+                    // sqlx reads TLS from the URL: the options become its keys there.
+                    Some(family) => sql_tls::url_with_tls(url, family, tls)
+                        .map_err(|e| format!("--ca-file/--insecure-skip-verify: {e}"))?,
+                    None => url,
+                };
+                Ok(AppProbe::Sql {
+                    url: tsload_redact::SecretUrl::new(url),
+                })
+            }
+        }
     }
 }
 

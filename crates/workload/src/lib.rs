@@ -9,24 +9,28 @@
 //! replayed file's workers share one reader instead (see [`FileReplay`]).
 
 mod arrival;
+mod churn;
 mod custom;
 mod devops;
 mod file;
 mod iot;
 mod rng;
+mod shape;
 mod state;
 mod tsbs;
 
 mod cpu_only;
 
 pub use arrival::Arrival;
+pub use churn::Churn;
 pub use cpu_only::{CPU_FIELDS, CpuOnly};
-pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue, DEFAULT_PERIOD_NS, Shape, Wave};
+pub use custom::{ColumnSpec, Custom, CustomConfig, CustomValue};
 pub use devops::Devops;
 pub use file::{FileReplay, MAX_LINE_BYTES, ReplayInput, ReplayOptions};
 pub use iot::{IOT_ARRIVAL, Iot, IotOptions};
+pub use shape::{DEFAULT_PERIOD_NS, Shape, Wave};
 pub use state::{StateEstimate, human_bytes};
-pub use tsbs::{Churn, TsbsConfig};
+pub use tsbs::TsbsConfig;
 
 /// A workload definition that cannot generate data.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -10,7 +10,7 @@ use tsload_probe::ProbeReport;
 use tsload_report::query_report::QuerySummary;
 use tsload_report::report::Summary;
 
-use super::{Executed, Outcomes, mixed, query, write};
+use super::{Executed, Outcomes};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use crate::progress::RunObserver;
 use tsload_outputs::Outputs;
@@ -200,17 +200,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         code: 0,
         report: serde_json::Value::Null,
     };
-    match f.outcomes {
-        Outcomes::Write(o) => write::report(o, &f.usage, &mut r, &mut executed)?,
-        Outcomes::Query { preload, query } => {
-            query::report(preload, query, &f.usage, &mut r, &mut executed)?;
-        }
-        Outcomes::Mixed {
-            write,
-            query,
-            split,
-        } => mixed::report(write, query, split, &f.usage, &mut r, &mut executed)?,
-    }
+    super::report_streams(f.outcomes, &f.usage, &mut r, &mut executed)?;
     if let Some(p) = &executed.probe {
         outln!("{}", p.table_row("rtt"));
         r.json.insert("rtt".into(), serde_json::to_value(p)?);
