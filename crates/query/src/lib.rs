@@ -5,10 +5,10 @@
 //! - [`QuerySpec`] and [`SpecGenerator`]: one query's random choices (distinct hosts
 //!   among `scale`, a window inside the data's time range), a pure function of
 //!   `(seed, query index)`.
-//! - [`render`] / [`render_into`]: pure renderers from a spec to the text of one
-//!   [`Dialect`]: InfluxQL, PostgreSQL (wide or tags layout, optional `time_bucket`),
-//!   MySQL/MariaDB (`DATETIME(6)` or `BIGINT` ns), SQLite, QuestDB, TDengine, ClickHouse,
-//!   PromQL / MetricsQL (VictoriaMetrics) and standard PromQL (Prometheus). A type a
+//! - [`render`] / [`render_into`]: a spec in one [`Dialect`], the [`Renderer`] a kind
+//!   implements for its language in its own crate (InfluxQL, PostgreSQL, MySQL, SQLite,
+//!   QuestDB, TDengine, ClickHouse); PromQL / MetricsQL (VictoriaMetrics) and standard
+//!   PromQL (Prometheus), which two kinds speak, are here ([`render::PromQl`]). A type a
 //!   dialect cannot express is [`QueryError::Unsupported`].
 //! - [`TsbsQueries`]: the [`tsload_core::QueryWorkload`] that hands each worker its share
 //!   of the run's queries as [`tsload_core::QueryRequest`]s.
@@ -20,19 +20,16 @@
 //! `usage_user` .. `usage_guest_nice`.
 
 mod reference;
-mod render;
+pub mod render;
 mod spec;
 mod time;
 mod types;
 mod workload;
 
 pub use reference::{ReferenceRow, reference_answer};
-pub use render::{
-    Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, TdPrecision, TdengineOptions,
-    render, render_into,
-};
+pub use render::{Dialect, Renderer, render, render_into};
 pub use spec::{QuerySpec, SpecGenerator, TimeWindow};
-pub use time::{push_rfc3339, rfc3339};
+pub use time::{push_rfc3339, push_sql_datetime, rfc3339};
 pub use types::{
     CPU_METRICS, GROUPBY_ORDERBY_LIMIT_ROWS, HIGH_CPU_THRESHOLD, HOUR_NS, MINUTE_NS, QueryError,
     QueryShape, QueryType,

@@ -58,7 +58,7 @@ pub fn rfc3339(ns: i64) -> String {
 }
 
 /// Appends the UTC wall clock as SQL `DATETIME` text: `2016-01-01 00:00:00`.
-pub(crate) fn push_sql_datetime(out: &mut String, ns: i64) {
+pub fn push_sql_datetime(out: &mut String, ns: i64) {
     push_datetime(out, ns, ' ');
 }
 

@@ -245,13 +245,13 @@ pub(crate) fn bucket_unit(bucket_ns: i64) -> BucketUnit {
 
 /// The two bucket widths TSBS devops queries use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BucketUnit {
+pub enum BucketUnit {
     Minute,
     Hour,
 }
 
 impl BucketUnit {
-    pub(crate) fn ns(self) -> i64 {
+    pub fn ns(self) -> i64 {
         match self {
             BucketUnit::Minute => MINUTE_NS,
             BucketUnit::Hour => HOUR_NS,
@@ -259,7 +259,7 @@ impl BucketUnit {
     }
 
     /// `minute` or `hour`: PostgreSQL's `date_trunc` field, and the SQL column alias.
-    pub(crate) fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             BucketUnit::Minute => "minute",
             BucketUnit::Hour => "hour",
@@ -267,7 +267,7 @@ impl BucketUnit {
     }
 
     /// `1m` or `1h`: InfluxQL, QuestDB, TDengine and PromQL durations.
-    pub(crate) fn short(self) -> &'static str {
+    pub fn short(self) -> &'static str {
         match self {
             BucketUnit::Minute => "1m",
             BucketUnit::Hour => "1h",

@@ -182,7 +182,7 @@ impl TsbsQueries {
         TsbsSource {
             generator: self.generator,
             types: self.types.clone(),
-            dialect: self.cfg.dialect,
+            dialect: self.cfg.dialect.clone(),
             worker: worker as u64 % workers,
             workers,
             round: start / types,
@@ -300,13 +300,27 @@ impl QuerySource for TsbsSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{PgLayout, PostgresOptions};
+    use crate::render::{PromQl, Query, Renderer};
+
+    /// A language that renders every type: the query's shape, hosts and window.
+    #[derive(Debug)]
+    struct Echo;
+
+    impl Renderer for Echo {
+        fn name(&self) -> &'static str {
+            "echo"
+        }
+
+        fn render(&self, q: &Query<'_>, text: &mut String, _params: &mut Vec<Param>) {
+            text.push_str(&format!("cpu {:?} {:?} {:?}", q.shape, q.hosts, q.window));
+        }
+    }
 
     const T0: i64 = 1_451_606_400_000_000_000;
     const H: i64 = 3_600_000_000_000;
 
-    fn pg() -> Dialect {
-        Dialect::Postgres(PostgresOptions::default())
+    fn echo() -> Dialect {
+        Dialect::new(Echo)
     }
 
     fn cfg(dialect: Dialect) -> TsbsQueriesConfig {
@@ -329,11 +343,11 @@ mod tests {
 
     #[test]
     fn kinds_are_the_types_and_default_to_what_the_dialect_supports() {
-        let w = TsbsQueries::new(cfg(pg())).unwrap();
+        let w = TsbsQueries::new(cfg(echo())).unwrap();
         assert_eq!(w.kinds().len(), 15);
         assert_eq!(w.kinds()[0], "single-groupby-1-1-1");
         assert_eq!(w.kinds()[14], "lastpoint");
-        let w = TsbsQueries::new(cfg(Dialect::PromQl)).unwrap();
+        let w = TsbsQueries::new(cfg(Dialect::new(PromQl::METRICSQL))).unwrap();
         assert_eq!(
             w.kinds(),
             [
@@ -350,7 +364,7 @@ mod tests {
                 "double-groupby-all"
             ]
         );
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.types = Some(vec![QueryType::Lastpoint, QueryType::CpuMaxAll_1]);
         let w = TsbsQueries::new(c).unwrap();
         assert_eq!(w.kinds(), ["lastpoint", "cpu-max-all-1"]);
@@ -362,27 +376,27 @@ mod tests {
             QueryError::Config { key, .. } => key,
             e => panic!("{e}"),
         };
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.types = Some(vec![]);
         assert_eq!(key(c), "types");
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.types = Some(vec![QueryType::HighCpu_1, QueryType::HighCpu_1]);
         assert_eq!(key(c), "types");
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.queries = Some(0);
         assert_eq!(key(c), "queries");
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.scale = 4;
         assert_eq!(key(c), "scale", "8-host types need 8 hosts");
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.end_ns = T0 + 6 * H;
         assert_eq!(key(c), "end", "12-hour windows need 12 hours");
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.end_ns = T0 + 6 * H;
         c.types = Some(vec![QueryType::SingleGroupby_1_1_1, QueryType::Lastpoint]);
         assert!(TsbsQueries::new(c).is_ok(), "1-hour types fit in 6 hours");
 
-        let mut c = cfg(Dialect::PromQl);
+        let mut c = cfg(Dialect::new(PromQl::METRICSQL));
         c.types = Some(vec![QueryType::CpuMaxAll_1, QueryType::Lastpoint]);
         let e = TsbsQueries::new(c).unwrap_err();
         assert!(
@@ -405,7 +419,7 @@ mod tests {
 
     #[test]
     fn one_worker_runs_the_queries_in_order() {
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.queries = Some(100);
         let w = TsbsQueries::new(c).unwrap();
         let one = drain(&w, 0, 1, 1000);
@@ -443,7 +457,7 @@ mod tests {
     }
 
     fn with_types(n: usize) -> TsbsQueries {
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.types = Some(QueryType::ALL[..n].to_vec());
         TsbsQueries::new(c).unwrap()
     }
@@ -516,7 +530,7 @@ mod tests {
 
     #[test]
     fn shards_of_a_limited_run_take_blocks_with_the_whole_mix() {
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.types = Some(QueryType::ALL[..4].to_vec());
         c.queries = Some(4000);
         let w = TsbsQueries::new(c).unwrap();
@@ -562,7 +576,7 @@ mod tests {
 
     #[test]
     fn shards_of_an_unlimited_run_are_global_workers_that_cycle_through_every_type() {
-        let mut c = cfg(pg());
+        let mut c = cfg(echo());
         c.types = Some(QueryType::ALL[..4].to_vec());
         let w = TsbsQueries::new(c).unwrap();
         for index in 0..4 {
@@ -586,7 +600,7 @@ mod tests {
 
     #[test]
     fn without_a_limit_sources_do_not_end_and_are_deterministic() {
-        let mut c = cfg(Dialect::Tdengine(Default::default()));
+        let mut c = cfg(Dialect::new(Echo));
         c.types = Some(vec![QueryType::SingleGroupby_1_8_1]);
         let w = TsbsQueries::new(c.clone()).unwrap();
         let a = drain(&w, 1, 2, 500);
@@ -604,10 +618,7 @@ mod tests {
 
     #[test]
     fn specs_follow_the_run_index() {
-        let mut c = cfg(Dialect::Postgres(PostgresOptions {
-            layout: PgLayout::TagsTable,
-            time_bucket: true,
-        }));
+        let mut c = cfg(Dialect::new(Echo));
         c.types = Some(vec![QueryType::CpuMaxAll_8, QueryType::Lastpoint]);
         let w = TsbsQueries::new(c).unwrap();
         assert_eq!(w.spec(0).query_type, QueryType::CpuMaxAll_8);

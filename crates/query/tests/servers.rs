@@ -13,10 +13,13 @@ use serde_json::Value;
 use sqlx::{Connection, Row};
 use tsload_core::engine::{self, LoadConfig, NoObserver, StopHandle};
 use tsload_core::{Param, Sink, Statement};
+use tsload_query::render::PromQl;
 use tsload_query::{
-    Dialect, MysqlOptions, MysqlTs, PgLayout, PostgresOptions, QueryShape, QuerySpec, QueryType,
-    ReferenceRow, TsbsQueries, TsbsQueriesConfig, reference_answer, rfc3339,
+    Dialect, QueryShape, QuerySpec, QueryType, ReferenceRow, TsbsQueries, TsbsQueriesConfig,
+    reference_answer, rfc3339,
 };
+use tsload_sink_mysql::{MysqlSql, TsType};
+use tsload_sink_postgres::{Layout, PostgresSql};
 use tsload_testbed::{Server, ServerKind};
 use tsload_workload::{CpuOnly, TsbsConfig};
 
@@ -99,7 +102,7 @@ impl Case {
 fn cases(dialect: Dialect) -> Vec<Case> {
     let mut out = Vec::new();
     for t in dialect.supported_types() {
-        let mut cfg = TsbsQueriesConfig::new(42, SCALE, T0, T0 + HOURS * H, dialect);
+        let mut cfg = TsbsQueriesConfig::new(42, SCALE, T0, T0 + HOURS * H, dialect.clone());
         cfg.types = Some(vec![t]);
         let w = TsbsQueries::new(cfg).expect("the data fits every type");
         let case = (0..200).find_map(|i| {
@@ -253,22 +256,25 @@ fn check_sql_server(
 fn postgres_answers_every_type_in_both_layouts() {
     let pg = start(ServerKind::Postgres);
     let url = pg.database_url().expect("an SQL server");
-    for layout in [PgLayout::Wide, PgLayout::TagsTable] {
+    for layout in [Layout::Wide, Layout::TagsTable] {
         let mut cfg = tsload_sink_postgres::PostgresConfig::new(url.clone());
         cfg.drop_existing = true;
-        cfg.layout = match layout {
-            PgLayout::Wide => tsload_sink_postgres::Layout::Wide,
-            PgLayout::TagsTable => tsload_sink_postgres::Layout::TagsTable,
-        };
+        cfg.layout = layout;
         load(
             tsload_sink_postgres::PostgresSink::new(cfg).expect("valid config"),
             Some(&pg),
         );
-        let dialect = Dialect::Postgres(PostgresOptions {
+        let dialect = Dialect::new(PostgresSql {
             layout,
             time_bucket: false,
         });
-        check_sql_server(&pg, &format!("PostgreSQL {layout}"), dialect, pg_time, 1e-9);
+        check_sql_server(
+            &pg,
+            &format!("PostgreSQL {layout:?}"),
+            dialect,
+            pg_time,
+            1e-9,
+        );
     }
 }
 
@@ -293,8 +299,8 @@ fn timescaledb_answers_every_type_with_time_bucket_on_hypertables() {
         chunks.parse::<u32>().unwrap() >= 2,
         "the data spans several chunks: {chunks}"
     );
-    let dialect = Dialect::Postgres(PostgresOptions {
-        layout: PgLayout::TagsTable,
+    let dialect = Dialect::new(PostgresSql {
+        layout: Layout::TagsTable,
         time_bucket: true,
     });
     check_sql_server(&db, "TimescaleDB", dialect, pg_time, 1e-9);
@@ -310,9 +316,9 @@ fn postgres_single_groupby_and_cpu_max_all_equal_the_reference() {
         tsload_sink_postgres::PostgresSink::new(cfg).unwrap(),
         Some(&pg),
     );
-    let dialect = Dialect::Postgres(PostgresOptions::default());
+    let dialect = Dialect::new(PostgresSql::default());
     for t in [QueryType::SingleGroupby_1_1_1, QueryType::CpuMaxAll_1] {
-        let mut c = TsbsQueriesConfig::new(7, SCALE, T0, T0 + HOURS * H, dialect);
+        let mut c = TsbsQueriesConfig::new(7, SCALE, T0, T0 + HOURS * H, dialect.clone());
         c.types = Some(vec![t]);
         let w = TsbsQueries::new(c).unwrap();
         for i in 0..3 {
@@ -347,26 +353,23 @@ fn postgres_single_groupby_and_cpu_max_all_equal_the_reference() {
 fn mariadb_answers_every_type_with_both_ts_types() {
     let db = start(ServerKind::MariaDb);
     let url = db.database_url().expect("an SQL server");
-    for ts in [MysqlTs::DateTime, MysqlTs::BigIntNs] {
+    for ts in [TsType::DateTime6, TsType::BigIntNs] {
         let mut cfg = tsload_sink_mysql::MysqlConfig::new(url.clone());
         cfg.drop_existing = true;
-        cfg.ts_type = match ts {
-            MysqlTs::DateTime => tsload_sink_mysql::TsType::DateTime6,
-            MysqlTs::BigIntNs => tsload_sink_mysql::TsType::BigIntNs,
-        };
+        cfg.ts_type = ts;
         load(
             tsload_sink_mysql::MysqlSink::new(cfg).expect("valid config"),
             Some(&db),
         );
         let time_text: fn(i64) -> String = match ts {
-            MysqlTs::DateTime => sql_time,
-            MysqlTs::BigIntNs => |ns| ns.to_string(),
+            TsType::DateTime6 => sql_time,
+            TsType::BigIntNs => |ns| ns.to_string(),
         };
         // MariaDB's AVG of integers keeps 4 decimals.
         check_sql_server(
             &db,
-            &format!("MariaDB {ts}"),
-            Dialect::Mysql(MysqlOptions { ts }),
+            &format!("MariaDB {ts:?}"),
+            Dialect::new(MysqlSql { ts }),
             time_text,
             1e-4,
         );
@@ -386,7 +389,7 @@ fn sqlite_answers_every_type() {
         let mut conn = sqlx::SqliteConnection::connect(&url)
             .await
             .expect("open the database");
-        for case in cases(Dialect::Sqlite) {
+        for case in cases(Dialect::new(tsload_sink_sqlite::SqliteSql)) {
             let rows = sqlx::query(&case.statement.text)
                 .fetch_all(&mut conn)
                 .await
@@ -462,7 +465,7 @@ fn influxdb_answers_every_type() {
         .expect("valid config"),
         Some(&influx),
     );
-    for case in cases(Dialect::InfluxQl) {
+    for case in cases(Dialect::new(tsload_sink_influx::InfluxQl)) {
         let json = influx
             .influx_query("benchmark", &case.statement.text)
             .unwrap_or_else(|e| panic!("InfluxDB {}: {e}", case.name()));
@@ -490,7 +493,7 @@ fn questdb_answers_every_type() {
         Some(&qdb),
     );
     qdb.questdb_wait_wal().expect("QuestDB applies its WAL");
-    for case in cases(Dialect::QuestDb) {
+    for case in cases(Dialect::new(tsload_sink_influx::QuestDbSql)) {
         let json = qdb
             .questdb_exec(&case.statement.text)
             .unwrap_or_else(|e| panic!("QuestDB {}: {e}\n{}", case.name(), qdb.log_tail()));
@@ -543,7 +546,7 @@ fn victoriametrics_answers_every_type_it_can_express() {
         Some(&vm),
     );
     vm.vm_flush();
-    let all = cases(Dialect::PromQl);
+    let all = cases(Dialect::new(PromQl::METRICSQL));
     assert_eq!(
         all.len(),
         11,

@@ -203,7 +203,7 @@ impl Target for ClickHouseConfig {
         _language: Option<&str>,
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
-        Ok(tsload_query::Dialect::ClickHouse)
+        Ok(tsload_query::Dialect::new(crate::render::ClickHouseSql))
     }
 
     fn query<'a>(
@@ -296,7 +296,7 @@ mod tests {
         assert!(t.query_languages().is_empty());
         assert_eq!(
             t.tsbs_dialect(None, false),
-            Ok(tsload_query::Dialect::ClickHouse)
+            Ok(tsload_query::Dialect::new(crate::render::ClickHouseSql))
         );
         assert!(t.oltp_dialect().is_none());
         assert!(matches!(t.app_probe(), AppProbe::Http(e) if e.url == DEFAULT_URL));

@@ -25,6 +25,7 @@
 pub mod encode;
 mod kind;
 mod query;
+mod render;
 pub mod sql;
 
 use std::fmt;
@@ -40,6 +41,7 @@ use tsload_redact::Secret;
 pub use encode::RowBinaryEncoder;
 pub use kind::{ClickHouseKind, KIND};
 pub use query::{ClickHouseQueryConn, ClickHouseQueryTarget};
+pub use render::ClickHouseSql;
 
 /// The header in which ClickHouse 19.x and later name the exception of a failed request
 /// (18.x writes the code only in the body).

@@ -320,9 +320,9 @@ impl Target for InfluxConfig {
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
         Ok(match query_api(language)? {
-            QueryApi::InfluxQl => tsload_query::Dialect::InfluxQl,
-            QueryApi::PromQl => tsload_query::Dialect::PromQl,
-            QueryApi::QuestDb => tsload_query::Dialect::QuestDb,
+            QueryApi::InfluxQl => tsload_query::Dialect::new(crate::influxql::InfluxQl),
+            QueryApi::PromQl => tsload_query::Dialect::new(tsload_query::render::PromQl::METRICSQL),
+            QueryApi::QuestDb => tsload_query::Dialect::new(crate::questdb::QuestDbSql),
         })
     }
 
@@ -427,11 +427,13 @@ mod tests {
         assert_eq!(t.query_languages()[0], "influxql");
         assert_eq!(
             t.tsbs_dialect(None, false),
-            Ok(tsload_query::Dialect::InfluxQl)
+            Ok(tsload_query::Dialect::new(crate::influxql::InfluxQl))
         );
         assert_eq!(
             t.tsbs_dialect(Some("promql"), false),
-            Ok(tsload_query::Dialect::PromQl)
+            Ok(tsload_query::Dialect::new(
+                tsload_query::render::PromQl::METRICSQL
+            ))
         );
         assert!(t.tsbs_dialect(Some("sql"), false).is_err());
     }

@@ -6,7 +6,9 @@
 //! the read side: InfluxQL, PromQL (VictoriaMetrics) or QuestDB SQL queries over HTTP
 //! ([`QueryApi`]), with the same [`InfluxConfig`].
 
+mod influxql;
 mod kind;
+mod questdb;
 
 use std::fmt;
 use std::io::Write as _;
@@ -19,7 +21,9 @@ use tsload_core::{Batch, BatchId, ErrorKind, Schema, Sink, SinkConn, SinkError, 
 use tsload_lineproto::LineEncoder;
 use tsload_redact::Secret;
 
+pub use influxql::InfluxQl;
 pub use kind::{InfluxKind, KIND};
+pub use questdb::QuestDbSql;
 use tsload_http::{answer_error, classify_request_error, classify_status, join};
 pub use tsload_lineproto::Precision;
 

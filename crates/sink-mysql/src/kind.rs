@@ -248,11 +248,8 @@ impl Target for MysqlConfig {
         _language: Option<&str>,
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
-        Ok(tsload_query::Dialect::Mysql(tsload_query::MysqlOptions {
-            ts: match self.ts_type {
-                TsType::DateTime6 => tsload_query::MysqlTs::DateTime,
-                TsType::BigIntNs => tsload_query::MysqlTs::BigIntNs,
-            },
+        Ok(tsload_query::Dialect::new(crate::render::MysqlSql {
+            ts: self.ts_type,
         }))
     }
 
@@ -308,8 +305,8 @@ mod tests {
         assert_eq!(t.oltp_dialect(), Some(tsload_oltp::Dialect::Mysql));
         assert_eq!(
             t.tsbs_dialect(None, false),
-            Ok(tsload_query::Dialect::Mysql(tsload_query::MysqlOptions {
-                ts: tsload_query::MysqlTs::DateTime
+            Ok(tsload_query::Dialect::new(crate::render::MysqlSql {
+                ts: TsType::DateTime6
             }))
         );
         // The defaults the sink's own constructor gives, but for the run id each run sets.
@@ -363,8 +360,8 @@ mod tests {
         assert!(!t.has_ledger());
         assert_eq!(
             t.tsbs_dialect(None, true),
-            Ok(tsload_query::Dialect::Mysql(tsload_query::MysqlOptions {
-                ts: tsload_query::MysqlTs::BigIntNs
+            Ok(tsload_query::Dialect::new(crate::render::MysqlSql {
+                ts: TsType::BigIntNs
             }))
         );
         let mut moved = t.clone();

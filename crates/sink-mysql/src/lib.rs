@@ -29,6 +29,7 @@ mod error;
 mod kind;
 mod lean;
 mod query;
+mod render;
 mod sql;
 mod url;
 mod wire;
@@ -46,6 +47,7 @@ use tsload_redact::SecretUrl;
 
 pub use conn::MysqlConn;
 pub use kind::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENGINE, DEFAULT_URL, KIND, MysqlKind};
+pub use render::MysqlSql;
 
 /// Storage engines without transactions: their rows are not rolled back with the ledger
 /// row, so exactly-once delivery cannot be kept on them.

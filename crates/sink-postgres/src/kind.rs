@@ -13,7 +13,7 @@ use tsload_target::{
     WriteRun, same,
 };
 
-use crate::{Layout, PostgresConfig, PostgresQueryTarget, PostgresSink};
+use crate::{PostgresConfig, PostgresQueryTarget, PostgresSink};
 
 /// The PostgreSQL kind, as registered with the CLI.
 pub static KIND: PostgresKind = PostgresKind;
@@ -255,15 +255,10 @@ impl Target for PostgresConfig {
         _language: Option<&str>,
         time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
-        Ok(tsload_query::Dialect::Postgres(
-            tsload_query::PostgresOptions {
-                layout: match self.layout {
-                    Layout::Wide => tsload_query::PgLayout::Wide,
-                    Layout::TagsTable => tsload_query::PgLayout::TagsTable,
-                },
-                time_bucket,
-            },
-        ))
+        Ok(tsload_query::Dialect::new(crate::render::PostgresSql {
+            layout: self.layout,
+            time_bucket,
+        }))
     }
 
     fn takes_time_bucket(&self) -> bool {

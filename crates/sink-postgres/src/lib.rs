@@ -46,6 +46,7 @@ mod error;
 mod kind;
 mod lean;
 mod query;
+mod render;
 mod sql;
 mod wire;
 
@@ -63,6 +64,7 @@ use tsload_redact::SecretUrl;
 pub use conn::PostgresConn;
 pub use kind::{KIND, PostgresKind};
 pub use query::{PostgresQueryConn, PostgresQueryTarget};
+pub use render::PostgresSql;
 /// How tsload's own read connection waits for answers ([`PostgresQueryConn::waiting`]).
 pub use tsload_sql::socket::Waiting;
 

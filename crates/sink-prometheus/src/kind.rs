@@ -231,8 +231,12 @@ impl Target for PrometheusConfig {
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
         match language.unwrap_or(QUERY_LANGUAGES[0]) {
-            "promql" => Ok(tsload_query::Dialect::Prometheus),
-            "metricsql" => Ok(tsload_query::Dialect::PromQl),
+            "promql" => Ok(tsload_query::Dialect::new(
+                tsload_query::render::PromQl::PROMETHEUS,
+            )),
+            "metricsql" => Ok(tsload_query::Dialect::new(
+                tsload_query::render::PromQl::METRICSQL,
+            )),
             other => Err(format!(
                 "query.dialect \"{other}\" is not allowed; allowed: {}",
                 QUERY_LANGUAGES.join(", ")
@@ -311,11 +315,15 @@ mod tests {
         let t = KIND.parse(&section(&[])).unwrap();
         assert_eq!(
             t.tsbs_dialect(None, false),
-            Ok(tsload_query::Dialect::Prometheus)
+            Ok(tsload_query::Dialect::new(
+                tsload_query::render::PromQl::PROMETHEUS
+            ))
         );
         assert_eq!(
             t.tsbs_dialect(Some("metricsql"), false),
-            Ok(tsload_query::Dialect::PromQl)
+            Ok(tsload_query::Dialect::new(
+                tsload_query::render::PromQl::METRICSQL
+            ))
         );
         assert!(t.tsbs_dialect(Some("sql"), false).is_err());
     }

@@ -169,7 +169,7 @@ impl Target for SqliteConfig {
         _language: Option<&str>,
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
-        Ok(tsload_query::Dialect::Sqlite)
+        Ok(tsload_query::Dialect::new(crate::render::SqliteSql))
     }
 
     fn oltp_dialect(&self) -> Option<tsload_oltp::Dialect> {

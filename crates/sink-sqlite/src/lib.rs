@@ -10,6 +10,7 @@ mod conn;
 mod error;
 mod kind;
 mod query;
+mod render;
 mod sql;
 
 use std::str::FromStr;
@@ -24,6 +25,7 @@ use tsload_core::{Delivery, ErrorKind, LEDGER_TABLE, Schema, Sink, SinkError};
 pub use conn::SqliteConn;
 pub use kind::{DEFAULT_BUSY_TIMEOUT, DEFAULT_URL, KIND, SqliteKind};
 pub use query::{SqliteQueryConn, SqliteQueryTarget};
+pub use render::SqliteSql;
 
 /// `PRAGMA synchronous`: how often SQLite waits for the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

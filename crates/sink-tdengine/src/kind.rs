@@ -279,16 +279,10 @@ impl Target for TdengineConfig {
         _language: Option<&str>,
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
-        Ok(tsload_query::Dialect::Tdengine(
-            tsload_query::TdengineOptions {
-                precision: match self.db_options.precision {
-                    Precision::Ms => tsload_query::TdPrecision::Ms,
-                    Precision::Us => tsload_query::TdPrecision::Us,
-                    Precision::Ns => tsload_query::TdPrecision::Ns,
-                },
-                schemaless: self.mode == InsertMode::Schemaless,
-            },
-        ))
+        Ok(tsload_query::Dialect::new(crate::render::TdengineSql {
+            precision: self.db_options.precision,
+            schemaless: self.mode == InsertMode::Schemaless,
+        }))
     }
 
     fn query<'a>(
@@ -349,12 +343,10 @@ mod tests {
         assert!(t.query_languages().is_empty());
         assert_eq!(
             t.tsbs_dialect(None, false),
-            Ok(tsload_query::Dialect::Tdengine(
-                tsload_query::TdengineOptions {
-                    precision: tsload_query::TdPrecision::Ms,
-                    schemaless: false,
-                }
-            ))
+            Ok(tsload_query::Dialect::new(crate::render::TdengineSql {
+                precision: Precision::Ms,
+                schemaless: false,
+            }))
         );
         // The defaults the sink's own constructor gives.
         assert!(TdengineConfig::new(DEFAULT_URL).eq_dyn(t.as_ref()));
@@ -427,12 +419,10 @@ mod tests {
         assert!(by_hand.eq_dyn(t.as_ref()));
         assert_eq!(
             t.tsbs_dialect(None, true),
-            Ok(tsload_query::Dialect::Tdengine(
-                tsload_query::TdengineOptions {
-                    precision: tsload_query::TdPrecision::Ns,
-                    schemaless: true,
-                }
-            ))
+            Ok(tsload_query::Dialect::new(crate::render::TdengineSql {
+                precision: Precision::Ns,
+                schemaless: true,
+            }))
         );
         let mut moved = t.clone();
         moved.set_url("ws://127.0.0.1:40000".into());

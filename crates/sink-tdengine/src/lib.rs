@@ -38,6 +38,7 @@ mod error;
 mod kind;
 mod layout;
 mod query;
+mod render;
 mod sql;
 
 use std::fmt;
@@ -56,6 +57,7 @@ pub use conn::TdengineConn;
 pub use dsn::redact as redact_dsn;
 pub use kind::{KIND, TdengineKind};
 pub use query::{TdengineQueryConn, TdengineQueryTarget};
+pub use render::TdengineSql;
 
 use conn::Shared;
 use dsn::Endpoint;

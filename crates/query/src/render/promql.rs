@@ -10,8 +10,8 @@
 
 use tsload_core::Param;
 
-use super::Query;
-use crate::types::QueryShape;
+use super::{Query, Renderer};
+use crate::types::{QueryShape, QueryType};
 
 /// `cpu_usage_user{hostname='host_1'}` for one metric, otherwise
 /// `{__name__=~'cpu_(usage_user|usage_system)',hostname=~'host_1|host_5'}`; no host
@@ -36,7 +36,7 @@ fn push_selector(out: &mut String, metrics: &[&str], hosts: &[u32]) {
     }
 }
 
-pub(super) fn render(q: &Query<'_>, standard: bool, out: &mut String, params: &mut Vec<Param>) {
+fn render(q: &Query<'_>, standard: bool, out: &mut String, params: &mut Vec<Param>) {
     let unit = q.bucket();
     let (rollup, range, by, hosts) = match q.shape {
         QueryShape::MaxPerBucket => ("max", unit.short(), "", q.hosts),
@@ -101,5 +101,55 @@ fn push_aggregate(
             out.push_str(by);
         }
         out.push(')');
+    }
+}
+
+/// PromQL over the series line protocol lands as (`cpu_<field>{hostname=...}`): the text
+/// is the expression, the parameters `[Int(start_ms), Int(end_ms), Int(step_seconds)]` of
+/// `/api/v1/query_range`. Shared by the kinds whose servers speak it: VictoriaMetrics
+/// (through the influx kind) and Prometheus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromQl {
+    /// Prometheus' own PromQL, without MetricsQL's extensions (`keep_metric_names`),
+    /// which VictoriaMetrics also takes.
+    pub standard: bool,
+}
+
+impl PromQl {
+    /// MetricsQL, as VictoriaMetrics speaks it.
+    pub const METRICSQL: PromQl = PromQl { standard: false };
+    /// Standard PromQL, as Prometheus speaks it.
+    pub const PROMETHEUS: PromQl = PromQl { standard: true };
+}
+
+impl Renderer for PromQl {
+    fn name(&self) -> &'static str {
+        if self.standard {
+            "PromQL (Prometheus)"
+        } else {
+            "PromQL"
+        }
+    }
+
+    fn unsupported_reason(&self, query_type: QueryType) -> Option<&'static str> {
+        match query_type.shape() {
+            QueryShape::HighCpu => Some(
+                "PromQL selects series samples, not the rows with usage_user > 90 with all \
+                 their columns (TSBS's VictoriaMetrics generator leaves it out too)",
+            ),
+            QueryShape::LastBucketsBeforeEnd => Some(
+                "PromQL has no ORDER BY ... LIMIT over time buckets (TSBS's VictoriaMetrics \
+                 generator leaves it out too)",
+            ),
+            QueryShape::LastPointPerHost => Some(
+                "PromQL has no row of all columns per host (TSBS's VictoriaMetrics generator \
+                 leaves it out too)",
+            ),
+            _ => None,
+        }
+    }
+
+    fn render(&self, q: &Query<'_>, text: &mut String, params: &mut Vec<Param>) {
+        render(q, self.standard, text, params);
     }
 }

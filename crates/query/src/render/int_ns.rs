@@ -1,30 +1,21 @@
-//! SQL for SQLite, for the table the SQLite sink creates: `cpu (ts INTEGER, <tags>,
-//! <fields>)` with `ts` in nanoseconds since the epoch. Buckets are integer divisions of
-//! `ts` (bucket starts in ns); lastpoint joins each host's latest `ts`. ClickHouse's table
-//! has the same shape, so its renderer is this one with its own [`IntNsSql`].
+//! SQL for a `cpu (ts, <tags>, <fields>)` table with `ts` in integer nanoseconds since the
+//! epoch, as the SQLite and ClickHouse sinks create it. Buckets are integer divisions of
+//! `ts` (bucket starts in ns); each language gives its division and its lastpoint
+//! ([`IntNsSql`]).
 
-use super::{Query, push_aggs, push_hostname_in, push_int};
-use crate::types::{BucketUnit, GROUPBY_ORDERBY_LIMIT_ROWS, HIGH_CPU_THRESHOLD, QueryShape};
+use super::{BucketUnit, Query, push_aggs, push_hostname_in, push_int};
+use crate::types::{GROUPBY_ORDERBY_LIMIT_ROWS, HIGH_CPU_THRESHOLD, QueryShape};
 
 /// What differs between the SQL dialects of a `cpu` table with `ts` in integer
 /// nanoseconds.
-pub(super) struct IntNsSql {
+pub struct IntNsSql {
     /// Integer division of `ts` by a bucket's nanoseconds, before `(ns)`.
-    pub(super) div_open: &'static str,
+    pub div_open: &'static str,
     /// ... and after it.
-    pub(super) div_close: &'static str,
+    pub div_close: &'static str,
     /// The lastpoint query: each host's row at its latest `ts`.
-    pub(super) lastpoint: &'static str,
+    pub lastpoint: &'static str,
 }
-
-/// SQLite: `/` of two integers is integer division.
-const SQLITE: IntNsSql = IntNsSql {
-    div_open: "ts / ",
-    div_close: "",
-    lastpoint: "SELECT cpu.* FROM cpu JOIN (SELECT hostname, max(ts) AS max_ts FROM cpu \
-                GROUP BY hostname) AS latest ON cpu.hostname = latest.hostname AND \
-                cpu.ts = latest.max_ts ORDER BY cpu.hostname",
-};
 
 /// `ts / 60000000000 * 60000000000` (integer division: the start of the bucket of a
 /// timestamp after 1970), in `sql`'s words.
@@ -43,12 +34,8 @@ fn push_time_range(out: &mut String, q: &Query<'_>) {
     push_int(out, q.window.end_ns);
 }
 
-pub(super) fn render(q: &Query<'_>, out: &mut String) {
-    render_int_ns(q, &SQLITE, out);
-}
-
 /// The query over a `cpu` table with `ts` in integer nanoseconds, in `sql`'s words.
-pub(super) fn render_int_ns(q: &Query<'_>, sql: &IntNsSql, out: &mut String) {
+pub fn render_int_ns(q: &Query<'_>, sql: &IntNsSql, out: &mut String) {
     match q.shape {
         QueryShape::MaxPerBucket => {
             let unit = q.bucket();
