@@ -51,40 +51,13 @@ struct Entry {
 }
 
 pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let text = match std::fs::read_to_string(&args.scenario) {
-        Ok(t) => t,
+    let mut entries = match entries_of(&args) {
+        Ok(e) => e,
         Err(e) => {
-            errln!("error: {}: {e}", args.scenario.display());
+            errln!("error: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    tsload_scenario::register_secrets(&text, &args.set);
-    // Every profile is resolved and checked before anything runs.
-    let mut entries = Vec::new();
-    for profile in &args.targets {
-        match resolve(&args.scenario, &text, profile, &args.set) {
-            Ok(e) => entries.push(e),
-            Err(e) => {
-                errln!("error: {}: {e}", profile.display());
-                return Ok(ExitCode::from(EXIT_USAGE));
-            }
-        }
-    }
-    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        errln!(
-            "error: two target profiles are named '{}': give each its own `name`",
-            w[0]
-        );
-        return Ok(ExitCode::from(EXIT_USAGE));
-    }
-    for e in &entries {
-        if let Err(msg) = confirm::confirm_drop(&e.plan, args.yes) {
-            errln!("error: {}: {msg}", e.name);
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
-    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
 
@@ -127,37 +100,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let table = render_text(&rows);
-    outln!("\n{table}");
-    crate::out::write_text(&args.out.join("compare.txt"), &table)?;
-    let mut csv = Vec::new();
-    write_csv(&rows, &mut csv)?;
-    crate::out::write_text(
-        &args.out.join("compare.csv"),
-        &String::from_utf8_lossy(&csv),
-    )?;
-    crate::out::write_text(
-        &args.out.join("compare.json"),
-        &(serde_json::to_string_pretty(&serde_json::json!({
-            "scenario": args.scenario.display().to_string(),
-            "targets": rows,
-        }))? + "\n"),
-    )?;
-    let mut figures = Vec::new();
-    if !rows.is_empty() {
-        for (chart, title, _) in CHARTS {
-            let svg = bar_svg(&rows, chart).map_err(anyhow::Error::msg)?;
-            crate::out::write_text(&args.out.join(format!("{chart}.svg")), &svg)?;
-            figures.push(tsload_report_html::Figure {
-                title: title.to_string(),
-                svg,
-            });
-        }
-    }
-    if !pages.is_empty() {
-        let title = format!("tsload compare: {}", args.scenario.display());
-        crate::html::write_page(&args.out.join("compare.html"), &title, pages, &figures)?;
-    }
+    write_outputs(&args, &rows, pages)?;
     let distinct: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.rows).collect();
     if distinct.len() > 1 {
         errln!(
@@ -175,6 +118,72 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every profile's plan, resolved and checked before anything runs (names distinct, the
+/// drops on other hosts confirmed). `Err`: a usage error, naming the file or profile.
+fn entries_of(args: &CompareArgs) -> Result<Vec<Entry>, String> {
+    let text = std::fs::read_to_string(&args.scenario)
+        .map_err(|e| format!("{}: {e}", args.scenario.display()))?;
+    tsload_scenario::register_secrets(&text, &args.set);
+    let mut entries = Vec::new();
+    for profile in &args.targets {
+        let e = resolve(&args.scenario, &text, profile, &args.set)
+            .map_err(|e| format!("{}: {e}", profile.display()))?;
+        entries.push(e);
+    }
+    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "two target profiles are named '{}': give each its own `name`",
+            w[0]
+        ));
+    }
+    for e in &entries {
+        confirm::confirm_drop(&e.plan, args.yes).map_err(|msg| format!("{}: {msg}", e.name))?;
+    }
+    Ok(entries)
+}
+
+/// The comparison's table (text, CSV, JSON), its bar charts and its HTML page.
+fn write_outputs(
+    args: &CompareArgs,
+    rows: &[CompareRow],
+    pages: Vec<tsload_report_html::ReportInput>,
+) -> anyhow::Result<()> {
+    let table = render_text(rows);
+    outln!("\n{table}");
+    crate::out::write_text(&args.out.join("compare.txt"), &table)?;
+    let mut csv = Vec::new();
+    write_csv(rows, &mut csv)?;
+    crate::out::write_text(
+        &args.out.join("compare.csv"),
+        &String::from_utf8_lossy(&csv),
+    )?;
+    crate::out::write_text(
+        &args.out.join("compare.json"),
+        &(serde_json::to_string_pretty(&serde_json::json!({
+            "scenario": args.scenario.display().to_string(),
+            "targets": rows,
+        }))? + "\n"),
+    )?;
+    let mut figures = Vec::new();
+    if !rows.is_empty() {
+        for (chart, title, _) in CHARTS {
+            let svg = bar_svg(rows, chart).map_err(anyhow::Error::msg)?;
+            crate::out::write_text(&args.out.join(format!("{chart}.svg")), &svg)?;
+            figures.push(tsload_report_html::Figure {
+                title: title.to_string(),
+                svg,
+            });
+        }
+    }
+    if !pages.is_empty() {
+        let title = format!("tsload compare: {}", args.scenario.display());
+        crate::html::write_page(&args.out.join("compare.html"), &title, pages, &figures)?;
+    }
+    Ok(())
 }
 
 /// The plan of `scenario` with `profile`'s target (and monitor).

@@ -44,36 +44,7 @@ pub struct MergeArgs {
 }
 
 pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let mut reports = Vec::new();
-    let mut hlogs = args.hlogs.clone();
-    for input in &args.inputs {
-        if input.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(input)
-                .with_context(|| format!("reading {}", input.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .collect();
-            files.sort();
-            // A merge run again over the same directory skips what it wrote before.
-            let written = |f: &Path| {
-                [&args.json, &args.hlog_out, &args.html]
-                    .into_iter()
-                    .flatten()
-                    .any(|o| same_file(o, f))
-            };
-            for f in files {
-                if written(&f) {
-                    continue;
-                }
-                match f.extension().and_then(|e| e.to_str()) {
-                    Some("json") => reports.push(f),
-                    Some("hlog") if args.hlog_out.is_some() => hlogs.push(f),
-                    _ => {}
-                }
-            }
-        } else {
-            reports.push(input.clone());
-        }
-    }
+    let (reports, hlogs) = inputs(&args)?;
     if reports.is_empty() {
         errln!("error: no *.json report in {}", show(&args.inputs));
         return Ok(ExitCode::from(EXIT_USAGE));
@@ -134,35 +105,11 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     };
     out!("{text}");
 
-    if let Some(out) = &args.hlog_out {
-        if hlogs.is_empty() {
-            errln!(
-                "error: --hlog-out: no interval logs given (--hlog FILE, or *.hlog in a directory)"
-            );
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
-        // Merged in memory first: a log that cannot be read leaves no half-written file.
-        let mut merged_log = Vec::new();
-        let merged = open_logs(&hlogs).and_then(|logs| {
-            tsload_report::hlog::merge_logs(logs, &mut merged_log, "tsload merge")
-        });
-        match merged {
-            Ok(n) => {
-                crate::out::create_binary(out)
-                    .with_context(|| format!("creating {}", out.display()))?
-                    .write_all(&merged_log)
-                    .with_context(|| format!("writing {}", out.display()))?;
-                errln!(
-                    "merged {} interval logs into {} ({n} intervals)",
-                    hlogs.len(),
-                    out.display()
-                );
-            }
-            Err(e) => {
-                errln!("error: --hlog-out {}: {e}", out.display());
-                return Ok(ExitCode::from(EXIT_USAGE));
-            }
-        }
+    if let Some(out) = &args.hlog_out
+        && let Err(e) = write_merged_log(out, &hlogs)?
+    {
+        errln!("error: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&json)?;
@@ -170,56 +117,134 @@ pub fn cmd_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
-        // The merged report first, then each shard's as written (with its intervals).
-        let mut pages = vec![tsload_report_html::ReportInput {
-            label: format!("merged ({} shards)", reports.len()),
-            report: json,
-        }];
-        for shard in &reports {
-            let report = crate::html::read_report(shard)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", shard.display()))?;
-            pages.push(tsload_report_html::ReportInput {
-                label: crate::html::label_of(shard),
-                report,
-            });
-        }
-        // With --hlog-out, each report's interval log beside it: the merged log, and each
-        // shard's log of the same file stem (`s0.json` and `s0.hlog`).
-        let mut logs = Vec::new();
-        if let Some(out) = &args.hlog_out {
-            logs.push(Some(
-                crate::html::read_hlog(out).map_err(anyhow::Error::msg)?,
-            ));
-            for shard in &reports {
-                let log = hlogs.iter().find(|h| h.file_stem() == shard.file_stem());
-                logs.push(match log {
-                    Some(h) => Some(crate::html::read_hlog(h).map_err(anyhow::Error::msg)?),
-                    None => None,
-                });
-            }
-        }
-        let mut page = tsload_report_html::Page {
-            title: Some("tsload merge"),
-            reports: &pages,
-            hlogs: &logs,
-            ..tsload_report_html::Page::default()
-        };
-        // A log that is not its report's leaves the page without logs, not without a page.
-        let html = match page.render() {
-            Err(e @ tsload_report_html::Error::HlogMismatch { .. }) => {
-                errln!(
-                    "note: --html {}: drawn without the interval logs: {e}",
-                    path.display()
-                );
-                page.hlogs = &[];
-                page.render()?
-            }
-            other => other?,
-        };
-        crate::out::write_text(path, &html)
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_html(path, &args, &reports, &hlogs, json)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reports to merge and the interval logs beside them: the files given, and in a
+/// directory given its `*.json` (and with `--hlog-out`, its `*.hlog`), less what an earlier
+/// merge into the same directory wrote.
+fn inputs(args: &MergeArgs) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut reports = Vec::new();
+    let mut hlogs = args.hlogs.clone();
+    for input in &args.inputs {
+        if input.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(input)
+                .with_context(|| format!("reading {}", input.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            files.sort();
+            // A merge run again over the same directory skips what it wrote before.
+            let written = |f: &Path| {
+                [&args.json, &args.hlog_out, &args.html]
+                    .into_iter()
+                    .flatten()
+                    .any(|o| same_file(o, f))
+            };
+            for f in files {
+                if written(&f) {
+                    continue;
+                }
+                match f.extension().and_then(|e| e.to_str()) {
+                    Some("json") => reports.push(f),
+                    Some("hlog") if args.hlog_out.is_some() => hlogs.push(f),
+                    _ => {}
+                }
+            }
+        } else {
+            reports.push(input.clone());
+        }
+    }
+    Ok((reports, hlogs))
+}
+
+/// Merges the interval logs into `out`; `Ok(Err(message))`: a usage error (no logs, or a
+/// log that cannot be read: nothing is written then).
+fn write_merged_log(out: &Path, hlogs: &[PathBuf]) -> anyhow::Result<Result<(), String>> {
+    if hlogs.is_empty() {
+        return Ok(Err(
+            "--hlog-out: no interval logs given (--hlog FILE, or *.hlog in a directory)".into(),
+        ));
+    }
+    // Merged in memory first: a log that cannot be read leaves no half-written file.
+    let mut merged_log = Vec::new();
+    let merged = open_logs(hlogs)
+        .and_then(|logs| tsload_report::hlog::merge_logs(logs, &mut merged_log, "tsload merge"));
+    match merged {
+        Ok(n) => {
+            crate::out::create_binary(out)
+                .with_context(|| format!("creating {}", out.display()))?
+                .write_all(&merged_log)
+                .with_context(|| format!("writing {}", out.display()))?;
+            errln!(
+                "merged {} interval logs into {} ({n} intervals)",
+                hlogs.len(),
+                out.display()
+            );
+        }
+        Err(e) => return Ok(Err(format!("--hlog-out {}: {e}", out.display()))),
+    }
+    Ok(Ok(()))
+}
+
+/// The HTML page of the merge: the merged report first, then each shard's as written
+/// (with its intervals), and with `--hlog-out` each report's interval log beside it.
+fn write_html(
+    path: &Path,
+    args: &MergeArgs,
+    reports: &[PathBuf],
+    hlogs: &[PathBuf],
+    json: serde_json::Value,
+) -> anyhow::Result<()> {
+    // The merged report first, then each shard's as written (with its intervals).
+    let mut pages = vec![tsload_report_html::ReportInput {
+        label: format!("merged ({} shards)", reports.len()),
+        report: json,
+    }];
+    for shard in reports {
+        let report = crate::html::read_report(shard)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", shard.display()))?;
+        pages.push(tsload_report_html::ReportInput {
+            label: crate::html::label_of(shard),
+            report,
+        });
+    }
+    // With --hlog-out, each report's interval log beside it: the merged log, and each
+    // shard's log of the same file stem (`s0.json` and `s0.hlog`).
+    let mut logs = Vec::new();
+    if let Some(out) = &args.hlog_out {
+        logs.push(Some(
+            crate::html::read_hlog(out).map_err(anyhow::Error::msg)?,
+        ));
+        for shard in reports {
+            let log = hlogs.iter().find(|h| h.file_stem() == shard.file_stem());
+            logs.push(match log {
+                Some(h) => Some(crate::html::read_hlog(h).map_err(anyhow::Error::msg)?),
+                None => None,
+            });
+        }
+    }
+    let mut page = tsload_report_html::Page {
+        title: Some("tsload merge"),
+        reports: &pages,
+        hlogs: &logs,
+        ..tsload_report_html::Page::default()
+    };
+    // A log that is not its report's leaves the page without logs, not without a page.
+    let html = match page.render() {
+        Err(e @ tsload_report_html::Error::HlogMismatch { .. }) => {
+            errln!(
+                "note: --html {}: drawn without the interval logs: {e}",
+                path.display()
+            );
+            page.hlogs = &[];
+            page.render()?
+        }
+        other => other?,
+    };
+    crate::out::write_text(path, &html).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 /// Whether two paths name one file (the same path, or both resolving to one).

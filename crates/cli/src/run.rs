@@ -183,6 +183,71 @@ fn report_streams(
     }
 }
 
+/// A process's part of a run's query workload.
+type QueryPart = Arc<dyn QueryWorkload>;
+
+/// The workloads this process runs: its shard's part of the write workload and of the
+/// query workload (the whole of each unless `--shard`). `Err`: the query workload cannot
+/// be built.
+fn shard_workloads(
+    whole: &Plan,
+    plan: &Plan,
+    workload: Arc<dyn Workload>,
+) -> Result<(Arc<dyn Workload>, Option<QueryPart>), String> {
+    let shard = whole.output.shard.shard;
+    let workload: Arc<dyn Workload> = if shard.is_whole() {
+        workload
+    } else {
+        Arc::new(ShardedWorkload::new(workload, shard))
+    };
+    let query_workload = match plan.mode {
+        RunMode::Write => None,
+        RunMode::Query | RunMode::Mixed => {
+            let w = queries::build_part(whole, plan)?;
+            Some(if shard.is_whole() {
+                w
+            } else {
+                Arc::new(ShardedQueries::new(w, shard)) as Arc<dyn QueryWorkload>
+            })
+        }
+    };
+    Ok((workload, query_workload))
+}
+
+/// The run's observers: the main stream's (its progress, outputs and the monitor's start)
+/// and a mixed run's query stream's.
+fn observers(
+    plan: &Plan,
+    workload: &dyn Workload,
+    outputs: &Outputs,
+    starter: Option<tsload_monitor::Starter>,
+) -> anyhow::Result<(RunObserver, RunObserver)> {
+    let observer = if plan.mode == RunMode::Query {
+        // The bar counts requests: full at the query limit, a spinner without one.
+        let total = plan.query.as_ref().and_then(|q| q.config.requests);
+        observer_for(plan, total)?
+            .for_reads()
+            .with_outputs(outputs.clone(), "query")
+    } else {
+        observer_for(plan, plan.load.rows.or(workload.total_rows()))?
+            .with_outputs(outputs.clone(), "write")
+    }
+    .with_monitor(starter);
+    let query_observer = RunObserver::new(
+        match plan.output.progress {
+            ProgressMode::None => ProgressMode::None,
+            _ => ProgressMode::Plain,
+        },
+        None,
+        None,
+        String::new(),
+    )
+    .for_reads()
+    .with_prefix("query ")
+    .with_outputs(outputs.clone(), "query");
+    Ok((observer, query_observer))
+}
+
 /// Runs the plan's load against its target; `run_id` identifies this run's batches in
 /// the ledger of an exactly-once target (fresh for every run: [`tsload_core::new_run_id`]).
 pub async fn write_target(
@@ -208,23 +273,13 @@ pub async fn write_target(
 pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Executed> {
     // What this process runs: its shard's part (the whole run unless --shard). Reports
     // show the whole run's scenario, the same in every shard's report.
-    let shard = whole.output.shard.shard;
     let plan = &crate::shard::split(whole, &whole.output.shard);
-    let workload: Arc<dyn Workload> = if shard.is_whole() {
-        workload
-    } else {
-        Arc::new(ShardedWorkload::new(workload, shard))
-    };
-    let query_workload = match plan.mode {
-        RunMode::Write => None,
-        RunMode::Query | RunMode::Mixed => match queries::build_part(whole, plan) {
-            Ok(w) if shard.is_whole() => Some(w),
-            Ok(w) => Some(Arc::new(ShardedQueries::new(w, shard)) as Arc<dyn QueryWorkload>),
-            Err(e) => {
-                errln!("error: {e}");
-                return Ok(Executed::refused());
-            }
-        },
+    let (workload, query_workload) = match shard_workloads(whole, plan, workload) {
+        Ok(w) => w,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(Executed::refused());
+        }
     };
     let (outputs, metrics_listener) = match open_outputs(plan) {
         Ok(o) => o,
@@ -241,29 +296,7 @@ pub fn execute(whole: &Plan, workload: Arc<dyn Workload>) -> anyhow::Result<Exec
         }
     };
     let starter = monitor.as_ref().map(tsload_monitor::Monitor::starter);
-    let mut observer = if plan.mode == RunMode::Query {
-        // The bar counts requests: full at the query limit, a spinner without one.
-        let total = plan.query.as_ref().and_then(|q| q.config.requests);
-        observer_for(plan, total)?
-            .for_reads()
-            .with_outputs(outputs.clone(), "query")
-    } else {
-        observer_for(plan, plan.load.rows.or(workload.total_rows()))?
-            .with_outputs(outputs.clone(), "write")
-    }
-    .with_monitor(starter);
-    let mut query_observer = RunObserver::new(
-        match plan.output.progress {
-            ProgressMode::None => ProgressMode::None,
-            _ => ProgressMode::Plain,
-        },
-        None,
-        None,
-        String::new(),
-    )
-    .for_reads()
-    .with_prefix("query ")
-    .with_outputs(outputs.clone(), "query");
+    let (mut observer, mut query_observer) = observers(plan, workload.as_ref(), &outputs, starter)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -59,186 +59,36 @@ fn sweep_value_toml(v: &SweepValue) -> String {
 }
 
 pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
-    let usage = |m: String| {
-        errln!("error: {m}");
-        Ok(ExitCode::from(EXIT_USAGE))
-    };
-    let progress = match args.progress.as_str() {
-        p @ ("auto" | "bar" | "plain" | "none") => p.to_string(),
-        other => {
-            return usage(format!(
-                "--progress: \"{other}\" is not allowed; allowed: auto, bar, plain, none"
-            ));
+    let sweep = match Sweep::prepare(&args)? {
+        Ok(s) => s,
+        Err(m) => {
+            errln!("error: {m}");
+            return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    let base = match scenario::load(args.scenario.scenario.as_deref(), &args.scenario.set) {
-        Ok(p) => p,
-        Err(e) => return usage(e.to_string()),
-    };
-    let grid = match grid_of(&base) {
-        Ok(g) => g,
-        Err(e) => return usage(e),
-    };
-    let out_dir = args.out.clone().unwrap_or_else(|| {
-        let name: String = base
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        PathBuf::from(format!("sweep-{name}"))
-    });
-    std::fs::create_dir_all(out_dir.join("points"))
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-
-    // Every point is resolved and validated before the first one runs.
-    let points = grid.points();
-    let plans = match resolve_points(
-        args.scenario.scenario.as_deref(),
-        &args.scenario.set,
-        &base,
-        &points,
-        Some((&out_dir, &progress)),
-    ) {
-        Ok(p) => p,
-        Err(e) => return usage(e),
-    };
-    // Asked once for the whole sweep, naming every host a point would drop tables on
-    // (`target` keys can be swept).
-    if let Err(e) = crate::confirm::confirm_drops(&plans, args.yes) {
-        return usage(e);
-    }
-    let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
-        (Some(q), tsload_scenario::plan::RunMode::Query) => q.config.mode == LoadMode::Closed,
-        _ => p.load.mode == LoadMode::Closed,
-    });
-    let source = if closed_loop {
-        TRequestSource::ClosedLoop
-    } else {
-        TRequestSource::ServiceMean
-    };
-
-    let measure = match measure_of_sweep(&plans) {
-        Ok(m) => m,
-        Err(e) => return usage(format!("{}: [sweep]: {e}", base.source)),
-    };
-    let mut table = SweepTable::measuring(&grid, measure);
+    let mut table = SweepTable::measuring(&sweep.grid, sweep.measure);
     // Each point's report, for sweep.html.
     let mut pages = Vec::new();
     let mut failed = 0usize;
     let mut interrupted = false;
-    let total = plans.len();
-    for (i, (point, plan)) in points.iter().zip(&plans).enumerate() {
+    let total = sweep.plans.len();
+    for (i, (point, plan)) in sweep.points.iter().zip(&sweep.plans).enumerate() {
         errln!("=== point {}/{total}: {} ===", i + 1, point.label());
         // Live time starts at each point's own clock.
         let plan = &plan.at_now();
         let workload = match workloads::build(plan) {
             Ok(w) => w,
-            Err(e) => return usage(format!("sweep point {}: {e}", i + 1)),
+            Err(e) => {
+                errln!("error: sweep point {}: {e}", i + 1);
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
         };
         let executed = run::execute(plan, workload)?;
-        if executed.code == EXIT_INTERRUPTED {
-            interrupted = true;
-        }
-        if executed.code != 0 {
-            failed += 1;
-        }
-        // A query run's row comes from its read stream; a write or mixed run's from the
-        // writes (a mixed sweep is about write rate and latency under queries).
-        let query_row = measure != Measure::Writes;
-        let verdict = Verdict::of_run(executed.code, &executed.report);
-        if let Some(q) = executed.query_summary.as_ref().filter(|_| query_row) {
-            let rtt = executed.probe.as_ref().map(|p| RttStats {
-                method: p.kind.as_str().to_string(),
-                median_ms: p.latency.p50_ms,
-                min_ms: Some(p.latency.min_ms),
-                avg_ms: Some(p.latency.mean_ms),
-                max_ms: Some(p.latency.max_ms),
-            });
-            let qp = plan.query.as_ref();
-            // A read run's row: requests (transactions), statements and rows read.
-            let rates = if measure == Measure::Transactions {
-                Rates::Transactions {
-                    transactions_per_s: q.requests_per_s,
-                    statements_per_s: q.statements_per_s,
-                    rows_read_per_s: q.rows_per_s,
-                }
-            } else {
-                Rates::Queries {
-                    requests_per_s: q.requests_per_s,
-                    statements_per_s: q.statements_per_s,
-                    rows_read_per_s: q.rows_per_s,
-                }
-            };
-            table
-                .push(SweepRow {
-                    point: point.clone(),
-                    rtt,
-                    rates,
-                    latency_mean_ms: q.latency.mean_ms,
-                    latency_p50_ms: q.latency.p50_ms,
-                    latency_p99_ms: q.latency.p99_ms,
-                    service_mean_ms: q.service.mean_ms,
-                    errors: q.failed_requests,
-                    client_cpu_s: q.client.cpu_s,
-                    server_cpu_s: server_figure(&executed.report, "cpu_s"),
-                    bytes_per_metric: None,
-                    workers: qp.map_or(1, |q| q.config.workers as u64),
-                    batch: 1,
-                    in_flight: 1,
-                    stop_reason: q.stop_reason.clone(),
-                    verdict,
-                })
-                .context("recording the point")?;
-        } else if let Some(s) = executed.summary.as_ref().filter(|_| !query_row) {
-            let requests_per_s = if s.elapsed_s > 0.0 {
-                s.requests as f64 / s.elapsed_s
-            } else {
-                0.0
-            };
-            let rtt = executed.probe.as_ref().map(|p| RttStats {
-                method: p.kind.as_str().to_string(),
-                median_ms: p.latency.p50_ms,
-                min_ms: Some(p.latency.min_ms),
-                avg_ms: Some(p.latency.mean_ms),
-                max_ms: Some(p.latency.max_ms),
-            });
-            table
-                .push(SweepRow {
-                    point: point.clone(),
-                    rtt,
-                    rates: Rates::Writes {
-                        rows_per_s: s.rows_per_s,
-                        metrics_per_s: s.metrics_per_s,
-                        requests_per_s,
-                    },
-                    latency_mean_ms: s.latency.mean_ms,
-                    latency_p50_ms: s.latency.p50_ms,
-                    latency_p99_ms: s.latency.p99_ms,
-                    service_mean_ms: s.service.mean_ms,
-                    errors: s.failed_requests,
-                    client_cpu_s: s.client.cpu_s,
-                    server_cpu_s: server_figure(&executed.report, "cpu_s"),
-                    bytes_per_metric: crate::compare::bytes_per_metric(&executed.report),
-                    workers: plan.load.workers as u64,
-                    batch: plan.load.batch as u64,
-                    in_flight: plan.load.in_flight as u64,
-                    stop_reason: s.stop_reason.clone(),
-                    verdict,
-                })
-                .context("recording the point")?;
-        } else {
-            // A point that left no figures is a row too, marked, so no table or fit
-            // passes over it.
-            table
-                .push(empty_row(point, measure, plan, verdict))
-                .context("recording the point")?;
-        }
+        interrupted |= executed.code == EXIT_INTERRUPTED;
+        failed += usize::from(executed.code != 0);
+        table
+            .push(sweep_row(point, plan, sweep.measure, &executed))
+            .context("recording the point")?;
         if executed.report.is_object() {
             pages.push(tsload_report_html::ReportInput {
                 label: format!("point {}: {}", i + 1, point.label()),
@@ -246,7 +96,13 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
             });
         }
         // Written after every point, so an interrupted sweep keeps what it measured.
-        write_outputs(&table, &out_dir, source, &base.name, false)?;
+        write_outputs(
+            &table,
+            &sweep.out_dir,
+            sweep.source,
+            &sweep.base.name,
+            false,
+        )?;
         if interrupted {
             errln!("interrupted: the sweep stops after point {}", i + 1);
             break;
@@ -254,32 +110,13 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     outln!("\n=== sweep: {} points ===", table.rows.len());
     out!("{}", table.render_text());
-    let svg = write_outputs(&table, &out_dir, source, &base.name, true)?;
+    let svg = write_outputs(&table, &sweep.out_dir, sweep.source, &sweep.base.name, true)?;
     if !pages.is_empty() {
-        let figures: Vec<tsload_report_html::Figure> = svg
-            .into_iter()
-            .map(|svg| tsload_report_html::Figure {
-                title: "each point against the swept keys (and the fit)".into(),
-                svg,
-            })
-            .collect();
-        // Each figure against the swept keys (and the fit), from the sweep.json just written.
-        let sweep_json = std::fs::read(out_dir.join("sweep.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        let title = format!("tsload sweep: {}", base.name);
-        let page = tsload_report_html::Page {
-            title: Some(&title),
-            reports: &pages,
-            figures: &figures,
-            sweep: sweep_json.as_ref(),
-            ..tsload_report_html::Page::default()
-        };
-        crate::html::write_built(&out_dir.join("sweep.html"), &page)?;
+        write_page(&sweep, &pages, svg)?;
     }
     outln!(
         "wrote {0}/sweep.csv, {0}/sweep.json, {0}/sweep.svg, {0}/sweep.html and {0}/points/",
-        out_dir.display()
+        sweep.out_dir.display()
     );
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -289,6 +126,208 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A sweep ready to run: every point resolved and checked, and where it writes.
+struct Sweep {
+    base: Plan,
+    grid: Grid,
+    points: Vec<Point>,
+    plans: Vec<Plan>,
+    out_dir: PathBuf,
+    measure: Measure,
+    /// Where the fit's request time comes from: closed loop's, or the service time.
+    source: TRequestSource,
+}
+
+impl Sweep {
+    /// Reads the scenario and its grid, resolves and validates every point before the
+    /// first one runs, and asks once for the drops on other hosts. `Ok(Err(message))`: a
+    /// usage error.
+    fn prepare(args: &SweepArgs) -> anyhow::Result<Result<Sweep, String>> {
+        let progress = match args.progress.as_str() {
+            p @ ("auto" | "bar" | "plain" | "none") => p.to_string(),
+            other => {
+                return Ok(Err(format!(
+                    "--progress: \"{other}\" is not allowed; allowed: auto, bar, plain, none"
+                )));
+            }
+        };
+        let base = match scenario::load(args.scenario.scenario.as_deref(), &args.scenario.set) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let grid = match grid_of(&base) {
+            Ok(g) => g,
+            Err(e) => return Ok(Err(e)),
+        };
+        let out_dir = args.out.clone().unwrap_or_else(|| {
+            let name: String = base
+                .name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            PathBuf::from(format!("sweep-{name}"))
+        });
+        std::fs::create_dir_all(out_dir.join("points"))
+            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+        let points = grid.points();
+        let plans = match resolve_points(
+            args.scenario.scenario.as_deref(),
+            &args.scenario.set,
+            &base,
+            &points,
+            Some((&out_dir, &progress)),
+        ) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        // Asked once for the whole sweep, naming every host a point would drop tables on
+        // (`target` keys can be swept).
+        if let Err(e) = crate::confirm::confirm_drops(&plans, args.yes) {
+            return Ok(Err(e));
+        }
+        let closed_loop = plans.iter().all(|p| match (&p.query, p.mode) {
+            (Some(q), RunMode::Query) => q.config.mode == LoadMode::Closed,
+            _ => p.load.mode == LoadMode::Closed,
+        });
+        let source = if closed_loop {
+            TRequestSource::ClosedLoop
+        } else {
+            TRequestSource::ServiceMean
+        };
+        let measure = match measure_of_sweep(&plans) {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(format!("{}: [sweep]: {e}", base.source))),
+        };
+        Ok(Ok(Sweep {
+            base,
+            grid,
+            points,
+            plans,
+            out_dir,
+            measure,
+            source,
+        }))
+    }
+}
+
+/// The measured RTT of a run, as a sweep row holds it.
+fn rtt_of(executed: &run::Executed) -> Option<RttStats> {
+    executed.probe.as_ref().map(|p| RttStats {
+        method: p.kind.as_str().to_string(),
+        median_ms: p.latency.p50_ms,
+        min_ms: Some(p.latency.min_ms),
+        avg_ms: Some(p.latency.mean_ms),
+        max_ms: Some(p.latency.max_ms),
+    })
+}
+
+/// A point's row. A query run's row comes from its read stream; a write or mixed run's
+/// from the writes (a mixed sweep is about write rate and latency under queries); a point
+/// that left no figures is a row too, marked, so no table or fit passes over it.
+fn sweep_row(point: &Point, plan: &Plan, measure: Measure, executed: &run::Executed) -> SweepRow {
+    let query_row = measure != Measure::Writes;
+    let verdict = Verdict::of_run(executed.code, &executed.report);
+    let server_cpu_s = server_figure(&executed.report, "cpu_s");
+    if let Some(q) = executed.query_summary.as_ref().filter(|_| query_row) {
+        // A read run's row: requests (transactions), statements and rows read.
+        let rates = if measure == Measure::Transactions {
+            Rates::Transactions {
+                transactions_per_s: q.requests_per_s,
+                statements_per_s: q.statements_per_s,
+                rows_read_per_s: q.rows_per_s,
+            }
+        } else {
+            Rates::Queries {
+                requests_per_s: q.requests_per_s,
+                statements_per_s: q.statements_per_s,
+                rows_read_per_s: q.rows_per_s,
+            }
+        };
+        return SweepRow {
+            point: point.clone(),
+            rtt: rtt_of(executed),
+            rates,
+            latency_mean_ms: q.latency.mean_ms,
+            latency_p50_ms: q.latency.p50_ms,
+            latency_p99_ms: q.latency.p99_ms,
+            service_mean_ms: q.service.mean_ms,
+            errors: q.failed_requests,
+            client_cpu_s: q.client.cpu_s,
+            server_cpu_s,
+            bytes_per_metric: None,
+            workers: plan.query.as_ref().map_or(1, |q| q.config.workers as u64),
+            batch: 1,
+            in_flight: 1,
+            stop_reason: q.stop_reason.clone(),
+            verdict,
+        };
+    }
+    let Some(s) = executed.summary.as_ref().filter(|_| !query_row) else {
+        return empty_row(point, measure, plan, verdict);
+    };
+    let requests_per_s = if s.elapsed_s > 0.0 {
+        s.requests as f64 / s.elapsed_s
+    } else {
+        0.0
+    };
+    SweepRow {
+        point: point.clone(),
+        rtt: rtt_of(executed),
+        rates: Rates::Writes {
+            rows_per_s: s.rows_per_s,
+            metrics_per_s: s.metrics_per_s,
+            requests_per_s,
+        },
+        latency_mean_ms: s.latency.mean_ms,
+        latency_p50_ms: s.latency.p50_ms,
+        latency_p99_ms: s.latency.p99_ms,
+        service_mean_ms: s.service.mean_ms,
+        errors: s.failed_requests,
+        client_cpu_s: s.client.cpu_s,
+        server_cpu_s,
+        bytes_per_metric: crate::compare::bytes_per_metric(&executed.report),
+        workers: plan.load.workers as u64,
+        batch: plan.load.batch as u64,
+        in_flight: plan.load.in_flight as u64,
+        stop_reason: s.stop_reason.clone(),
+        verdict,
+    }
+}
+
+/// sweep.html: every point's report, the figures against the swept keys (and the fit),
+/// and the sweep's table from the sweep.json just written.
+fn write_page(
+    sweep: &Sweep,
+    pages: &[tsload_report_html::ReportInput],
+    svg: Option<String>,
+) -> anyhow::Result<()> {
+    let figures: Vec<tsload_report_html::Figure> = svg
+        .into_iter()
+        .map(|svg| tsload_report_html::Figure {
+            title: "each point against the swept keys (and the fit)".into(),
+            svg,
+        })
+        .collect();
+    let sweep_json = std::fs::read(sweep.out_dir.join("sweep.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let title = format!("tsload sweep: {}", sweep.base.name);
+    let page = tsload_report_html::Page {
+        title: Some(&title),
+        reports: pages,
+        figures: &figures,
+        sweep: sweep_json.as_ref(),
+        ..tsload_report_html::Page::default()
+    };
+    crate::html::write_built(&sweep.out_dir.join("sweep.html"), &page)
 }
 
 /// The row of a point whose run left no figures (it was refused or failed to start):

@@ -77,11 +77,7 @@ impl Target for EchoTarget {
         Box::pin(run.into_engine(tsload_core::NullSink))
     }
 
-    fn tsbs_dialect(
-        &self,
-        _language: Option<&str>,
-        _time_bucket: bool,
-    ) -> Result<Dialect, String> {
+    fn tsbs_dialect(&self, _language: Option<&str>, _time_bucket: bool) -> Result<Dialect, String> {
         Ok(Dialect::new(EchoQueries))
     }
 

@@ -223,36 +223,15 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         fatal = true;
     }
     // The exit code, decided before the reports are written so that they carry it.
-    let (code, why) = if let Some(e) = f.workload.source_error() {
-        errln!("error: the data source failed during the run, which ended early: {e}");
-        (1, format!("the data source failed during the run: {e}"))
-    } else if r.interrupted {
-        (
-            EXIT_INTERRUPTED,
-            "stopped by a signal (Ctrl-C or SIGTERM)".to_string(),
-        )
-    } else if fatal {
-        (1, fatal_why(&executed, f.finish_error.as_ref()))
-    } else if let Some(n) = abandoned_requests(&executed) {
-        let why = format!(
-            "{n} requests were still unanswered {} after the run's end and were abandoned: \
-             their rows may or may not be stored",
-            humantime::format_duration(plan.load.drain)
-        );
-        errln!("error: {why}");
-        (1, why)
-    } else {
-        for (_, b) in &broken {
-            errln!("FAIL: {b}");
-        }
-        if let Some((_, b)) = broken.first() {
-            (EXIT_THRESHOLD, format!("a --fail-if threshold broke: {b}"))
-        } else if let Some(e) = f.observer.hlog_error.as_ref().or(outputs_error.as_ref()) {
-            (1, format!("an output is incomplete: {e}"))
-        } else {
-            (0, "success".to_string())
-        }
-    };
+    let (code, why) = exit_of(
+        plan,
+        f.workload.source_error(),
+        r.interrupted,
+        fatal.then(|| fatal_why(&executed, f.finish_error.as_ref())),
+        &executed,
+        &broken,
+        f.observer.hlog_error.as_ref().or(outputs_error.as_ref()),
+    );
     executed.code = code;
     let mut json = r.json;
     if !json.is_empty() {
@@ -296,6 +275,49 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         }
     }
     Ok(executed)
+}
+
+/// The run's exit code and why: a failed data source, a signal, a fatal error, requests
+/// abandoned after the end, a broken threshold, an incomplete output, else success.
+fn exit_of(
+    plan: &Plan,
+    source_error: Option<String>,
+    interrupted: bool,
+    fatal_why: Option<String>,
+    executed: &Executed,
+    broken: &[(String, String)],
+    incomplete: Option<&String>,
+) -> (u8, String) {
+    if let Some(e) = source_error {
+        errln!("error: the data source failed during the run, which ended early: {e}");
+        (1, format!("the data source failed during the run: {e}"))
+    } else if interrupted {
+        (
+            EXIT_INTERRUPTED,
+            "stopped by a signal (Ctrl-C or SIGTERM)".to_string(),
+        )
+    } else if let Some(why) = fatal_why {
+        (1, why)
+    } else if let Some(n) = abandoned_requests(executed) {
+        let why = format!(
+            "{n} requests were still unanswered {} after the run's end and were abandoned: \
+             their rows may or may not be stored",
+            humantime::format_duration(plan.load.drain)
+        );
+        errln!("error: {why}");
+        (1, why)
+    } else {
+        for (_, b) in broken {
+            errln!("FAIL: {b}");
+        }
+        if let Some((_, b)) = broken.first() {
+            (EXIT_THRESHOLD, format!("a --fail-if threshold broke: {b}"))
+        } else if let Some(e) = incomplete {
+            (1, format!("an output is incomplete: {e}"))
+        } else {
+            (0, "success".to_string())
+        }
+    }
 }
 
 /// Requests of either stream abandoned the grace after the run's end, if any.
