@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tsload_core::engine::{IntervalReport, Observer};
 use tsload_core::rusage::Usage;
+use tsload_report::StreamKind;
 use tsload_report::hlog::HlogWriter;
 use tsload_report::report::group;
 
@@ -30,7 +31,7 @@ pub struct RunObserver {
     /// Put before each plain line (mixed runs tell their two streams apart).
     prefix: &'static str,
     /// `--out` and `--metrics-addr`, and the stream name this observer records under.
-    outputs: Option<(Outputs, &'static str)>,
+    outputs: Option<(Outputs, StreamKind)>,
     started_at: SystemTime,
     /// `[monitor]`: the server's start sample, taken when the clock starts.
     monitor: Option<tsload_monitor::Starter>,
@@ -68,7 +69,7 @@ impl RunObserver {
     }
 
     /// Records every interval into `outputs` as stream `stream` (`write` or `query`).
-    pub fn with_outputs(mut self, outputs: Outputs, stream: &'static str) -> Self {
+    pub fn with_outputs(mut self, outputs: Outputs, stream: StreamKind) -> Self {
         self.outputs = Some((outputs, stream));
         self
     }
@@ -173,7 +174,7 @@ impl Observer for RunObserver {
 
     fn on_interval(&mut self, r: &IntervalReport) {
         if let Some((outputs, stream)) = &self.outputs {
-            outputs.record(stream, self.started_at, r);
+            outputs.record(*stream, self.started_at, r);
         }
         if let Some((name, w)) = &mut self.hlog
             && let Err(e) = w.write_interval(r.start, r.end - r.start, &r.latency, &r.service)

@@ -22,6 +22,7 @@ use tsload_core::query_engine::QueryOutcome;
 use tsload_core::rusage::Usage;
 use tsload_core::shard::ShardedWorkload;
 use tsload_probe::ProbeReport;
+use tsload_report::StreamKind;
 use tsload_report::query_report::QuerySummary;
 use tsload_report::report::Summary;
 
@@ -227,10 +228,10 @@ fn observers(
         let total = plan.query.as_ref().and_then(|q| q.config.requests);
         observer_for(plan, total)?
             .for_reads()
-            .with_outputs(outputs.clone(), "query")
+            .with_outputs(outputs.clone(), StreamKind::Query)
     } else {
         observer_for(plan, plan.load.rows.or(workload.total_rows()))?
-            .with_outputs(outputs.clone(), "write")
+            .with_outputs(outputs.clone(), StreamKind::Write)
     }
     .with_monitor(starter);
     let query_observer = RunObserver::new(
@@ -244,7 +245,7 @@ fn observers(
     )
     .for_reads()
     .with_prefix("query ")
-    .with_outputs(outputs.clone(), "query");
+    .with_outputs(outputs.clone(), StreamKind::Query);
     Ok((observer, query_observer))
 }
 

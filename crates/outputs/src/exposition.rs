@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 use tsload_core::recorder::Counters;
+use tsload_report::StreamKind;
 
 use crate::row::IntervalRow;
 
@@ -20,7 +21,7 @@ pub(crate) struct StreamState {
 /// The Prometheus text exposition (format 0.0.4) of `streams`. By hand, not by
 /// prometheus-client: its encoders write OpenMetrics without a summary type, and
 /// `tsload_latency_seconds{quantile=...}` is what dashboards (configs/grafana) read.
-pub(crate) fn exposition(streams: &[(&'static str, StreamState)]) -> String {
+pub(crate) fn exposition(streams: &[(StreamKind, StreamState)]) -> String {
     let mut out = String::new();
     counters(&mut out, streams);
     rates(&mut out, streams);
@@ -29,7 +30,7 @@ pub(crate) fn exposition(streams: &[(&'static str, StreamState)]) -> String {
 }
 
 /// The counters of the run so far, and the errors by kind.
-fn counters(out: &mut String, streams: &[(&'static str, StreamState)]) {
+fn counters(out: &mut String, streams: &[(StreamKind, StreamState)]) {
     type Counter = (&'static str, &'static str, fn(&Counters) -> u64);
     let counters: [Counter; 9] = [
         (
@@ -97,7 +98,7 @@ fn counters(out: &mut String, streams: &[(&'static str, StreamState)]) {
 }
 
 /// The rates of the last interval long enough to have them.
-fn rates(out: &mut String, streams: &[(&'static str, StreamState)]) {
+fn rates(out: &mut String, streams: &[(StreamKind, StreamState)]) {
     type Gauge = (&'static str, &'static str, fn(&IntervalRow) -> Option<f64>);
     let gauges: [Gauge; 3] = [
         (
@@ -127,7 +128,7 @@ fn rates(out: &mut String, streams: &[(&'static str, StreamState)]) {
 }
 
 /// The latency quantiles, sum and count of the run so far.
-fn latency(out: &mut String, streams: &[(&'static str, StreamState)]) {
+fn latency(out: &mut String, streams: &[(StreamKind, StreamState)]) {
     let name = "tsload_latency_seconds";
     let _ = writeln!(
         out,

@@ -5,6 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tsload_report::StreamKind;
+
 use crate::OutputError;
 use crate::row::IntervalRow;
 
@@ -56,16 +58,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// The environment variable whose token `--out influx=URL` sends (the influx CLI's name).
 const INFLUX_TOKEN_ENV: &str = "INFLUX_TOKEN";
 
-/// The streams as devices of the `tsload` measurement: tag `stream`.
-const STREAMS: [&str; 2] = ["write", "query"];
-
 #[derive(Debug)]
 struct StreamTags;
 
 impl tsload_core::TagSource for StreamTags {
     fn device_tags(&self, device: u32, out: &mut Vec<tsload_core::TagValue>) {
         out.clear();
-        let name = STREAMS.get(device as usize).copied().unwrap_or("other");
+        let name = StreamKind::ALL
+            .get(device as usize)
+            .map_or("other", |s| s.as_str());
         out.push(tsload_core::TagValue::Str(std::borrow::Cow::Borrowed(name)));
     }
 }
@@ -106,7 +107,7 @@ impl InfluxPush {
                 fields,
             }],
             tag_slots: 1,
-            device_count: STREAMS.len() as u32,
+            device_count: StreamKind::ALL.len() as u32,
             tags: Arc::new(StreamTags),
         });
         let client_error = |e: String| OutputError::Client(e);
@@ -232,8 +233,12 @@ impl InfluxPush {
         use tsload_core::ColumnValues;
         self.batch.clear();
         let t = &mut self.batch.tables[0];
-        t.device
-            .push(STREAMS.iter().position(|s| *s == row.stream).unwrap_or(0) as u32);
+        t.device.push(
+            StreamKind::ALL
+                .iter()
+                .position(|s| *s == row.stream)
+                .unwrap_or(0) as u32,
+        );
         // Stamped with the interval's start: distinct even at millisecond precision
         // (VictoriaMetrics), where the last, partial interval can end in the same
         // millisecond as the one before it.

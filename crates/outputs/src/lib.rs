@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::Histogram;
 use tsload_core::engine::IntervalReport;
 use tsload_core::recorder::Counters;
+use tsload_report::StreamKind;
 use tsload_scenario::plan::OutSpec;
 
 use crate::exposition::{StreamState, exposition};
@@ -60,7 +61,7 @@ struct Inner {
     ndjson: Option<(PathBuf, tsload_redact::file::TextFile)>,
     influx: Option<InfluxPush>,
     /// Per stream, in the order they first reported.
-    streams: Vec<(&'static str, StreamState)>,
+    streams: Vec<(StreamKind, StreamState)>,
     /// The first write error; the run goes on and the error is reported at its end.
     error: Option<String>,
     /// Every interval of every stream, in the order reported: the JSON report's
@@ -134,7 +135,7 @@ impl Outputs {
     }
 
     /// Records one interval of `stream`.
-    pub fn record(&self, stream: &'static str, started_at: SystemTime, r: &IntervalReport) {
+    pub fn record(&self, stream: StreamKind, started_at: SystemTime, r: &IntervalReport) {
         let row = IntervalRow::new(stream, started_at, r);
         let Ok(mut inner) = self.0.lock() else {
             return;
@@ -302,9 +303,9 @@ mod tests {
         let nd = dir.path().join("i.ndjson");
         let out = Outputs::open(&[OutSpec::Csv(csv.clone()), OutSpec::Ndjson(nd.clone())]).unwrap();
         let t0 = UNIX_EPOCH + Duration::from_secs(1_000);
-        out.record("write", t0, &report(0, 100, &[1, 2, 3, 4]));
-        out.record("write", t0, &report(1, 300, &[10]));
-        out.record("query", t0, &report(0, 7, &[5]));
+        out.record(StreamKind::Write, t0, &report(0, 100, &[1, 2, 3, 4]));
+        out.record(StreamKind::Write, t0, &report(1, 300, &[10]));
+        out.record(StreamKind::Query, t0, &report(0, 7, &[5]));
         let text = std::fs::read_to_string(&csv).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
@@ -351,7 +352,7 @@ mod tests {
             serde_json::from_str(include_str!("../../../configs/grafana/tsload.json"))
                 .expect("the dashboard is JSON");
         let out = Outputs::default();
-        out.record("write", UNIX_EPOCH, &report(0, 100, &[1]));
+        out.record(StreamKind::Write, UNIX_EPOCH, &report(0, 100, &[1]));
         // Every family, and a summary's _sum and _count series.
         let mut exported = std::collections::BTreeSet::new();
         for line in out.exposition().lines() {
@@ -394,7 +395,7 @@ mod tests {
     fn the_csv_header_is_the_rows_serde_names_and_a_short_interval_has_empty_rates() {
         let mut short = report(0, 100, &[1]);
         short.end = Duration::from_millis(10);
-        let row = IntervalRow::new("write", UNIX_EPOCH, &short);
+        let row = IntervalRow::new(StreamKind::Write, UNIX_EPOCH, &short);
         let mut w = csv::Writer::from_writer(Vec::new());
         w.serialize(&row).unwrap();
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tsload_core::engine::IntervalReport;
+use tsload_report::StreamKind;
 
 /// One report interval of one stream, as the CSV and NDJSON outputs write it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -15,7 +16,7 @@ pub struct IntervalRow {
     /// End of the interval, seconds since the load started.
     pub elapsed_s: f64,
     /// `write` or `query`.
-    pub stream: &'static str,
+    pub stream: StreamKind,
     pub interval_s: f64,
     /// Successful requests in the interval (queries: requests; writes: batches).
     pub requests: u64,
@@ -73,7 +74,7 @@ pub const CSV_HEADER: [&str; 21] = [
 ];
 
 impl IntervalRow {
-    pub fn new(stream: &'static str, started_at: SystemTime, r: &IntervalReport) -> Self {
+    pub fn new(stream: StreamKind, started_at: SystemTime, r: &IntervalReport) -> Self {
         let secs = (r.end - r.start).as_secs_f64();
         let per_s = |n: u64| (secs >= MIN_RATE_INTERVAL_S).then(|| n as f64 / secs);
         let ms = |q: f64| r.latency.value_at_quantile(q) as f64 / 1e6;

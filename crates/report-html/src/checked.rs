@@ -15,7 +15,7 @@ use tsload_report::merge::{
     MAX_CPU_S, MAX_ELAPSED_S, MAX_KINDS, MAX_LATENCY_MS, MergeError, check_intervals,
 };
 
-use crate::{Error, Hlog, Interval, ReportInput};
+use crate::{Error, Hlog, Interval, ReportInput, StreamKind};
 
 /// The most rows a table of a report's scalars (server, probe RTT, network) may have.
 pub(crate) const MAX_TABLE_ROWS: usize = 10_000;
@@ -71,7 +71,7 @@ impl Client {
 /// One stream's summary (writes or queries).
 pub(crate) struct Stream {
     /// `write` or `query`.
-    pub name: &'static str,
+    pub name: StreamKind,
     pub elapsed_s: f64,
     pub rows: u64,
     /// `metrics` (writes) or `statements` (queries).
@@ -270,19 +270,19 @@ impl<'a> ReportView<'a> {
             )));
         }
         let f = Fields { label };
-        let mut summaries: Vec<(&'static str, &Value, String)> = Vec::new();
+        let mut summaries: Vec<(StreamKind, &Value, String)> = Vec::new();
         if r.get("write").is_some_and(Value::is_object)
             || r.get("query").is_some_and(Value::is_object)
         {
-            for s in ["write", "query"] {
-                if let Some(v) = r.get(s).filter(|v| v.is_object()) {
+            for s in StreamKind::ALL {
+                if let Some(v) = r.get(s.as_str()).filter(|v| v.is_object()) {
                     summaries.push((s, v, format!("{s}.")));
                 }
             }
         } else if r.get("statements_per_s").is_some() {
-            summaries.push(("query", r, String::new()));
+            summaries.push((StreamKind::Query, r, String::new()));
         } else if r.get("metrics_per_s").is_some() {
-            summaries.push(("write", r, String::new()));
+            summaries.push((StreamKind::Write, r, String::new()));
         } else {
             return Err(bad(
                 "it has neither `metrics_per_s` (writes) nor `statements_per_s` (queries)".into(),
@@ -295,7 +295,7 @@ impl<'a> ReportView<'a> {
                     return Err(bad(format!("the {name} stream has no number `{key}`")));
                 }
             }
-            streams.push(read_stream(&f, name, v, path)?);
+            streams.push(read_stream(&f, *name, v, path)?);
         }
 
         check_intervals(label, r.get("intervals")).map_err(|e| from_merge(label, e))?;
@@ -397,7 +397,10 @@ impl<'a> ReportView<'a> {
             _ => None,
         };
         if let Some(offset) = query_offset_s(r) {
-            for i in intervals.iter_mut().filter(|i| i.stream == "query") {
+            for i in intervals
+                .iter_mut()
+                .filter(|i| i.stream == StreamKind::Query)
+            {
                 i.elapsed_s += offset;
             }
         }
@@ -442,8 +445,8 @@ fn query_offset_s(r: &Value) -> Option<f64> {
 }
 
 /// One stream's summary `v` (`path`: its place in the report, `write.` or empty).
-fn read_stream(f: &Fields<'_>, name: &'static str, v: &Value, path: &str) -> Result<Stream, Error> {
-    let (count_key, rate_key) = if name == "query" {
+fn read_stream(f: &Fields<'_>, name: StreamKind, v: &Value, path: &str) -> Result<Stream, Error> {
+    let (count_key, rate_key) = if name == StreamKind::Query {
         ("statements", "statements_per_s")
     } else {
         ("metrics", "metrics_per_s")
@@ -544,7 +547,7 @@ fn read_stream(f: &Fields<'_>, name: &'static str, v: &Value, path: &str) -> Res
             }
         }
     };
-    let (offered_key, achieved_key) = if name == "write" {
+    let (offered_key, achieved_key) = if name == StreamKind::Write {
         ("offered_rows_per_s", "rows_per_s")
     } else {
         ("offered_requests_per_s", "requests_per_s")

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use tsload_report::hlog::{MAX_COUNT, MAX_LINE_BYTES, MAX_TIME_S, SERVICE_TAG, decode_checked};
 
-use crate::{Error, Interval, ms, round_us};
+use crate::{Error, Interval, StreamKind, ms, round_us};
 
 /// One interval of a log: its time and both histograms, still encoded (a 1-hour log holds
 /// thousands; decoded, they would take gigabytes).
@@ -64,7 +64,7 @@ impl Hlog {
 
     /// Each interval's figures, as the JSON report's `intervals` would state them for
     /// `stream` (counts other than requests are not in a log: left at zero).
-    pub(crate) fn intervals(&self, stream: &str) -> Vec<Interval> {
+    pub(crate) fn intervals(&self, stream: StreamKind) -> Vec<Interval> {
         self.intervals
             .iter()
             .map(|i| {
@@ -81,7 +81,7 @@ impl Hlog {
 
 /// An [`Interval`] of `stream` whose percentiles come from `latency` and `service`.
 pub(crate) fn summarize(
-    stream: &str,
+    stream: StreamKind,
     latency: Option<&Histogram<u64>>,
     service: Option<&Histogram<u64>>,
 ) -> Interval {
@@ -94,7 +94,7 @@ pub(crate) fn summarize(
         _ => 0.0,
     };
     Interval {
-        stream: stream.to_string(),
+        stream,
         requests: latency.map_or(0, Histogram::len),
         p50_ms: q(latency, 0.5),
         p99_ms: q(latency, 0.99),

@@ -29,6 +29,7 @@ mod svg;
 mod sweep;
 
 use serde::{Deserialize, Serialize};
+pub use tsload_report::StreamKind;
 
 pub use hlog::{Hlog, read_hlog};
 pub use page::{Figure, Page, render, render_page};
@@ -87,8 +88,7 @@ pub struct ReportInput {
 /// microsecond), from the interval's own histograms.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
-    /// `write` or `query`.
-    pub stream: String,
+    pub stream: StreamKind,
     /// End of the interval, seconds since the load started.
     pub elapsed_s: f64,
     /// The interval's length in seconds (the last one may be shorter).
@@ -132,7 +132,7 @@ pub struct Interval {
 
 impl Interval {
     /// The record of one interval the engine reported.
-    pub fn new(stream: &str, r: &tsload_core::engine::IntervalReport) -> Self {
+    pub fn new(stream: StreamKind, r: &tsload_core::engine::IntervalReport) -> Self {
         let q = |h: &hdrhistogram::Histogram<u64>, q: f64| {
             if h.is_empty() {
                 0.0
@@ -142,13 +142,13 @@ impl Interval {
         };
         let max = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { ms(h.max()) };
         Interval {
-            stream: stream.to_string(),
+            stream,
             elapsed_s: round_us(r.end.as_secs_f64()),
             interval_s: round_us(r.end.saturating_sub(r.start).as_secs_f64()),
             requests: r.counters.requests,
             rows: r.counters.rows,
-            metrics: (stream != "query").then_some(r.counters.metrics),
-            statements: (stream == "query").then_some(r.counters.metrics),
+            metrics: (stream == StreamKind::Write).then_some(r.counters.metrics),
+            statements: (stream == StreamKind::Query).then_some(r.counters.metrics),
             errors: r.counters.error_count(),
             retries: r.counters.retries,
             p50_ms: q(&r.latency, 0.5),

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::chart::{self, Line, Scale};
 use crate::checked::{Client, Latency, ReportView, Row, Stream};
 use crate::escape::esc;
-use crate::{Error, Hlog, Interval, ReportInput};
+use crate::{Error, Hlog, Interval, ReportInput, StreamKind};
 
 /// Refuses every request the page could make: nothing leaves, and a try is logged.
 const CSP: &str =
@@ -153,8 +153,8 @@ struct StreamWords {
     unit: &'static str,
 }
 
-fn words(stream: &str) -> StreamWords {
-    if stream == "query" {
+fn words(stream: StreamKind) -> StreamWords {
+    if stream == StreamKind::Query {
         StreamWords {
             title: "Queries",
             count: "statements",
@@ -320,7 +320,7 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
     }
     // Each report's line over time, per stream.
     const CLASSES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
-    for stream in ["write", "query"] {
+    for stream in StreamKind::ALL {
         // Intervals read from a log count requests, not the rates compared here.
         let per: Vec<(&str, Vec<&Interval>)> = views
             .iter()
@@ -609,7 +609,7 @@ fn stream_block(
             &id("offered"),
             &format!(
                 "offered {}/s (achieved {ratio})",
-                if sv.name == "write" {
+                if sv.name == StreamKind::Write {
                     "rows"
                 } else {
                     "requests"

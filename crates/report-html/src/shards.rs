@@ -21,7 +21,7 @@ use crate::chart::{self, Line, Scale};
 use crate::checked::ReportView;
 use crate::escape::esc;
 use crate::hlog::{add, summarize};
-use crate::{Error, Interval, round_us};
+use crate::{Error, Interval, StreamKind, round_us};
 
 const CLASSES: [&str; 5] = ["c0", "c1", "c2", "c3", "c4"];
 
@@ -125,7 +125,7 @@ pub(crate) fn find(views: &[ReportView<'_>]) -> Result<Option<Vec<usize>>, Error
     {
         return Ok(None);
     }
-    for stream in ["write", "query"] {
+    for stream in StreamKind::ALL {
         let mut totals = [0u64; 5];
         for k in &shards {
             let v = &views[*k];
@@ -174,7 +174,7 @@ pub(crate) fn section(
          points add up the shards' intervals that end in the same report interval.</p>",
         shards.len()
     );
-    for stream in ["write", "query"] {
+    for stream in StreamKind::ALL {
         stream_charts(out, stream, &shards, merged, data);
     }
     out.push_str("</section>");
@@ -182,7 +182,7 @@ pub(crate) fn section(
 
 fn stream_charts(
     out: &mut String,
-    stream: &str,
+    stream: StreamKind,
     shards: &[(usize, &ReportView<'_>)],
     merged: Option<(usize, &ReportView<'_>)>,
     data: &mut serde_json::Map<String, Value>,
@@ -291,7 +291,7 @@ fn stream_charts(
             iv.interval_s = round_us(s.length);
             iv.requests = s.requests;
             iv.rows = s.rows;
-            if stream == "query" {
+            if stream == StreamKind::Query {
                 iv.statements = Some(s.count);
             } else {
                 iv.metrics = Some(s.count);
@@ -302,7 +302,7 @@ fn stream_charts(
         })
         .collect();
     let has_latency = latency_source.is_some();
-    let unit = if stream == "query" {
+    let unit = if stream == StreamKind::Query {
         "statements"
     } else {
         "metrics"
@@ -343,7 +343,7 @@ fn stream_charts(
     let _ = write!(
         out,
         "<h3>{}</h3>",
-        if stream == "query" {
+        if stream == StreamKind::Query {
             "Queries"
         } else {
             "Writes"

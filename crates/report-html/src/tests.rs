@@ -35,7 +35,7 @@ fn latency(scale_ns: u64) -> Value {
 fn write_report(n: usize) -> Value {
     let intervals: Vec<Interval> = (0..n)
         .map(|i| Interval {
-            stream: "write".into(),
+            stream: crate::StreamKind::Write,
             elapsed_s: (i + 1) as f64,
             interval_s: 1.0,
             requests: 120 + (i as u64 % 7),

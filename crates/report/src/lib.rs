@@ -10,8 +10,10 @@ pub mod hlog;
 pub mod merge;
 pub mod query_report;
 pub mod report;
+pub mod stream;
 pub mod threshold;
 pub mod totals;
 pub mod verdict;
 
 pub use query_report::{KindSummary, QuerySummary};
+pub use stream::StreamKind;

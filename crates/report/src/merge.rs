@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 
+use crate::StreamKind;
 use crate::hlog::HistogramError;
 use crate::query_report::{KindSummary, QueryClientSummary, QuerySummary};
 use crate::report::{ClientSummary, LatencySummary, Summary, group};
@@ -242,10 +243,14 @@ pub fn check_intervals(
                 "an object (stream, elapsed_s, interval_s, counts, latencies)".into(),
             ));
         }
-        let stream = match iv.get("stream") {
-            Some(Value::String(s)) if s == "write" => 0,
-            Some(Value::String(s)) if s == "query" => 1,
-            other => {
+        let kind = iv
+            .get("stream")
+            .and_then(Value::as_str)
+            .and_then(StreamKind::of_word);
+        let stream = match (kind, iv.get("stream")) {
+            (Some(StreamKind::Write), _) => 0,
+            (Some(StreamKind::Query), _) => 1,
+            (None, other) => {
                 return Err(bad(
                     path("stream"),
                     json_shown(other),
