@@ -550,8 +550,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "report/src/report.rs::new",
     "report/src/report.rs::render_text",
     "scenario/src/import.rs::taosbenchmark",
-    "scenario/src/network.rs::network",
-    "scenario/src/query.rs::query",
     "scenario/src/workload.rs::column_list",
     "scenario/src/workload.rs::live_time",
     "scenario/src/workload.rs::workload",

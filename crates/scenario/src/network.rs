@@ -58,6 +58,54 @@ impl Ctx<'_> {
                 _ => None,
             },
         };
+        self.check_impairable(section, target)?;
+        // The other backend's keys, after the values and the target are checked.
+        self.check_kind_keys(
+            &NETWORK,
+            backend,
+            &format!("backend \"{backend}\""),
+            n.present(),
+        )?;
+        let (backend, spec, default_probe) =
+            self.backend(section, backend, delay, jitter, target)?;
+        let probe = self.probe(section, &backend, default_probe, target)?;
+        let probe_count = self
+            .opt_int(&n.probe_count, "network.probe_count", 1, 1_000_000)?
+            .map_or(100, |v| v as u64);
+        let probe_path = match &n.probe_path {
+            None => "/ping".to_string(),
+            Some(p) if p.get_ref().starts_with('/') => p.get_ref().clone(),
+            Some(p) => {
+                return Err(self.error(
+                    Some(&p.span()),
+                    "network.probe_path",
+                    format!(
+                        "\"{}\" must start with /, e.g. \"/ping\" or \"/health\"",
+                        p.get_ref()
+                    ),
+                ));
+            }
+        };
+        Ok(NetworkPlan {
+            backend,
+            delay,
+            jitter,
+            loss,
+            rate_bits,
+            spec,
+            probe,
+            probe_count,
+            probe_path,
+        })
+    }
+
+    /// A target the impairment can stand in front of: reached over TCP at the URL's own
+    /// host and port.
+    fn check_impairable(
+        &self,
+        section: &Spanned<NetworkSection>,
+        target: &TargetPlan,
+    ) -> Result<(), ScenarioError> {
         let addressable = target.url().is_some();
         if !addressable {
             return Err(self.error(
@@ -90,14 +138,21 @@ impl Ctx<'_> {
                 ),
             ));
         }
-        // The other backend's keys, after the values and the target are checked.
-        self.check_kind_keys(
-            &NETWORK,
-            backend,
-            &format!("backend \"{backend}\""),
-            n.present(),
-        )?;
-        let (backend, spec, default_probe) = if backend == "proxy" {
+        Ok(())
+    }
+
+    /// The backend's settings, the netem spec it applies (`None` for the proxy), and the
+    /// probe it takes by default.
+    fn backend(
+        &self,
+        section: &Spanned<NetworkSection>,
+        backend: &str,
+        delay: Duration,
+        jitter: Duration,
+        target: &TargetPlan,
+    ) -> Result<(NetworkBackend, Option<tsload_netem::Spec>, ProbeChoice), ScenarioError> {
+        let n = section.get_ref();
+        Ok(if backend == "proxy" {
             if let Some(host) = target
                 .url()
                 .and_then(tsload_target::sql_tls::name_checked_host)
@@ -147,7 +202,19 @@ impl Ctx<'_> {
                 Some(spec),
                 ProbeChoice::Tcp,
             )
-        };
+        })
+    }
+
+    /// How the RTT is measured: `network.probe`, else the backend's default; one that
+    /// cannot measure this backend's delay or reach this target is refused.
+    fn probe(
+        &self,
+        section: &Spanned<NetworkSection>,
+        backend: &NetworkBackend,
+        default_probe: ProbeChoice,
+        target: &TargetPlan,
+    ) -> Result<ProbeChoice, ScenarioError> {
+        let n = section.get_ref();
         let probe = match &n.probe {
             None => default_probe,
             Some(p) => match self.choice(p, "network.probe", &["none", "tcp", "icmp", "app"])? {
@@ -178,34 +245,7 @@ impl Ctx<'_> {
                 ),
             ));
         }
-        let probe_count = self
-            .opt_int(&n.probe_count, "network.probe_count", 1, 1_000_000)?
-            .map_or(100, |v| v as u64);
-        let probe_path = match &n.probe_path {
-            None => "/ping".to_string(),
-            Some(p) if p.get_ref().starts_with('/') => p.get_ref().clone(),
-            Some(p) => {
-                return Err(self.error(
-                    Some(&p.span()),
-                    "network.probe_path",
-                    format!(
-                        "\"{}\" must start with /, e.g. \"/ping\" or \"/health\"",
-                        p.get_ref()
-                    ),
-                ));
-            }
-        };
-        Ok(NetworkPlan {
-            backend,
-            delay,
-            jitter,
-            loss,
-            rate_bits,
-            spec,
-            probe,
-            probe_count,
-            probe_path,
-        })
+        Ok(probe)
     }
 }
 

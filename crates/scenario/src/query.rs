@@ -1,6 +1,7 @@
 //! `[query]`: the read stream, TSBS queries or sysbench-shaped OLTP, checked against the
 //! target it reads.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use toml::Spanned;
@@ -29,6 +30,23 @@ impl Ctx<'_> {
         };
         let oltp_kind: Option<tsload_oltp::OltpKind> = kind.parse().ok();
         self.check_kind_keys(&QUERY, kind, &format!("query kind \"{kind}\""), q.present())?;
+        let config = self.query_config(q)?;
+        let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
+        let start_after = self.opt_duration(&q.start_after, "query.start_after", Duration::ZERO)?;
+        let kind_span = q.kind.as_ref().map(|k| k.span());
+        let workload = match oltp_kind {
+            None => self.tsbs_workload(q, workload, target, seed, kind_span)?,
+            Some(k) => self.oltp_workload(section, k, target, seed, kind_span)?,
+        };
+        Ok(QueryPlan {
+            workload,
+            config,
+            start_after,
+        })
+    }
+
+    /// The read stream's engine settings: workers, rate or closed loop, duration, limits.
+    fn query_config(&self, q: &QuerySection) -> Result<tsload_core::QueryConfig, ScenarioError> {
         let mode = self.load_mode(&q.rate, "query.rate", "requests")?;
         let workers = self
             .opt_int(&q.workers, "query.workers", 1, 100_000)?
@@ -42,7 +60,7 @@ impl Ctx<'_> {
             "requests",
             (workers, &format!("query.workers = {workers}")),
         )?;
-        let config = tsload_core::QueryConfig {
+        Ok(tsload_core::QueryConfig {
             workers,
             mode,
             duration,
@@ -68,239 +86,264 @@ impl Ctx<'_> {
             // The run's `load.grace` and `load.drain`, set with the plan.
             grace: tsload_core::engine::DEFAULT_GRACE,
             drain: tsload_core::engine::DEFAULT_DRAIN,
-        };
-        let seed = q.seed.as_ref().map(|v| *v.get_ref() as u64);
-        let start_after = self.opt_duration(&q.start_after, "query.start_after", Duration::ZERO)?;
-        let kind_span = q.kind.as_ref().map(|k| k.span());
-        let workload = match oltp_kind {
-            None => {
-                let (WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t)) = workload else {
-                    return Err(self.error(
-                        kind_span.as_ref(),
-                        "query.kind",
-                        format!(
-                            "TSBS queries read the cpu table of the cpu-only or devops data set that [workload] describes; workload kind \"{}\" has none",
-                            workload.kind()
-                        ),
-                    ));
-                };
-                let languages = target.query_languages();
-                let influx = !languages.is_empty();
-                // The file's dialect belongs to the file's target: a `--set target.kind`
-                // to another kind sets it aside (a `--set query.dialect` still counts).
-                let set_aside = self.overridden.iter().any(|o| o == "target.kind")
-                    && !self.overridden.iter().any(|o| o == "query.dialect");
-                let dialect = match &q.dialect {
-                    // The plan names the language a line-protocol target is asked in.
-                    None if influx => Some(languages[0].to_string()),
-                    None => None,
-                    Some(_) if set_aside && !influx => None,
-                    Some(d) if influx => {
-                        Some(self.choice(d, "query.dialect", languages)?.to_string())
-                    }
-                    Some(d) => {
-                        return Err(self.error(
-                            Some(&d.span()),
-                            "query.dialect",
-                            format!(
-                                "only line-protocol targets (kind \"influx\") choose a query language; target kind \"{}\" has its own",
-                                target.kind()
-                            ),
-                        ));
-                    }
-                };
-                if let Some(tb) = &q.time_bucket
-                    && !target.takes_time_bucket()
-                {
-                    return Err(self.error(
-                        Some(&tb.span()),
-                        "query.time_bucket",
-                        "a setting of PostgreSQL/TimescaleDB targets only".into(),
-                    ));
-                }
-                if !target.stores() {
-                    return Err(self.error(
-                        kind_span.as_ref(),
-                        "query.kind",
-                        "target kind \"null\" stores nothing to query".into(),
-                    ));
-                }
-                let types = match &q.types {
-                    None => None,
-                    Some(list) => {
-                        let mut out = Vec::new();
-                        for (i, t) in list.get_ref().iter().enumerate() {
-                            let ty: tsload_query::QueryType =
-                                t.get_ref().parse().map_err(|_| {
-                                    self.error(
-                                        Some(&t.span()),
-                                        &format!("query.types[{i}]"),
-                                        format!(
-                                            "\"{}\" is not a TSBS devops query type; allowed: {}",
-                                            t.get_ref(),
-                                            tsload_query::QueryType::ALL
-                                                .iter()
-                                                .map(|t| t.name())
-                                                .collect::<Vec<_>>()
-                                                .join(", ")
-                                        ),
-                                    )
-                                })?;
-                            if out.contains(&ty) {
-                                return Err(self.error(
-                                    Some(&t.span()),
-                                    &format!("query.types[{i}]"),
-                                    format!("\"{}\" is listed twice", t.get_ref()),
-                                ));
-                            }
-                            out.push(ty);
-                        }
-                        if out.is_empty() {
-                            return Err(self.error(
-                                Some(&list.span()),
-                                "query.types",
-                                "the list is empty; leave it out to run every type".into(),
-                            ));
-                        }
-                        Some(out)
-                    }
-                };
-                QueryWorkloadPlan::Tsbs {
-                    data: *t,
-                    seed: seed.unwrap_or(t.seed),
-                    types,
-                    dialect,
-                    time_bucket: flag(&q.time_bucket, false),
-                    preload: flag(&q.preload, false),
-                }
-            }
-            Some(k) => {
-                let dialect = match target.oltp_dialect() {
-                    Some(d) => d,
-                    None => {
-                        let other = target;
-                        return Err(self.error(
-                            kind_span.as_ref(),
-                            "query.kind",
-                            format!(
-                                "the OLTP workloads run on SQL targets (postgres, mysql, sqlite); target kind \"{}\" is not one",
-                                other.kind()
-                            ),
-                        ));
-                    }
-                };
-                let mut c = tsload_oltp::OltpConfig::new(k, dialect);
-                let u32_of = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64, d: u32| {
-                    self.opt_int(v, &format!("query.{key}"), lo, hi)
-                        .map(|x| x.map_or(d, |x| x as u32))
-                };
-                c.tables = u32_of(&q.tables, "tables", 1, 100_000, c.tables)?;
-                c.table_size = u32_of(
-                    &q.table_size,
-                    "table_size",
-                    1,
-                    i32::MAX as i64,
-                    c.table_size,
-                )?;
-                c.range_size = u32_of(
-                    &q.range_size,
-                    "range_size",
-                    1,
-                    i32::MAX as i64,
-                    c.range_size,
-                )?;
-                c.point_selects = u32_of(
-                    &q.point_selects,
-                    "point_selects",
-                    0,
-                    100_000,
-                    c.point_selects,
-                )?;
-                c.simple_ranges = u32_of(
-                    &q.simple_ranges,
-                    "simple_ranges",
-                    0,
-                    100_000,
-                    c.simple_ranges,
-                )?;
-                c.sum_ranges = u32_of(&q.sum_ranges, "sum_ranges", 0, 100_000, c.sum_ranges)?;
-                c.order_ranges =
-                    u32_of(&q.order_ranges, "order_ranges", 0, 100_000, c.order_ranges)?;
-                c.distinct_ranges = u32_of(
-                    &q.distinct_ranges,
-                    "distinct_ranges",
-                    0,
-                    100_000,
-                    c.distinct_ranges,
-                )?;
-                c.index_updates = u32_of(
-                    &q.index_updates,
-                    "index_updates",
-                    0,
-                    100_000,
-                    c.index_updates,
-                )?;
-                c.non_index_updates = u32_of(
-                    &q.non_index_updates,
-                    "non_index_updates",
-                    0,
-                    100_000,
-                    c.non_index_updates,
-                )?;
-                c.delete_inserts = u32_of(
-                    &q.delete_inserts,
-                    "delete_inserts",
-                    0,
-                    100_000,
-                    c.delete_inserts,
-                )?;
-                c.load_batch_rows = u32_of(
-                    &q.load_batch_rows,
-                    "load_batch_rows",
-                    1,
-                    dialect.max_load_batch_rows() as i64,
-                    c.load_batch_rows,
-                )?;
-                c.range_selects = flag(&q.range_selects, c.range_selects);
-                c.skip_trx = flag(&q.skip_trx, c.skip_trx);
-                if let Some(r) = &q.rand_type {
-                    c.rand_type = self
-                        .choice(r, "query.rand_type", &["uniform", "special"])?
-                        .parse()
-                        .map_err(|e: tsload_oltp::OltpError| {
-                            self.error(Some(&r.span()), "query.rand_type", e.to_string())
-                        })?;
-                }
-                if let Some(r) = &q.secondary_index {
-                    c.secondary_index = self
-                        .choice(
-                            r,
-                            "query.secondary_index",
-                            &["after_load", "before_load", "off"],
-                        )?
-                        .parse()
-                        .map_err(|e: tsload_oltp::OltpError| {
-                            self.error(Some(&r.span()), "query.secondary_index", e.to_string())
-                        })?;
-                }
-                if let Some(e) = &q.mysql_storage_engine {
-                    c.mysql_storage_engine = e.get_ref().clone();
-                }
-                c.seed = seed.unwrap_or(0);
-                c.validate().map_err(|e| {
-                    let key = format!("query.{}", e.option());
-                    self.error(Some(&section.span()), &key, e.to_string())
-                })?;
-                QueryWorkloadPlan::Oltp {
-                    config: c,
-                    prepare: flag(&q.prepare, true),
-                }
-            }
-        };
-        Ok(QueryPlan {
-            workload,
-            config,
-            start_after,
         })
+    }
+
+    /// TSBS's queries over the cpu table of the data set `[workload]` describes, in the
+    /// target's language.
+    fn tsbs_workload(
+        &self,
+        q: &QuerySection,
+        workload: &WorkloadPlan,
+        target: &TargetPlan,
+        seed: Option<u64>,
+        kind_span: Option<Range<usize>>,
+    ) -> Result<QueryWorkloadPlan, ScenarioError> {
+        let (WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t)) = workload else {
+            return Err(self.error(
+                kind_span.as_ref(),
+                "query.kind",
+                format!(
+                    "TSBS queries read the cpu table of the cpu-only or devops data set that [workload] describes; workload kind \"{}\" has none",
+                    workload.kind()
+                ),
+            ));
+        };
+        let languages = target.query_languages();
+        let influx = !languages.is_empty();
+        // The file's dialect belongs to the file's target: a `--set target.kind`
+        // to another kind sets it aside (a `--set query.dialect` still counts).
+        let set_aside = self.overridden.iter().any(|o| o == "target.kind")
+            && !self.overridden.iter().any(|o| o == "query.dialect");
+        let dialect = match &q.dialect {
+            // The plan names the language a line-protocol target is asked in.
+            None if influx => Some(languages[0].to_string()),
+            None => None,
+            Some(_) if set_aside && !influx => None,
+            Some(d) if influx => Some(self.choice(d, "query.dialect", languages)?.to_string()),
+            Some(d) => {
+                return Err(self.error(
+                    Some(&d.span()),
+                    "query.dialect",
+                    format!(
+                        "only line-protocol targets (kind \"influx\") choose a query language; target kind \"{}\" has its own",
+                        target.kind()
+                    ),
+                ));
+            }
+        };
+        if let Some(tb) = &q.time_bucket
+            && !target.takes_time_bucket()
+        {
+            return Err(self.error(
+                Some(&tb.span()),
+                "query.time_bucket",
+                "a setting of PostgreSQL/TimescaleDB targets only".into(),
+            ));
+        }
+        if !target.stores() {
+            return Err(self.error(
+                kind_span.as_ref(),
+                "query.kind",
+                "target kind \"null\" stores nothing to query".into(),
+            ));
+        }
+        let types = self.query_types(q)?;
+        Ok(QueryWorkloadPlan::Tsbs {
+            data: *t,
+            seed: seed.unwrap_or(t.seed),
+            types,
+            dialect,
+            time_bucket: flag(&q.time_bucket, false),
+            preload: flag(&q.preload, false),
+        })
+    }
+
+    /// `query.types`: TSBS's type names, each once; `None` when left out (every type).
+    fn query_types(
+        &self,
+        q: &QuerySection,
+    ) -> Result<Option<Vec<tsload_query::QueryType>>, ScenarioError> {
+        Ok(match &q.types {
+            None => None,
+            Some(list) => {
+                let mut out = Vec::new();
+                for (i, t) in list.get_ref().iter().enumerate() {
+                    let ty: tsload_query::QueryType = t.get_ref().parse().map_err(|_| {
+                        self.error(
+                            Some(&t.span()),
+                            &format!("query.types[{i}]"),
+                            format!(
+                                "\"{}\" is not a TSBS devops query type; allowed: {}",
+                                t.get_ref(),
+                                tsload_query::QueryType::ALL
+                                    .iter()
+                                    .map(|t| t.name())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                    })?;
+                    if out.contains(&ty) {
+                        return Err(self.error(
+                            Some(&t.span()),
+                            &format!("query.types[{i}]"),
+                            format!("\"{}\" is listed twice", t.get_ref()),
+                        ));
+                    }
+                    out.push(ty);
+                }
+                if out.is_empty() {
+                    return Err(self.error(
+                        Some(&list.span()),
+                        "query.types",
+                        "the list is empty; leave it out to run every type".into(),
+                    ));
+                }
+                Some(out)
+            }
+        })
+    }
+
+    /// sysbench's OLTP workload `k` on the SQL target, its options from the section.
+    fn oltp_workload(
+        &self,
+        section: &Spanned<QuerySection>,
+        k: tsload_oltp::OltpKind,
+        target: &TargetPlan,
+        seed: Option<u64>,
+        kind_span: Option<Range<usize>>,
+    ) -> Result<QueryWorkloadPlan, ScenarioError> {
+        let dialect = match target.oltp_dialect() {
+            Some(d) => d,
+            None => {
+                let other = target;
+                return Err(self.error(
+                    kind_span.as_ref(),
+                    "query.kind",
+                    format!(
+                        "the OLTP workloads run on SQL targets (postgres, mysql, sqlite); target kind \"{}\" is not one",
+                        other.kind()
+                    ),
+                ));
+            }
+        };
+        let q = section.get_ref();
+        let mut c = tsload_oltp::OltpConfig::new(k, dialect);
+        self.oltp_counts(q, &mut c)?;
+        c.range_selects = flag(&q.range_selects, c.range_selects);
+        c.skip_trx = flag(&q.skip_trx, c.skip_trx);
+        if let Some(r) = &q.rand_type {
+            c.rand_type = self
+                .choice(r, "query.rand_type", &["uniform", "special"])?
+                .parse()
+                .map_err(|e: tsload_oltp::OltpError| {
+                    self.error(Some(&r.span()), "query.rand_type", e.to_string())
+                })?;
+        }
+        if let Some(r) = &q.secondary_index {
+            c.secondary_index = self
+                .choice(
+                    r,
+                    "query.secondary_index",
+                    &["after_load", "before_load", "off"],
+                )?
+                .parse()
+                .map_err(|e: tsload_oltp::OltpError| {
+                    self.error(Some(&r.span()), "query.secondary_index", e.to_string())
+                })?;
+        }
+        if let Some(e) = &q.mysql_storage_engine {
+            c.mysql_storage_engine = e.get_ref().clone();
+        }
+        c.seed = seed.unwrap_or(0);
+        c.validate().map_err(|e| {
+            let key = format!("query.{}", e.option());
+            self.error(Some(&section.span()), &key, e.to_string())
+        })?;
+        Ok(QueryWorkloadPlan::Oltp {
+            config: c,
+            prepare: flag(&q.prepare, true),
+        })
+    }
+
+    /// The OLTP workload's counts (tables, rows, statements per transaction), each within
+    /// its range; a count left out keeps `c`'s default.
+    fn oltp_counts(
+        &self,
+        q: &QuerySection,
+        c: &mut tsload_oltp::OltpConfig,
+    ) -> Result<(), ScenarioError> {
+        let most_rows = c.dialect.max_load_batch_rows() as i64;
+        let (most, big) = (100_000, i64::from(i32::MAX));
+        // Each count: its key, its range, and the field it sets (the default when left out).
+        let counts = [
+            (&q.tables, "tables", 1, most, &mut c.tables),
+            (&q.table_size, "table_size", 1, big, &mut c.table_size),
+            (&q.range_size, "range_size", 1, big, &mut c.range_size),
+            (
+                &q.point_selects,
+                "point_selects",
+                0,
+                most,
+                &mut c.point_selects,
+            ),
+            (
+                &q.simple_ranges,
+                "simple_ranges",
+                0,
+                most,
+                &mut c.simple_ranges,
+            ),
+            (&q.sum_ranges, "sum_ranges", 0, most, &mut c.sum_ranges),
+            (
+                &q.order_ranges,
+                "order_ranges",
+                0,
+                most,
+                &mut c.order_ranges,
+            ),
+            (
+                &q.distinct_ranges,
+                "distinct_ranges",
+                0,
+                most,
+                &mut c.distinct_ranges,
+            ),
+            (
+                &q.index_updates,
+                "index_updates",
+                0,
+                most,
+                &mut c.index_updates,
+            ),
+            (
+                &q.non_index_updates,
+                "non_index_updates",
+                0,
+                most,
+                &mut c.non_index_updates,
+            ),
+            (
+                &q.delete_inserts,
+                "delete_inserts",
+                0,
+                most,
+                &mut c.delete_inserts,
+            ),
+            (
+                &q.load_batch_rows,
+                "load_batch_rows",
+                1,
+                most_rows,
+                &mut c.load_batch_rows,
+            ),
+        ];
+        for (value, key, lo, hi, field) in counts {
+            if let Some(v) = self.opt_int(value, &format!("query.{key}"), lo, hi)? {
+                *field = v as u32;
+            }
+        }
+        Ok(())
     }
 }
