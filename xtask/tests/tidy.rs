@@ -549,7 +549,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "report/src/query_report.rs::render_text",
     "report/src/report.rs::new",
     "report/src/report.rs::render_text",
-    "scenario/src/import.rs::taosbenchmark",
     "scenario/src/workload.rs::column_list",
     "scenario/src/workload.rs::live_time",
     "scenario/src/workload.rs::workload",

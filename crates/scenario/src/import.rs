@@ -37,169 +37,273 @@ const IGNORED: &[&str] = &[
 pub fn taosbenchmark(json: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
     let root = root.as_object().ok_or("the file is not a JSON object")?;
+    let src = Source::of(root)?;
     let mut notes = Vec::new();
-    match root.get("filetype").and_then(Value::as_str) {
-        Some("insert") | None => {}
-        Some(other) => {
+    let mut doc = DocumentMut::new();
+    doc["name"] = value(format!("taosbenchmark-{}", src.name));
+    doc["description"] = value("imported from a taosBenchmark insert file");
+    doc["workload"] = Item::Table(src.workload(&mut notes)?);
+    doc["target"] = Item::Table(src.target(&mut notes)?);
+    doc["load"] = Item::Table(src.load()?);
+    src.not_carried(&mut notes);
+    Ok(Imported {
+        scenario: doc.to_string(),
+        notes,
+    })
+}
+
+/// The parts of an insert file a scenario is made of: its one database and super table.
+struct Source<'a> {
+    root: &'a serde_json::Map<String, Value>,
+    dbinfo: Option<&'a serde_json::Map<String, Value>>,
+    stable: &'a serde_json::Map<String, Value>,
+    /// The database's name (`test` when the file names none).
+    name: &'a str,
+    /// `dbinfo.precision`: `ms`, `us` or `ns`, and its unit in nanoseconds.
+    precision: &'a str,
+    unit_ns: i64,
+}
+
+/// A whole number, given as a number or a string.
+fn int(v: &Value, key: &str) -> Result<i64, String> {
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        .ok_or_else(|| format!("`{key}`: {v} is not a whole number"))
+}
+
+/// A number, given as a number or a string.
+fn number(v: &Value, key: &str) -> Result<f64, String> {
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        .ok_or_else(|| format!("`{key}`: {v} is not a number"))
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+impl<'a> Source<'a> {
+    /// The file's one database and one super table (an insert file), and its precision.
+    fn of(root: &'a serde_json::Map<String, Value>) -> Result<Source<'a>, String> {
+        match root.get("filetype").and_then(Value::as_str) {
+            Some("insert") | None => {}
+            Some(other) => {
+                return Err(format!(
+                    "filetype \"{other}\": only \"insert\" files describe a write load"
+                ));
+            }
+        }
+        let databases = root
+            .get("databases")
+            .and_then(Value::as_array)
+            .ok_or("`databases` is missing or not an array")?;
+        let [database] = databases.as_slice() else {
             return Err(format!(
-                "filetype \"{other}\": only \"insert\" files describe a write load"
+                "`databases` has {} entries; a tsload scenario writes one (make one file per database)",
+                databases.len()
+            ));
+        };
+        let dbinfo = database.get("dbinfo").and_then(Value::as_object);
+        let stables = database
+            .get("super_tables")
+            .and_then(Value::as_array)
+            .ok_or("`databases[0].super_tables` is missing or not an array")?;
+        let [stable] = stables.as_slice() else {
+            return Err(format!(
+                "`databases[0].super_tables` has {} entries; tsload's custom workload is one super \
+                 table (make one file per super table)",
+                stables.len()
+            ));
+        };
+        let stable = stable
+            .as_object()
+            .ok_or("`super_tables[0]` is not an object")?;
+        let precision = dbinfo
+            .and_then(|d| d.get("precision"))
+            .and_then(Value::as_str)
+            .unwrap_or("ms");
+        let unit_ns: i64 = match precision {
+            "ms" => 1_000_000,
+            "us" => 1_000,
+            "ns" => 1,
+            other => {
+                return Err(format!("dbinfo.precision \"{other}\": allowed ms, us, ns"));
+            }
+        };
+        let name = dbinfo
+            .and_then(|d| d.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("test");
+        Ok(Source {
+            root,
+            dbinfo,
+            stable,
+            name,
+            precision,
+            unit_ns,
+        })
+    }
+
+    /// `units` of the database's precision as a duration's text.
+    fn duration_of(&self, units: i64) -> String {
+        let ns = units.saturating_mul(self.unit_ns);
+        humantime::format_duration(std::time::Duration::from_nanos(ns.max(0) as u64)).to_string()
+    }
+
+    /// `[workload]`: the custom kind from the super table.
+    fn workload(&self, notes: &mut Vec<String>) -> Result<Table, String> {
+        let (root, stable) = (self.root, self.stable);
+        let mut w = Table::new();
+        w["kind"] = value("custom");
+        w["seed"] = value(123);
+        if let Some(v) = stable.get("name").and_then(text) {
+            w["stable"] = value(v);
+        }
+        for key in ["childtable_count", "insert_rows"] {
+            if let Some(v) = stable.get(key) {
+                w[key] = value(int(v, key)?);
+            }
+        }
+        if let Some(v) = stable.get("childtable_prefix").and_then(text) {
+            w["childtable_prefix"] = value(v);
+        }
+        if let Some(v) = stable.get("timestamp_step") {
+            w["timestamp_step"] = value(self.duration_of(int(v, "timestamp_step")?));
+        }
+        match stable.get("start_timestamp").and_then(Value::as_str) {
+            None => {}
+            Some(s) if s.eq_ignore_ascii_case("now") => notes.push(
+                "start_timestamp \"now\": tsload starts at a fixed time, so that every run writes the \
+                 same data; kept its default (set workload.start_timestamp)"
+                    .into(),
+            ),
+            Some(s) => {
+                w["start_timestamp"] = value(rfc3339(s)?);
+                if !has_zone(s) {
+                    notes.push(format!(
+                        "start_timestamp \"{s}\": taken as UTC (taosBenchmark reads it in the \
+                         client's time zone; add +HH:MM to say which)"
+                    ));
+                }
+            }
+        }
+        // The super table's interlace_rows wins over the file's, as in taosBenchmark.
+        let interlace = stable
+            .get("interlace_rows")
+            .filter(|v| int(v, "interlace_rows").is_ok_and(|n| n > 0))
+            .or_else(|| root.get("interlace_rows"));
+        if let Some(v) = interlace {
+            w["interlace_rows"] = value(int(v, "interlace_rows")?);
+        }
+        if let Some(v) = stable.get("disorder_ratio") {
+            w["disorder_ratio"] = value(number(v, "disorder_ratio")?);
+        }
+        if let Some(v) = stable.get("disorder_range") {
+            w["disorder_range"] = value(self.duration_of(int(v, "disorder_range")?));
+        }
+        for (key, list) in [("columns", "columns"), ("tags", "tags")] {
+            if let Some(v) = stable.get(key) {
+                let (columns, names) = column_list(v, list)?;
+                if names {
+                    notes.push(format!(
+                        "{list}: names are not carried; tsload names columns c0, c1, ... and tags \
+                         t0, t1, ... (after tbname)"
+                    ));
+                }
+                w[key] = Item::Value(toml_edit::Value::Array(columns));
+            }
+        }
+        Ok(w)
+    }
+
+    /// `[target]`: TDengine through taosAdapter, with the database's settings.
+    fn target(&self, notes: &mut Vec<String>) -> Result<Table, String> {
+        let (root, stable, name) = (self.root, self.stable, self.name);
+        let mut t = Table::new();
+        t["kind"] = value("tdengine");
+        let host = root
+            .get("host")
+            .and_then(Value::as_str)
+            .unwrap_or("127.0.0.1");
+        let user = root.get("user").and_then(Value::as_str).unwrap_or("root");
+        t["url"] = value(format!("ws://{user}@{host}:6041"));
+        if root.get("port").is_some() {
+            notes.push(format!(
+                "port {}: tsload speaks to taosAdapter's WebSocket endpoint, written as port 6041",
+                root["port"]
             ));
         }
-    }
-    let databases = root
-        .get("databases")
-        .and_then(Value::as_array)
-        .ok_or("`databases` is missing or not an array")?;
-    let [database] = databases.as_slice() else {
-        return Err(format!(
-            "`databases` has {} entries; a tsload scenario writes one (make one file per database)",
-            databases.len()
-        ));
-    };
-    let dbinfo = database.get("dbinfo").and_then(Value::as_object);
-    let stables = database
-        .get("super_tables")
-        .and_then(Value::as_array)
-        .ok_or("`databases[0].super_tables` is missing or not an array")?;
-    let [stable] = stables.as_slice() else {
-        return Err(format!(
-            "`databases[0].super_tables` has {} entries; tsload's custom workload is one super \
-             table (make one file per super table)",
-            stables.len()
-        ));
-    };
-    let stable = stable
-        .as_object()
-        .ok_or("`super_tables[0]` is not an object")?;
-    let precision = dbinfo
-        .and_then(|d| d.get("precision"))
-        .and_then(Value::as_str)
-        .unwrap_or("ms");
-    let unit_ns: i64 = match precision {
-        "ms" => 1_000_000,
-        "us" => 1_000,
-        "ns" => 1,
-        other => {
-            return Err(format!("dbinfo.precision \"{other}\": allowed ms, us, ns"));
+        if root.get("password").is_some() {
+            t["password"] = value("$TAOS_PASSWORD");
+            notes.push(
+                "password: not copied into the scenario; export TAOS_PASSWORD before the run"
+                    .into(),
+            );
         }
-    };
-
-    let mut doc = DocumentMut::new();
-    let name = dbinfo
-        .and_then(|d| d.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("test");
-    doc["name"] = value(format!("taosbenchmark-{name}"));
-    doc["description"] = value("imported from a taosBenchmark insert file");
-
-    // [workload]
-    let mut w = Table::new();
-    w["kind"] = value("custom");
-    w["seed"] = value(123);
-    let text = |v: &Value| v.as_str().map(str::to_string);
-    let int = |v: &Value, key: &str| {
-        v.as_i64()
-            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            .ok_or_else(|| format!("`{key}`: {v} is not a whole number"))
-    };
-    let number = |v: &Value, key: &str| {
-        v.as_f64()
-            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            .ok_or_else(|| format!("`{key}`: {v} is not a number"))
-    };
-    let duration_of = |units: i64| -> String {
-        let ns = units.saturating_mul(unit_ns);
-        humantime::format_duration(std::time::Duration::from_nanos(ns.max(0) as u64)).to_string()
-    };
-    if let Some(v) = stable.get("name").and_then(text) {
-        w["stable"] = value(v);
-    }
-    for key in ["childtable_count", "insert_rows"] {
-        if let Some(v) = stable.get(key) {
-            w[key] = value(int(v, key)?);
+        // TDengine folds unquoted names to lower case; tsload takes them so written.
+        let database = name.to_ascii_lowercase();
+        if database != name {
+            notes.push(format!(
+                "dbinfo.name {name:?}: written as {database:?} (TDengine folds names to lower case)"
+            ));
         }
-    }
-    if let Some(v) = stable.get("childtable_prefix").and_then(text) {
-        w["childtable_prefix"] = value(v);
-    }
-    if let Some(v) = stable.get("timestamp_step") {
-        w["timestamp_step"] = value(duration_of(int(v, "timestamp_step")?));
-    }
-    match stable.get("start_timestamp").and_then(Value::as_str) {
-        None => {}
-        Some(s) if s.eq_ignore_ascii_case("now") => notes.push(
-            "start_timestamp \"now\": tsload starts at a fixed time, so that every run writes the \
-             same data; kept its default (set workload.start_timestamp)"
-                .into(),
-        ),
-        Some(s) => {
-            w["start_timestamp"] = value(rfc3339(s)?);
-            if !has_zone(s) {
-                notes.push(format!(
-                    "start_timestamp \"{s}\": taken as UTC (taosBenchmark reads it in the \
-                     client's time zone; add +HH:MM to say which)"
+        t["database"] = value(database);
+        self.database_settings(&mut t, notes)?;
+        let auto_create = stable
+            .get("auto_create_table")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s == "yes");
+        t["child_tables"] = value(if auto_create { "auto" } else { "prepare" });
+        if !auto_create
+            && stable
+                .get("child_table_exists")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.eq_ignore_ascii_case("yes"))
+        {
+            notes.push(
+                "child_table_exists \"yes\": tsload creates the child tables that are missing \
+                 (IF NOT EXISTS) and writes into the existing ones"
+                    .into(),
+            );
+        }
+        if let Some(v) = stable.get("batch_create_tbl_num") {
+            let n = int(v, "batch_create_tbl_num")?.clamp(1, 3000);
+            t["batch_create_tbl_num"] = value(n);
+        }
+        let mode = match stable
+            .get("insert_mode")
+            .and_then(Value::as_str)
+            .unwrap_or("taosc")
+        {
+            "taosc" | "rest" => "sql",
+            "stmt" => "stmt",
+            "stmt2" => {
+                notes.push(
+                    "insert_mode \"stmt2\": the taos crate has no STMT2 API; written as \"stmt\" \
+                     (parameter binding too)"
+                        .into(),
+                );
+                "stmt"
+            }
+            "sml" | "sml-rest" => "schemaless",
+            other => {
+                return Err(format!(
+                    "super_tables[0].insert_mode \"{other}\": allowed taosc, rest, stmt, stmt2, sml"
                 ));
             }
-        }
+        };
+        t["mode"] = value(mode);
+        Ok(t)
     }
-    // The super table's interlace_rows wins over the file's, as in taosBenchmark.
-    let interlace = stable
-        .get("interlace_rows")
-        .filter(|v| int(v, "interlace_rows").is_ok_and(|n| n > 0))
-        .or_else(|| root.get("interlace_rows"));
-    if let Some(v) = interlace {
-        w["interlace_rows"] = value(int(v, "interlace_rows")?);
-    }
-    if let Some(v) = stable.get("disorder_ratio") {
-        w["disorder_ratio"] = value(number(v, "disorder_ratio")?);
-    }
-    if let Some(v) = stable.get("disorder_range") {
-        w["disorder_range"] = value(duration_of(int(v, "disorder_range")?));
-    }
-    for (key, list) in [("columns", "columns"), ("tags", "tags")] {
-        if let Some(v) = stable.get(key) {
-            let (columns, names) = column_list(v, list)?;
-            if names {
-                notes.push(format!(
-                    "{list}: names are not carried; tsload names columns c0, c1, ... and tags \
-                     t0, t1, ... (after tbname)"
-                ));
-            }
-            w[key] = Item::Value(toml_edit::Value::Array(columns));
-        }
-    }
-    doc["workload"] = Item::Table(w);
 
-    // [target]
-    let mut t = Table::new();
-    t["kind"] = value("tdengine");
-    let host = root
-        .get("host")
-        .and_then(Value::as_str)
-        .unwrap_or("127.0.0.1");
-    let user = root.get("user").and_then(Value::as_str).unwrap_or("root");
-    t["url"] = value(format!("ws://{user}@{host}:6041"));
-    if root.get("port").is_some() {
-        notes.push(format!(
-            "port {}: tsload speaks to taosAdapter's WebSocket endpoint, written as port 6041",
-            root["port"]
-        ));
-    }
-    if root.get("password").is_some() {
-        t["password"] = value("$TAOS_PASSWORD");
-        notes.push(
-            "password: not copied into the scenario; export TAOS_PASSWORD before the run".into(),
-        );
-    }
-    // TDengine folds unquoted names to lower case; tsload takes them so written.
-    let database = name.to_ascii_lowercase();
-    if database != name {
-        notes.push(format!(
-            "dbinfo.name {name:?}: written as {database:?} (TDengine folds names to lower case)"
-        ));
-    }
-    t["database"] = value(database);
-    if let Some(d) = dbinfo {
+    /// The target's database settings from `dbinfo`: drop, precision, vgroups, buffer,
+    /// WAL level, cache model; a note for each other key.
+    fn database_settings(&self, t: &mut Table, notes: &mut Vec<String>) -> Result<(), String> {
+        let Some(d) = self.dbinfo else {
+            return Ok(());
+        };
+        let precision = self.precision;
+
         if d.get("drop")
             .and_then(Value::as_str)
             .is_some_and(|s| s == "yes")
@@ -232,126 +336,85 @@ pub fn taosbenchmark(json: &str) -> Result<Imported, String> {
                 ));
             }
         }
+        Ok(())
     }
-    let auto_create = stable
-        .get("auto_create_table")
-        .and_then(Value::as_str)
-        .is_some_and(|s| s == "yes");
-    t["child_tables"] = value(if auto_create { "auto" } else { "prepare" });
-    if !auto_create
-        && stable
-            .get("child_table_exists")
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.eq_ignore_ascii_case("yes"))
-    {
-        notes.push(
-            "child_table_exists \"yes\": tsload creates the child tables that are missing \
-             (IF NOT EXISTS) and writes into the existing ones"
-                .into(),
-        );
-    }
-    if let Some(v) = stable.get("batch_create_tbl_num") {
-        let n = int(v, "batch_create_tbl_num")?.clamp(1, 3000);
-        t["batch_create_tbl_num"] = value(n);
-    }
-    let mode = match stable
-        .get("insert_mode")
-        .and_then(Value::as_str)
-        .unwrap_or("taosc")
-    {
-        "taosc" | "rest" => "sql",
-        "stmt" => "stmt",
-        "stmt2" => {
-            notes.push(
-                "insert_mode \"stmt2\": the taos crate has no STMT2 API; written as \"stmt\" \
-                 (parameter binding too)"
-                    .into(),
-            );
-            "stmt"
+
+    /// `[load]`: the file's threads and rows per request.
+    fn load(&self) -> Result<Table, String> {
+        let root = self.root;
+        let mut l = Table::new();
+        if let Some(v) = root.get("thread_count") {
+            l["workers"] = value(int(v, "thread_count")?.max(1));
         }
-        "sml" | "sml-rest" => "schemaless",
-        other => {
-            return Err(format!(
-                "super_tables[0].insert_mode \"{other}\": allowed taosc, rest, stmt, stmt2, sml"
+        if let Some(v) = root.get("num_of_records_per_req") {
+            l["batch"] = value(int(v, "num_of_records_per_req")?.max(1));
+        }
+        Ok(l)
+    }
+
+    /// Notes for what the file sets that the scenario does not carry.
+    fn not_carried(&self, notes: &mut Vec<String>) {
+        let (root, stable) = (self.root, self.stable);
+        for key in root.keys() {
+            let known = [
+                "host",
+                "port",
+                "user",
+                "password",
+                "thread_count",
+                "num_of_records_per_req",
+                "interlace_rows",
+                "insert_interval",
+                "databases",
+            ];
+            if !known.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
+                notes.push(format!("{key}: not carried over"));
+            }
+        }
+        for key in stable.keys() {
+            let carried = [
+                "name",
+                "childtable_count",
+                "childtable_prefix",
+                "insert_rows",
+                "timestamp_step",
+                "start_timestamp",
+                "interlace_rows",
+                "disorder_ratio",
+                "disorder_range",
+                "columns",
+                "tags",
+                "auto_create_table",
+                "child_table_exists",
+                "batch_create_tbl_num",
+                "insert_mode",
+            ];
+            if carried.contains(&key.as_str()) || IGNORED.contains(&key.as_str()) {
+                continue;
+            }
+            let v = &stable[key];
+            let unset = v.is_null()
+                || v.as_i64() == Some(0)
+                || v.as_str().is_some_and(|s| s.is_empty() || s == "no");
+            if !unset {
+                notes.push(format!("super_tables[0].{key} = {v}: not carried over"));
+            }
+        }
+        if let Some(source) = stable.get("data_source").and_then(Value::as_str)
+            && source != "rand"
+        {
+            notes.push(format!(
+                "data_source \"{source}\": tsload generates random values; sample files are not read"
             ));
         }
-    };
-    t["mode"] = value(mode);
-    doc["target"] = Item::Table(t);
-
-    // [load]
-    let mut l = Table::new();
-    if let Some(v) = root.get("thread_count") {
-        l["workers"] = value(int(v, "thread_count")?.max(1));
-    }
-    if let Some(v) = root.get("num_of_records_per_req") {
-        l["batch"] = value(int(v, "num_of_records_per_req")?.max(1));
-    }
-    doc["load"] = Item::Table(l);
-
-    for key in root.keys() {
-        let known = [
-            "host",
-            "port",
-            "user",
-            "password",
-            "thread_count",
-            "num_of_records_per_req",
-            "interlace_rows",
-            "insert_interval",
-            "databases",
-        ];
-        if !known.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
-            notes.push(format!("{key}: not carried over"));
+        if let Some(v) = root.get("insert_interval").and_then(Value::as_i64)
+            && v > 0
+        {
+            notes.push(format!(
+                "insert_interval {v} ms: use load.rate for a paced (open-loop) run instead"
+            ));
         }
     }
-    for key in stable.keys() {
-        let carried = [
-            "name",
-            "childtable_count",
-            "childtable_prefix",
-            "insert_rows",
-            "timestamp_step",
-            "start_timestamp",
-            "interlace_rows",
-            "disorder_ratio",
-            "disorder_range",
-            "columns",
-            "tags",
-            "auto_create_table",
-            "child_table_exists",
-            "batch_create_tbl_num",
-            "insert_mode",
-        ];
-        if carried.contains(&key.as_str()) || IGNORED.contains(&key.as_str()) {
-            continue;
-        }
-        let v = &stable[key];
-        let unset = v.is_null()
-            || v.as_i64() == Some(0)
-            || v.as_str().is_some_and(|s| s.is_empty() || s == "no");
-        if !unset {
-            notes.push(format!("super_tables[0].{key} = {v}: not carried over"));
-        }
-    }
-    if let Some(source) = stable.get("data_source").and_then(Value::as_str)
-        && source != "rand"
-    {
-        notes.push(format!(
-            "data_source \"{source}\": tsload generates random values; sample files are not read"
-        ));
-    }
-    if let Some(v) = root.get("insert_interval").and_then(Value::as_i64)
-        && v > 0
-    {
-        notes.push(format!(
-            "insert_interval {v} ms: use load.rate for a paced (open-loop) run instead"
-        ));
-    }
-    Ok(Imported {
-        scenario: doc.to_string(),
-        notes,
-    })
 }
 
 /// taosBenchmark's column list as tsload's inline tables; whether any had a `name`.
