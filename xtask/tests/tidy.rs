@@ -550,7 +550,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "report/src/report.rs::new",
     "report/src/report.rs::render_text",
     "scenario/src/workload.rs::column_list",
-    "scenario/src/workload.rs::live_time",
     "scenario/src/workload.rs::workload",
     "sweep/src/plot.rs::heatmap",
     "sweep/src/plot.rs::lines",

@@ -429,6 +429,55 @@ impl Ctx<'_> {
         if self.choice(time, "workload.time", &["history", "live"])? == "history" {
             return Ok(TimeMode::History);
         }
+        self.check_live_keys(w)?;
+        let Some(fleet) = Fleet::of(workload, w) else {
+            return Ok(TimeMode::History);
+        };
+        let (rate, interval_ns) = self.live_rate(l, load, &fleet)?;
+        let readings = fleet.readings;
+        // A batch holds at most one reading of each of its worker's devices: a larger one
+        // would hold readings whose time has not come when it is due.
+        let per_worker = (readings / load.workers as f64).ceil().max(1.0) as usize;
+        load.batch = load.batch.min(per_worker);
+        let period_ns = (load.batch * load.workers) as f64 / rate * 1e9;
+        let span_ns = match (load.duration, load.rows) {
+            (Some(d), _) => d.as_nanos() as f64 + period_ns,
+            (None, Some(rows)) => rows as f64 / rate * 1e9 + period_ns,
+            (None, None) => {
+                return Err(self.error(
+                    Some(&time.span()),
+                    "workload.time",
+                    "\"live\" sends rows as time passes: end the run with load.duration \
+                     (e.g. \"5m\") or load.rows"
+                        .into(),
+                ));
+            }
+        };
+        // The load is open loop by now.
+        let start_ns = crate::plan::live_start_ns(load).unwrap_or_default();
+        // One more reading per device past the span, so the run ends by its own limit.
+        let span_ns = span_ns.ceil() as i64 + interval_ns;
+        match workload {
+            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _) => {
+                t.interval_ns = interval_ns;
+                t.start_ns = start_ns;
+                t.end_ns = start_ns + span_ns;
+            }
+            WorkloadPlan::Custom { cfg, .. } => {
+                // Time-major: each table's next row in turn.
+                cfg.interlace_rows = 1;
+                cfg.timestamp_step_ns = interval_ns;
+                cfg.start_timestamp_ns = start_ns;
+                cfg.insert_rows = (span_ns as u64).div_ceil(interval_ns as u64);
+            }
+            WorkloadPlan::File { .. } => {}
+        }
+        Ok(TimeMode::Live)
+    }
+
+    /// The keys that place a live run's data themselves, refused: its span and its rows
+    /// per table come from the clock and the load.
+    fn check_live_keys(&self, w: &WorkloadSection) -> Result<(), ScenarioError> {
         // `--set workload.time=live` over a file that places its data (the quickstart
         // does) replaces the file's span; the same file, or a --set, giving both is a
         // contradiction.
@@ -470,49 +519,26 @@ impl Ctx<'_> {
                 ));
             }
         }
-        // check_kind_keys let `time` through for the generated kinds alone. A fleet: its
-        // devices, the time between a device's readings, and the share of readings sent.
-        // `each`: the rows a device sends an interval, one per table (devops 9, iot 2 less
-        // its missing rows).
-        let (devices, interval_ns, each, twice, interval_key, interval_set) = match &*workload {
-            WorkloadPlan::CpuOnly(t) => (
-                t.scale,
-                t.interval_ns,
-                1.0,
-                t.arrival.duplicate_ratio,
-                "workload.interval",
-                &w.interval,
-            ),
-            WorkloadPlan::Devops(t) => (
-                t.scale,
-                t.interval_ns,
-                9.0,
-                t.arrival.duplicate_ratio,
-                "workload.interval",
-                &w.interval,
-            ),
-            WorkloadPlan::Iot(t, o) => (
-                t.scale,
-                t.interval_ns,
-                2.0 * (1.0 - o.missing_row_ratio),
-                t.arrival.duplicate_ratio,
-                "workload.interval",
-                &w.interval,
-            ),
-            WorkloadPlan::Custom { cfg, .. } => (
-                cfg.childtable_count,
-                cfg.timestamp_step_ns,
-                1.0,
-                cfg.arrival.duplicate_ratio,
-                "workload.timestamp_step",
-                &w.timestamp_step,
-            ),
-            WorkloadPlan::File { .. } => return Ok(TimeMode::History),
-        };
-        // Rows sent twice are rows too: the rate counts them.
-        let readings = f64::from(devices) * each * (1.0 + twice);
+        Ok(())
+    }
+
+    /// A live run's rate and the time between a device's readings: the one set, the
+    /// other from it (closed loop runs open at the fleet's rate); both set must agree.
+    fn live_rate(
+        &self,
+        l: &LoadSection,
+        load: &mut LoadConfig,
+        fleet: &Fleet<'_>,
+    ) -> Result<(f64, i64), ScenarioError> {
+        let Fleet {
+            devices,
+            interval_ns,
+            readings,
+            interval_key,
+            interval_set,
+        } = *fleet;
         let fleet_rate = |interval_ns: i64| readings / (interval_ns as f64 / 1e9);
-        let (rate, interval_ns) = match (load.mode, interval_set) {
+        Ok(match (load.mode, interval_set) {
             (LoadMode::Open { rate }, Some(interval)) => {
                 let fleet = fleet_rate(interval_ns);
                 if (rate - fleet).abs() > 0.01 * fleet {
@@ -550,44 +576,71 @@ impl Ctx<'_> {
                 load.mode = LoadMode::Open { rate };
                 (rate, interval_ns)
             }
+        })
+    }
+}
+
+/// A live run's fleet: its devices, the time between a device's readings, and the rows
+/// it sends per interval (its share of readings sent, and twice for duplicates); the key
+/// that sets the interval, and its value if the scenario set it.
+#[derive(Clone, Copy)]
+struct Fleet<'w> {
+    devices: u32,
+    interval_ns: i64,
+    readings: f64,
+    interval_key: &'static str,
+    interval_set: &'w Option<Spanned<String>>,
+}
+
+impl<'w> Fleet<'w> {
+    /// The fleet of a generated workload; `None` for a file replay, which is not live.
+    /// check_kind_keys let `time` through for the generated kinds alone. A fleet: its
+    /// devices, the time between a device's readings, and the share of readings sent.
+    /// `each`: the rows a device sends an interval, one per table (devops 9, iot 2 less
+    /// its missing rows).
+    fn of(workload: &WorkloadPlan, w: &'w WorkloadSection) -> Option<Fleet<'w>> {
+        let (devices, interval_ns, each, twice, interval_key, interval_set) = match workload {
+            WorkloadPlan::CpuOnly(t) => (
+                t.scale,
+                t.interval_ns,
+                1.0,
+                t.arrival.duplicate_ratio,
+                "workload.interval",
+                &w.interval,
+            ),
+            WorkloadPlan::Devops(t) => (
+                t.scale,
+                t.interval_ns,
+                9.0,
+                t.arrival.duplicate_ratio,
+                "workload.interval",
+                &w.interval,
+            ),
+            WorkloadPlan::Iot(t, o) => (
+                t.scale,
+                t.interval_ns,
+                2.0 * (1.0 - o.missing_row_ratio),
+                t.arrival.duplicate_ratio,
+                "workload.interval",
+                &w.interval,
+            ),
+            WorkloadPlan::Custom { cfg, .. } => (
+                cfg.childtable_count,
+                cfg.timestamp_step_ns,
+                1.0,
+                cfg.arrival.duplicate_ratio,
+                "workload.timestamp_step",
+                &w.timestamp_step,
+            ),
+            WorkloadPlan::File { .. } => return None,
         };
-        // A batch holds at most one reading of each of its worker's devices: a larger one
-        // would hold readings whose time has not come when it is due.
-        let per_worker = (readings / load.workers as f64).ceil().max(1.0) as usize;
-        load.batch = load.batch.min(per_worker);
-        let period_ns = (load.batch * load.workers) as f64 / rate * 1e9;
-        let span_ns = match (load.duration, load.rows) {
-            (Some(d), _) => d.as_nanos() as f64 + period_ns,
-            (None, Some(rows)) => rows as f64 / rate * 1e9 + period_ns,
-            (None, None) => {
-                return Err(self.error(
-                    Some(&time.span()),
-                    "workload.time",
-                    "\"live\" sends rows as time passes: end the run with load.duration \
-                     (e.g. \"5m\") or load.rows"
-                        .into(),
-                ));
-            }
-        };
-        // The load is open loop by now.
-        let start_ns = crate::plan::live_start_ns(load).unwrap_or_default();
-        // One more reading per device past the span, so the run ends by its own limit.
-        let span_ns = span_ns.ceil() as i64 + interval_ns;
-        match workload {
-            WorkloadPlan::CpuOnly(t) | WorkloadPlan::Devops(t) | WorkloadPlan::Iot(t, _) => {
-                t.interval_ns = interval_ns;
-                t.start_ns = start_ns;
-                t.end_ns = start_ns + span_ns;
-            }
-            WorkloadPlan::Custom { cfg, .. } => {
-                // Time-major: each table's next row in turn.
-                cfg.interlace_rows = 1;
-                cfg.timestamp_step_ns = interval_ns;
-                cfg.start_timestamp_ns = start_ns;
-                cfg.insert_rows = (span_ns as u64).div_ceil(interval_ns as u64);
-            }
-            WorkloadPlan::File { .. } => {}
-        }
-        Ok(TimeMode::Live)
+        // Rows sent twice are rows too: the rate counts them.
+        Some(Fleet {
+            devices,
+            interval_ns,
+            readings: f64::from(devices) * each * (1.0 + twice),
+            interval_key,
+            interval_set,
+        })
     }
 }
