@@ -549,8 +549,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "report/src/query_report.rs::render_text",
     "report/src/report.rs::new",
     "report/src/report.rs::render_text",
-    "scenario/src/workload.rs::column_list",
-    "scenario/src/workload.rs::workload",
     "sweep/src/plot.rs::heatmap",
     "sweep/src/plot.rs::lines",
     "sweep/src/plot.rs::rate_vs_rtt",

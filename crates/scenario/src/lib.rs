@@ -17,7 +17,7 @@ use self::sections::{
     LoadSection, MonitorSection, OutputSection, SWEEP_SHORT_KEYS, ScenarioFile, SectionDoc,
 };
 use crate::plan::{
-    MonitorPlan, OutputPlan, Plan, ProgressMode, QueryWorkloadPlan, RunMode, SweepAxis,
+    MonitorPlan, OutputPlan, Plan, ProgressMode, QueryPlan, QueryWorkloadPlan, RunMode, SweepAxis,
 };
 
 pub mod import;
@@ -784,68 +784,11 @@ impl Ctx<'_> {
             .as_ref()
             .map(|q| self.query(q, &workload, &target))
             .transpose()?;
-        let mode = match (&raw.mode, &query) {
-            (None, None) => RunMode::Write,
-            (None, Some(_)) => RunMode::Query,
-            (Some(m), q) => {
-                let mode = match self.choice(m, "mode", &["write", "query", "mixed"])? {
-                    "query" => RunMode::Query,
-                    "mixed" => RunMode::Mixed,
-                    _ => RunMode::Write,
-                };
-                if mode != RunMode::Write && q.is_none() {
-                    return Err(self.error(
-                        Some(&m.span()),
-                        "mode",
-                        format!(
-                            "mode \"{}\" needs a [query] section (kind = \"tsbs\" or an oltp_* kind)",
-                            m.get_ref()
-                        ),
-                    ));
-                }
-                mode
-            }
-        };
+        let mode = self.mode(&raw.mode, &query)?;
         // mode = "write" in a file with [query] (checked above, so a later query run of
         // the same file works) writes the data set alone: the queries are set aside.
         let query = if mode == RunMode::Write { None } else { query };
-        if let (RunMode::Mixed, Some(q)) = (mode, &query)
-            && matches!(q.workload, QueryWorkloadPlan::Oltp { .. })
-        {
-            return Err(self.error(
-                raw.mode.as_ref().map(|m| m.span()).as_ref(),
-                "mode",
-                "mode \"mixed\" runs a write stream beside TSBS queries (query.kind = \"tsbs\"); an OLTP workload writes by itself: use mode \"query\"".into(),
-            ));
-        }
-        if let Some(q) = &query
-            && q.start_after.is_some()
-            && mode != RunMode::Mixed
-        {
-            return Err(self.error(
-                None,
-                "query.start_after",
-                "only mode \"mixed\" starts the queries after the writes".into(),
-            ));
-        }
-        // What the run would refuse once the writes are done: queries that start after the
-        // writes' end never run.
-        if let Some(q) = &query
-            && mode == RunMode::Mixed
-            && let (Some(after), Some(duration)) = (q.start_after, load.duration)
-            && after >= duration
-        {
-            return Err(self.error(
-                None,
-                "query.start_after",
-                format!(
-                    "the queries would start {} after the writes began, but the writes end after {} \
-                     (load.duration): they would never run; start them earlier or write for longer",
-                    humantime::format_duration(after),
-                    humantime::format_duration(duration)
-                ),
-            ));
-        }
+        self.check_mode(mode, &raw.mode, &query, &load)?;
         let network = raw
             .network
             .as_ref()
@@ -893,6 +836,86 @@ impl Ctx<'_> {
                 .map_err(|e| self.error(None, &format!("output.fail_if[{i}]"), e))?;
         }
         Ok(plan)
+    }
+
+    /// `mode`: as written, else write, or query when the file has a `[query]`; a mode that
+    /// reads needs one.
+    fn mode(
+        &self,
+        raw_mode: &Option<Spanned<String>>,
+        query: &Option<QueryPlan>,
+    ) -> Result<RunMode, ScenarioError> {
+        Ok(match (raw_mode, query) {
+            (None, None) => RunMode::Write,
+            (None, Some(_)) => RunMode::Query,
+            (Some(m), q) => {
+                let mode = match self.choice(m, "mode", &["write", "query", "mixed"])? {
+                    "query" => RunMode::Query,
+                    "mixed" => RunMode::Mixed,
+                    _ => RunMode::Write,
+                };
+                if mode != RunMode::Write && q.is_none() {
+                    return Err(self.error(
+                        Some(&m.span()),
+                        "mode",
+                        format!(
+                            "mode \"{}\" needs a [query] section (kind = \"tsbs\" or an oltp_* kind)",
+                            m.get_ref()
+                        ),
+                    ));
+                }
+                mode
+            }
+        })
+    }
+
+    /// What a mode refuses of the queries: OLTP beside writes, a start after the writes'
+    /// start but in a mode without writes, or after the writes' end.
+    fn check_mode(
+        &self,
+        mode: RunMode,
+        raw_mode: &Option<Spanned<String>>,
+        query: &Option<QueryPlan>,
+        load: &LoadConfig,
+    ) -> Result<(), ScenarioError> {
+        if let (RunMode::Mixed, Some(q)) = (mode, &query)
+            && matches!(q.workload, QueryWorkloadPlan::Oltp { .. })
+        {
+            return Err(self.error(
+                raw_mode.as_ref().map(|m| m.span()).as_ref(),
+                "mode",
+                "mode \"mixed\" runs a write stream beside TSBS queries (query.kind = \"tsbs\"); an OLTP workload writes by itself: use mode \"query\"".into(),
+            ));
+        }
+        if let Some(q) = &query
+            && q.start_after.is_some()
+            && mode != RunMode::Mixed
+        {
+            return Err(self.error(
+                None,
+                "query.start_after",
+                "only mode \"mixed\" starts the queries after the writes".into(),
+            ));
+        }
+        // What the run would refuse once the writes are done: queries that start after the
+        // writes' end never run.
+        if let Some(q) = &query
+            && mode == RunMode::Mixed
+            && let (Some(after), Some(duration)) = (q.start_after, load.duration)
+            && after >= duration
+        {
+            return Err(self.error(
+                None,
+                "query.start_after",
+                format!(
+                    "the queries would start {} after the writes began, but the writes end after {} \
+                     (load.duration): they would never run; start them earlier or write for longer",
+                    humantime::format_duration(after),
+                    humantime::format_duration(duration)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn monitor(&self, section: &Spanned<MonitorSection>) -> Result<MonitorPlan, ScenarioError> {

@@ -50,30 +50,7 @@ impl Ctx<'_> {
             return self.custom(w, seed);
         }
         if kind == "file" {
-            let Some(path) = &w.path else {
-                return Err(self.error(
-                    w.kind.as_ref().map(|k| k.span()).as_ref(),
-                    "workload.path",
-                    "workload kind \"file\" needs `path`: a line-protocol file (.gz ok), or \"-\" for standard input".into(),
-                ));
-            };
-            if path.get_ref().trim().is_empty() {
-                return Err(self.error(
-                    Some(&path.span()),
-                    "workload.path",
-                    "must not be empty".into(),
-                ));
-            }
-            let precision = match &w.precision {
-                None => "ns".to_string(),
-                Some(p) => self
-                    .choice(p, "workload.precision", &["ns", "us", "ms", "s"])?
-                    .to_string(),
-            };
-            return Ok(WorkloadPlan::File {
-                path: path.get_ref().clone(),
-                precision,
-            });
+            return self.file(w);
         }
         let scale = match &w.scale {
             None => 100,
@@ -149,6 +126,34 @@ impl Ctx<'_> {
                     },
                 )
             }
+        })
+    }
+
+    /// A line-protocol file replayed (`kind = "file"`): its path and its time precision.
+    fn file(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
+        let Some(path) = &w.path else {
+            return Err(self.error(
+                w.kind.as_ref().map(|k| k.span()).as_ref(),
+                "workload.path",
+                "workload kind \"file\" needs `path`: a line-protocol file (.gz ok), or \"-\" for standard input".into(),
+            ));
+        };
+        if path.get_ref().trim().is_empty() {
+            return Err(self.error(
+                Some(&path.span()),
+                "workload.path",
+                "must not be empty".into(),
+            ));
+        }
+        let precision = match &w.precision {
+            None => "ns".to_string(),
+            Some(p) => self
+                .choice(p, "workload.precision", &["ns", "us", "ms", "s"])?
+                .to_string(),
+        };
+        Ok(WorkloadPlan::File {
+            path: path.get_ref().clone(),
+            precision,
         })
     }
 
@@ -296,111 +301,111 @@ impl Ctx<'_> {
         let mut out = Vec::new();
         let mut lines = Vec::new();
         for (i, entry) in list.get_ref().iter().enumerate() {
-            let span = entry.span();
-            let e = entry.get_ref();
             let k = format!("{key}[{i}]");
-            let ty = e.data_type.to_ascii_lowercase();
-            if !COLUMN_TYPES.contains(&ty.as_str()) {
-                return Err(self.error(
-                    Some(&span),
-                    &format!("{k}.type"),
-                    format!(
-                        "\"{}\" is not a column type; allowed: {}",
-                        e.data_type,
-                        COLUMN_TYPES.join(", ")
-                    ),
-                ));
-            }
-            let is_str = matches!(ty.as_str(), "varchar" | "binary" | "nchar");
-            if let Some(len) = e.len
-                && (!is_str || !(1..=65_517).contains(&len))
-            {
-                let message = if is_str {
-                    format!("len {len} is out of range; allowed: 1 to 65517")
-                } else {
-                    format!("len is only allowed for varchar, binary and nchar, not {ty}")
-                };
-                return Err(self.error(Some(&span), &format!("{k}.len"), message));
-            }
-            let count = e.count.unwrap_or(1);
-            if !(1..=max_count).contains(&count) {
-                return Err(self.error(
-                    Some(&span),
-                    &format!("{k}.count"),
-                    format!("value {count} is out of range; allowed: 1 to {max_count}"),
-                ));
-            }
-            if let (Some(lo), Some(hi)) = (e.min, e.max)
-                && lo > hi
-            {
-                return Err(self.error(
-                    Some(&span),
-                    &format!("{k}.min"),
-                    format!("min {lo} is greater than max {hi}"),
-                ));
-            }
-            if let Some(values) = &e.values
-                && values.is_empty()
-            {
-                return Err(self.error(
-                    Some(&span),
-                    &format!("{k}.values"),
-                    "must list at least one value".into(),
-                ));
-            }
-            let shape = match &e.shape {
-                None => Shape::Random,
-                Some(name) => Shape::from_name(name).ok_or_else(|| {
-                    self.error(
-                        Some(&span),
-                        &format!("{k}.shape"),
-                        format!(
-                            "\"{name}\" is not a shape; allowed: {}",
-                            Shape::NAMES.join(", ")
-                        ),
-                    )
-                })?,
-            };
-            let period_ns = match &e.period {
-                None => DEFAULT_PERIOD_NS,
-                Some(text) => humantime::parse_duration(text)
-                    .ok()
-                    .and_then(|d| i64::try_from(d.as_nanos()).ok())
-                    .filter(|ns| *ns > 0)
-                    .ok_or_else(|| {
-                        self.error(
-                            Some(&span),
-                            &format!("{k}.period"),
-                            format!("\"{text}\" is not a positive duration (e.g. \"10m\", \"1h\")"),
-                        )
-                    })?,
-            };
-            let len = e.len.map_or(DEFAULT_STRING_LEN, |l| l as u32);
-            let data_type = match ty.as_str() {
-                "bool" => DataType::Bool,
-                "tinyint" => DataType::TinyInt,
-                "smallint" => DataType::SmallInt,
-                "int" => DataType::Int,
-                "bigint" => DataType::BigInt,
-                "float" => DataType::Float,
-                "double" => DataType::Double,
-                "nchar" => DataType::NChar(len),
-                "timestamp" => DataType::Timestamp,
-                _ => DataType::Varchar(len),
-            };
-            out.push(ColumnSpec {
-                data_type,
-                count: count as u32,
-                min: e.min,
-                max: e.max,
-                values: e.values.clone(),
-                shape,
-                period_ns,
-                noise: e.noise.unwrap_or(0.0),
-            });
-            lines.push(self.line_of(&span));
+            out.push(self.column(entry, &k, max_count)?);
+            lines.push(self.line_of(&entry.span()));
         }
         Ok((out, lines))
+    }
+
+    /// One column of a list (`k` names it: `workload.columns[2]`), its type, length, count,
+    /// range, values and shape checked.
+    fn column(
+        &self,
+        entry: &Spanned<ColumnEntry>,
+        k: &str,
+        max_count: i64,
+    ) -> Result<ColumnSpec, ScenarioError> {
+        let span = entry.span();
+        let e = entry.get_ref();
+        let ty = e.data_type.to_ascii_lowercase();
+        if !COLUMN_TYPES.contains(&ty.as_str()) {
+            return Err(self.error(
+                Some(&span),
+                &format!("{k}.type"),
+                format!(
+                    "\"{}\" is not a column type; allowed: {}",
+                    e.data_type,
+                    COLUMN_TYPES.join(", ")
+                ),
+            ));
+        }
+        let is_str = matches!(ty.as_str(), "varchar" | "binary" | "nchar");
+        if let Some(len) = e.len
+            && (!is_str || !(1..=65_517).contains(&len))
+        {
+            let message = if is_str {
+                format!("len {len} is out of range; allowed: 1 to 65517")
+            } else {
+                format!("len is only allowed for varchar, binary and nchar, not {ty}")
+            };
+            return Err(self.error(Some(&span), &format!("{k}.len"), message));
+        }
+        let count = e.count.unwrap_or(1);
+        if !(1..=max_count).contains(&count) {
+            return Err(self.error(
+                Some(&span),
+                &format!("{k}.count"),
+                format!("value {count} is out of range; allowed: 1 to {max_count}"),
+            ));
+        }
+        if let (Some(lo), Some(hi)) = (e.min, e.max)
+            && lo > hi
+        {
+            return Err(self.error(
+                Some(&span),
+                &format!("{k}.min"),
+                format!("min {lo} is greater than max {hi}"),
+            ));
+        }
+        if let Some(values) = &e.values
+            && values.is_empty()
+        {
+            return Err(self.error(
+                Some(&span),
+                &format!("{k}.values"),
+                "must list at least one value".into(),
+            ));
+        }
+        let shape = match &e.shape {
+            None => Shape::Random,
+            Some(name) => Shape::from_name(name).ok_or_else(|| {
+                self.error(
+                    Some(&span),
+                    &format!("{k}.shape"),
+                    format!(
+                        "\"{name}\" is not a shape; allowed: {}",
+                        Shape::NAMES.join(", ")
+                    ),
+                )
+            })?,
+        };
+        let period_ns = match &e.period {
+            None => DEFAULT_PERIOD_NS,
+            Some(text) => humantime::parse_duration(text)
+                .ok()
+                .and_then(|d| i64::try_from(d.as_nanos()).ok())
+                .filter(|ns| *ns > 0)
+                .ok_or_else(|| {
+                    self.error(
+                        Some(&span),
+                        &format!("{k}.period"),
+                        format!("\"{text}\" is not a positive duration (e.g. \"10m\", \"1h\")"),
+                    )
+                })?,
+        };
+        let len = e.len.map_or(DEFAULT_STRING_LEN, |l| l as u32);
+        let data_type = data_type_of(&ty, len);
+        Ok(ColumnSpec {
+            data_type,
+            count: count as u32,
+            min: e.min,
+            max: e.max,
+            values: e.values.clone(),
+            shape,
+            period_ns,
+            noise: e.noise.unwrap_or(0.0),
+        })
     }
 }
 
@@ -642,5 +647,22 @@ impl<'w> Fleet<'w> {
             interval_key,
             interval_set,
         })
+    }
+}
+
+/// The column type a scenario's word names (checked against `COLUMN_TYPES` before), with
+/// `len` for the string types.
+fn data_type_of(ty: &str, len: u32) -> DataType {
+    match ty {
+        "bool" => DataType::Bool,
+        "tinyint" => DataType::TinyInt,
+        "smallint" => DataType::SmallInt,
+        "int" => DataType::Int,
+        "bigint" => DataType::BigInt,
+        "float" => DataType::Float,
+        "double" => DataType::Double,
+        "nchar" => DataType::NChar(len),
+        "timestamp" => DataType::Timestamp,
+        _ => DataType::Varchar(len),
     }
 }
