@@ -240,64 +240,7 @@ impl QuerySummary {
                 self.load_s
             );
         }
-        let width = self
-            .kinds
-            .iter()
-            .map(|k| k.name.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max("total".len());
-        let _ = writeln!(
-            s,
-            "  {:<width$} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}   (latency, ms)",
-            "kind", "requests", "req/s", "min", "p50", "p90", "p99", "p99.9", "max", "errors"
-        );
-        let line = |s: &mut String,
-                    name: &str,
-                    requests: u64,
-                    rate: f64,
-                    l: &LatencySummary,
-                    failed: u64,
-                    errors: &BTreeMap<String, u64>| {
-            let _ = write!(
-                s,
-                "  {:<width$} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
-                name,
-                group(requests),
-                per_second(rate),
-                ms(l.min_ms),
-                ms(l.p50_ms),
-                ms(l.p90_ms),
-                ms(l.p99_ms),
-                ms(l.p99_9_ms),
-                ms(l.max_ms),
-                group(failed)
-            );
-            if !errors.is_empty() {
-                let _ = write!(s, "   ({})", error_list(errors));
-            }
-            s.push('\n');
-        };
-        for k in &self.kinds {
-            line(
-                &mut s,
-                &k.name,
-                k.requests,
-                k.requests_per_s,
-                &k.latency,
-                k.failed,
-                &k.errors,
-            );
-        }
-        line(
-            &mut s,
-            "total",
-            self.requests,
-            self.requests_per_s,
-            &self.latency,
-            self.failed_requests,
-            &self.errors,
-        );
+        self.write_kinds(&mut s);
         let _ = writeln!(
             s,
             "  requests   {:>16}   {:>14} requests/s (TPS for transactions)   failed {}",
@@ -364,6 +307,69 @@ impl QuerySummary {
             self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
         );
         s
+    }
+
+    /// The table of query kinds: requests, rate, latency percentiles and errors of each,
+    /// and the total.
+    fn write_kinds(&self, s: &mut String) {
+        let width = self
+            .kinds
+            .iter()
+            .map(|k| k.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("total".len());
+        let _ = writeln!(
+            s,
+            "  {:<width$} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}   (latency, ms)",
+            "kind", "requests", "req/s", "min", "p50", "p90", "p99", "p99.9", "max", "errors"
+        );
+        let line = |s: &mut String,
+                    name: &str,
+                    requests: u64,
+                    rate: f64,
+                    l: &LatencySummary,
+                    failed: u64,
+                    errors: &BTreeMap<String, u64>| {
+            let _ = write!(
+                s,
+                "  {:<width$} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+                name,
+                group(requests),
+                per_second(rate),
+                ms(l.min_ms),
+                ms(l.p50_ms),
+                ms(l.p90_ms),
+                ms(l.p99_ms),
+                ms(l.p99_9_ms),
+                ms(l.max_ms),
+                group(failed)
+            );
+            if !errors.is_empty() {
+                let _ = write!(s, "   ({})", error_list(errors));
+            }
+            s.push('\n');
+        };
+        for k in &self.kinds {
+            line(
+                s,
+                &k.name,
+                k.requests,
+                k.requests_per_s,
+                &k.latency,
+                k.failed,
+                &k.errors,
+            );
+        }
+        line(
+            s,
+            "total",
+            self.requests,
+            self.requests_per_s,
+            &self.latency,
+            self.failed_requests,
+            &self.errors,
+        );
     }
 }
 

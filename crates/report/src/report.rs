@@ -455,6 +455,34 @@ impl Summary {
         if let Some(e) = &self.fatal_error {
             let _ = writeln!(s, "FATAL: {e}");
         }
+        self.write_counts(&mut s);
+        self.write_stored(&mut s);
+        self.write_data_set(&mut s);
+        self.write_delivery(&mut s);
+        latency_table(&mut s, "(ms)", &self.latency, &self.service);
+        let _ = writeln!(
+            s,
+            "  client    {}   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
+            self.client.cpu_text(),
+            self.client.cpu_us_per_1000_metrics,
+            self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+        if let Some(st) = &self.storage {
+            let _ = writeln!(
+                s,
+                "  storage   +{:.1} MiB in the target's tables, as the database reports ({:.2} bytes per metric)",
+                st.bytes_added as f64 / (1024.0 * 1024.0),
+                st.bytes_per_metric
+            );
+        }
+        if let Some(e) = &self.storage_error {
+            let _ = writeln!(s, "  storage   not measured: {e}");
+        }
+        s
+    }
+
+    /// The run's counts: rows, metrics, bytes and requests, with their rates.
+    fn write_counts(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "  rows      {:>16}   {:>14} rows/s",
@@ -481,6 +509,10 @@ impl Summary {
             self.failed_requests,
             self.failed_rows
         );
+    }
+
+    /// What the server says it stored, and a shortfall against what was acknowledged.
+    fn write_stored(&self, s: &mut String) {
         if let Some(stored) = &self.stored {
             let (n, what) = match (stored.rows, stored.samples) {
                 (Some(r), _) => (r, "rows, per the server"),
@@ -527,6 +559,10 @@ impl Summary {
         if let Some(e) = &self.stored_error {
             let _ = writeln!(s, "  stored    not known: {e}");
         }
+    }
+
+    /// The data set's shape as sent: late and duplicate rows, devices, series, and the time the server was asked.
+    fn write_data_set(&self, s: &mut String) {
         if self.late_rows > 0 {
             let _ = writeln!(
                 s,
@@ -589,6 +625,10 @@ impl Summary {
                 q.before_s, q.after_s
             );
         }
+    }
+
+    /// How delivery went: rows recovered or ambiguous, the offered rate, abandoned requests, errors.
+    fn write_delivery(&self, s: &mut String) {
         if self.recovered_rows > 0 {
             let _ = writeln!(
                 s,
@@ -648,26 +688,6 @@ impl Summary {
                 .collect();
             let _ = writeln!(s, "  errors    {}", list.join(", "));
         }
-        latency_table(&mut s, "(ms)", &self.latency, &self.service);
-        let _ = writeln!(
-            s,
-            "  client    {}   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
-            self.client.cpu_text(),
-            self.client.cpu_us_per_1000_metrics,
-            self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
-        );
-        if let Some(st) = &self.storage {
-            let _ = writeln!(
-                s,
-                "  storage   +{:.1} MiB in the target's tables, as the database reports ({:.2} bytes per metric)",
-                st.bytes_added as f64 / (1024.0 * 1024.0),
-                st.bytes_per_metric
-            );
-        }
-        if let Some(e) = &self.storage_error {
-            let _ = writeln!(s, "  storage   not measured: {e}");
-        }
-        s
     }
 }
 
