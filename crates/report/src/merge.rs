@@ -285,46 +285,66 @@ pub fn check_intervals(
             ));
         }
         last[stream] = Some((i, seconds[0]));
-        for (sum, key) in sums[stream].iter_mut().zip(INTERVAL_COUNTS) {
-            let n = match iv.get(key) {
-                None | Some(Value::Null) => continue,
-                Some(v) => v.as_u64().ok_or_else(|| {
-                    bad(
-                        path(key),
-                        json_shown(Some(v)),
-                        format!("a whole number from 0 to {}", u64::MAX),
-                    )
-                })?,
-            };
-            *sum = sum.checked_add(n).ok_or_else(|| {
+        check_interval_figures(file, i, iv, &mut sums[stream])?;
+    }
+    Ok(())
+}
+
+/// Interval `i`'s counts, added to its stream's sums (no sum may pass a u64), and its
+/// latencies, each a finite number of milliseconds in range.
+fn check_interval_figures(
+    file: &str,
+    i: usize,
+    iv: &serde_json::Value,
+    sums: &mut [u64; INTERVAL_COUNTS.len()],
+) -> Result<(), MergeError> {
+    use serde_json::Value;
+    let bad = |field: String, value: String, allowed: String| MergeError::OutOfRange {
+        file: file.to_string(),
+        field,
+        value,
+        allowed,
+    };
+    let path = |key: &str| format!("intervals[{i}].{key}");
+    for (sum, key) in sums.iter_mut().zip(INTERVAL_COUNTS) {
+        let n = match iv.get(key) {
+            None | Some(Value::Null) => continue,
+            Some(v) => v.as_u64().ok_or_else(|| {
                 bad(
                     path(key),
-                    n.to_string(),
-                    format!(
-                        "a count that keeps the sum of the stream's `{key}` within {} (the \
-                         intervals before it sum to {sum}; a run's total is one u64)",
-                        u64::MAX
-                    ),
+                    json_shown(Some(v)),
+                    format!("a whole number from 0 to {}", u64::MAX),
                 )
-            })?;
-        }
-        for key in INTERVAL_LATENCIES {
-            match iv.get(key) {
-                None | Some(Value::Null) => {}
-                Some(v) => match v.as_f64() {
-                    Some(x) if x.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&x) => {}
-                    _ => {
-                        return Err(bad(
-                            path(key),
-                            json_shown(Some(v)),
-                            format!(
-                                "a finite number of milliseconds from 0 to {MAX_LATENCY_MS} \
-                                 (the longest run)"
-                            ),
-                        ));
-                    }
-                },
-            }
+            })?,
+        };
+        *sum = sum.checked_add(n).ok_or_else(|| {
+            bad(
+                path(key),
+                n.to_string(),
+                format!(
+                    "a count that keeps the sum of the stream's `{key}` within {} (the \
+                     intervals before it sum to {sum}; a run's total is one u64)",
+                    u64::MAX
+                ),
+            )
+        })?;
+    }
+    for key in INTERVAL_LATENCIES {
+        match iv.get(key) {
+            None | Some(Value::Null) => {}
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&x) => {}
+                _ => {
+                    return Err(bad(
+                        path(key),
+                        json_shown(Some(v)),
+                        format!(
+                            "a finite number of milliseconds from 0 to {MAX_LATENCY_MS} \
+                             (the longest run)"
+                        ),
+                    ));
+                }
+            },
         }
     }
     Ok(())
@@ -717,7 +737,17 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         server_series_created: None,
         scenario: first.summary.scenario.clone(),
     };
-    let shards = reports
+    let shards = write_shard_lines(reports);
+    Ok(Merged {
+        summary,
+        shards,
+        scenario_sha256: first.scenario_sha256.clone(),
+    })
+}
+
+/// Each shard's line of a merged write report, as its own report says it.
+fn write_shard_lines(reports: &[ShardReport<Summary>]) -> Vec<ShardLine> {
+    reports
         .iter()
         .map(|r| ShardLine {
             source: r.source.clone(),
@@ -741,12 +771,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
                 .and_then(|s| s.rows.or(s.samples)),
             client: r.summary.client.clone(),
         })
-        .collect();
-    Ok(Merged {
-        summary,
-        shards,
-        scenario_sha256: first.scenario_sha256.clone(),
-    })
+        .collect()
 }
 
 /// The merged run's stored check, from its shards'.
@@ -989,7 +1014,17 @@ pub fn merge_queries(
         client,
         scenario: first.summary.scenario.clone(),
     };
-    let shards = reports
+    let shards = query_shard_lines(reports);
+    Ok(Merged {
+        summary,
+        shards,
+        scenario_sha256: first.scenario_sha256.clone(),
+    })
+}
+
+/// Each shard's line of a merged query report, as its own report says it.
+fn query_shard_lines(reports: &[ShardReport<QuerySummary>]) -> Vec<ShardLine> {
+    reports
         .iter()
         .map(|r| {
             let c = &r.summary.client;
@@ -1019,12 +1054,7 @@ pub fn merge_queries(
                 },
             }
         })
-        .collect();
-    Ok(Merged {
-        summary,
-        shards,
-        scenario_sha256: first.scenario_sha256.clone(),
-    })
+        .collect()
 }
 
 /// The sum of one client CPU figure (each checked to be at most [`MAX_CPU_S`], so the sum

@@ -315,6 +315,49 @@ pub struct StorageSummary {
     pub bytes_per_metric: f64,
 }
 
+impl ClientSummary {
+    /// The client's CPU over the load phase, per 1,000 of the run's `metrics` too, and its
+    /// peak RSS.
+    pub fn of(usage: &Usage, metrics: u64) -> ClientSummary {
+        let cpu_s = usage.cpu().as_secs_f64();
+        ClientSummary {
+            cpu_user_s: usage.user.as_secs_f64(),
+            cpu_system_s: usage.system.as_secs_f64(),
+            cpu_s,
+            cpu_us_per_1000_metrics: if metrics > 0 {
+                cpu_s * 1e6 / (metrics as f64 / 1000.0)
+            } else {
+                0.0
+            },
+            peak_rss_bytes: usage.peak_rss_bytes,
+            cpu_split_rough: usage.split_is_rough(),
+        }
+    }
+}
+
+impl StorageSummary {
+    /// What the target's tables grew by over the run, per metric written; `None` where it
+    /// was not measured.
+    pub fn of(outcome: &RunOutcome, metrics: u64) -> Option<StorageSummary> {
+        match &outcome.storage_bytes {
+            Some(Ok((before, after))) => {
+                let added = after.saturating_sub(*before);
+                Some(StorageSummary {
+                    bytes_before: *before,
+                    bytes_after: *after,
+                    bytes_added: added,
+                    bytes_per_metric: if metrics > 0 {
+                        added as f64 / metrics as f64
+                    } else {
+                        0.0
+                    },
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Summary {
     pub fn new(
         outcome: &RunOutcome,
@@ -334,7 +377,6 @@ impl Summary {
                 None => Ok(s.clone()),
             },
         };
-        let cpu_s = usage.cpu().as_secs_f64();
         Summary {
             tsload_version: env!("CARGO_PKG_VERSION").to_string(),
             target: target.to_string(),
@@ -370,34 +412,8 @@ impl Summary {
             mb_per_s: totals.mb_per_s(),
             latency: LatencySummary::from_histogram(&outcome.latency),
             service: LatencySummary::from_histogram(&outcome.service),
-            client: ClientSummary {
-                cpu_user_s: usage.user.as_secs_f64(),
-                cpu_system_s: usage.system.as_secs_f64(),
-                cpu_s,
-                cpu_us_per_1000_metrics: if c.metrics > 0 {
-                    cpu_s * 1e6 / (c.metrics as f64 / 1000.0)
-                } else {
-                    0.0
-                },
-                peak_rss_bytes: usage.peak_rss_bytes,
-                cpu_split_rough: usage.split_is_rough(),
-            },
-            storage: match &outcome.storage_bytes {
-                Some(Ok((before, after))) => {
-                    let added = after.saturating_sub(*before);
-                    Some(StorageSummary {
-                        bytes_before: *before,
-                        bytes_after: *after,
-                        bytes_added: added,
-                        bytes_per_metric: if c.metrics > 0 {
-                            added as f64 / c.metrics as f64
-                        } else {
-                            0.0
-                        },
-                    })
-                }
-                _ => None,
-            },
+            client: ClientSummary::of(usage, c.metrics),
+            storage: StorageSummary::of(outcome, c.metrics),
             storage_error: match &outcome.storage_bytes {
                 Some(Err(e)) => Some(e.clone()),
                 _ => None,
