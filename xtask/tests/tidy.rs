@@ -543,10 +543,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "report-html/src/page.rs::stream_block",
     "report-html/src/shards.rs::stream_charts",
     "report-html/src/sweep.rs::section",
-    "sweep/src/plot.rs::heatmap",
-    "sweep/src/plot.rs::lines",
-    "sweep/src/plot.rs::rate_vs_rtt",
-    "sweep/src/table.rs::render_text",
     "workload/src/custom.rs::compile",
     "workload/src/file/parse.rs::next",
 ];

@@ -376,27 +376,8 @@ fn rate_vs_rtt(
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
 
-    // The model curve: rate = C / (t_service + k * RTT), C the mean of rate * t_request.
-    let fit = fit_rows(&table.rows, opts.t_request_source).ok();
-    let model: Option<(RttFit, f64)> = fit.and_then(|fit| {
-        let cs: Vec<f64> = table
-            .rows
-            .iter()
-            .filter_map(|r| Some(throughput.of(r)? * r.t_request_ms(opts.t_request_source)?))
-            .collect();
-        (!cs.is_empty()).then(|| (fit, cs.iter().sum::<f64>() / cs.len() as f64))
-    });
     let x_range = padded_range(points.iter().map(|p| p.0), 0.05);
-    let curve: Vec<(f64, f64)> = match (&model, axis.measured) {
-        (Some((fit, c)), true) => (0..=200)
-            .map(|i| x_range.start + (x_range.end - x_range.start) * i as f64 / 200.0)
-            .filter_map(|x| {
-                let t = fit.t_request_ms(x);
-                (t > 0.0).then_some((x, c / t))
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let (model, curve) = model_curve(table, throughput, opts, &axis, &x_range);
     let y_range = padded_range(
         points.iter().map(|p| p.1).chain(curve.iter().map(|p| p.1)),
         0.1,
@@ -465,6 +446,41 @@ fn rate_vs_rtt(
         .map_err(draw_err)?;
     root.present().map_err(draw_err)?;
     Ok(())
+}
+
+/// A fitted RTT model and its constant C (rate * t_request).
+type Model = (RttFit, f64);
+
+/// The fitted model's curve over `x_range`: rate = C / (t_service + k * RTT), C the mean
+/// of rate * t_request; none when the fit failed or the RTT was not measured.
+fn model_curve(
+    table: &SweepTable,
+    throughput: Throughput,
+    opts: &PlotOptions,
+    axis: &RttAxis,
+    x_range: &std::ops::Range<f64>,
+) -> (Option<Model>, Vec<(f64, f64)>) {
+    // The model curve: rate = C / (t_service + k * RTT), C the mean of rate * t_request.
+    let fit = fit_rows(&table.rows, opts.t_request_source).ok();
+    let model: Option<Model> = fit.and_then(|fit| {
+        let cs: Vec<f64> = table
+            .rows
+            .iter()
+            .filter_map(|r| Some(throughput.of(r)? * r.t_request_ms(opts.t_request_source)?))
+            .collect();
+        (!cs.is_empty()).then(|| (fit, cs.iter().sum::<f64>() / cs.len() as f64))
+    });
+    let curve: Vec<(f64, f64)> = match (&model, axis.measured) {
+        (Some((fit, c)), true) => (0..=200)
+            .map(|i| x_range.start + (x_range.end - x_range.start) * i as f64 / 200.0)
+            .filter_map(|x| {
+                let t = fit.t_request_ms(x);
+                (t > 0.0).then_some((x, c / t))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    (model, curve)
 }
 
 fn axis_of<'a>(table: &'a SweepTable, key: &str) -> Result<&'a Axis, PlotError> {
@@ -536,41 +552,9 @@ fn heatmap(
     let x_axis = axis_of(table, x_key)?;
     let y_axis = axis_of(table, y_key)?;
     let (nx, ny) = (x_axis.values.len(), y_axis.values.len());
-    // Cells in grid order; a point that ran twice (other keys constant) keeps the last.
-    let mut cells: Vec<Vec<Option<f64>>> = vec![vec![None; ny]; nx];
-    for row in &table.rows {
-        let (Some(xv), Some(yv)) = (row.point.get(x_key), row.point.get(y_key)) else {
-            continue;
-        };
-        let (Some(i), Some(j)) = (
-            x_axis.values.iter().position(|v| v == xv),
-            y_axis.values.iter().position(|v| v == yv),
-        ) else {
-            continue;
-        };
-        cells[i][j] = throughput.of(row);
-    }
-    let finite: Vec<f64> = cells
-        .iter()
-        .flatten()
-        .flatten()
-        .copied()
-        .filter(|v| v.is_finite())
-        .collect();
-    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let log = lo > 0.0 && hi / lo > 20.0;
-    let shade = |v: f64| -> f64 {
-        if finite.is_empty() || hi <= lo {
-            return 0.5;
-        }
-        let h = if log {
-            (v.ln() - lo.ln()) / (hi.ln() - lo.ln())
-        } else {
-            (v - lo) / (hi - lo)
-        };
-        h.clamp(0.0, 1.0)
-    };
+    let cells = cells_of(table, x_axis, y_axis, throughput);
+    let shade = Shade::of(&cells);
+    let log = shade.log;
     let title = opts.title.clone().unwrap_or_else(|| {
         format!(
             "{} by {x_key} x {y_key}{}",
@@ -578,20 +562,7 @@ fn heatmap(
             if log { " (color: log scale)" } else { "" }
         )
     });
-    let shown = |axis: &Axis| -> Vec<String> {
-        axis.values
-            .iter()
-            .map(|v| crate::grid::shown_value(&axis.key, &v.to_string()))
-            .collect()
-    };
     let (x_labels, y_labels) = (shown(x_axis), shown(y_axis));
-    let label_of = |labels: &[String], v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(i) => usize::try_from(*i)
-            .ok()
-            .and_then(|i| labels.get(i).cloned())
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
 
     let root = SVGBackend::with_string(svg, (opts.width, opts.height)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
@@ -600,8 +571,8 @@ fn heatmap(
     let strip = COLOR_SCALE_PX.min(opts.width / 3);
     let (plot_area, scale_area) = root.split_horizontally(opts.width - strip);
     // One value (or none): one colour, nothing to scale.
-    if !finite.is_empty() && hi > lo {
-        color_scale(&scale_area, lo, hi, log, opts.height)?;
+    if shade.spans() {
+        color_scale(&scale_area, shade.lo, shade.hi, log, opts.height)?;
     }
     // An i32 range a..b holds b - a + 1 values: 0..n-1 gives n segments.
     let mut chart = ChartBuilder::on(&plot_area)
@@ -621,8 +592,8 @@ fn heatmap(
         .axis_desc_style(("sans-serif", 16))
         .x_labels(nx)
         .y_labels(ny)
-        .x_label_formatter(&|v| label_of(&x_labels, v))
-        .y_label_formatter(&|v| label_of(&y_labels, v))
+        .x_label_formatter(&|v| segment_label(&x_labels, v))
+        .y_label_formatter(&|v| segment_label(&y_labels, v))
         .x_desc(x_key)
         .y_desc(y_key)
         .draw()
@@ -632,33 +603,18 @@ fn heatmap(
         .map(|(i, j)| (i as i32, j as i32, cells[i][j]))
         .collect();
     chart
-        .draw_series(cell_list.iter().map(|&(i, j, v)| {
-            let color = match v {
-                Some(v) if v.is_finite() => ViridisRGB::get_color(shade(v)),
-                _ => RGBColor(220, 220, 220),
-            };
-            let next = |k: i32, n: usize| {
-                if (k as usize) + 1 >= n {
-                    SegmentValue::Last
-                } else {
-                    SegmentValue::Exact(k + 1)
-                }
-            };
-            Rectangle::new(
-                [
-                    (SegmentValue::Exact(i), SegmentValue::Exact(j)),
-                    (next(i, nx), next(j, ny)),
-                ],
-                color.filled(),
-            )
-        }))
+        .draw_series(
+            cell_list
+                .iter()
+                .map(|&(i, j, v)| cell_rect((i, j), (nx, ny), v, &shade)),
+        )
         .map_err(draw_err)?;
     chart
         .draw_series(cell_list.iter().map(|&(i, j, v)| {
             let (text, color) = match v {
                 Some(v) => (
                     format_compact(v),
-                    if shade(v) < 0.6 { WHITE } else { BLACK },
+                    if shade.at(v) < 0.6 { WHITE } else { BLACK },
                 ),
                 None => ("-".to_string(), BLACK),
             };
@@ -675,6 +631,124 @@ fn heatmap(
         .map_err(draw_err)?;
     root.present().map_err(draw_err)?;
     Ok(())
+}
+
+/// A heat map's cells in grid order (x, then y): each point's figure; a point that ran
+/// twice (other keys constant) keeps the last.
+fn cells_of(
+    table: &SweepTable,
+    x_axis: &Axis,
+    y_axis: &Axis,
+    throughput: Throughput,
+) -> Vec<Vec<Option<f64>>> {
+    let (x_key, y_key) = (x_axis.key.as_str(), y_axis.key.as_str());
+    let (nx, ny) = (x_axis.values.len(), y_axis.values.len());
+    let mut cells: Vec<Vec<Option<f64>>> = vec![vec![None; ny]; nx];
+    for row in &table.rows {
+        let (Some(xv), Some(yv)) = (row.point.get(x_key), row.point.get(y_key)) else {
+            continue;
+        };
+        let (Some(i), Some(j)) = (
+            x_axis.values.iter().position(|v| v == xv),
+            y_axis.values.iter().position(|v| v == yv),
+        ) else {
+            continue;
+        };
+        cells[i][j] = throughput.of(row);
+    }
+    cells
+}
+
+/// A heat map's colour scale: the finite values' range, logarithmic when it spans more
+/// than a factor of 20.
+struct Shade {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Shade {
+    fn of(cells: &[Vec<Option<f64>>]) -> Shade {
+        let finite = || {
+            cells
+                .iter()
+                .flatten()
+                .flatten()
+                .copied()
+                .filter(|v| v.is_finite())
+        };
+        let lo = finite().fold(f64::INFINITY, f64::min);
+        let hi = finite().fold(f64::NEG_INFINITY, f64::max);
+        Shade {
+            lo,
+            hi,
+            log: lo > 0.0 && hi / lo > 20.0,
+        }
+    }
+
+    /// Whether there is a range to scale (two different finite values, at least).
+    fn spans(&self) -> bool {
+        self.hi > self.lo
+    }
+
+    /// Where `v` sits on the scale, 0 to 1 (the middle when there is no range).
+    fn at(&self, v: f64) -> f64 {
+        if !self.spans() {
+            return 0.5;
+        }
+        let h = if self.log {
+            (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        h.clamp(0.0, 1.0)
+    }
+}
+
+/// Cell (i, j) of an nx x ny heat map, coloured by its value (grey for none).
+fn cell_rect(
+    (i, j): (i32, i32),
+    (nx, ny): (usize, usize),
+    v: Option<f64>,
+    shade: &Shade,
+) -> Rectangle<(SegmentValue<i32>, SegmentValue<i32>)> {
+    let color = match v {
+        Some(v) if v.is_finite() => ViridisRGB::get_color(shade.at(v)),
+        _ => RGBColor(220, 220, 220),
+    };
+    let next = |k: i32, n: usize| {
+        if (k as usize) + 1 >= n {
+            SegmentValue::Last
+        } else {
+            SegmentValue::Exact(k + 1)
+        }
+    };
+    Rectangle::new(
+        [
+            (SegmentValue::Exact(i), SegmentValue::Exact(j)),
+            (next(i, nx), next(j, ny)),
+        ],
+        color.filled(),
+    )
+}
+
+/// An axis's values as the plot shows them (secrets hidden).
+fn shown(axis: &Axis) -> Vec<String> {
+    axis.values
+        .iter()
+        .map(|v| crate::grid::shown_value(&axis.key, &v.to_string()))
+        .collect()
+}
+
+/// The label of a segment's centre: its value's; nothing elsewhere.
+fn segment_label(labels: &[String], v: &SegmentValue<i32>) -> String {
+    match v {
+        SegmentValue::CenterOf(i) => usize::try_from(*i)
+            .ok()
+            .and_then(|i| labels.get(i).cloned())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// How a line plot places a key's values on the x axis.
@@ -694,21 +768,7 @@ fn lines(
     svg: &mut String,
 ) -> Result<(), PlotError> {
     let x_axis = axis_of(table, x_key)?;
-    let place = if opts.rtt_keys.iter().any(|k| k == x_key) {
-        XPlace::Rtt(RttAxis::new(table, x_key)?)
-    } else if x_axis.values.iter().all(|v| v.as_f64().is_some()) {
-        XPlace::Number
-    } else if x_axis.values.iter().all(|v| v.as_ms().is_some()) {
-        XPlace::Duration
-    } else {
-        XPlace::Category(
-            x_axis
-                .values
-                .iter()
-                .map(|v| crate::grid::shown_value(x_key, &v.to_string()))
-                .collect(),
-        )
-    };
+    let place = x_place(table, x_axis, opts)?;
     let x_of = |row: &SweepRow| -> Option<f64> {
         let v = row.point.get(x_key)?;
         match &place {
@@ -723,39 +783,7 @@ fn lines(
         XPlace::Duration => format!("{x_key} (ms)"),
         XPlace::Number | XPlace::Category(_) => x_key.to_string(),
     };
-    // Series: one per combination of the other varying keys, in first-seen order.
-    let others: Vec<&str> = table
-        .axes
-        .iter()
-        .filter(|a| a.varies() && a.key != x_key)
-        .map(|a| a.key.as_str())
-        .collect();
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for row in &table.rows {
-        let Some(x) = x_of(row) else { continue };
-        let label = others
-            .iter()
-            .map(|k| {
-                let v = row
-                    .point
-                    .get(k)
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                format!("{k}={v}")
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let Some(y) = throughput.of(row) else {
-            continue;
-        };
-        match series.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, pts)) => pts.push((x, y)),
-            None => series.push((label, vec![(x, y)])),
-        }
-    }
-    for (_, pts) in &mut series {
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
+    let series = series_of(table, x_key, throughput, &x_of);
     let all = || series.iter().flat_map(|(_, p)| p.iter());
     let x_range = match &place {
         XPlace::Category(labels) => -0.5..labels.len() as f64 - 0.5,
@@ -766,21 +794,7 @@ fn lines(
         .title
         .clone()
         .unwrap_or_else(|| format!("{} vs {x_key}", throughput.unit()));
-    let category_label = |v: &f64| match &place {
-        XPlace::Category(labels) => {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        }
-        _ => format_compact(*v),
-    };
-    let n_x_labels = match &place {
-        XPlace::Category(labels) => labels.len(),
-        _ => 10,
-    };
+    let (category_label, n_x_labels) = x_labels(&place);
 
     let root = SVGBackend::with_string(svg, (opts.width, opts.height)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
@@ -839,4 +853,89 @@ fn lines(
         .map_err(draw_err)?;
     root.present().map_err(draw_err)?;
     Ok(())
+}
+
+/// The x axis's labels of a place: each category's name at its index (nothing between),
+/// or compact numbers; and how many to show.
+fn x_labels(place: &XPlace) -> (impl Fn(&f64) -> String + '_, usize) {
+    let label = move |v: &f64| match place {
+        XPlace::Category(labels) => {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        }
+        _ => format_compact(*v),
+    };
+    let count = match place {
+        XPlace::Category(labels) => labels.len(),
+        _ => 10,
+    };
+    (label, count)
+}
+
+/// Where a plot puts its x values: the measured RTT (an RTT key), numbers, durations in
+/// ms, or categories in the axis's order.
+fn x_place(table: &SweepTable, x_axis: &Axis, opts: &PlotOptions) -> Result<XPlace, PlotError> {
+    let x_key = x_axis.key.as_str();
+    Ok(if opts.rtt_keys.iter().any(|k| k == x_key) {
+        XPlace::Rtt(RttAxis::new(table, &x_axis.key)?)
+    } else if x_axis.values.iter().all(|v| v.as_f64().is_some()) {
+        XPlace::Number
+    } else if x_axis.values.iter().all(|v| v.as_ms().is_some()) {
+        XPlace::Duration
+    } else {
+        XPlace::Category(
+            x_axis
+                .values
+                .iter()
+                .map(|v| crate::grid::shown_value(&x_axis.key, &v.to_string()))
+                .collect(),
+        )
+    })
+}
+
+/// The lines of a plot against `x_key`: one per combination of the other varying keys, in
+/// first-seen order, each point's x by `x_of`, sorted by x.
+fn series_of(
+    table: &SweepTable,
+    x_key: &str,
+    throughput: Throughput,
+    x_of: &dyn Fn(&SweepRow) -> Option<f64>,
+) -> Vec<(String, Vec<(f64, f64)>)> {
+    let others: Vec<&str> = table
+        .axes
+        .iter()
+        .filter(|a| a.varies() && a.key != x_key)
+        .map(|a| a.key.as_str())
+        .collect();
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for row in &table.rows {
+        let Some(x) = x_of(row) else { continue };
+        let label = others
+            .iter()
+            .map(|k| {
+                let v = row
+                    .point
+                    .get(k)
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                format!("{k}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let Some(y) = throughput.of(row) else {
+            continue;
+        };
+        match series.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, pts)) => pts.push((x, y)),
+            None => series.push((label, vec![(x, y)])),
+        }
+    }
+    for (_, pts) in &mut series {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    series
 }

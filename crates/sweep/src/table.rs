@@ -380,41 +380,7 @@ impl SweepTable {
         );
         let mut cells: Vec<Vec<String>> = Vec::with_capacity(self.rows.len());
         for row in &self.rows {
-            let mut line: Vec<String> = row
-                .point
-                .values()
-                .iter()
-                .map(|(k, v)| crate::grid::shown_value(k, &v.to_string()))
-                .collect();
-            line.push(
-                row.rtt
-                    .as_ref()
-                    .map(|r| format!("{:.3}", r.median_ms))
-                    .unwrap_or_else(|| "-".to_string()),
-            );
-            let [a, b, c] = row.rates.values();
-            match self.measure {
-                Measure::Writes => {
-                    line.push(format!("{a:.0}"));
-                    line.push(format!("{b:.0}"));
-                    line.push(format!("{c:.1}"));
-                }
-                Measure::Queries | Measure::Transactions => {
-                    line.push(format!("{a:.1}"));
-                    line.push(format!("{b:.1}"));
-                    line.push(format!("{c:.0}"));
-                }
-            }
-            line.push(format!("{:.3}", row.latency_mean_ms));
-            line.push(format!("{:.3}", row.latency_p50_ms));
-            line.push(format!("{:.3}", row.latency_p99_ms));
-            line.push(format!("{:.3}", row.service_mean_ms));
-            line.push(row.errors.to_string());
-            line.push(row.stop_reason.clone());
-            line.push(row.verdict.exit.to_string());
-            line.push(row.verdict.stored_text());
-            line.push(row.verdict.word().to_string());
-            cells.push(line);
+            cells.push(self.text_cells(row));
         }
         let ncols = header.len();
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -470,6 +436,46 @@ impl SweepTable {
             }
         }
         out
+    }
+
+    /// A row's cells in the text table: its point, RTT, rates, latencies, errors and
+    /// verdict.
+    fn text_cells(&self, row: &SweepRow) -> Vec<String> {
+        let mut line: Vec<String> = row
+            .point
+            .values()
+            .iter()
+            .map(|(k, v)| crate::grid::shown_value(k, &v.to_string()))
+            .collect();
+        line.push(
+            row.rtt
+                .as_ref()
+                .map(|r| format!("{:.3}", r.median_ms))
+                .unwrap_or_else(|| "-".to_string()),
+        );
+        let [a, b, c] = row.rates.values();
+        match self.measure {
+            Measure::Writes => {
+                line.push(format!("{a:.0}"));
+                line.push(format!("{b:.0}"));
+                line.push(format!("{c:.1}"));
+            }
+            Measure::Queries | Measure::Transactions => {
+                line.push(format!("{a:.1}"));
+                line.push(format!("{b:.1}"));
+                line.push(format!("{c:.0}"));
+            }
+        }
+        line.push(format!("{:.3}", row.latency_mean_ms));
+        line.push(format!("{:.3}", row.latency_p50_ms));
+        line.push(format!("{:.3}", row.latency_p99_ms));
+        line.push(format!("{:.3}", row.service_mean_ms));
+        line.push(row.errors.to_string());
+        line.push(row.stop_reason.clone());
+        line.push(row.verdict.exit.to_string());
+        line.push(row.verdict.stored_text());
+        line.push(row.verdict.word().to_string());
+        line
     }
 }
 
