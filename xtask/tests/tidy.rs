@@ -533,7 +533,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "core/src/query_engine.rs::run_worker",
     "netem/src/encode.rs::decode_netem",
     "netem/src/guard.rs::apply",
-    "netem/src/spec.rs::parse_netem",
     "proxy/src/lane.rs::delay_line",
     "query/src/reference.rs::reference_answer",
     "report-html/src/checked.rs::new",

@@ -595,218 +595,284 @@ fn nonzero(p: Option<Percent>) -> Option<Percent> {
 }
 
 fn parse_netem(tokens: &[&str]) -> Result<Netem, SpecError> {
-    let mut limit: Option<u32> = None;
-    let mut delay: Option<Delay> = None;
-    let mut distribution: Option<Option<Distribution>> = None;
-    let mut loss: Option<Chance> = None;
-    let mut duplicate: Option<Chance> = None;
-    let mut reorder: Option<(Percent, Option<Percent>)> = None;
-    let mut gap: Option<u32> = None;
-    let mut corrupt: Option<Chance> = None;
-    let mut rate: Option<Rate> = None;
-    // Whether tc would send TCA_NETEM_CORR: a delay, loss, reorder or corrupt correlation
-    // was written (duplicate's does not count: tc 6.1 forgets to set it).
-    let mut corr_attr = false;
+    NetemWords::read(tokens)?.normalise()
+}
 
-    let chance = |keyword: &'static str, i: &mut usize| -> Result<Chance, SpecError> {
-        let mut token = value(tokens, *i, keyword, PERCENT_HELP)?;
-        if keyword == "loss" && token == "random" {
-            *i += 1;
-            token = value(tokens, *i, keyword, PERCENT_HELP)?;
-        } else if keyword == "loss" && (token == "state" || token == "gemodel") {
-            return Err(SpecError::BadValue {
-                keyword,
-                token: token.to_string(),
-                expected: format!(
-                    "{PERCENT_HELP} (the `{token}` loss model is not supported; use `loss P% [CORR%]`)"
-                ),
-            });
-        }
-        *i += 1;
-        let probability = Percent::parse(keyword, token)?;
-        let mut correlation = None;
-        if next_is_number(tokens, *i) {
-            *i += 1;
-            correlation = Some(Percent::parse(keyword, tokens[*i])?);
-        }
-        Ok(Chance {
-            probability,
-            correlation,
-        })
-    };
+/// What a netem spec's words say, as written, before zeros are taken for "none".
+#[derive(Default)]
+struct NetemWords {
+    limit: Option<u32>,
+    delay: Option<Delay>,
+    distribution: Option<Option<Distribution>>,
+    loss: Option<Chance>,
+    duplicate: Option<Chance>,
+    reorder: Option<(Percent, Option<Percent>)>,
+    gap: Option<u32>,
+    corrupt: Option<Chance>,
+    rate: Option<Rate>,
+    /// Whether tc would send TCA_NETEM_CORR: a delay, loss, reorder or corrupt
+    /// correlation was written (duplicate's does not count: tc 6.1 forgets to set it).
+    corr_attr: bool,
+}
 
-    let mut i = 0;
-    while i < tokens.len() {
-        match tokens[i] {
-            "limit" => {
-                once(&limit, "limit")?;
-                let token = value(tokens, i, "limit", "a number of packets")?;
-                i += 1;
-                limit = Some(parse_u32("limit", token, 10)?);
-            }
-            "delay" | "latency" => {
-                once(&delay, "delay")?;
-                let token = value(tokens, i, "delay", TIME_HELP)?;
-                i += 1;
-                let latency = Time::parse("delay", token)?;
-                let mut jitter = None;
-                let mut correlation = None;
-                if next_is_number(tokens, i) {
+impl NetemWords {
+    /// Each keyword and its values, once each.
+    fn read(tokens: &[&str]) -> Result<NetemWords, SpecError> {
+        let mut limit: Option<u32> = None;
+        let mut delay: Option<Delay> = None;
+        let mut distribution: Option<Option<Distribution>> = None;
+        let mut loss: Option<Chance> = None;
+        let mut duplicate: Option<Chance> = None;
+        let mut reorder: Option<(Percent, Option<Percent>)> = None;
+        let mut gap: Option<u32> = None;
+        let mut corrupt: Option<Chance> = None;
+        let mut rate: Option<Rate> = None;
+        let mut corr_attr = false;
+        let mut i = 0;
+        while i < tokens.len() {
+            match tokens[i] {
+                "limit" => {
+                    once(&limit, "limit")?;
+                    let token = value(tokens, i, "limit", "a number of packets")?;
                     i += 1;
-                    jitter = Some(Time::parse("delay", tokens[i])?);
-                    if next_is_number(tokens, i) {
-                        i += 1;
-                        correlation = Some(Percent::parse("delay", tokens[i])?);
-                        corr_attr = true;
-                    }
+                    limit = Some(parse_u32("limit", token, 10)?);
                 }
-                delay = Some(Delay {
-                    latency,
-                    jitter,
-                    correlation,
-                    distribution: None,
-                });
-            }
-            "distribution" => {
-                once(&distribution, "distribution")?;
-                let token = value(tokens, i, "distribution", DIST_NAMES)?;
-                i += 1;
-                distribution = Some(match token {
-                    "uniform" => None,
-                    "normal" => Some(Distribution::Normal),
-                    "pareto" => Some(Distribution::Pareto),
-                    "paretonormal" => Some(Distribution::ParetoNormal),
-                    _ => {
-                        return Err(SpecError::BadValue {
-                            keyword: "distribution",
-                            token: token.to_string(),
-                            expected: format!("one of {DIST_NAMES}"),
-                        });
-                    }
-                });
-            }
-            "loss" | "drop" => {
-                once(&loss, "loss")?;
-                let c = chance("loss", &mut i)?;
-                corr_attr |= c.correlation.is_some();
-                loss = Some(c);
-            }
-            "duplicate" => {
-                once(&duplicate, "duplicate")?;
-                duplicate = Some(chance("duplicate", &mut i)?);
-            }
-            "corrupt" => {
-                once(&corrupt, "corrupt")?;
-                let c = chance("corrupt", &mut i)?;
-                corr_attr |= c.correlation.is_some();
-                corrupt = Some(c);
-            }
-            "reorder" => {
-                once(&reorder, "reorder")?;
-                let c = chance("reorder", &mut i)?;
-                corr_attr |= c.correlation.is_some();
-                reorder = Some((c.probability, c.correlation));
-            }
-            "gap" => {
-                once(&gap, "gap")?;
-                let token = value(tokens, i, "gap", "a number of packets")?;
-                i += 1;
-                gap = Some(parse_u32("gap", token, 10)?);
-            }
-            "rate" => {
-                once(&rate, "rate")?;
-                let token = value(tokens, i, "rate", RATE_HELP)?;
-                i += 1;
-                rate = Some(Rate::parse("rate", token)?);
-                if next_is_number(tokens, i)
-                    || tokens.get(i + 1).is_some_and(|t| t.starts_with('-'))
-                {
-                    return Err(SpecError::BadValue {
-                        keyword: "rate",
-                        token: tokens[i + 1].to_string(),
-                        expected: "a keyword (packet overhead and cell sizes after `rate` are not supported)".to_string(),
+                "delay" | "latency" => {
+                    once(&delay, "delay")?;
+                    delay = Some(delay_of(tokens, &mut i, &mut corr_attr)?);
+                }
+                "distribution" => {
+                    once(&distribution, "distribution")?;
+                    let token = value(tokens, i, "distribution", DIST_NAMES)?;
+                    i += 1;
+                    distribution = Some(distribution_of(token)?);
+                }
+                "loss" | "drop" => {
+                    once(&loss, "loss")?;
+                    let c = chance(tokens, "loss", &mut i)?;
+                    corr_attr |= c.correlation.is_some();
+                    loss = Some(c);
+                }
+                "duplicate" => {
+                    once(&duplicate, "duplicate")?;
+                    duplicate = Some(chance(tokens, "duplicate", &mut i)?);
+                }
+                "corrupt" => {
+                    once(&corrupt, "corrupt")?;
+                    let c = chance(tokens, "corrupt", &mut i)?;
+                    corr_attr |= c.correlation.is_some();
+                    corrupt = Some(c);
+                }
+                "reorder" => {
+                    once(&reorder, "reorder")?;
+                    let c = chance(tokens, "reorder", &mut i)?;
+                    corr_attr |= c.correlation.is_some();
+                    reorder = Some((c.probability, c.correlation));
+                }
+                "gap" => {
+                    once(&gap, "gap")?;
+                    let token = value(tokens, i, "gap", "a number of packets")?;
+                    i += 1;
+                    gap = Some(parse_u32("gap", token, 10)?);
+                }
+                "rate" => {
+                    once(&rate, "rate")?;
+                    rate = Some(rate_of(tokens, &mut i)?);
+                }
+                "tbf" | "htb" | "netem" => {
+                    return Err(SpecError::Invalid(format!(
+                        "`{}` must come first: a spec installs one qdisc kind",
+                        tokens[i]
+                    )));
+                }
+                other => {
+                    return Err(SpecError::UnknownKeyword {
+                        kind: "netem",
+                        token: other.to_string(),
+                        allowed: NETEM_KEYWORDS,
                     });
                 }
             }
-            "tbf" | "htb" | "netem" => {
-                return Err(SpecError::Invalid(format!(
-                    "`{}` must come first: a spec installs one qdisc kind",
-                    tokens[i]
-                )));
-            }
-            other => {
-                return Err(SpecError::UnknownKeyword {
-                    kind: "netem",
-                    token: other.to_string(),
-                    allowed: NETEM_KEYWORDS,
-                });
-            }
+            i += 1;
         }
-        i += 1;
+        Ok(NetemWords {
+            limit,
+            delay,
+            distribution,
+            loss,
+            duplicate,
+            reorder,
+            gap,
+            corrupt,
+            rate,
+            corr_attr,
+        })
     }
 
-    let distribution = distribution.flatten();
-    // Normalise: zero correlations, zero probabilities and zero delays mean "none".
-    let delay = delay.map(|d| Delay {
-        latency: d.latency,
-        jitter: d.jitter.filter(|j| j.0 != 0),
-        correlation: nonzero(d.correlation),
-        distribution,
-    });
-    if let Some(dist) = distribution {
-        let ok = delay.is_some_and(|d| d.latency.0 != 0 && d.jitter.is_some());
-        if !ok {
-            return Err(SpecError::Invalid(format!(
-                "`distribution {}` needs a delay and a jitter, like `delay 100ms 20ms distribution {}`",
-                dist.name(),
-                dist.name()
-            )));
+    /// The qdisc the words ask for: zero correlations, probabilities and delays are none;
+    /// what needs another setting is refused.
+    fn normalise(self) -> Result<Netem, SpecError> {
+        let NetemWords {
+            limit,
+            delay,
+            distribution,
+            loss,
+            duplicate,
+            reorder,
+            gap,
+            corrupt,
+            rate,
+            corr_attr,
+        } = self;
+        let distribution = distribution.flatten();
+        // Normalise: zero correlations, zero probabilities and zero delays mean "none".
+        let delay = delay.map(|d| Delay {
+            latency: d.latency,
+            jitter: d.jitter.filter(|j| j.0 != 0),
+            correlation: nonzero(d.correlation),
+            distribution,
+        });
+        if let Some(dist) = distribution {
+            let ok = delay.is_some_and(|d| d.latency.0 != 0 && d.jitter.is_some());
+            if !ok {
+                return Err(SpecError::Invalid(format!(
+                    "`distribution {}` needs a delay and a jitter, like `delay 100ms 20ms distribution {}`",
+                    dist.name(),
+                    dist.name()
+                )));
+            }
+        }
+        let delay = delay.filter(|d| d.latency.0 != 0 || d.jitter.is_some());
+        let chance = |c: Option<Chance>| {
+            c.filter(|c| c.probability.0 != 0).map(|c| Chance {
+                probability: c.probability,
+                correlation: nonzero(c.correlation),
+            })
+        };
+        let reorder = match reorder {
+            Some((p, c)) if p.0 != 0 => {
+                if delay.is_none_or(|d| d.latency.0 == 0) {
+                    return Err(SpecError::Invalid(
+                        "reordering needs a delay: packets are reordered by sending some at once while the others wait, e.g. `delay 10ms reorder 25% 50%`".to_string(),
+                    ));
+                }
+                Some(Reorder {
+                    probability: p,
+                    correlation: nonzero(c),
+                    gap: gap.unwrap_or(1).max(1),
+                })
+            }
+            _ => {
+                if gap.is_some_and(|g| g > 0) {
+                    return Err(SpecError::Invalid(
+                        "`gap` needs a reorder probability, e.g. `delay 10ms reorder 25% gap 5`"
+                            .to_string(),
+                    ));
+                }
+                None
+            }
+        };
+        // tc 6.1 sends the duplicate correlation only inside a TCA_NETEM_CORR that another
+        // correlation asked for.
+        let duplicate = duplicate.map(|c| Chance {
+            probability: c.probability,
+            correlation: c.correlation.filter(|_| corr_attr),
+        });
+        Ok(Netem {
+            limit: limit.unwrap_or(NETEM_DEFAULT_LIMIT),
+            delay,
+            loss: chance(loss),
+            duplicate: chance(duplicate),
+            reorder,
+            corrupt: chance(corrupt),
+            rate,
+        })
+    }
+}
+
+/// A probability and its optional correlation after `keyword` (`loss P% [CORR%]`);
+/// `i` moves past them.
+fn chance(tokens: &[&str], keyword: &'static str, i: &mut usize) -> Result<Chance, SpecError> {
+    let mut token = value(tokens, *i, keyword, PERCENT_HELP)?;
+    if keyword == "loss" && token == "random" {
+        *i += 1;
+        token = value(tokens, *i, keyword, PERCENT_HELP)?;
+    } else if keyword == "loss" && (token == "state" || token == "gemodel") {
+        return Err(SpecError::BadValue {
+            keyword,
+            token: token.to_string(),
+            expected: format!(
+                "{PERCENT_HELP} (the `{token}` loss model is not supported; use `loss P% [CORR%]`)"
+            ),
+        });
+    }
+    *i += 1;
+    let probability = Percent::parse(keyword, token)?;
+    let mut correlation = None;
+    if next_is_number(tokens, *i) {
+        *i += 1;
+        correlation = Some(Percent::parse(keyword, tokens[*i])?);
+    }
+    Ok(Chance {
+        probability,
+        correlation,
+    })
+}
+
+/// `delay TIME [JITTER [CORR%]]`: `i` moves past them; a correlation sets `corr_attr`.
+fn delay_of(tokens: &[&str], i: &mut usize, corr_attr: &mut bool) -> Result<Delay, SpecError> {
+    let token = value(tokens, *i, "delay", TIME_HELP)?;
+    *i += 1;
+    let latency = Time::parse("delay", token)?;
+    let mut jitter = None;
+    let mut correlation = None;
+    if next_is_number(tokens, *i) {
+        *i += 1;
+        jitter = Some(Time::parse("delay", tokens[*i])?);
+        if next_is_number(tokens, *i) {
+            *i += 1;
+            correlation = Some(Percent::parse("delay", tokens[*i])?);
+            *corr_attr = true;
         }
     }
-    let delay = delay.filter(|d| d.latency.0 != 0 || d.jitter.is_some());
-    let chance = |c: Option<Chance>| {
-        c.filter(|c| c.probability.0 != 0).map(|c| Chance {
-            probability: c.probability,
-            correlation: nonzero(c.correlation),
-        })
-    };
-    let reorder = match reorder {
-        Some((p, c)) if p.0 != 0 => {
-            if delay.is_none_or(|d| d.latency.0 == 0) {
-                return Err(SpecError::Invalid(
-                    "reordering needs a delay: packets are reordered by sending some at once while the others wait, e.g. `delay 10ms reorder 25% 50%`".to_string(),
-                ));
-            }
-            Some(Reorder {
-                probability: p,
-                correlation: nonzero(c),
-                gap: gap.unwrap_or(1).max(1),
-            })
-        }
+    Ok(Delay {
+        latency,
+        jitter,
+        correlation,
+        distribution: None,
+    })
+}
+
+/// `rate RATE`, alone: packet overhead and cell sizes after it are refused.
+fn rate_of(tokens: &[&str], i: &mut usize) -> Result<Rate, SpecError> {
+    let token = value(tokens, *i, "rate", RATE_HELP)?;
+    *i += 1;
+    let rate = Rate::parse("rate", token)?;
+    if next_is_number(tokens, *i) || tokens.get(*i + 1).is_some_and(|t| t.starts_with('-')) {
+        return Err(SpecError::BadValue {
+            keyword: "rate",
+            token: tokens[*i + 1].to_string(),
+            expected: "a keyword (packet overhead and cell sizes after `rate` are not supported)"
+                .to_string(),
+        });
+    }
+    Ok(rate)
+}
+
+/// A `distribution` word: `uniform` is none (tc's default).
+fn distribution_of(token: &str) -> Result<Option<Distribution>, SpecError> {
+    Ok(match token {
+        "uniform" => None,
+        "normal" => Some(Distribution::Normal),
+        "pareto" => Some(Distribution::Pareto),
+        "paretonormal" => Some(Distribution::ParetoNormal),
         _ => {
-            if gap.is_some_and(|g| g > 0) {
-                return Err(SpecError::Invalid(
-                    "`gap` needs a reorder probability, e.g. `delay 10ms reorder 25% gap 5`"
-                        .to_string(),
-                ));
-            }
-            None
+            return Err(SpecError::BadValue {
+                keyword: "distribution",
+                token: token.to_string(),
+                expected: format!("one of {DIST_NAMES}"),
+            });
         }
-    };
-    // tc 6.1 sends the duplicate correlation only inside a TCA_NETEM_CORR that another
-    // correlation asked for.
-    let duplicate = duplicate.map(|c| Chance {
-        probability: c.probability,
-        correlation: c.correlation.filter(|_| corr_attr),
-    });
-    Ok(Netem {
-        limit: limit.unwrap_or(NETEM_DEFAULT_LIMIT),
-        delay,
-        loss: chance(loss),
-        duplicate: chance(duplicate),
-        reorder,
-        corrupt: chance(corrupt),
-        rate,
     })
 }
 
