@@ -531,7 +531,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "core/src/engine.rs::run_worker",
     "core/src/query_engine.rs::run_queries",
     "core/src/query_engine.rs::run_worker",
-    "netem/src/encode.rs::decode_netem",
     "netem/src/guard.rs::apply",
     "proxy/src/lane.rs::delay_line",
     "query/src/reference.rs::reference_answer",

@@ -773,65 +773,16 @@ fn decode_netem(o: &[u8], psched: &Psched) -> Result<Netem, DecodeError> {
     let field = |i: usize| u32_at(o, i * 4).unwrap_or(0);
     let (mut latency_ticks, limit, loss, gap, duplicate, mut jitter_ticks) =
         (field(0), field(1), field(2), field(3), field(4), field(5));
-    let mut latency64 = None;
-    let mut jitter64 = None;
-    let mut corr = [0u32; 3];
-    let mut reorder = None;
-    let mut corrupt = None;
-    let mut rate32 = 0u32;
-    let mut rate64 = None;
-    let mut distribution = None;
-    for (ty, _, p) in nlas(&o[NETEM_QOPT_LEN..]) {
-        match ty {
-            TCA_NETEM_CORR => {
-                for (i, c) in corr.iter_mut().enumerate() {
-                    *c = u32_at(p, i * 4).ok_or(DecodeError::Truncated("tc_netem_corr"))?;
-                }
-            }
-            TCA_NETEM_REORDER => {
-                reorder = Some((
-                    u32_at(p, 0).ok_or(DecodeError::Truncated("tc_netem_reorder"))?,
-                    u32_at(p, 4).ok_or(DecodeError::Truncated("tc_netem_reorder"))?,
-                ));
-            }
-            TCA_NETEM_CORRUPT => {
-                corrupt = Some((
-                    u32_at(p, 0).ok_or(DecodeError::Truncated("tc_netem_corrupt"))?,
-                    u32_at(p, 4).ok_or(DecodeError::Truncated("tc_netem_corrupt"))?,
-                ));
-            }
-            TCA_NETEM_RATE => {
-                rate32 = u32_at(p, 0).ok_or(DecodeError::Truncated("tc_netem_rate"))?;
-                let extra = (1..4).any(|i| u32_at(p, i * 4).unwrap_or(0) != 0);
-                if extra {
-                    return Err(unsupported("netem", "rate packet/cell overheads"));
-                }
-            }
-            TCA_NETEM_RATE64 => {
-                rate64 = Some(u64_at(p, 0).ok_or(DecodeError::Truncated("rate64"))?);
-            }
-            TCA_NETEM_LATENCY64 => latency64 = u64_at(p, 0),
-            TCA_NETEM_JITTER64 => jitter64 = u64_at(p, 0),
-            TCA_NETEM_DELAY_DIST => {
-                let values: Vec<i16> = p
-                    .chunks_exact(2)
-                    .map(|c| i16::from_ne_bytes([c[0], c[1]]))
-                    .collect();
-                distribution = Some(
-                    dist::identify(&values)
-                        .ok_or_else(|| unsupported("netem", "a custom distribution table"))?,
-                );
-            }
-            TCA_NETEM_LOSS if !p.is_empty() => {
-                return Err(unsupported("netem", "a state or gemodel loss model"));
-            }
-            TCA_NETEM_ECN => return Err(unsupported("netem", "ecn")),
-            TCA_NETEM_SLOT | TCA_NETEM_SLOT_DIST => {
-                return Err(unsupported("netem", "slotting"));
-            }
-            _ => {} // padding, the PRNG seed the kernel always reports
-        }
-    }
+    let NetemAttrs {
+        latency64,
+        jitter64,
+        corr,
+        reorder,
+        corrupt,
+        rate32,
+        rate64,
+        distribution,
+    } = NetemAttrs::of(&o[NETEM_QOPT_LEN..])?;
     // The kernel caps the 32-bit fields and reports 64-bit nanoseconds beside them.
     let ns_to_ticks = |ns: u64| ((ns as f64 / 1000.0) * psched.tick_in_usec()).round() as u64;
     if latency_ticks == u32::MAX
@@ -890,6 +841,95 @@ fn decode_netem(o: &[u8], psched: &Psched) -> Result<Netem, DecodeError> {
         corrupt: corrupt.and_then(|(p, c)| chance(p, c)),
         rate,
     })
+}
+
+/// A netem qdisc's attributes after its `tc_netem_qopt`, as the kernel dumps them.
+struct NetemAttrs {
+    latency64: Option<u64>,
+    jitter64: Option<u64>,
+    /// The delay, loss and duplicate correlations.
+    corr: [u32; 3],
+    reorder: Option<(u32, u32)>,
+    corrupt: Option<(u32, u32)>,
+    rate32: u32,
+    rate64: Option<u64>,
+    distribution: Option<crate::spec::Distribution>,
+}
+
+impl NetemAttrs {
+    /// The attributes of `attrs`; what tc's grammar cannot write (a loss model, ECN,
+    /// slotting, rate overheads, a custom distribution table) is refused.
+    fn of(attrs: &[u8]) -> Result<NetemAttrs, DecodeError> {
+        let mut latency64 = None;
+        let mut jitter64 = None;
+        let mut corr = [0u32; 3];
+        let mut reorder = None;
+        let mut corrupt = None;
+        let mut rate32 = 0u32;
+        let mut rate64 = None;
+        let mut distribution = None;
+        for (ty, _, p) in nlas(attrs) {
+            match ty {
+                TCA_NETEM_CORR => {
+                    for (i, c) in corr.iter_mut().enumerate() {
+                        *c = u32_at(p, i * 4).ok_or(DecodeError::Truncated("tc_netem_corr"))?;
+                    }
+                }
+                TCA_NETEM_REORDER => {
+                    reorder = Some((
+                        u32_at(p, 0).ok_or(DecodeError::Truncated("tc_netem_reorder"))?,
+                        u32_at(p, 4).ok_or(DecodeError::Truncated("tc_netem_reorder"))?,
+                    ));
+                }
+                TCA_NETEM_CORRUPT => {
+                    corrupt = Some((
+                        u32_at(p, 0).ok_or(DecodeError::Truncated("tc_netem_corrupt"))?,
+                        u32_at(p, 4).ok_or(DecodeError::Truncated("tc_netem_corrupt"))?,
+                    ));
+                }
+                TCA_NETEM_RATE => {
+                    rate32 = u32_at(p, 0).ok_or(DecodeError::Truncated("tc_netem_rate"))?;
+                    let extra = (1..4).any(|i| u32_at(p, i * 4).unwrap_or(0) != 0);
+                    if extra {
+                        return Err(unsupported("netem", "rate packet/cell overheads"));
+                    }
+                }
+                TCA_NETEM_RATE64 => {
+                    rate64 = Some(u64_at(p, 0).ok_or(DecodeError::Truncated("rate64"))?);
+                }
+                TCA_NETEM_LATENCY64 => latency64 = u64_at(p, 0),
+                TCA_NETEM_JITTER64 => jitter64 = u64_at(p, 0),
+                TCA_NETEM_DELAY_DIST => {
+                    let values: Vec<i16> = p
+                        .chunks_exact(2)
+                        .map(|c| i16::from_ne_bytes([c[0], c[1]]))
+                        .collect();
+                    distribution = Some(
+                        dist::identify(&values)
+                            .ok_or_else(|| unsupported("netem", "a custom distribution table"))?,
+                    );
+                }
+                TCA_NETEM_LOSS if !p.is_empty() => {
+                    return Err(unsupported("netem", "a state or gemodel loss model"));
+                }
+                TCA_NETEM_ECN => return Err(unsupported("netem", "ecn")),
+                TCA_NETEM_SLOT | TCA_NETEM_SLOT_DIST => {
+                    return Err(unsupported("netem", "slotting"));
+                }
+                _ => {} // padding, the PRNG seed the kernel always reports
+            }
+        }
+        Ok(NetemAttrs {
+            latency64,
+            jitter64,
+            corr,
+            reorder,
+            corrupt,
+            rate32,
+            rate64,
+            distribution,
+        })
+    }
 }
 
 /// A 64-bit rate as a spec's rate, when tc's grammar can write it: tc computes rates in
