@@ -69,9 +69,16 @@ pub fn reference_answer(
         spec.hosts.clone()
     };
 
-    let mut max: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
-    let mut mean: BTreeMap<(i64, u32), (Vec<f64>, u64)> = BTreeMap::new();
-    let mut rows: Vec<ReferenceRow> = Vec::new();
+    let mut acc = Answer {
+        shape: t.shape(),
+        start,
+        end,
+        bucket,
+        metrics,
+        max: BTreeMap::new(),
+        mean: BTreeMap::new(),
+        rows: Vec::new(),
+    };
     let mut batch = Batch::for_schema(workload.schema());
     let mut values = [0f64; 10];
     for &host in &hosts {
@@ -93,90 +100,122 @@ pub fn reference_answer(
                         _ => f64::NAN,
                     };
                 }
-                match t.shape() {
-                    QueryShape::MaxPerBucket | QueryShape::LastBucketsBeforeEnd => {
-                        let inside = if t.shape() == QueryShape::MaxPerBucket {
-                            ts >= start && ts < end
-                        } else {
-                            ts < end
-                        };
-                        if inside {
-                            let b = ts - ts.rem_euclid(bucket);
-                            let m = max.entry(b).or_insert_with(|| vec![f64::MIN; metrics]);
-                            for (m, v) in m.iter_mut().zip(&values) {
-                                *m = m.max(*v);
-                            }
-                        }
-                    }
-                    QueryShape::MeanPerBucketAndHost => {
-                        if ts >= start && ts < end {
-                            let b = ts - ts.rem_euclid(bucket);
-                            let (sum, n) = mean
-                                .entry((b, host))
-                                .or_insert_with(|| (vec![0.0; metrics], 0));
-                            for (s, v) in sum.iter_mut().zip(&values) {
-                                *s += *v;
-                            }
-                            *n += 1;
-                        }
-                    }
-                    QueryShape::HighCpu => {
-                        if ts >= start && ts < end && values[0] > HIGH_CPU_THRESHOLD {
-                            rows.push(ReferenceRow {
-                                time_ns: ts,
-                                host: Some(host),
-                                values: values.to_vec(),
-                            });
-                        }
-                    }
-                    QueryShape::LastPointPerHost => {
-                        if last.as_ref().is_none_or(|l| ts >= l.time_ns) {
-                            last = Some(ReferenceRow {
-                                time_ns: ts,
-                                host: Some(host),
-                                values: values.to_vec(),
-                            });
-                        }
+                acc.add(host, ts, &values, &mut last);
+            }
+        }
+        acc.rows.extend(last);
+    }
+
+    Ok(acc.rows())
+}
+
+/// A reference answer as the rows go by: the buckets' maxima, the (bucket, host) means,
+/// or the rows themselves, by the query's shape.
+struct Answer {
+    shape: QueryShape,
+    start: i64,
+    end: i64,
+    bucket: i64,
+    metrics: usize,
+    max: BTreeMap<i64, Vec<f64>>,
+    mean: BTreeMap<(i64, u32), (Vec<f64>, u64)>,
+    rows: Vec<ReferenceRow>,
+}
+
+impl Answer {
+    /// Takes `host`'s row at `ts` (`last`: the host's latest row, for lastpoint).
+    fn add(&mut self, host: u32, ts: i64, values: &[f64; 10], last: &mut Option<ReferenceRow>) {
+        match self.shape {
+            QueryShape::MaxPerBucket | QueryShape::LastBucketsBeforeEnd => {
+                let inside = if self.shape == QueryShape::MaxPerBucket {
+                    ts >= self.start && ts < self.end
+                } else {
+                    ts < self.end
+                };
+                if inside {
+                    let b = ts - ts.rem_euclid(self.bucket);
+                    let m = self
+                        .max
+                        .entry(b)
+                        .or_insert_with(|| vec![f64::MIN; self.metrics]);
+                    for (m, v) in m.iter_mut().zip(values) {
+                        *m = m.max(*v);
                     }
                 }
             }
+            QueryShape::MeanPerBucketAndHost => {
+                if ts >= self.start && ts < self.end {
+                    let b = ts - ts.rem_euclid(self.bucket);
+                    let (sum, n) = self
+                        .mean
+                        .entry((b, host))
+                        .or_insert_with(|| (vec![0.0; self.metrics], 0));
+                    for (s, v) in sum.iter_mut().zip(values) {
+                        *s += *v;
+                    }
+                    *n += 1;
+                }
+            }
+            QueryShape::HighCpu => {
+                if ts >= self.start && ts < self.end && values[0] > HIGH_CPU_THRESHOLD {
+                    self.rows.push(ReferenceRow {
+                        time_ns: ts,
+                        host: Some(host),
+                        values: values.to_vec(),
+                    });
+                }
+            }
+            QueryShape::LastPointPerHost => {
+                if last.as_ref().is_none_or(|l| ts >= l.time_ns) {
+                    *last = Some(ReferenceRow {
+                        time_ns: ts,
+                        host: Some(host),
+                        values: values.to_vec(),
+                    });
+                }
+            }
         }
-        rows.extend(last);
     }
 
-    Ok(match t.shape() {
-        QueryShape::MaxPerBucket => max
-            .into_iter()
-            .map(|(time_ns, values)| ReferenceRow {
-                time_ns,
-                host: None,
-                values,
-            })
-            .collect(),
-        QueryShape::LastBucketsBeforeEnd => max
-            .into_iter()
-            .rev()
-            .take(GROUPBY_ORDERBY_LIMIT_ROWS)
-            .map(|(time_ns, values)| ReferenceRow {
-                time_ns,
-                host: None,
-                values,
-            })
-            .collect(),
-        QueryShape::MeanPerBucketAndHost => mean
-            .into_iter()
-            .map(|((time_ns, host), (sum, n))| ReferenceRow {
-                time_ns,
-                host: Some(host),
-                values: sum.into_iter().map(|s| s / n as f64).collect(),
-            })
-            .collect(),
-        QueryShape::HighCpu => {
-            rows.sort_by_key(|r| (r.time_ns, r.host));
-            rows
+    /// The answer's rows, in the order the query returns them.
+    fn rows(mut self) -> Vec<ReferenceRow> {
+        match self.shape {
+            QueryShape::MaxPerBucket => self
+                .max
+                .into_iter()
+                .map(|(time_ns, values)| ReferenceRow {
+                    time_ns,
+                    host: None,
+                    values,
+                })
+                .collect(),
+            QueryShape::LastBucketsBeforeEnd => self
+                .max
+                .into_iter()
+                .rev()
+                .take(GROUPBY_ORDERBY_LIMIT_ROWS)
+                .map(|(time_ns, values)| ReferenceRow {
+                    time_ns,
+                    host: None,
+                    values,
+                })
+                .collect(),
+            QueryShape::MeanPerBucketAndHost => self
+                .mean
+                .into_iter()
+                .map(|((time_ns, host), (sum, n))| ReferenceRow {
+                    time_ns,
+                    host: Some(host),
+                    values: sum.into_iter().map(|s| s / n as f64).collect(),
+                })
+                .collect(),
+            QueryShape::HighCpu => {
+                self.rows.sort_by_key(|r| (r.time_ns, r.host));
+                self.rows
+            }
+            QueryShape::LastPointPerHost => self.rows,
         }
-        QueryShape::LastPointPerHost => rows,
-    })
+    }
 }
 
 #[cfg(test)]
