@@ -540,7 +540,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "report-html/src/page.rs::stream_block",
     "report-html/src/shards.rs::stream_charts",
     "report-html/src/sweep.rs::section",
-    "workload/src/custom.rs::compile",
     "workload/src/file/parse.rs::next",
 ];
 

@@ -174,51 +174,7 @@ impl ValueGen {
             column: Some((list, index)),
         };
         let ty = spec.data_type;
-        let shaped = spec.shape != Shape::Random;
-        if !spec.noise.is_finite() || spec.noise < 0.0 {
-            return Err(err(
-                "noise",
-                format!(
-                    "{} is not a share of max - min; allowed: 0 or more",
-                    spec.noise
-                ),
-            ));
-        }
-        if spec.noise != 0.0 && !shaped {
-            return Err(err(
-                "noise",
-                "is for a shape (constant, sine, square, sawtooth), not random values".into(),
-            ));
-        }
-        if spec.period_ns <= 0 {
-            return Err(err("period", "must be positive".into()));
-        }
-        let numeric = matches!(
-            ty,
-            DataType::TinyInt
-                | DataType::SmallInt
-                | DataType::Int
-                | DataType::BigInt
-                | DataType::Float
-                | DataType::Double
-        );
-        if shaped && (spec.values.is_some() || !numeric || list == ColumnList::Tags) {
-            let what = if list == ColumnList::Tags {
-                "a tag (a device's own, fixed value)".to_string()
-            } else if spec.values.is_some() {
-                "a values list".to_string()
-            } else {
-                ty.to_string()
-            };
-            return Err(err(
-                "shape",
-                format!(
-                    "{} is for numeric columns (tinyint, smallint, int, bigint, float, \
-                     double), not {what}",
-                    spec.shape.name()
-                ),
-            ));
-        }
+        let shaped = check_shape(spec, list, &err)?;
         if let Some(values) = &spec.values {
             if values.is_empty() {
                 return Err(err("values", "must list at least one value".into()));
@@ -259,69 +215,8 @@ impl ValueGen {
             DataType::Timestamp if spec.min.is_none() && spec.max.is_none() => {
                 Ok(ValueGen::RowTime)
             }
-            DataType::Float | DataType::Double => {
-                let lo = spec.min.unwrap_or(0.0);
-                let hi = spec.max.unwrap_or(lo.max(0.0) + 100.0);
-                for (field, v) in [("min", lo), ("max", hi)] {
-                    if !v.is_finite() || (ty == DataType::Float && v.abs() > f32::MAX as f64) {
-                        return Err(err(field, format!("{v} is not a finite {ty}")));
-                    }
-                }
-                if lo > hi {
-                    return Err(err("min", format!("min {lo} is greater than max {hi}")));
-                }
-                if shaped && !(hi - lo).is_finite() {
-                    return Err(err(
-                        "max",
-                        format!("max - min ({hi} - {lo}) is beyond a double: a shape needs less"),
-                    ));
-                }
-                if shaped {
-                    return Ok(ValueGen::Wave {
-                        lo,
-                        span: hi - lo,
-                        shape: spec.shape,
-                        period_ns: spec.period_ns,
-                        noise: spec.noise * (hi - lo),
-                        int: false,
-                    });
-                }
-                Ok(ValueGen::Float { lo, span: hi - lo })
-            }
-            _ => {
-                let (tlo, thi) = ty.int_range().unwrap_or((i64::MIN, i64::MAX));
-                let int = |field: &str, v: f64| -> Result<i64, WorkloadError> {
-                    if v.fract() != 0.0 || v < tlo as f64 || v > thi as f64 {
-                        return Err(err(
-                            field,
-                            format!(
-                                "{v} is not a {ty} value; allowed: whole numbers from {tlo} to {thi}"
-                            ),
-                        ));
-                    }
-                    Ok(v as i64)
-                };
-                let lo = int("min", spec.min.unwrap_or(0.0))?;
-                let hi = match spec.max {
-                    Some(m) => int("max", m)?,
-                    None => lo.saturating_add(100).min(thi),
-                };
-                if lo > hi {
-                    return Err(err("min", format!("min {lo} is greater than max {hi}")));
-                }
-                if shaped {
-                    return Ok(ValueGen::Wave {
-                        lo: lo as f64,
-                        span: (hi as f64) - (lo as f64),
-                        shape: spec.shape,
-                        period_ns: spec.period_ns,
-                        noise: spec.noise * ((hi as f64) - (lo as f64)),
-                        int: true,
-                    });
-                }
-                let span = (hi as i128 - lo as i128 + 1).min(u64::MAX as i128) as u64;
-                Ok(ValueGen::Int { lo, span })
-            }
+            DataType::Float | DataType::Double => float_gen(spec, shaped, &err),
+            _ => int_gen(spec, shaped, &err),
         }
     }
 
@@ -827,6 +722,137 @@ impl BatchSource for CustomSource {
         }
         n
     }
+}
+
+/// A column's noise, period and shape checked (a shape only for numeric columns, not tags
+/// or values lists); whether it is shaped.
+fn check_shape(
+    spec: &ColumnSpec,
+    list: ColumnList,
+    err: &dyn Fn(&str, String) -> WorkloadError,
+) -> Result<bool, WorkloadError> {
+    let ty = spec.data_type;
+    let shaped = spec.shape != Shape::Random;
+    if !spec.noise.is_finite() || spec.noise < 0.0 {
+        return Err(err(
+            "noise",
+            format!(
+                "{} is not a share of max - min; allowed: 0 or more",
+                spec.noise
+            ),
+        ));
+    }
+    if spec.noise != 0.0 && !shaped {
+        return Err(err(
+            "noise",
+            "is for a shape (constant, sine, square, sawtooth), not random values".into(),
+        ));
+    }
+    if spec.period_ns <= 0 {
+        return Err(err("period", "must be positive".into()));
+    }
+    let numeric = matches!(
+        ty,
+        DataType::TinyInt
+            | DataType::SmallInt
+            | DataType::Int
+            | DataType::BigInt
+            | DataType::Float
+            | DataType::Double
+    );
+    if shaped && (spec.values.is_some() || !numeric || list == ColumnList::Tags) {
+        let what = if list == ColumnList::Tags {
+            "a tag (a device's own, fixed value)".to_string()
+        } else if spec.values.is_some() {
+            "a values list".to_string()
+        } else {
+            ty.to_string()
+        };
+        return Err(err(
+            "shape",
+            format!(
+                "{} is for numeric columns (tinyint, smallint, int, bigint, float, \
+                 double), not {what}",
+                spec.shape.name()
+            ),
+        ));
+    }
+    Ok(shaped)
+}
+
+/// A float or double column's generator: uniform in [min, max], or a shape between them.
+fn float_gen(
+    spec: &ColumnSpec,
+    shaped: bool,
+    err: &dyn Fn(&str, String) -> WorkloadError,
+) -> Result<ValueGen, WorkloadError> {
+    let ty = spec.data_type;
+    let lo = spec.min.unwrap_or(0.0);
+    let hi = spec.max.unwrap_or(lo.max(0.0) + 100.0);
+    for (field, v) in [("min", lo), ("max", hi)] {
+        if !v.is_finite() || (ty == DataType::Float && v.abs() > f32::MAX as f64) {
+            return Err(err(field, format!("{v} is not a finite {ty}")));
+        }
+    }
+    if lo > hi {
+        return Err(err("min", format!("min {lo} is greater than max {hi}")));
+    }
+    if shaped && !(hi - lo).is_finite() {
+        return Err(err(
+            "max",
+            format!("max - min ({hi} - {lo}) is beyond a double: a shape needs less"),
+        ));
+    }
+    if shaped {
+        return Ok(ValueGen::Wave {
+            lo,
+            span: hi - lo,
+            shape: spec.shape,
+            period_ns: spec.period_ns,
+            noise: spec.noise * (hi - lo),
+            int: false,
+        });
+    }
+    Ok(ValueGen::Float { lo, span: hi - lo })
+}
+
+/// An integer column's generator: uniform in [min, max] within its type, or a shape.
+fn int_gen(
+    spec: &ColumnSpec,
+    shaped: bool,
+    err: &dyn Fn(&str, String) -> WorkloadError,
+) -> Result<ValueGen, WorkloadError> {
+    let ty = spec.data_type;
+    let (tlo, thi) = ty.int_range().unwrap_or((i64::MIN, i64::MAX));
+    let int = |field: &str, v: f64| -> Result<i64, WorkloadError> {
+        if v.fract() != 0.0 || v < tlo as f64 || v > thi as f64 {
+            return Err(err(
+                field,
+                format!("{v} is not a {ty} value; allowed: whole numbers from {tlo} to {thi}"),
+            ));
+        }
+        Ok(v as i64)
+    };
+    let lo = int("min", spec.min.unwrap_or(0.0))?;
+    let hi = match spec.max {
+        Some(m) => int("max", m)?,
+        None => lo.saturating_add(100).min(thi),
+    };
+    if lo > hi {
+        return Err(err("min", format!("min {lo} is greater than max {hi}")));
+    }
+    if shaped {
+        return Ok(ValueGen::Wave {
+            lo: lo as f64,
+            span: (hi as f64) - (lo as f64),
+            shape: spec.shape,
+            period_ns: spec.period_ns,
+            noise: spec.noise * ((hi as f64) - (lo as f64)),
+            int: true,
+        });
+    }
+    let span = (hi as i128 - lo as i128 + 1).min(u64::MAX as i128) as u64;
+    Ok(ValueGen::Int { lo, span })
 }
 
 #[cfg(test)]
