@@ -533,7 +533,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "core/src/query_engine.rs::run_worker",
     "netem/src/guard.rs::apply",
     "proxy/src/lane.rs::delay_line",
-    "report-html/src/checked.rs::new",
     "report-html/src/checked.rs::read_stream",
     "report-html/src/hlog.rs::read_hlog",
     "report-html/src/page.rs::comparison",

@@ -270,24 +270,7 @@ impl<'a> ReportView<'a> {
             )));
         }
         let f = Fields { label };
-        let mut summaries: Vec<(StreamKind, &Value, String)> = Vec::new();
-        if r.get("write").is_some_and(Value::is_object)
-            || r.get("query").is_some_and(Value::is_object)
-        {
-            for s in StreamKind::ALL {
-                if let Some(v) = r.get(s.as_str()).filter(|v| v.is_object()) {
-                    summaries.push((s, v, format!("{s}.")));
-                }
-            }
-        } else if r.get("statements_per_s").is_some() {
-            summaries.push((StreamKind::Query, r, String::new()));
-        } else if r.get("metrics_per_s").is_some() {
-            summaries.push((StreamKind::Write, r, String::new()));
-        } else {
-            return Err(bad(
-                "it has neither `metrics_per_s` (writes) nor `statements_per_s` (queries)".into(),
-            ));
-        }
+        let summaries = summaries_of(r).map_err(bad)?;
         let mut streams = Vec::new();
         for (name, v, path) in &summaries {
             for key in ["rows", "elapsed_s"] {
@@ -298,41 +281,11 @@ impl<'a> ReportView<'a> {
             streams.push(read_stream(&f, *name, v, path)?);
         }
 
-        check_intervals(label, r.get("intervals")).map_err(|e| from_merge(label, e))?;
-        let mut intervals = match r.get("intervals") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => serde_json::from_value::<Vec<Interval>>(v.clone())
-                .map_err(|e| bad(format!("`intervals`: {e}")))?,
+        let mut intervals = intervals_of(label, r)?;
+        let from_log = match hlog {
+            Some(log) => log_intervals(label, log, &streams[0], &mut intervals)?,
+            None => false,
         };
-        let mut from_log = false;
-        if let Some(log) = hlog {
-            let first = &streams[0];
-            // The log counts each request once, as the summary's latency does.
-            let counted = first.latency.as_ref().and_then(|l| l.count);
-            if let Some(counted) = counted
-                && counted != log.latency_count()
-            {
-                return Err(Error::HlogMismatch {
-                    log: log.label.clone(),
-                    report: label.to_string(),
-                    why: format!(
-                        "the log holds {} latency values, the report's {} latency counts \
-                         {counted} (each --hlog goes with the report in the same place)",
-                        log.latency_count(),
-                        first.name
-                    ),
-                });
-            }
-            if !intervals.iter().any(|i| i.stream == first.name) {
-                let from = log.intervals(first.name);
-                // The log's intervals go by the same rules as the report's own.
-                let as_json = serde_json::to_value(&from).map_err(|e| bad(e.to_string()))?;
-                let named = format!("{label} (intervals from {})", log.label);
-                check_intervals(&named, Some(&as_json)).map_err(|e| from_merge(&named, e))?;
-                intervals.extend(from);
-                from_log = true;
-            }
-        }
 
         let text = |key: &str| -> Option<String> {
             summaries
@@ -342,40 +295,8 @@ impl<'a> ReportView<'a> {
                 .and_then(Value::as_str)
                 .map(str::to_string)
         };
-        let (exit_code, exit_why) = match r.get("exit") {
-            Some(e) => (
-                e.get("code").and_then(Value::as_i64),
-                e.get("why")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            ),
-            None if r.get("merged_from").is_some() => (
-                None,
-                "not its own: a merged report (each shard's is in its report)".to_string(),
-            ),
-            None => (
-                None,
-                "not recorded (a report from an older tsload)".to_string(),
-            ),
-        };
-        let shard = match r.get("shard") {
-            None | Some(Value::Null) => None,
-            Some(s) => {
-                let index = f.count(s, "index", "shard.")?;
-                let count = f.count(s, "count", "shard.")?;
-                match (index, count) {
-                    (Some(i), Some(c)) => Some((i, c)),
-                    _ => {
-                        return Err(f.refuse(
-                            "shard".into(),
-                            shown(s),
-                            "an object with the whole numbers `index` and `count`",
-                        ));
-                    }
-                }
-            }
-        };
+        let (exit_code, exit_why) = exit_of(r);
+        let shard = shard_of(&f, r)?;
         let mut plan = summaries
             .first()
             .and_then(|(_, v, _)| v.get("scenario"))
@@ -442,6 +363,127 @@ fn query_offset_s(r: &Value) -> Option<f64> {
     let (w, q) = (at("write")?, at("query")?);
     let offset = q.duration_since(w).ok()?.as_secs_f64();
     (offset <= 86_400.0).then_some(offset)
+}
+
+/// A report's stream summaries, each with its path prefix: `write` and `query` of a mixed
+/// report, or the report itself (a query report has `statements_per_s`, a write report
+/// `metrics_per_s`). `Err`: why it is neither.
+fn summaries_of(r: &Value) -> Result<Vec<(StreamKind, &Value, String)>, String> {
+    let mut summaries: Vec<(StreamKind, &Value, String)> = Vec::new();
+    if r.get("write").is_some_and(Value::is_object) || r.get("query").is_some_and(Value::is_object)
+    {
+        for s in StreamKind::ALL {
+            if let Some(v) = r.get(s.as_str()).filter(|v| v.is_object()) {
+                summaries.push((s, v, format!("{s}.")));
+            }
+        }
+    } else if r.get("statements_per_s").is_some() {
+        summaries.push((StreamKind::Query, r, String::new()));
+    } else if r.get("metrics_per_s").is_some() {
+        summaries.push((StreamKind::Write, r, String::new()));
+    } else {
+        return Err(
+            "it has neither `metrics_per_s` (writes) nor `statements_per_s` (queries)".into(),
+        );
+    }
+    Ok(summaries)
+}
+
+/// A report's `intervals`, checked as `tsload merge` checks them, then read.
+fn intervals_of(label: &str, r: &Value) -> Result<Vec<Interval>, Error> {
+    check_intervals(label, r.get("intervals")).map_err(|e| from_merge(label, e))?;
+    Ok(match r.get("intervals") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => {
+            serde_json::from_value::<Vec<Interval>>(v.clone()).map_err(|e| Error::NotAReport {
+                label: label.to_string(),
+                why: format!("`intervals`: {e}"),
+            })?
+        }
+    })
+}
+
+/// With its interval log, a report's first stream: the log must count what the report
+/// counts; its intervals stand in for the report's when the report has none (checked by
+/// the same rules). Whether they did.
+fn log_intervals(
+    label: &str,
+    log: &Hlog,
+    first: &Stream,
+    intervals: &mut Vec<Interval>,
+) -> Result<bool, Error> {
+    let bad = |why: String| Error::NotAReport {
+        label: label.to_string(),
+        why,
+    };
+    // The log counts each request once, as the summary's latency does.
+    let counted = first.latency.as_ref().and_then(|l| l.count);
+    if let Some(counted) = counted
+        && counted != log.latency_count()
+    {
+        return Err(Error::HlogMismatch {
+            log: log.label.clone(),
+            report: label.to_string(),
+            why: format!(
+                "the log holds {} latency values, the report's {} latency counts \
+                 {counted} (each --hlog goes with the report in the same place)",
+                log.latency_count(),
+                first.name
+            ),
+        });
+    }
+    if !intervals.iter().any(|i| i.stream == first.name) {
+        let from = log.intervals(first.name);
+        // The log's intervals go by the same rules as the report's own.
+        let as_json = serde_json::to_value(&from).map_err(|e| bad(e.to_string()))?;
+        let named = format!("{label} (intervals from {})", log.label);
+        check_intervals(&named, Some(&as_json)).map_err(|e| from_merge(&named, e))?;
+        intervals.extend(from);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// A report's exit code and why, as its `exit` says (a merged or older report has none).
+fn exit_of(r: &Value) -> (Option<i64>, String) {
+    match r.get("exit") {
+        Some(e) => (
+            e.get("code").and_then(Value::as_i64),
+            e.get("why")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        ),
+        None if r.get("merged_from").is_some() => (
+            None,
+            "not its own: a merged report (each shard's is in its report)".to_string(),
+        ),
+        None => (
+            None,
+            "not recorded (a report from an older tsload)".to_string(),
+        ),
+    }
+}
+
+/// A report's shard (index, count), when it names one.
+fn shard_of(f: &Fields<'_>, r: &Value) -> Result<Option<(u64, u64)>, Error> {
+    Ok(match r.get("shard") {
+        None | Some(Value::Null) => None,
+        Some(s) => {
+            let index = f.count(s, "index", "shard.")?;
+            let count = f.count(s, "count", "shard.")?;
+            match (index, count) {
+                (Some(i), Some(c)) => Some((i, c)),
+                _ => {
+                    return Err(f.refuse(
+                        "shard".into(),
+                        shown(s),
+                        "an object with the whole numbers `index` and `count`",
+                    ));
+                }
+            }
+        }
+    })
 }
 
 /// One stream's summary `v` (`path`: its place in the report, `write.` or empty).
