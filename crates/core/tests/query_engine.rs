@@ -332,7 +332,8 @@ async fn run(workload: Mix, db: &Arc<Db>, cfg: QueryConfig) -> Result<QueryOutco
     .await
 }
 
-/// Checks that the kinds add up to the totals and the histograms hold the successes.
+/// Checks that the kinds add up to the totals (but for requests never sent, which have no
+/// kind) and the histograms hold the successes.
 fn check_sums(out: &QueryOutcome) {
     let mut sum = Counters::default();
     let mut latency = 0;
@@ -348,7 +349,12 @@ fn check_sums(out: &QueryOutcome) {
         );
         latency += k.latency.len();
     }
-    assert_eq!(sum, out.counters);
+    // Requests that fell due but were never sent (an open loop behind its rate on a busy
+    // machine) have no kind yet: the totals count them alone.
+    let mut sent = out.counters.clone();
+    sent.unsent_requests = 0;
+    sent.unsent_rows = 0;
+    assert_eq!(sum, sent);
     assert_eq!(latency, out.latency.len());
     assert_eq!(out.latency.len(), out.counters.requests);
     assert_eq!(out.service.len(), out.counters.requests);
