@@ -503,6 +503,50 @@ fn read_stream(f: &Fields<'_>, name: StreamKind, v: &Value, path: &str) -> Resul
             format!("a whole number from 0 to {}", u64::MAX),
         )
     })?;
+    let (errors, errors_total) = read_errors(f, v, path)?;
+    let latency = |key: &str| read_latency(f, v, key, path);
+    let client = read_client(f, v, path)?;
+    let text = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let stored = match v.get("stored").filter(|s| s.is_object()) {
+        None => None,
+        Some(st) => {
+            let at = format!("{path}stored.");
+            match f.count(st, "rows", &at)? {
+                Some(n) => Some((n, "rows")),
+                None => f.count(st, "samples", &at)?.map(|n| (n, "samples")),
+            }
+        }
+    };
+    let (offered_key, achieved_key) = if name == StreamKind::Write {
+        ("offered_rows_per_s", "rows_per_s")
+    } else {
+        ("offered_requests_per_s", "requests_per_s")
+    };
+    Ok(Stream {
+        stored,
+        stored_shortfall: text("stored_shortfall"),
+        stored_error: text("stored_error"),
+        ambiguous_rows: f.count(v, "ambiguous_rows", path)?.unwrap_or(0),
+        offered: f.number(v, offered_key, path, f64::MAX, RATE)?,
+        achieved: f.number(v, achieved_key, path, f64::MAX, RATE)?,
+        name,
+        elapsed_s,
+        rows,
+        count: f.count(v, count_key, path)?,
+        rate: f.number(v, rate_key, path, f64::MAX, RATE)?,
+        retries: f.count(v, "retries", path)?,
+        errors,
+        errors_total,
+        stop_reason: text("stop_reason"),
+        fatal_error: text("fatal_error"),
+        latency: latency("latency")?,
+        service: latency("service")?,
+        client,
+    })
+}
+
+/// A stream's error counts by kind (at most `MAX_KINDS`) and their sum, each checked.
+fn read_errors(f: &Fields<'_>, v: &Value, path: &str) -> Result<(Vec<(String, u64)>, u64), Error> {
     let mut errors = Vec::new();
     let mut errors_total = 0u64;
     match v.get("errors") {
@@ -546,8 +590,13 @@ fn read_stream(f: &Fields<'_>, name: StreamKind, v: &Value, path: &str) -> Resul
             ));
         }
     }
-    let latency = |key: &str| read_latency(f, v, key, path);
-    let client = match v.get("client").filter(|c| c.is_object()) {
+    Ok((errors, errors_total))
+}
+
+/// A stream's client figures (CPU seconds, peak RSS, CPU per 1,000 metrics), each checked;
+/// `None` when the report has none.
+fn read_client(f: &Fields<'_>, v: &Value, path: &str) -> Result<Option<Client>, Error> {
+    Ok(match v.get("client").filter(|c| c.is_object()) {
         None => None,
         Some(c) => {
             let at = format!("{path}client.");
@@ -577,43 +626,6 @@ fn read_stream(f: &Fields<'_>, name: StreamKind, v: &Value, path: &str) -> Resul
             }
             Some(Client { figures })
         }
-    };
-    let text = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
-    let stored = match v.get("stored").filter(|s| s.is_object()) {
-        None => None,
-        Some(st) => {
-            let at = format!("{path}stored.");
-            match f.count(st, "rows", &at)? {
-                Some(n) => Some((n, "rows")),
-                None => f.count(st, "samples", &at)?.map(|n| (n, "samples")),
-            }
-        }
-    };
-    let (offered_key, achieved_key) = if name == StreamKind::Write {
-        ("offered_rows_per_s", "rows_per_s")
-    } else {
-        ("offered_requests_per_s", "requests_per_s")
-    };
-    Ok(Stream {
-        stored,
-        stored_shortfall: text("stored_shortfall"),
-        stored_error: text("stored_error"),
-        ambiguous_rows: f.count(v, "ambiguous_rows", path)?.unwrap_or(0),
-        offered: f.number(v, offered_key, path, f64::MAX, RATE)?,
-        achieved: f.number(v, achieved_key, path, f64::MAX, RATE)?,
-        name,
-        elapsed_s,
-        rows,
-        count: f.count(v, count_key, path)?,
-        rate: f.number(v, rate_key, path, f64::MAX, RATE)?,
-        retries: f.count(v, "retries", path)?,
-        errors,
-        errors_total,
-        stop_reason: text("stop_reason"),
-        fatal_error: text("fatal_error"),
-        latency: latency("latency")?,
-        service: latency("service")?,
-        client,
     })
 }
 

@@ -128,6 +128,55 @@ pub(crate) fn add(into: &mut Histogram<u64>, h: &Histogram<u64>) -> Result<(), S
     Ok(())
 }
 
+/// One interval of a log: an untagged (latency) histogram, or the `Tag=service` one of the
+/// interval just read; each added to the log's whole. `Err`: why the line is refused.
+fn add_interval(
+    (intervals, latency, service): (
+        &mut Vec<LogInterval>,
+        &mut Histogram<u64>,
+        &mut Histogram<u64>,
+    ),
+    start_s: f64,
+    length_s: f64,
+    tag: Option<String>,
+    payload: &str,
+) -> Result<(), String> {
+    let hist = decode_checked(payload).map_err(|e| format!("the interval's histogram: {e}"))?;
+    match tag {
+        None => {
+            add(latency, &hist)?;
+            intervals.push(LogInterval {
+                start_s,
+                length_s,
+                latency: payload.to_string(),
+                service: None,
+            });
+        }
+        Some(t) if t == SERVICE_TAG => {
+            add(service, &hist)?;
+            // tsload writes it right after the same interval's latency.
+            match intervals.last_mut() {
+                Some(last) if last.start_s == start_s && last.service.is_none() => {
+                    last.service = Some(payload.to_string());
+                }
+                _ => {
+                    return Err(format!(
+                        "a Tag=service histogram at {start_s} s without the \
+                             untagged latency histogram of that interval before it"
+                    ));
+                }
+            }
+        }
+        Some(t) => {
+            return Err(format!(
+                "Tag={t}: tsload's logs hold untagged (latency) and \
+                     Tag={SERVICE_TAG} histograms only"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads the interval log `text` (named `label` in errors and on the page).
 pub fn read_hlog(label: &str, text: &[u8]) -> Result<Hlog, Error> {
     let bad = |line: usize, why: String| Error::Hlog {
@@ -198,47 +247,15 @@ pub fn read_hlog(label: &str, text: &[u8]) -> Result<Hlog, Error> {
                 }
                 let start_s = time("the interval's start", h.start_timestamp())?;
                 let length_s = time("the interval's length", h.duration())?;
-                let payload = h.encoded_histogram();
-                let hist = decode_checked(payload)
-                    .map_err(|e| bad(n, format!("the interval's histogram: {e}")))?;
-                match h.tag().map(|t| t.as_str().to_string()) {
-                    None => {
-                        add(&mut latency, &hist).map_err(|e| bad(n, e))?;
-                        intervals.push(LogInterval {
-                            start_s,
-                            length_s,
-                            latency: payload.to_string(),
-                            service: None,
-                        });
-                    }
-                    Some(t) if t == SERVICE_TAG => {
-                        add(&mut service, &hist).map_err(|e| bad(n, e))?;
-                        // tsload writes it right after the same interval's latency.
-                        match intervals.last_mut() {
-                            Some(last) if last.start_s == start_s && last.service.is_none() => {
-                                last.service = Some(payload.to_string());
-                            }
-                            _ => {
-                                return Err(bad(
-                                    n,
-                                    format!(
-                                        "a Tag=service histogram at {start_s} s without the \
-                                         untagged latency histogram of that interval before it"
-                                    ),
-                                ));
-                            }
-                        }
-                    }
-                    Some(t) => {
-                        return Err(bad(
-                            n,
-                            format!(
-                                "Tag={t}: tsload's logs hold untagged (latency) and \
-                                 Tag={SERVICE_TAG} histograms only"
-                            ),
-                        ));
-                    }
-                }
+                let tag = h.tag().map(|t| t.as_str().to_string());
+                add_interval(
+                    (&mut intervals, &mut latency, &mut service),
+                    start_s,
+                    length_s,
+                    tag,
+                    h.encoded_histogram(),
+                )
+                .map_err(|why| bad(n, why))?;
             }
         }
     }

@@ -261,49 +261,7 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
          <th>p99.9</th><th>max</th><th>errors</th><th>exit</th><th>stored</th>\
          <th>verdict</th></tr></thead><tbody>",
     );
-    for (k, v) in views.iter().enumerate() {
-        let code = v.exit_code;
-        let verdict = &v.verdict;
-        for sv in &v.streams {
-            let s = sv.name;
-            let w = words(s);
-            let _ = write!(
-                out,
-                "<tr><td><a href=\"#r{k}\">{}</a></td><td>{s}</td><td>{}</td><td>{} {}</td>",
-                esc(&v.label),
-                group(sv.rows),
-                amount(val(sv.rate.as_ref()).unwrap_or(0.0)),
-                w.unit
-            );
-            for key in ["p50_ms", "p99_ms", "p99_9_ms", "max_ms"] {
-                let ms = sv.latency.as_ref().and_then(|l| val(l.get(key)));
-                let _ = write!(out, "<td>{}</td>", millis(ms.unwrap_or(0.0)));
-            }
-            let _ = write!(
-                out,
-                "<td>{}</td><td>{}</td>",
-                group(sv.errors_total),
-                code.map_or("-".to_string(), |c| c.to_string())
-            );
-            // What the server stored and the verdict are the run's (its writes'): on its
-            // first row only.
-            if s == v.streams[0].name {
-                let _ = write!(
-                    out,
-                    "<td id=\"r{k}-stored\" data-value=\"{}\">{}</td><td id=\"r{k}-verdict\" \
-                     data-value=\"{}\" class=\"{}\" title=\"{}\">{}</td></tr>",
-                    verdict.stored.map_or_else(String::new, |n| n.to_string()),
-                    verdict.stored.map_or_else(|| "-".to_string(), group),
-                    verdict.word(),
-                    if verdict.is_measure() { "ok" } else { "bad" },
-                    esc(&verdict.to_string()),
-                    verdict.word()
-                );
-            } else {
-                out.push_str("<td></td><td></td></tr>");
-            }
-        }
-    }
+    comparison_rows(out, views);
     out.push_str("</tbody></table></div>");
     // A report whose figures are no measure says why, in words, under the table.
     for (k, v) in views.iter().enumerate() {
@@ -382,6 +340,54 @@ fn comparison(out: &mut String, views: &[ReportView<'_>]) {
         );
     }
     out.push_str("</section>");
+}
+
+/// The side-by-side table's rows: each report's streams, with the run's stored count and
+/// verdict on its first.
+fn comparison_rows(out: &mut String, views: &[ReportView<'_>]) {
+    for (k, v) in views.iter().enumerate() {
+        let code = v.exit_code;
+        let verdict = &v.verdict;
+        for sv in &v.streams {
+            let s = sv.name;
+            let w = words(s);
+            let _ = write!(
+                out,
+                "<tr><td><a href=\"#r{k}\">{}</a></td><td>{s}</td><td>{}</td><td>{} {}</td>",
+                esc(&v.label),
+                group(sv.rows),
+                amount(val(sv.rate.as_ref()).unwrap_or(0.0)),
+                w.unit
+            );
+            for key in ["p50_ms", "p99_ms", "p99_9_ms", "max_ms"] {
+                let ms = sv.latency.as_ref().and_then(|l| val(l.get(key)));
+                let _ = write!(out, "<td>{}</td>", millis(ms.unwrap_or(0.0)));
+            }
+            let _ = write!(
+                out,
+                "<td>{}</td><td>{}</td>",
+                group(sv.errors_total),
+                code.map_or("-".to_string(), |c| c.to_string())
+            );
+            // What the server stored and the verdict are the run's (its writes'): on its
+            // first row only.
+            if s == v.streams[0].name {
+                let _ = write!(
+                    out,
+                    "<td id=\"r{k}-stored\" data-value=\"{}\">{}</td><td id=\"r{k}-verdict\" \
+                     data-value=\"{}\" class=\"{}\" title=\"{}\">{}</td></tr>",
+                    verdict.stored.map_or_else(String::new, |n| n.to_string()),
+                    verdict.stored.map_or_else(|| "-".to_string(), group),
+                    verdict.word(),
+                    if verdict.is_measure() { "ok" } else { "bad" },
+                    esc(&verdict.to_string()),
+                    verdict.word()
+                );
+            } else {
+                out.push_str("<td></td><td></td></tr>");
+            }
+        }
+    }
 }
 
 fn report_section(
