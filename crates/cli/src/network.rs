@@ -20,15 +20,6 @@ pub struct ActiveNetwork {
     pub description: String,
 }
 
-/// The URL (or DSN) through which the target is reached, if it is reached over TCP.
-pub fn target_url(target: &TargetPlan) -> Option<&str> {
-    target.url()
-}
-
-fn set_target_url(target: &mut TargetPlan, url: String) {
-    target.set_url(url);
-}
-
 /// Sends the target's connections to the proxy at `local`. An address in the URL is
 /// replaced by the proxy's; but TLS checks the server's certificate against the URL's
 /// host, so a server named by host name whose kind can be told where to connect
@@ -65,7 +56,7 @@ fn point_at_proxy(
             );
         }
     }
-    set_target_url(target, url_with_addr(url, local)?);
+    target.set_url(url_with_addr(url, local)?);
     Ok(None)
 }
 
@@ -123,7 +114,8 @@ impl ActiveNetwork {
     /// Puts the impairment in place. With the proxy backend, `target`'s URL is rewritten
     /// to go through the proxy.
     pub async fn start(net: &NetworkPlan, target: &mut TargetPlan) -> anyhow::Result<Self> {
-        let url = target_url(target)
+        let url = target
+            .url()
             .context("the target is not reached over the network; nothing to impair")?
             .to_string();
         match &net.backend {
@@ -219,7 +211,9 @@ impl ActiveNetwork {
 
 /// Measures the RTT to `target` as the plan asks (`None` when it asks for no probe).
 pub async fn probe(net: &NetworkPlan, target: &TargetPlan) -> anyhow::Result<Option<ProbeReport>> {
-    target_url(target).context("the target has no network address to probe")?;
+    target
+        .url()
+        .context("the target has no network address to probe")?;
     let report = match net.probe {
         ProbeChoice::None => return Ok(None),
         ProbeChoice::Tcp => {
@@ -315,14 +309,14 @@ mod tests {
         let mut target = plan(named);
         let e = point_at_proxy(&mut target, named, local).unwrap_err();
         assert!(e.to_string().contains("instead of db.example"), "{e}");
-        assert_eq!(target_url(&target), Some(named), "left as it was");
+        assert_eq!(target.url(), Some(named), "left as it was");
         let by_address = "postgres://u@127.0.0.1:5432/x?sslmode=verify-full";
         let mut target = plan(by_address);
         assert_eq!(
             point_at_proxy(&mut target, by_address, local).unwrap(),
             None
         );
-        assert!(target_url(&target).unwrap().contains("127.0.0.1:40000"));
+        assert!(target.url().unwrap().contains("127.0.0.1:40000"));
     }
 
     #[test]

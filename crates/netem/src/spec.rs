@@ -618,66 +618,57 @@ struct NetemWords {
 impl NetemWords {
     /// Each keyword and its values, once each.
     fn read(tokens: &[&str]) -> Result<NetemWords, SpecError> {
-        let mut limit: Option<u32> = None;
-        let mut delay: Option<Delay> = None;
-        let mut distribution: Option<Option<Distribution>> = None;
-        let mut loss: Option<Chance> = None;
-        let mut duplicate: Option<Chance> = None;
-        let mut reorder: Option<(Percent, Option<Percent>)> = None;
-        let mut gap: Option<u32> = None;
-        let mut corrupt: Option<Chance> = None;
-        let mut rate: Option<Rate> = None;
-        let mut corr_attr = false;
+        let mut w = NetemWords::default();
         let mut i = 0;
         while i < tokens.len() {
             match tokens[i] {
                 "limit" => {
-                    once(&limit, "limit")?;
+                    once(&w.limit, "limit")?;
                     let token = value(tokens, i, "limit", "a number of packets")?;
                     i += 1;
-                    limit = Some(parse_u32("limit", token, 10)?);
+                    w.limit = Some(parse_u32("limit", token, 10)?);
                 }
                 "delay" | "latency" => {
-                    once(&delay, "delay")?;
-                    delay = Some(delay_of(tokens, &mut i, &mut corr_attr)?);
+                    once(&w.delay, "delay")?;
+                    w.delay = Some(delay_of(tokens, &mut i, &mut w.corr_attr)?);
                 }
                 "distribution" => {
-                    once(&distribution, "distribution")?;
+                    once(&w.distribution, "distribution")?;
                     let token = value(tokens, i, "distribution", DIST_NAMES)?;
                     i += 1;
-                    distribution = Some(distribution_of(token)?);
+                    w.distribution = Some(distribution_of(token)?);
                 }
                 "loss" | "drop" => {
-                    once(&loss, "loss")?;
+                    once(&w.loss, "loss")?;
                     let c = chance(tokens, "loss", &mut i)?;
-                    corr_attr |= c.correlation.is_some();
-                    loss = Some(c);
+                    w.corr_attr |= c.correlation.is_some();
+                    w.loss = Some(c);
                 }
                 "duplicate" => {
-                    once(&duplicate, "duplicate")?;
-                    duplicate = Some(chance(tokens, "duplicate", &mut i)?);
+                    once(&w.duplicate, "duplicate")?;
+                    w.duplicate = Some(chance(tokens, "duplicate", &mut i)?);
                 }
                 "corrupt" => {
-                    once(&corrupt, "corrupt")?;
+                    once(&w.corrupt, "corrupt")?;
                     let c = chance(tokens, "corrupt", &mut i)?;
-                    corr_attr |= c.correlation.is_some();
-                    corrupt = Some(c);
+                    w.corr_attr |= c.correlation.is_some();
+                    w.corrupt = Some(c);
                 }
                 "reorder" => {
-                    once(&reorder, "reorder")?;
+                    once(&w.reorder, "reorder")?;
                     let c = chance(tokens, "reorder", &mut i)?;
-                    corr_attr |= c.correlation.is_some();
-                    reorder = Some((c.probability, c.correlation));
+                    w.corr_attr |= c.correlation.is_some();
+                    w.reorder = Some((c.probability, c.correlation));
                 }
                 "gap" => {
-                    once(&gap, "gap")?;
+                    once(&w.gap, "gap")?;
                     let token = value(tokens, i, "gap", "a number of packets")?;
                     i += 1;
-                    gap = Some(parse_u32("gap", token, 10)?);
+                    w.gap = Some(parse_u32("gap", token, 10)?);
                 }
                 "rate" => {
-                    once(&rate, "rate")?;
-                    rate = Some(rate_of(tokens, &mut i)?);
+                    once(&w.rate, "rate")?;
+                    w.rate = Some(rate_of(tokens, &mut i)?);
                 }
                 "tbf" | "htb" | "netem" => {
                     return Err(SpecError::Invalid(format!(
@@ -695,18 +686,7 @@ impl NetemWords {
             }
             i += 1;
         }
-        Ok(NetemWords {
-            limit,
-            delay,
-            distribution,
-            loss,
-            duplicate,
-            reorder,
-            gap,
-            corrupt,
-            rate,
-            corr_attr,
-        })
+        Ok(w)
     }
 
     /// The qdisc the words ask for: zero correlations, probabilities and delays are none;

@@ -94,6 +94,8 @@ impl InfluxConfig {
 pub struct InfluxSink {
     cfg: InfluxConfig,
     write_url: Url,
+    /// The server's base URL, as checked (reads go under it).
+    base: Url,
     /// The `Authorization` header: a secret.
     auth: Option<Secret>,
     /// The TLS configuration every worker's client starts from (used for `https://`).
@@ -173,6 +175,7 @@ impl InfluxSink {
         Ok(InfluxSink {
             cfg,
             write_url,
+            base,
             auth,
             tls,
         })
@@ -215,10 +218,8 @@ impl InfluxSink {
             Api::V1 { db, rp, .. } => (db.clone(), rp.clone()),
             Api::V2 { bucket, .. } => (bucket.clone(), None),
         };
-        let mut base = self.write_url.clone();
-        base.set_query(None);
         let endpoint = tsload_http::QueryEndpoint {
-            base: Url::parse(&self.cfg.url).unwrap_or(base),
+            base: self.base.clone(),
             database: Some(database),
             tls: self.tls.clone(),
             timeout: self.cfg.timeout,
