@@ -160,8 +160,12 @@ impl ActiveNetwork {
                         tsload_proxy::Direction::Down => "server to client",
                         tsload_proxy::Direction::Both => "both directions",
                     },
-                    kept.map(|name| format!(", TLS to the name {name}"))
-                        .unwrap_or_default()
+                    kept.map(|name| {
+                        format!(
+                            ", the name {name} kept (TLS to the name {name} where the URL is https)"
+                        )
+                    })
+                    .unwrap_or_default()
                 );
                 Ok(ActiveNetwork {
                     proxy: Some(proxy),
