@@ -10,30 +10,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use toml::Spanned;
 
-/// One key of a section: everything said about it, in one place.
-#[derive(Debug)]
-pub struct KeyDoc {
-    pub name: &'static str,
-    /// The type as the reference shows it (`integer`, `` `a` | `b` ``); `table` for a
-    /// section of its own.
-    pub ty: &'static str,
-    pub default: KeyDefault,
-    /// The kinds of the section that read the key; empty: every kind.
-    pub kinds: &'static [&'static str],
-    pub meaning: &'static str,
-}
-
-/// What a key is when a scenario leaves it out.
-#[derive(Debug, PartialEq)]
-pub enum KeyDefault {
-    /// Nothing: the feature is off or the figure is not used.
-    Unset,
-    /// The TOML value that means the same as leaving the key out (a test sets each one
-    /// and compares the plans).
-    Toml(&'static str),
-    /// Depends on other keys or on the server: said in words.
-    Said(&'static str),
-}
+pub use tsload_target::{KeyDefault, KeyDoc};
 
 use KeyDefault::{Said, Toml, Unset};
 
@@ -253,7 +230,7 @@ pub fn target_selector(kind: &dyn tsload_target::TargetKind, chosen: Option<&str
         .iter()
         .find(|k| k.name == sets.chooser)
         .and_then(|k| match k.default {
-            tsload_target::KeyDefault::Toml(v) => Some(v.trim_matches('"')),
+            Toml(v) => Some(v.trim_matches('"')),
             _ => None,
         })
         .unwrap_or(sets.sets[0].0);
@@ -291,11 +268,7 @@ static TARGET_KEYS: LazyLock<Vec<KeyDoc>> = LazyLock::new(|| {
                     .map(|(value, _)| leak(format!("{} {value}", kind.name())))
             });
             let readers = set.map_or_else(|| labels.clone(), |l| vec![l]);
-            let default = match key.default {
-                tsload_target::KeyDefault::Unset => Unset,
-                tsload_target::KeyDefault::Toml(v) => Toml(v),
-                tsload_target::KeyDefault::Said(v) => Said(v),
-            };
+            let default = key.default;
             let same = rows.iter_mut().find(|(row, _)| {
                 row.name == key.name
                     && row.ty == key.ty

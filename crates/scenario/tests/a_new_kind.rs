@@ -14,19 +14,19 @@ use tsload_core::query_engine::QueryOutcome;
 use tsload_query::render::{Query, Renderer};
 use tsload_query::{Dialect, QuerySpec, QueryType, TimeWindow};
 use tsload_target::{
-    KeyDefault, KeyDoc, KeyError, NullKind, QueryRun, Registry, Section, Target, TargetKind,
-    WriteRun,
+    KeyDoc, KeyError, Keys, NullKind, QueryRun, Registry, Section, Target, TargetKind, WriteRun,
 };
 
 /// The kind: its name, schemes, keys and a pure parse of its section.
 struct EchoKind;
 
-static ECHO_KEYS: &[KeyDoc] = &[KeyDoc {
-    name: "greeting",
-    ty: "string",
-    default: KeyDefault::Toml("\"hi\""),
-    meaning: "what the echo target says in its settings",
-}];
+tsload_target::keys! {
+    /// Its one key, written once: the type, the default and the meaning.
+    struct EchoKeys {
+        /// what the echo target says in its settings
+        greeting: String = "hi".into();
+    }
+}
 
 impl TargetKind for EchoKind {
     fn name(&self) -> &'static str {
@@ -38,19 +38,20 @@ impl TargetKind for EchoKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        ECHO_KEYS
+        EchoKeys::docs()
     }
 
     fn parse(&self, section: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let greeting = section.text("greeting")?.unwrap_or("hi").to_string();
-        Ok(Box::new(EchoTarget { greeting }))
+        Ok(Box::new(EchoTarget {
+            keys: EchoKeys::read(section)?,
+        }))
     }
 }
 
 /// The parsed target.
 #[derive(Debug, Clone, PartialEq)]
 struct EchoTarget {
-    greeting: String,
+    keys: EchoKeys,
 }
 
 impl Target for EchoTarget {
@@ -67,7 +68,7 @@ impl Target for EchoTarget {
     }
 
     fn settings(&self) -> serde_json::Value {
-        serde_json::json!({"kind": "echo", "greeting": self.greeting})
+        tsload_target::settings_of(&EchoKind, &self.keys, None)
     }
 
     fn write<'a>(

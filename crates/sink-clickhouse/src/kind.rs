@@ -7,9 +7,10 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
+use tsload_redact::Secret;
 use tsload_target::{
-    AppProbe, HostPort, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target,
-    TargetKind, WriteRun, same,
+    AppProbe, AtLeast, HostPort, HttpEndpoint, HttpUrl, KeyDoc, KeyError, Keys, NonEmpty, QueryRun,
+    Section, Target, TargetKind, TlsKeys, WriteRun, same,
 };
 
 use crate::{ClickHouseConfig, ClickHouseQueryTarget, ClickHouseSink};
@@ -30,57 +31,25 @@ pub const DEFAULT_DATABASE: &str = "tsload";
 /// `target.timeout` when unset.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"http://127.0.0.1:8123\""),
-        meaning: "the HTTP interface's base URL (`http://` or `https://`)",
-    },
-    KeyDoc {
-        name: "database",
-        ty: "string",
-        default: KeyDefault::Toml("\"tsload\""),
-        meaning: "the database of tsload's tables (one per measurement), created if missing",
-    },
-    KeyDoc {
-        name: "user",
-        ty: "string",
+tsload_target::keys! {
+    /// `[target]` of `kind = "clickhouse"`, as written.
+    pub struct ClickHouseKeys {
+        /// the HTTP interface's base URL (`http://` or `https://`)
+        url: HttpUrl = HttpUrl::of(DEFAULT_URL);
+        /// the database of tsload's tables (one per measurement), created if missing
+        database: NonEmpty = NonEmpty::of(DEFAULT_DATABASE);
+        /// basic auth user
         // Unset: no credentials, which ClickHouse takes as its `default` user.
-        default: KeyDefault::Unset,
-        meaning: "basic auth user",
-    },
-    KeyDoc {
-        name: "password",
-        ty: "string (`$NAME` reads the environment)",
-        default: KeyDefault::Unset,
-        meaning: "basic auth password, kept out of reports",
-    },
-    KeyDoc {
-        name: "drop_existing",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "drop tsload's tables first",
-    },
-    KeyDoc {
-        name: "timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"1m\""),
-        meaning: "one request",
-    },
-    KeyDoc {
-        name: "ca_file",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "PEM CA certificates trusted besides Mozilla's",
-    },
-    KeyDoc {
-        name: "insecure_skip_verify",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TLS without checking the certificate",
-    },
-];
+        user: String;
+        /// basic auth password, kept out of reports
+        password: Secret;
+        /// drop tsload's tables first
+        drop_existing: bool = false;
+        /// one request
+        timeout: AtLeast<1000> = AtLeast(DEFAULT_TIMEOUT);
+        ..tls: TlsKeys;
+    }
+}
 
 impl TargetKind for ClickHouseKind {
     fn name(&self) -> &'static str {
@@ -92,38 +61,43 @@ impl TargetKind for ClickHouseKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        ClickHouseKeys::docs()
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = s
-            .http_url("url", DEFAULT_URL)?
-            .unwrap_or_else(|| DEFAULT_URL.to_string());
-        let database = match s.text("database")? {
-            None => DEFAULT_DATABASE.to_string(),
-            Some(d) if d.trim().is_empty() => {
-                return Err(s.error("database", "must not be empty"));
-            }
-            Some(d) => d.to_string(),
-        };
-        let tls = s.tls(url.starts_with("https://"))?;
+        let keys = ClickHouseKeys::read(s)?;
+        let url = keys.url.0.clone();
         let cfg = ClickHouseConfig {
-            database,
-            user: s.text("user")?.map(str::to_string),
-            password: s.secret("password")?,
-            drop_existing: s.flag("drop_existing", false)?,
-            timeout: s
-                .duration("timeout", Duration::from_millis(1))?
-                .unwrap_or(DEFAULT_TIMEOUT),
-            tls,
+            database: keys.database.0.clone(),
+            user: keys.user.clone(),
+            password: keys.password.clone(),
+            drop_existing: keys.drop_existing,
+            timeout: keys.timeout.0,
+            tls: keys.tls.options(s, url.starts_with("https://"))?,
             connect_to: None,
             url,
         };
-        Ok(Box::new(cfg))
+        Ok(Box::new(ClickHouseTarget { cfg, keys }))
     }
 }
 
-impl Target for ClickHouseConfig {
+/// A parsed `[target]` of kind clickhouse: the sink's configuration and the keys it came
+/// from.
+#[derive(Debug, Clone)]
+pub struct ClickHouseTarget {
+    pub cfg: ClickHouseConfig,
+    keys: ClickHouseKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for ClickHouseTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+    }
+}
+
+impl Target for ClickHouseTarget {
     fn kind(&self) -> &'static str {
         "clickhouse"
     }
@@ -137,54 +111,41 @@ impl Target for ClickHouseConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({
-            "kind": "clickhouse",
-            "url": tsload_redact::url(&self.url),
-            "database": self.database,
-            "drop_existing": self.drop_existing,
-            "timeout": humantime::format_duration(self.timeout).to_string(),
-        });
-        if let Some(user) = &self.user {
-            v["user"] = serde_json::json!(user);
-        }
-        if self.password.is_some() {
-            v["password"] = serde_json::json!("***");
-        }
-        tsload_target::add_tls_settings(&mut v, &self.tls);
-        v
+        tsload_target::settings_of(&KIND, &self.keys, Some(&self.cfg.url))
     }
 
     fn url(&self) -> Option<&str> {
-        Some(&self.url)
+        Some(&self.cfg.url)
     }
 
     fn address(&self) -> Option<HostPort> {
-        HostPort::of_url(&self.url, None)
+        HostPort::of_url(&self.cfg.url, None)
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = url;
+        self.cfg.url = url;
     }
 
     fn connect_via(&mut self, url: String, addr: std::net::SocketAddr) -> bool {
-        self.url = url;
-        self.connect_to = Some(addr);
+        self.cfg.url = url;
+        self.cfg.connect_to = Some(addr);
         true
     }
 
     fn drop_existing(&self) -> Option<bool> {
-        Some(self.drop_existing)
+        Some(self.cfg.drop_existing)
     }
 
     fn set_drop_existing(&mut self, on: bool) {
-        self.drop_existing = on;
+        self.cfg.drop_existing = on;
+        self.keys.drop_existing = on;
     }
 
     fn app_probe(&self) -> AppProbe {
         AppProbe::Http(HttpEndpoint {
-            url: self.url.clone(),
-            tls: self.tls.clone(),
-            connect_to: self.connect_to,
+            url: self.cfg.url.clone(),
+            tls: self.cfg.tls.clone(),
+            connect_to: self.cfg.connect_to,
         })
     }
 
@@ -193,7 +154,7 @@ impl Target for ClickHouseConfig {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
-            let sink = ClickHouseSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            let sink = ClickHouseSink::new(self.cfg.clone()).map_err(EngineError::Prepare)?;
             run.into_engine(sink).await
         })
     }
@@ -211,7 +172,7 @@ impl Target for ClickHouseConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let target = ClickHouseQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            let target = ClickHouseQueryTarget::new(&self.cfg).map_err(EngineError::Prepare)?;
             run.into_engine(target).await
         })
     }
@@ -239,8 +200,8 @@ mod tests {
             "{v}"
         );
         assert_eq!(t.drop_existing(), Some(false));
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in ClickHouseKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value = toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();

@@ -8,9 +8,10 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
+use tsload_redact::Secret;
 use tsload_target::{
-    AppProbe, HostPort, HttpEndpoint, KeyDefault, KeyDoc, KeyError, KeySets, QueryRun, Section,
-    Target, TargetKind, Word, WriteRun, same,
+    AppProbe, AtLeast, HostPort, HttpEndpoint, HttpUrl, KeyDoc, KeyError, KeySets, Keys, QueryRun,
+    Section, Target, TargetKind, TlsKeys, Word, WriteRun, same,
 };
 
 use tsload_http::QueryApi;
@@ -30,102 +31,42 @@ pub const DEFAULT_URL: &str = "http://127.0.0.1:8086";
 /// `target.timeout` when unset.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"http://127.0.0.1:8086\""),
-        meaning: "the server's base URL (`http://` or `https://`)",
-    },
-    KeyDoc {
-        name: "api",
-        ty: "`v1` | `v2`",
-        default: KeyDefault::Toml("\"v1\""),
-        meaning: "`/write?db=` or `/api/v2/write`",
-    },
-    KeyDoc {
-        name: "password",
-        ty: "string (`$NAME` reads the environment)",
-        default: KeyDefault::Unset,
-        meaning: "basic auth password, kept out of reports",
-    },
-    KeyDoc {
-        name: "db",
-        ty: "string",
-        default: KeyDefault::Toml("\"benchmark\""),
-        meaning: "database",
-    },
-    KeyDoc {
-        name: "rp",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "retention policy",
-    },
-    KeyDoc {
-        name: "user",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "basic auth user",
-    },
-    KeyDoc {
-        name: "create_database",
-        ty: "bool",
-        default: KeyDefault::Toml("true"),
-        meaning: "create the database first",
-    },
-    KeyDoc {
-        name: "org",
-        ty: "string",
-        default: KeyDefault::Toml("\"tsload\""),
-        meaning: "organisation",
-    },
-    KeyDoc {
-        name: "bucket",
-        ty: "string",
-        default: KeyDefault::Toml("\"benchmark\""),
-        meaning: "bucket",
-    },
-    KeyDoc {
-        name: "token",
-        ty: "string (`$NAME`)",
-        default: KeyDefault::Unset,
-        meaning: "API token",
-    },
-    KeyDoc {
-        name: "precision",
-        ty: "`ns` | `us` | `ms` | `s`",
-        default: KeyDefault::Toml("\"ns\""),
-        meaning: "timestamp unit",
-    },
-    KeyDoc {
-        name: "gzip",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "gzip request bodies",
-    },
-    KeyDoc {
-        name: "timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"1m\""),
-        meaning: "one request",
-    },
-    KeyDoc {
-        name: "ca_file",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "PEM CA certificates trusted besides Mozilla's",
-    },
-    KeyDoc {
-        name: "insecure_skip_verify",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TLS without checking the certificate",
-    },
-];
+tsload_target::keys! {
+    /// `[target]` of `kind = "influx"`, as written.
+    pub struct InfluxKeys {
+        /// the server's base URL (`http://` or `https://`)
+        url: HttpUrl = HttpUrl::of(DEFAULT_URL);
+        /// `/write?db=` or `/api/v2/write`
+        api: ApiVersion = ApiVersion::V1;
+        /// basic auth password, kept out of reports
+        password: Secret;
+        /// database
+        db: String = "benchmark".into();
+        /// retention policy
+        rp: String;
+        /// basic auth user
+        user: String;
+        /// create the database first
+        create_database: bool = true;
+        /// organisation
+        org: String = "tsload".into();
+        /// bucket
+        bucket: String = "benchmark".into();
+        /// API token
+        token: Secret;
+        /// timestamp unit
+        precision: PrecisionWord = PrecisionWord(Precision::Ns);
+        /// gzip request bodies
+        gzip: bool = false;
+        /// one request
+        timeout: AtLeast<1000> = AtLeast(DEFAULT_TIMEOUT);
+        ..tls: TlsKeys;
+    }
+}
 
 /// `api`: which write API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ApiVersion {
+pub enum ApiVersion {
     V1,
     V2,
 }
@@ -137,7 +78,7 @@ impl Word for ApiVersion {
 
 /// `precision`'s words ([`Precision`] lives in tsload-lineproto, which knows no scenario).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PrecisionWord(Precision);
+pub struct PrecisionWord(Precision);
 
 impl Word for PrecisionWord {
     const WORDS: &'static [(&'static str, Self)] = &[
@@ -168,7 +109,7 @@ impl TargetKind for InfluxKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        InfluxKeys::docs()
     }
 
     fn key_sets(&self) -> Option<KeySets> {
@@ -182,45 +123,51 @@ impl TargetKind for InfluxKind {
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = s
-            .http_url("url", DEFAULT_URL)?
-            .unwrap_or_else(|| DEFAULT_URL.to_string());
-        let text = |key: &str| -> Result<Option<String>, KeyError> {
-            Ok(s.text(key)?.map(str::to_string))
-        };
-        let api = match s.word("api")?.unwrap_or(ApiVersion::V1) {
+        let keys = InfluxKeys::read(s)?;
+        let url = keys.url.0.clone();
+        let api = match keys.api {
             ApiVersion::V1 => Api::V1 {
-                db: text("db")?.unwrap_or_else(|| "benchmark".into()),
-                rp: text("rp")?,
-                user: text("user")?,
-                password: s.secret("password")?,
+                db: keys.db.clone(),
+                rp: keys.rp.clone(),
+                user: keys.user.clone(),
+                password: keys.password.clone(),
             },
             ApiVersion::V2 => Api::V2 {
-                org: text("org")?.unwrap_or_else(|| "tsload".into()),
-                bucket: text("bucket")?.unwrap_or_else(|| "benchmark".into()),
-                token: s.secret("token")?,
+                org: keys.org.clone(),
+                bucket: keys.bucket.clone(),
+                token: keys.token.clone(),
             },
         };
-        let tls = s.tls(url.starts_with("https://"))?;
         let cfg = InfluxConfig {
-            precision: s
-                .word::<PrecisionWord>("precision")?
-                .map_or(Precision::Ns, |p| p.0),
-            gzip: s.flag("gzip", false)?,
-            create_database: s.flag("create_database", true)?,
-            timeout: s
-                .duration("timeout", Duration::from_millis(1))?
-                .unwrap_or(DEFAULT_TIMEOUT),
-            tls,
+            precision: keys.precision.0,
+            gzip: keys.gzip,
+            create_database: keys.create_database,
+            timeout: keys.timeout.0,
+            tls: keys.tls.options(s, url.starts_with("https://"))?,
             connect_to: None,
             api,
             url,
         };
-        Ok(Box::new(cfg))
+        Ok(Box::new(InfluxTarget { cfg, keys }))
     }
 }
 
-impl Target for InfluxConfig {
+/// A parsed `[target]` of kind influx: the sink's configuration and the keys it came from.
+#[derive(Debug, Clone)]
+pub struct InfluxTarget {
+    pub cfg: InfluxConfig,
+    keys: InfluxKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for InfluxTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+    }
+}
+
+impl Target for InfluxTarget {
     fn kind(&self) -> &'static str {
         "influx"
     }
@@ -234,53 +181,24 @@ impl Target for InfluxConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        let api = match self.api {
-            Api::V1 { .. } => "v1",
-            Api::V2 { .. } => "v2",
-        };
-        let mut v = serde_json::json!({
-            "kind": "influx", "url": self.url, "api": api,
-            "precision": self.precision.as_str(), "gzip": self.gzip,
-            "timeout": humantime::format_duration(self.timeout).to_string(),
-        });
-        tsload_target::add_tls_settings(&mut v, &self.tls);
-        match &self.api {
-            Api::V2 { org, bucket, token } => {
-                v["org"] = serde_json::json!(org);
-                v["bucket"] = serde_json::json!(bucket);
-                v["token"] = serde_json::json!(token);
-            }
-            Api::V1 {
-                db,
-                rp,
-                user,
-                password,
-            } => {
-                v["db"] = serde_json::json!(db);
-                v["rp"] = serde_json::json!(rp);
-                v["user"] = serde_json::json!(user);
-                v["password"] = serde_json::json!(password);
-                v["create_database"] = serde_json::json!(self.create_database);
-            }
-        }
-        v
+        tsload_target::settings_of(&KIND, &self.keys, Some(&self.cfg.url))
     }
 
     fn url(&self) -> Option<&str> {
-        Some(&self.url)
+        Some(&self.cfg.url)
     }
 
     fn address(&self) -> Option<HostPort> {
-        HostPort::of_url(&self.url, None)
+        HostPort::of_url(&self.cfg.url, None)
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = url;
+        self.cfg.url = url;
     }
 
     fn connect_via(&mut self, url: String, addr: std::net::SocketAddr) -> bool {
-        self.url = url;
-        self.connect_to = Some(addr);
+        self.cfg.url = url;
+        self.cfg.connect_to = Some(addr);
         true
     }
 
@@ -294,9 +212,9 @@ impl Target for InfluxConfig {
 
     fn app_probe(&self) -> AppProbe {
         AppProbe::Http(HttpEndpoint {
-            url: self.url.clone(),
-            tls: self.tls.clone(),
-            connect_to: self.connect_to,
+            url: self.cfg.url.clone(),
+            tls: self.cfg.tls.clone(),
+            connect_to: self.cfg.connect_to,
         })
     }
 
@@ -305,7 +223,7 @@ impl Target for InfluxConfig {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
-            let sink = InfluxSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            let sink = InfluxSink::new(self.cfg.clone()).map_err(EngineError::Prepare)?;
             run.into_engine(sink).await
         })
     }
@@ -337,7 +255,7 @@ impl Target for InfluxConfig {
                     e,
                 ))
             })?;
-            let sink = InfluxSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            let sink = InfluxSink::new(self.cfg.clone()).map_err(EngineError::Prepare)?;
             run.into_engine(sink.reader(api)).await
         })
     }
@@ -378,8 +296,8 @@ mod tests {
         assert_eq!(v["precision"], "ns");
         assert_eq!(v["timeout"], "1m");
         assert_eq!(v["create_database"], true);
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in InfluxKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value = toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();

@@ -7,10 +7,11 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::Delivery;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
+use tsload_redact::Secret;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
-    AppProbe, HostPort, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word,
-    WriteRun, same,
+    AppProbe, AtLeast, HostPort, KeyDoc, KeyError, Keys, QueryRun, Section, Target, TargetKind,
+    TlsKeys, Url, Word, WriteRun, same,
 };
 
 use crate::{MysqlConfig, MysqlQueryTarget, MysqlSink, PrimaryKey, TransactionMode, TsType};
@@ -34,83 +35,34 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The starts of the URLs `target.url` takes.
 const URL_PREFIXES: &[&str] = &["mysql://", "mariadb://"];
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"mysql://root@127.0.0.1:3306/tsload\""),
-        meaning: "the server (`mysql://user@host:3306/database`, or `mariadb://`)",
-    },
-    KeyDoc {
-        name: "password",
-        ty: "string (`$NAME` reads the environment)",
-        default: KeyDefault::Unset,
-        meaning: "kept out of reports",
-    },
-    KeyDoc {
-        name: "delivery",
-        ty: "`exactly_once` | `at_least_once`",
-        default: KeyDefault::Said(
+tsload_target::keys! {
+    /// `[target]` of `kind = "mysql"`, as written.
+    pub struct MysqlKeys {
+        /// the server (`mysql://user@host:3306/database`, or `mariadb://`)
+        url: Url = Url::of(DEFAULT_URL);
+        /// kept out of reports
+        password: Secret;
+        /// the ledger on or off
+        delivery: Delivery,
             "`exactly_once` (`at_least_once` with `transaction = \"autocommit\"` or an engine \
-             without transactions)",
-        ),
-        meaning: "the ledger on or off",
-    },
-    KeyDoc {
-        name: "drop_existing",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "drop tsload's tables first (asks on another host)",
-    },
-    KeyDoc {
-        name: "connect_timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"10s\""),
-        meaning: "connecting",
-    },
-    KeyDoc {
-        name: "ca_file",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "PEM CA certificates trusted besides Mozilla's",
-    },
-    KeyDoc {
-        name: "insecure_skip_verify",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TLS without checking the certificate",
-    },
-    KeyDoc {
-        name: "create_database",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "create the database first",
-    },
-    KeyDoc {
-        name: "engine",
-        ty: "string",
-        default: KeyDefault::Toml("\"InnoDB\""),
-        meaning: "table engine",
-    },
-    KeyDoc {
-        name: "primary_key",
-        ty: "`none` | `auto_increment` | `tags_ts`",
-        default: KeyDefault::Toml("\"none\""),
-        meaning: "key of each table",
-    },
-    KeyDoc {
-        name: "transaction",
-        ty: "`per_batch` | `autocommit`",
-        default: KeyDefault::Toml("\"per_batch\""),
-        meaning: "how writes commit",
-    },
-    KeyDoc {
-        name: "ts_type",
-        ty: "`datetime` | `bigint_ns`",
-        default: KeyDefault::Toml("\"datetime\""),
-        meaning: "type of `ts`",
-    },
-];
+             without transactions)";
+        /// drop tsload's tables first (asks on another host)
+        drop_existing: bool = false;
+        /// connecting
+        connect_timeout: AtLeast<0> = AtLeast(DEFAULT_CONNECT_TIMEOUT);
+        /// create the database first
+        create_database: bool = false;
+        /// table engine
+        engine: String = DEFAULT_ENGINE.into();
+        /// key of each table
+        primary_key: PrimaryKey = PrimaryKey::None;
+        /// how writes commit
+        transaction: TransactionMode = TransactionMode::PerBatch;
+        /// type of `ts`
+        ts_type: TsType = TsType::DateTime6;
+        ..tls: TlsKeys;
+    }
+}
 
 impl Word for PrimaryKey {
     const WORDS: &'static [(&'static str, Self)] = &[
@@ -144,38 +96,52 @@ impl TargetKind for MysqlKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        MysqlKeys::docs()
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = s.url_with_password(s.url(DEFAULT_URL)?, URL_PREFIXES)?;
-        let url = s.sql_url_with_tls(url, SqlFamily::Mysql)?;
+        let keys = MysqlKeys::read(s)?;
+        let url = s.url_with_password(&keys.url.0, keys.password.as_ref(), URL_PREFIXES)?;
+        let url = keys.tls.sql_url(s, url, SqlFamily::Mysql)?;
         let mut cfg = MysqlConfig::new(url);
-        if let Some(engine) = s.text("engine")? {
-            cfg.engine = engine.to_string();
-        }
-        cfg.primary_key = s.word("primary_key")?.unwrap_or_default();
-        cfg.transaction = s.word("transaction")?.unwrap_or_default();
-        cfg.ts_type = s.word("ts_type")?.unwrap_or_default();
-        cfg.drop_existing = s.flag("drop_existing", false)?;
-        cfg.create_database = s.flag("create_database", false)?;
-        if let Some(d) = s.duration("connect_timeout", Duration::ZERO)? {
-            cfg.connect_timeout = d;
-        }
+        cfg.engine = keys.engine.clone();
+        cfg.primary_key = keys.primary_key;
+        cfg.transaction = keys.transaction;
+        cfg.ts_type = keys.ts_type;
+        cfg.drop_existing = keys.drop_existing;
+        cfg.create_database = keys.create_database;
+        cfg.connect_timeout = keys.connect_timeout.0;
         // Autocommit, or an engine without transactions, has no transaction to record a
         // batch in: at least once, unless asked for exactly once, which is then an error.
-        cfg.delivery = s.delivery(match cfg.lacks_batch_transaction() {
-            Some(_) => Delivery::AtLeastOnce,
-            None => Delivery::ExactlyOnce,
-        })?;
+        cfg.delivery = keys
+            .delivery
+            .unwrap_or(match cfg.lacks_batch_transaction() {
+                Some(_) => Delivery::AtLeastOnce,
+                None => Delivery::ExactlyOnce,
+            });
         cfg.check_delivery().map_err(|m| s.error("delivery", m))?;
         // Each run gets a fresh ledger id when its sink is made (`Target::write`).
         cfg.run_id = 0;
-        Ok(Box::new(cfg))
+        Ok(Box::new(MysqlTarget { cfg, keys }))
     }
 }
 
-impl Target for MysqlConfig {
+/// A parsed `[target]` of kind mysql: the sink's configuration and the keys it came from.
+#[derive(Debug, Clone)]
+pub struct MysqlTarget {
+    pub cfg: MysqlConfig,
+    keys: MysqlKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for MysqlTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+    }
+}
+
+impl Target for MysqlTarget {
     fn kind(&self) -> &'static str {
         "mysql"
     }
@@ -189,44 +155,40 @@ impl Target for MysqlConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        serde_json::json!({
-            "kind": "mysql", "url": self.url, "engine": self.engine,
-            "primary_key": self.primary_key.word(),
-            "transaction": self.transaction.word(), "ts_type": self.ts_type.word(),
-            "drop_existing": self.drop_existing, "create_database": self.create_database,
-            "connect_timeout": humantime::format_duration(self.connect_timeout).to_string(),
-            "delivery": self.delivery.as_str(),
-        })
+        let mut v = tsload_target::settings_of(&KIND, &self.keys, Some(self.cfg.url.shown()));
+        v["delivery"] = self.cfg.delivery.word().into();
+        v
     }
 
     fn url(&self) -> Option<&str> {
-        Some(self.url.shown())
+        Some(self.cfg.url.shown())
     }
 
     /// MySQL's port is 3306 where the URL names none.
     fn address(&self) -> Option<HostPort> {
-        HostPort::of_url(self.url.shown(), Some(3306))
+        HostPort::of_url(self.cfg.url.shown(), Some(3306))
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = self.url.with_shown(&url);
+        self.cfg.url = self.cfg.url.with_shown(&url);
     }
 
     fn drop_existing(&self) -> Option<bool> {
-        Some(self.drop_existing)
+        Some(self.cfg.drop_existing)
     }
 
     fn set_drop_existing(&mut self, on: bool) {
-        self.drop_existing = on;
+        self.cfg.drop_existing = on;
+        self.keys.drop_existing = on;
     }
 
     fn has_ledger(&self) -> bool {
-        self.delivery == Delivery::ExactlyOnce
+        self.cfg.delivery == Delivery::ExactlyOnce
     }
 
     fn app_probe(&self) -> AppProbe {
         AppProbe::Sql {
-            url: self.url.clone(),
+            url: self.cfg.url.clone(),
         }
     }
 
@@ -234,7 +196,7 @@ impl Target for MysqlConfig {
         &'a self,
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
-        let mut cfg = self.clone();
+        let mut cfg = self.cfg.clone();
         cfg.run_id = run.run_id;
         cfg.connections = (run.load.workers as u64).saturating_mul(run.load.in_flight as u64);
         Box::pin(async move {
@@ -249,7 +211,7 @@ impl Target for MysqlConfig {
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
         Ok(tsload_query::Dialect::new(crate::render::MysqlSql {
-            ts: self.ts_type,
+            ts: self.cfg.ts_type,
         }))
     }
 
@@ -262,7 +224,7 @@ impl Target for MysqlConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let t = MysqlQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            let t = MysqlQueryTarget::new(&self.cfg).map_err(EngineError::Prepare)?;
             run.into_engine(t).await
         })
     }
@@ -312,10 +274,11 @@ mod tests {
         // The defaults the sink's own constructor gives, but for the run id each run sets.
         let mut by_hand = MysqlConfig::new(DEFAULT_URL);
         by_hand.run_id = 0;
-        assert!(by_hand.eq_dyn(t.as_ref()));
+        let parsed = (t.as_ref() as &dyn std::any::Any).downcast_ref::<MysqlTarget>();
+        assert_eq!(parsed.map(|p| &p.cfg), Some(&by_hand));
         // Each documented TOML default means the same as leaving the key out.
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in MysqlKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value: toml::Value =
@@ -351,7 +314,8 @@ mod tests {
         assert_eq!(
             t.settings(),
             serde_json::json!({
-                "kind": "mysql", "url": shown, "engine": "RocksDB",
+                "kind": "mysql", "url": shown, "engine": "RocksDB", "password": "***",
+                "insecure_skip_verify": true,
                 "primary_key": "tags_ts", "transaction": "autocommit", "ts_type": "bigint_ns",
                 "drop_existing": true, "create_database": true, "connect_timeout": "1m 30s",
                 "delivery": "at_least_once",
@@ -552,13 +516,13 @@ mod tests {
                 "delivery",
                 "drop_existing",
                 "connect_timeout",
-                "ca_file",
-                "insecure_skip_verify",
                 "create_database",
                 "engine",
                 "primary_key",
                 "transaction",
                 "ts_type",
+                "ca_file",
+                "insecure_skip_verify",
             ]
         );
     }

@@ -7,13 +7,17 @@ use futures_util::future::LocalBoxFuture;
 use tsload_core::Delivery;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
+use tsload_redact::Secret;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
-    AppProbe, HostPort, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind,
-    WriteRun, same,
+    AppProbe, AtLeast, HostPort, KeyDoc, KeyError, Keys, QueryRun, Section, Target, TargetKind,
+    TlsKeys, Url, WriteRun, same,
 };
 
-use crate::{PostgresConfig, PostgresQueryTarget, PostgresSink};
+use crate::{
+    CopyFormat, InsertMethod, Layout, PostgresConfig, PostgresQueryTarget, PostgresSink,
+    SynchronousCommit,
+};
 
 /// The PostgreSQL kind, as registered with the CLI.
 pub static KIND: PostgresKind = PostgresKind;
@@ -25,92 +29,39 @@ pub struct PostgresKind;
 /// `target.url` when unset.
 pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"postgres://postgres@127.0.0.1:5432/postgres\""),
-        meaning: "the server (`postgres://` or `postgresql://`, sqlx's query keys)",
-    },
-    KeyDoc {
-        name: "password",
-        ty: "string (`$NAME` reads the environment)",
-        default: KeyDefault::Unset,
-        meaning: "kept out of reports",
-    },
-    KeyDoc {
-        name: "delivery",
-        ty: "`exactly_once` | `at_least_once`",
-        default: KeyDefault::Toml("\"exactly_once\""),
-        meaning: "the ledger on or off",
-    },
-    KeyDoc {
-        name: "drop_existing",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "drop tsload's tables first (asks on another host)",
-    },
-    KeyDoc {
-        name: "connect_timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"10s\""),
-        meaning: "connecting",
-    },
-    KeyDoc {
-        name: "ca_file",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "PEM CA certificates trusted besides Mozilla's",
-    },
-    KeyDoc {
-        name: "insecure_skip_verify",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TLS without checking the certificate",
-    },
-    KeyDoc {
-        name: "layout",
-        ty: "`wide` | `tags`",
-        default: KeyDefault::Toml("\"wide\""),
-        meaning: "one table per measurement, or TSBS's tags table",
-    },
-    KeyDoc {
-        name: "method",
-        ty: "`copy` | `insert` | `unnest`",
-        default: KeyDefault::Toml("\"copy\""),
-        meaning: "how rows are sent",
-    },
-    KeyDoc {
-        name: "copy_format",
-        ty: "`binary` | `text`",
-        default: KeyDefault::Toml("\"binary\""),
-        meaning: "COPY format",
-    },
-    KeyDoc {
-        name: "hypertable",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TimescaleDB hypertables",
-    },
-    KeyDoc {
-        name: "chunk_time_interval",
-        ty: "duration",
-        default: KeyDefault::Said("TimescaleDB's"),
-        meaning: "hypertable chunks",
-    },
-    KeyDoc {
-        name: "synchronous_commit",
-        ty: "`on` | `off` | `local` | `remote_write` | `remote_apply`",
-        default: KeyDefault::Said("the server's"),
-        meaning: "per connection",
-    },
-    KeyDoc {
-        name: "create_index",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TSBS's indexes",
-    },
-];
+/// `target.connect_timeout` when unset.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+tsload_target::keys! {
+    /// `[target]` of `kind = "postgres"`, as written.
+    pub struct PostgresKeys {
+        /// the server (`postgres://` or `postgresql://`, sqlx's query keys)
+        url: Url = Url::of(DEFAULT_URL);
+        /// kept out of reports
+        password: Secret;
+        /// the ledger on or off
+        delivery: Delivery = Delivery::ExactlyOnce;
+        /// drop tsload's tables first (asks on another host)
+        drop_existing: bool = false;
+        /// connecting
+        connect_timeout: AtLeast<1000> = AtLeast(DEFAULT_CONNECT_TIMEOUT);
+        /// one table per measurement, or TSBS's tags table
+        layout: Layout = Layout::Wide;
+        /// how rows are sent
+        method: InsertMethod = InsertMethod::Copy;
+        /// COPY format
+        copy_format: CopyFormat = CopyFormat::Binary;
+        /// TimescaleDB hypertables
+        hypertable: bool = false;
+        /// hypertable chunks
+        chunk_time_interval: AtLeast<1>, "TimescaleDB's";
+        /// per connection
+        synchronous_commit: SynchronousCommit, "the server's";
+        /// TSBS's indexes
+        create_index: bool = false;
+        ..tls: TlsKeys;
+    }
+}
 
 impl TargetKind for PostgresKind {
     fn name(&self) -> &'static str {
@@ -122,33 +73,52 @@ impl TargetKind for PostgresKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        PostgresKeys::docs()
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = s.url_with_password(s.url(DEFAULT_URL)?, &["postgres://", "postgresql://"])?;
-        let url = s.sql_url_with_tls(url, SqlFamily::Postgres)?;
+        let keys = PostgresKeys::read(s)?;
+        let url = s.url_with_password(
+            &keys.url.0,
+            keys.password.as_ref(),
+            &["postgres://", "postgresql://"],
+        )?;
+        let url = keys.tls.sql_url(s, url, SqlFamily::Postgres)?;
         let mut cfg = PostgresConfig::new(url);
-        cfg.layout = s.word("layout")?.unwrap_or_default();
-        cfg.method = s.word("method")?.unwrap_or_default();
-        cfg.copy_format = s.word("copy_format")?.unwrap_or_default();
-        cfg.hypertable = s.flag("hypertable", false)?;
-        cfg.chunk_time_interval = s.duration("chunk_time_interval", Duration::from_micros(1))?;
-        cfg.synchronous_commit = s.word("synchronous_commit")?;
-        cfg.drop_existing = s.flag("drop_existing", false)?;
-        cfg.create_index = s.flag("create_index", false)?;
-        if let Some(d) = s.duration("connect_timeout", Duration::from_millis(1))? {
-            cfg.connect_timeout = d;
-        }
-        cfg.delivery = s.delivery(Delivery::ExactlyOnce)?;
+        cfg.layout = keys.layout;
+        cfg.method = keys.method;
+        cfg.copy_format = keys.copy_format;
+        cfg.hypertable = keys.hypertable;
+        cfg.chunk_time_interval = keys.chunk_time_interval.map(|d| d.0);
+        cfg.synchronous_commit = keys.synchronous_commit;
+        cfg.drop_existing = keys.drop_existing;
+        cfg.create_index = keys.create_index;
+        cfg.connect_timeout = keys.connect_timeout.0;
+        cfg.delivery = keys.delivery;
         // Each run gets a fresh ledger id when its sink is made (`Target::write`).
         cfg.run_id = 0;
         cfg.check().map_err(|e| s.error(e.key, e.message))?;
-        Ok(Box::new(cfg))
+        Ok(Box::new(PostgresTarget { cfg, keys }))
     }
 }
 
-impl Target for PostgresConfig {
+/// A parsed `[target]` of kind postgres: the sink's configuration and the keys it came
+/// from.
+#[derive(Debug, Clone)]
+pub struct PostgresTarget {
+    pub cfg: PostgresConfig,
+    keys: PostgresKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for PostgresTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+    }
+}
+
+impl Target for PostgresTarget {
     fn kind(&self) -> &'static str {
         "postgres"
     }
@@ -162,30 +132,18 @@ impl Target for PostgresConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        serde_json::json!({
-            "kind": "postgres", "url": self.url, "layout": self.layout.as_str(),
-            "method": self.method.as_str(), "copy_format": self.copy_format.as_str(),
-            "hypertable": self.hypertable,
-            "chunk_time_interval": self
-                .chunk_time_interval
-                .map(|d| humantime::format_duration(d).to_string()),
-            "synchronous_commit": self.synchronous_commit.map(|v| v.as_str()),
-            "drop_existing": self.drop_existing,
-            "create_index": self.create_index,
-            "connect_timeout": humantime::format_duration(self.connect_timeout).to_string(),
-            "delivery": self.delivery.as_str(),
-        })
+        tsload_target::settings_of(&KIND, &self.keys, Some(self.cfg.url.shown()))
     }
 
     fn url(&self) -> Option<&str> {
-        Some(self.url.shown())
+        Some(self.cfg.url.shown())
     }
 
     /// As sqlx (and libpq) connect: a `host=` parameter before the URL's host, else
     /// `PGHOST`; the URL's port, else `PGPORT`, else 5432. `None` for a Unix socket (a
     /// host that is a directory).
     fn address(&self) -> Option<HostPort> {
-        let url = self.url.shown();
+        let url = self.cfg.url.shown();
         let parsed = url::Url::parse(url).ok()?;
         let param = parsed
             .query_pairs()
@@ -216,24 +174,25 @@ impl Target for PostgresConfig {
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = self.url.with_shown(&url);
+        self.cfg.url = self.cfg.url.with_shown(&url);
     }
 
     fn drop_existing(&self) -> Option<bool> {
-        Some(self.drop_existing)
+        Some(self.cfg.drop_existing)
     }
 
     fn set_drop_existing(&mut self, on: bool) {
-        self.drop_existing = on;
+        self.cfg.drop_existing = on;
+        self.keys.drop_existing = on;
     }
 
     fn has_ledger(&self) -> bool {
-        self.delivery == Delivery::ExactlyOnce
+        self.cfg.delivery == Delivery::ExactlyOnce
     }
 
     fn app_probe(&self) -> AppProbe {
         AppProbe::Sql {
-            url: self.url.clone(),
+            url: self.cfg.url.clone(),
         }
     }
 
@@ -242,7 +201,7 @@ impl Target for PostgresConfig {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
-            let mut cfg = self.clone();
+            let mut cfg = self.cfg.clone();
             cfg.run_id = run.run_id;
             cfg.connections = (run.load.workers as u64).saturating_mul(run.load.in_flight as u64);
             let sink = PostgresSink::new(cfg).map_err(EngineError::Prepare)?;
@@ -256,7 +215,7 @@ impl Target for PostgresConfig {
         time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
         Ok(tsload_query::Dialect::new(crate::render::PostgresSql {
-            layout: self.layout,
+            layout: self.cfg.layout,
             time_bucket,
         }))
     }
@@ -274,7 +233,7 @@ impl Target for PostgresConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let t = PostgresQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            let t = PostgresQueryTarget::new(&self.cfg).map_err(EngineError::Prepare)?;
             run.into_engine(t).await
         })
     }
@@ -299,8 +258,8 @@ mod tests {
         assert_eq!(v["connect_timeout"], "10s");
         assert!(v["synchronous_commit"].is_null());
         assert!(t.has_ledger());
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in PostgresKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value = toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();

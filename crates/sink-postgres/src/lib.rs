@@ -224,7 +224,7 @@ impl PostgresConfig {
             synchronous_commit: None,
             drop_existing: false,
             create_index: false,
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: kind::DEFAULT_CONNECT_TIMEOUT,
             delivery: Delivery::ExactlyOnce,
             run_id: tsload_core::new_run_id(),
             connections: 0,

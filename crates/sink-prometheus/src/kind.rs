@@ -7,9 +7,10 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
+use tsload_redact::Secret;
 use tsload_target::{
-    AppProbe, HostPort, HttpEndpoint, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target,
-    TargetKind, WriteRun, same,
+    AppProbe, AtLeast, HostPort, HttpEndpoint, HttpUrl, KeyDoc, KeyError, Keys, QueryRun, Section,
+    Target, TargetKind, TlsKeys, WriteRun, same,
 };
 
 use crate::{PrometheusConfig, PrometheusSink};
@@ -27,51 +28,23 @@ pub const DEFAULT_URL: &str = "http://127.0.0.1:9090/api/v1/write";
 /// `target.timeout` when unset: Prometheus' own `remote_timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"http://127.0.0.1:9090/api/v1/write\""),
-        meaning: "the remote-write endpoint (Prometheus and VictoriaMetrics: \
-                  `/api/v1/write`; Mimir: `/api/v1/push`)",
-    },
-    KeyDoc {
-        name: "query_url",
-        ty: "string",
-        default: KeyDefault::Said("the `url`'s scheme, host and port"),
-        meaning: "where PromQL queries and the server's `/metrics` are read",
-    },
-    KeyDoc {
-        name: "user",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "basic auth user",
-    },
-    KeyDoc {
-        name: "password",
-        ty: "string (`$NAME` reads the environment)",
-        default: KeyDefault::Unset,
-        meaning: "basic auth password, kept out of reports",
-    },
-    KeyDoc {
-        name: "timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"30s\""),
-        meaning: "one request",
-    },
-    KeyDoc {
-        name: "ca_file",
-        ty: "string",
-        default: KeyDefault::Unset,
-        meaning: "PEM CA certificates trusted besides Mozilla's",
-    },
-    KeyDoc {
-        name: "insecure_skip_verify",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "TLS without checking the certificate",
-    },
-];
+tsload_target::keys! {
+    /// `[target]` of `kind = "prometheus"`, as written.
+    pub struct PrometheusKeys {
+        /// the remote-write endpoint (Prometheus and VictoriaMetrics: `/api/v1/write`;
+        /// Mimir: `/api/v1/push`)
+        url: HttpUrl = HttpUrl::of(DEFAULT_URL);
+        /// where PromQL queries and the server's `/metrics` are read
+        query_url: HttpUrl, "the `url`'s scheme, host and port";
+        /// basic auth user
+        user: String;
+        /// basic auth password, kept out of reports
+        password: Secret;
+        /// one request
+        timeout: AtLeast<1000> = AtLeast(DEFAULT_TIMEOUT);
+        ..tls: TlsKeys;
+    }
+}
 
 /// `query.dialect`'s words, the default first: standard PromQL (Prometheus, and every
 /// receiver that answers PromQL), or VictoriaMetrics' MetricsQL.
@@ -87,15 +60,15 @@ impl TargetKind for PrometheusKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        PrometheusKeys::docs()
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = s
-            .http_url("url", DEFAULT_URL)?
-            .unwrap_or_else(|| DEFAULT_URL.to_string());
-        let query_url = s.http_url("query_url", "http://127.0.0.1:9090")?;
-        let tls = s.tls(
+        let keys = PrometheusKeys::read(s)?;
+        let url = keys.url.0.clone();
+        let query_url = keys.query_url.as_ref().map(|q| q.0.clone());
+        let tls = keys.tls.options(
+            s,
             url.starts_with("https://")
                 || query_url
                     .as_deref()
@@ -104,15 +77,29 @@ impl TargetKind for PrometheusKind {
         let cfg = PrometheusConfig {
             url: url.into(),
             query_url,
-            user: s.text("user")?.map(str::to_string),
-            password: s.secret("password")?,
-            timeout: s
-                .duration("timeout", Duration::from_millis(1))?
-                .unwrap_or(DEFAULT_TIMEOUT),
+            user: keys.user.clone(),
+            password: keys.password.clone(),
+            timeout: keys.timeout.0,
             tls,
             connect_to: None,
         };
-        Ok(Box::new(cfg))
+        Ok(Box::new(PrometheusTarget { cfg, keys }))
+    }
+}
+
+/// A parsed `[target]` of kind prometheus: the sink's configuration and the keys it came
+/// from.
+#[derive(Debug, Clone)]
+pub struct PrometheusTarget {
+    pub cfg: PrometheusConfig,
+    keys: PrometheusKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for PrometheusTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
     }
 }
 
@@ -142,7 +129,7 @@ impl PrometheusConfig {
     }
 }
 
-impl Target for PrometheusConfig {
+impl Target for PrometheusTarget {
     fn kind(&self) -> &'static str {
         "prometheus"
     }
@@ -156,37 +143,26 @@ impl Target for PrometheusConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({
-            "kind": "prometheus",
-            "url": self.url,
-            "query_url": self.base_url(),
-            "timeout": humantime::format_duration(self.timeout).to_string(),
-        });
-        if let Some(user) = &self.user {
-            v["user"] = serde_json::json!(user);
-        }
-        if self.password.is_some() {
-            v["password"] = serde_json::json!("***");
-        }
-        tsload_target::add_tls_settings(&mut v, &self.tls);
+        let mut v = tsload_target::settings_of(&KIND, &self.keys, Some(self.cfg.url.shown()));
+        v["query_url"] = self.cfg.base_url().into();
         v
     }
 
     fn url(&self) -> Option<&str> {
-        Some(self.url.shown())
+        Some(self.cfg.url.shown())
     }
 
     fn address(&self) -> Option<HostPort> {
-        HostPort::of_url(self.url.shown(), None)
+        HostPort::of_url(self.cfg.url.shown(), None)
     }
 
     fn set_url(&mut self, url: String) {
-        self.url = self.url.with_shown(&url);
+        self.cfg.url = self.cfg.url.with_shown(&url);
     }
 
     fn connect_via(&mut self, url: String, addr: std::net::SocketAddr) -> bool {
-        self.url = self.url.with_shown(&url);
-        self.connect_to = Some(addr);
+        self.cfg.url = self.cfg.url.with_shown(&url);
+        self.cfg.connect_to = Some(addr);
         true
     }
 
@@ -201,10 +177,10 @@ impl Target for PrometheusConfig {
 
     fn app_probe(&self) -> AppProbe {
         AppProbe::Http(HttpEndpoint {
-            url: self.base_url(),
-            tls: self.tls.clone(),
-            connect_to: if self.query_url.is_none() {
-                self.connect_to
+            url: self.cfg.base_url(),
+            tls: self.cfg.tls.clone(),
+            connect_to: if self.cfg.query_url.is_none() {
+                self.cfg.connect_to
             } else {
                 None
             },
@@ -216,7 +192,7 @@ impl Target for PrometheusConfig {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
-            let sink = PrometheusSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            let sink = PrometheusSink::new(self.cfg.clone()).map_err(EngineError::Prepare)?;
             run.into_engine(sink).await
         })
     }
@@ -249,7 +225,7 @@ impl Target for PrometheusConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let target = self.reader().map_err(EngineError::Prepare)?;
+            let target = self.cfg.reader().map_err(EngineError::Prepare)?;
             run.into_engine(target).await
         })
     }
@@ -270,8 +246,8 @@ mod tests {
         assert_eq!(v["url"], DEFAULT_URL);
         assert_eq!(v["query_url"], "http://127.0.0.1:9090");
         assert_eq!(v["timeout"], "30s");
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in PrometheusKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value = toml::from_str::<toml::Table>(&format!("v = {text}")).unwrap()["v"].clone();

@@ -8,7 +8,8 @@ use tsload_core::Delivery;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
-    KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word, WriteRun, same,
+    AtLeast, KeyDoc, KeyError, Keys, NonEmpty, QueryRun, Section, Target, TargetKind, Word,
+    WriteRun, same,
 };
 
 use crate::{JournalMode, SqliteConfig, SqliteQueryTarget, SqliteSink, Synchronous};
@@ -26,44 +27,23 @@ pub const DEFAULT_URL: &str = "sqlite:./tsload.db";
 /// `target.busy_timeout` when unset.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"sqlite:./tsload.db\""),
-        meaning: "the database file (`sqlite:./x.db`, `sqlite::memory:`)",
-    },
-    KeyDoc {
-        name: "delivery",
-        ty: "`exactly_once` | `at_least_once`",
-        default: KeyDefault::Toml("\"exactly_once\""),
-        meaning: "the ledger on or off",
-    },
-    KeyDoc {
-        name: "drop_existing",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "drop tsload's tables first",
-    },
-    KeyDoc {
-        name: "synchronous",
-        ty: "`off` | `normal` | `full`",
-        default: KeyDefault::Toml("\"normal\""),
-        meaning: "PRAGMA synchronous",
-    },
-    KeyDoc {
-        name: "journal_mode",
-        ty: "`wal` | `delete` | `memory`",
-        default: KeyDefault::Toml("\"wal\""),
-        meaning: "PRAGMA journal_mode",
-    },
-    KeyDoc {
-        name: "busy_timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"30s\""),
-        meaning: "wait for a locked database",
-    },
-];
+tsload_target::keys! {
+    /// `[target]` of `kind = "sqlite"`, as written.
+    pub struct SqliteKeys {
+        /// the database file (`sqlite:./x.db`, `sqlite::memory:`)
+        url: NonEmpty = NonEmpty::of(DEFAULT_URL);
+        /// the ledger on or off
+        delivery: Delivery = Delivery::ExactlyOnce;
+        /// drop tsload's tables first
+        drop_existing: bool = false;
+        /// PRAGMA synchronous
+        synchronous: Synchronous = Synchronous::Normal;
+        /// PRAGMA journal_mode
+        journal_mode: JournalMode = JournalMode::Wal;
+        /// wait for a locked database
+        busy_timeout: AtLeast<0> = AtLeast(DEFAULT_BUSY_TIMEOUT);
+    }
+}
 
 impl Word for Synchronous {
     const WORDS: &'static [(&'static str, Self)] = &[
@@ -91,37 +71,50 @@ impl TargetKind for SqliteKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        SqliteKeys::docs()
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let mut cfg = SqliteConfig::new(s.url(DEFAULT_URL)?);
-        cfg.drop_existing = s.flag("drop_existing", false)?;
-        cfg.synchronous = s.word("synchronous")?.unwrap_or_default();
-        cfg.journal_mode = s.word("journal_mode")?.unwrap_or_default();
-        cfg.busy_timeout = match s.duration("busy_timeout", Duration::ZERO)? {
-            None => DEFAULT_BUSY_TIMEOUT,
-            // SQLite takes its busy timeout in milliseconds as a C int.
-            Some(d) if d.as_millis() > i32::MAX as u128 => {
-                return Err(s.error(
-                    "busy_timeout",
-                    format!(
-                        "\"{}\" is too long; allowed: at most 24 days (SQLite counts it in \
-                         milliseconds in 32 bits)",
-                        s.text("busy_timeout")?.unwrap_or_default()
-                    ),
-                ));
-            }
-            Some(d) => d,
-        };
-        cfg.delivery = s.delivery(Delivery::ExactlyOnce)?;
+        let keys = SqliteKeys::read(s)?;
+        // SQLite takes its busy timeout in milliseconds as a C int.
+        if keys.busy_timeout.0.as_millis() > i32::MAX as u128 {
+            return Err(s.error(
+                "busy_timeout",
+                format!(
+                    "\"{}\" is too long; allowed: at most 24 days (SQLite counts it in \
+                     milliseconds in 32 bits)",
+                    s.text("busy_timeout")?.unwrap_or_default()
+                ),
+            ));
+        }
+        let mut cfg = SqliteConfig::new(keys.url.0.clone());
+        cfg.drop_existing = keys.drop_existing;
+        cfg.synchronous = keys.synchronous;
+        cfg.journal_mode = keys.journal_mode;
+        cfg.busy_timeout = keys.busy_timeout.0;
+        cfg.delivery = keys.delivery;
         // Each run gets a fresh ledger id when its sink is made (`Target::write`).
         cfg.run_id = 0;
-        Ok(Box::new(cfg))
+        Ok(Box::new(SqliteTarget { cfg, keys }))
     }
 }
 
-impl Target for SqliteConfig {
+/// A parsed `[target]` of kind sqlite: the sink's configuration and the keys it came from.
+#[derive(Debug, Clone)]
+pub struct SqliteTarget {
+    pub cfg: SqliteConfig,
+    keys: SqliteKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for SqliteTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+    }
+}
+
+impl Target for SqliteTarget {
     fn kind(&self) -> &'static str {
         "sqlite"
     }
@@ -135,31 +128,27 @@ impl Target for SqliteConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        serde_json::json!({
-            "kind": "sqlite", "url": self.url, "drop_existing": self.drop_existing,
-            "synchronous": self.synchronous.word(), "journal_mode": self.journal_mode.word(),
-            "busy_timeout": humantime::format_duration(self.busy_timeout).to_string(),
-            "delivery": self.delivery.as_str(),
-        })
+        tsload_target::settings_of(&KIND, &self.keys, Some(&self.cfg.url))
     }
 
     fn drop_existing(&self) -> Option<bool> {
-        Some(self.drop_existing)
+        Some(self.cfg.drop_existing)
     }
 
     fn set_drop_existing(&mut self, on: bool) {
-        self.drop_existing = on;
+        self.cfg.drop_existing = on;
+        self.keys.drop_existing = on;
     }
 
     fn has_ledger(&self) -> bool {
-        self.delivery == Delivery::ExactlyOnce
+        self.cfg.delivery == Delivery::ExactlyOnce
     }
 
     fn write<'a>(
         &'a self,
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
-        let mut cfg = self.clone();
+        let mut cfg = self.cfg.clone();
         cfg.run_id = run.run_id;
         Box::pin(run.into_engine(SqliteSink::new(cfg)))
     }
@@ -181,7 +170,7 @@ impl Target for SqliteConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let t = SqliteQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            let t = SqliteQueryTarget::new(&self.cfg).map_err(EngineError::Prepare)?;
             run.into_engine(t).await
         })
     }
@@ -206,8 +195,8 @@ mod tests {
         assert_eq!(v["delivery"], "exactly_once");
         assert!(t.has_ledger());
         // Each documented TOML default means the same as leaving the key out.
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in SqliteKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value: toml::Value =

@@ -18,6 +18,9 @@ pub const DEFAULT_MAX_SQL_LENGTH: usize = 1_048_576;
 /// Child tables per `CREATE TABLE` statement during prepare, by default.
 pub const DEFAULT_BATCH_CREATE_TBL_NUM: usize = 1000;
 
+/// `target.timeout` when unset: one request.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// TDengine's advice: "do not create more than 3000 tables per statement"
 /// (<https://docs.tdengine.com/tdengine-reference/sql-manual/manage-tables/>).
 pub const MAX_BATCH_CREATE_TBL_NUM: usize = 3000;
@@ -225,7 +228,7 @@ impl TdengineConfig {
             mode: InsertMode::default(),
             max_sql_length: DEFAULT_MAX_SQL_LENGTH,
             drop_existing: false,
-            request_timeout: Duration::from_secs(60),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 

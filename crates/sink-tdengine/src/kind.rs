@@ -1,19 +1,20 @@
 //! `target.kind = "tdengine"`: its keys, the pure parse of its section into a
 //! [`TdengineConfig`], and the runs it serves (the write sink, the read target).
 
-use std::time::Duration;
-
 use futures_util::future::LocalBoxFuture;
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
+use tsload_redact::Secret;
 use tsload_target::{
-    AppProbe, HostPort, KeyDefault, KeyDoc, KeyError, QueryRun, Section, Target, TargetKind, Word,
-    WriteRun, same,
+    AppProbe, AtLeast, HostPort, Int, KeyDoc, KeyError, Keys, QueryRun, Section, Target,
+    TargetKind, Url, Word, WriteRun, same,
 };
 
+use crate::config::DEFAULT_REQUEST_TIMEOUT;
 use crate::{
-    CacheModel, ChildTables, InsertMode, MAX_BATCH_CREATE_TBL_NUM, Precision, STMT2_UNAVAILABLE,
-    TdengineConfig, TdengineQueryTarget, TdengineSink,
+    CacheModel, ChildTables, DEFAULT_BATCH_CREATE_TBL_NUM, DEFAULT_MAX_SQL_LENGTH, InsertMode,
+    MAX_BATCH_CREATE_TBL_NUM, Precision, STMT2_UNAVAILABLE, TdengineConfig, TdengineQueryTarget,
+    TdengineSink,
 };
 
 /// The TDengine kind, as registered with the CLI.
@@ -32,93 +33,46 @@ const URL_PREFIXES: &[&str] = &["ws://", "wss://", "taos+ws://", "taos+wss://"];
 /// The longest `target.max_sql_length` taken (64 MiB).
 const MAX_MAX_SQL_LENGTH: i64 = 64 << 20;
 
-const KEYS: &[KeyDoc] = &[
-    KeyDoc {
-        name: "url",
-        ty: "string",
-        default: KeyDefault::Toml("\"ws://root:taosdata@127.0.0.1:6041\""),
-        meaning: "taosAdapter's WebSocket address (`ws://`, `wss://`, `taos+ws://` or \
-                  `taos+wss://`; a path names the database)",
-    },
-    KeyDoc {
-        name: "password",
-        ty: "string (`$NAME` reads the environment)",
-        default: KeyDefault::Unset,
-        meaning: "kept out of reports",
-    },
-    KeyDoc {
-        name: "drop_existing",
-        ty: "bool",
-        default: KeyDefault::Toml("false"),
-        meaning: "drop the database first (asks on another host)",
-    },
-    KeyDoc {
-        name: "precision",
-        ty: "`ms` | `us` | `ns`",
-        default: KeyDefault::Toml("\"ms\""),
-        meaning: "timestamp unit: the database's precision",
-    },
-    KeyDoc {
-        name: "timeout",
-        ty: "duration",
-        default: KeyDefault::Toml("\"1m\""),
-        meaning: "one request",
-    },
-    KeyDoc {
-        name: "database",
-        ty: "string",
-        default: KeyDefault::Said("the one the URL's path names, else `tsload`"),
-        meaning: "database",
-    },
-    KeyDoc {
-        name: "vgroups",
-        ty: "integer",
-        default: KeyDefault::Said("the server's"),
-        meaning: "CREATE DATABASE option",
-    },
-    KeyDoc {
-        name: "cachemodel",
-        ty: "`none` | `last_row` | `last_value` | `both`",
-        default: KeyDefault::Said("the server's"),
-        meaning: "CREATE DATABASE option",
-    },
-    KeyDoc {
-        name: "buffer",
-        ty: "integer",
-        default: KeyDefault::Said("the server's"),
-        meaning: "CREATE DATABASE option, MB",
-    },
-    KeyDoc {
-        name: "wal_level",
-        ty: "1 | 2",
-        default: KeyDefault::Said("the server's"),
-        meaning: "CREATE DATABASE option",
-    },
-    KeyDoc {
-        name: "child_tables",
-        ty: "`prepare` | `auto`",
-        default: KeyDefault::Toml("\"prepare\""),
-        meaning: "create tables before or while inserting",
-    },
-    KeyDoc {
-        name: "batch_create_tbl_num",
-        ty: "integer",
-        default: KeyDefault::Toml("1000"),
-        meaning: "tables per CREATE",
-    },
-    KeyDoc {
-        name: "mode",
-        ty: "`stmt` | `sql` | `schemaless`",
-        default: KeyDefault::Toml("\"stmt\""),
-        meaning: "insert API",
-    },
-    KeyDoc {
-        name: "max_sql_length",
-        ty: "integer",
-        default: KeyDefault::Toml("1048576"),
-        meaning: "split SQL inserts under it",
-    },
-];
+/// `target.batch_create_tbl_num`'s type.
+type BatchCreateTblNum = Int<1, { MAX_BATCH_CREATE_TBL_NUM as i64 }>;
+
+/// `target.max_sql_length`'s type.
+type MaxSqlLength = Int<1024, MAX_MAX_SQL_LENGTH>;
+
+tsload_target::keys! {
+    /// `[target]` of `kind = "tdengine"`, as written.
+    pub struct TdengineKeys {
+        /// taosAdapter's WebSocket address (`ws://`, `wss://`, `taos+ws://` or
+        /// `taos+wss://`; a path names the database)
+        url: Url = Url::of(DEFAULT_URL);
+        /// kept out of reports
+        password: Secret;
+        /// drop the database first (asks on another host)
+        drop_existing: bool = false;
+        /// timestamp unit: the database's precision
+        precision: Precision = Precision::Ms;
+        /// one request
+        timeout: AtLeast<1000> = AtLeast(DEFAULT_REQUEST_TIMEOUT);
+        /// database
+        database: String, "the one the URL's path names, else `tsload`";
+        /// CREATE DATABASE option
+        vgroups: Int<1, 1024>, "the server's";
+        /// CREATE DATABASE option
+        cachemodel: CacheModel, "the server's";
+        /// CREATE DATABASE option, MB
+        buffer: Int<3, 16_384>, "the server's";
+        /// CREATE DATABASE option
+        wal_level: Int<1, 2>, "the server's";
+        /// create tables before or while inserting
+        child_tables: ChildTables = ChildTables::Prepare;
+        /// tables per CREATE
+        batch_create_tbl_num: BatchCreateTblNum = Int(DEFAULT_BATCH_CREATE_TBL_NUM as i64);
+        /// insert API
+        mode: InsertMode = InsertMode::Stmt;
+        /// split SQL inserts under it
+        max_sql_length: MaxSqlLength = Int(DEFAULT_MAX_SQL_LENGTH as i64);
+    }
+}
 
 impl Word for Precision {
     const WORDS: &'static [(&'static str, Self)] = &[
@@ -164,45 +118,57 @@ impl TargetKind for TdengineKind {
     }
 
     fn keys(&self) -> &'static [KeyDoc] {
-        KEYS
+        TdengineKeys::docs()
     }
 
     fn parse(&self, s: &Section) -> Result<Box<dyn Target>, KeyError> {
-        let url = s.url_with_password(s.url(DEFAULT_URL)?, URL_PREFIXES)?;
-        let mut cfg = TdengineConfig::new(url);
-        if let Some(db) = s.text("database")? {
-            cfg.database = db.to_string();
-        }
-        let o = &mut cfg.db_options;
-        o.vgroups = s.int("vgroups", 1, 1024)?.map(|v| v as u32);
-        o.buffer = s.int("buffer", 3, 16_384)?.map(|v| v as u32);
-        o.wal_level = s.int("wal_level", 1, 2)?.map(|v| v as u8);
-        o.cachemodel = s.word("cachemodel")?;
-        o.precision = s.word("precision")?.unwrap_or_default();
-        cfg.child_tables = s.word("child_tables")?.unwrap_or_default();
-        if let Some(n) = s.int("batch_create_tbl_num", 1, MAX_BATCH_CREATE_TBL_NUM as i64)? {
-            cfg.batch_create_tbl_num = n as usize;
-        }
         if s.text("mode")? == Some(InsertMode::Stmt2.as_str()) {
             // Refused here, not when the run starts: validate says so (exit 2).
             return Err(s.error("mode", format!("\"stmt2\" {STMT2_UNAVAILABLE}")));
         }
-        cfg.mode = s.word("mode")?.unwrap_or_default();
-        if let Some(n) = s.int("max_sql_length", 1024, MAX_MAX_SQL_LENGTH)? {
-            cfg.max_sql_length = n as usize;
+        let keys = TdengineKeys::read(s)?;
+        let url = s.url_with_password(&keys.url.0, keys.password.as_ref(), URL_PREFIXES)?;
+        let mut cfg = TdengineConfig::new(url);
+        if let Some(db) = &keys.database {
+            cfg.database = db.clone();
         }
-        cfg.drop_existing = s.flag("drop_existing", false)?;
-        if let Some(d) = s.duration("timeout", Duration::from_millis(1))? {
-            cfg.request_timeout = d;
-        }
+        let o = &mut cfg.db_options;
+        // The ranges checked when read fit these types.
+        o.vgroups = keys.vgroups.map(|v| v.0 as u32);
+        o.buffer = keys.buffer.map(|v| v.0 as u32);
+        o.wal_level = keys.wal_level.map(|v| v.0 as u8);
+        o.cachemodel = keys.cachemodel;
+        o.precision = keys.precision;
+        cfg.child_tables = keys.child_tables;
+        cfg.batch_create_tbl_num = keys.batch_create_tbl_num.0 as usize;
+        cfg.mode = keys.mode;
+        cfg.max_sql_length = keys.max_sql_length.0 as usize;
+        cfg.drop_existing = keys.drop_existing;
+        cfg.request_timeout = keys.timeout.0;
         // The sink's own checks (the DSN; the database's name, and the DSN's database
         // against it), so that validate finds what the run would refuse.
         cfg.check().map_err(|e| s.error(e.key, e.message))?;
-        Ok(Box::new(cfg))
+        Ok(Box::new(TdengineTarget { cfg, keys }))
     }
 }
 
-impl Target for TdengineConfig {
+/// A parsed `[target]` of kind tdengine: the sink's configuration and the keys it came
+/// from.
+#[derive(Debug, Clone)]
+pub struct TdengineTarget {
+    pub cfg: TdengineConfig,
+    keys: TdengineKeys,
+}
+
+/// Two targets are the same when they configure the sink alike: a key set to what it
+/// defaults to is the same as the key left out.
+impl PartialEq for TdengineTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+    }
+}
+
+impl Target for TdengineTarget {
     fn kind(&self) -> &'static str {
         "tdengine"
     }
@@ -216,42 +182,34 @@ impl Target for TdengineConfig {
     }
 
     fn settings(&self) -> serde_json::Value {
-        let o = &self.db_options;
-        serde_json::json!({
-            "kind": "tdengine", "url": self.dsn, "database": self.database,
-            "vgroups": o.vgroups, "buffer": o.buffer, "wal_level": o.wal_level,
-            "cachemodel": o.cachemodel.map(CacheModel::as_str),
-            "precision": o.precision.as_str(),
-            "child_tables": self.child_tables.as_str(), "mode": self.mode.as_str(),
-            "batch_create_tbl_num": self.batch_create_tbl_num,
-            "max_sql_length": self.max_sql_length,
-            "drop_existing": self.drop_existing,
-            "timeout": humantime::format_duration(self.request_timeout).to_string(),
-        })
+        let mut v = tsload_target::settings_of(&KIND, &self.keys, Some(self.cfg.dsn.shown()));
+        v["database"] = self.cfg.database.clone().into();
+        v
     }
 
     fn url(&self) -> Option<&str> {
-        Some(self.dsn.shown())
+        Some(self.cfg.dsn.shown())
     }
 
     /// taosAdapter's port, 6041, where the DSN names none (`ws://` and `wss://` take 80
     /// and 443, as their schemes do).
     fn address(&self) -> Option<HostPort> {
-        let dsn = self.dsn.shown();
+        let dsn = self.cfg.dsn.shown();
         let web = dsn.starts_with("ws://") || dsn.starts_with("wss://");
         HostPort::of_url(dsn, (!web).then_some(6041))
     }
 
     fn set_url(&mut self, url: String) {
-        self.dsn = self.dsn.with_shown(&url);
+        self.cfg.dsn = self.cfg.dsn.with_shown(&url);
     }
 
     fn drop_existing(&self) -> Option<bool> {
-        Some(self.drop_existing)
+        Some(self.cfg.drop_existing)
     }
 
     fn set_drop_existing(&mut self, on: bool) {
-        self.drop_existing = on;
+        self.cfg.drop_existing = on;
+        self.keys.drop_existing = on;
     }
 
     /// TDengine has no transactions to record a batch in: no ledger (rows rewritten
@@ -269,7 +227,7 @@ impl Target for TdengineConfig {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(async move {
-            let sink = TdengineSink::new(self.clone()).map_err(EngineError::Prepare)?;
+            let sink = TdengineSink::new(self.cfg.clone()).map_err(EngineError::Prepare)?;
             run.into_engine(sink).await
         })
     }
@@ -280,8 +238,8 @@ impl Target for TdengineConfig {
         _time_bucket: bool,
     ) -> Result<tsload_query::Dialect, String> {
         Ok(tsload_query::Dialect::new(crate::render::TdengineSql {
-            precision: self.db_options.precision,
-            schemaless: self.mode == InsertMode::Schemaless,
+            precision: self.cfg.db_options.precision,
+            schemaless: self.cfg.mode == InsertMode::Schemaless,
         }))
     }
 
@@ -290,7 +248,7 @@ impl Target for TdengineConfig {
         run: QueryRun<'a>,
     ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
         Box::pin(async move {
-            let t = TdengineQueryTarget::new(self).map_err(EngineError::Prepare)?;
+            let t = TdengineQueryTarget::new(&self.cfg).map_err(EngineError::Prepare)?;
             run.into_engine(t).await
         })
     }
@@ -305,13 +263,21 @@ mod tests {
         Section::of_pairs("target", pairs)
     }
 
+    /// The sink's configuration of a parsed target.
+    fn cfg_of(t: &dyn Target) -> &TdengineConfig {
+        let any: &dyn std::any::Any = t;
+        &any.downcast_ref::<TdengineTarget>()
+            .expect("a TDengine target")
+            .cfg
+    }
+
     /// The DSN the driver is given.
     fn dsn_of(t: &dyn Target) -> String {
         let any: &dyn std::any::Any = t;
-        let cfg = any
-            .downcast_ref::<TdengineConfig>()
+        let target = any
+            .downcast_ref::<TdengineTarget>()
             .expect("a TDengine target");
-        cfg.dsn.expose().to_string()
+        target.cfg.dsn.expose().to_string()
     }
 
     fn parse(pairs: &[(&str, toml::Value)]) -> Result<Box<dyn Target>, KeyError> {
@@ -326,8 +292,7 @@ mod tests {
             t.settings(),
             serde_json::json!({
                 "kind": "tdengine", "url": "ws://root:***@127.0.0.1:6041",
-                "database": "tsload", "vgroups": null, "buffer": null, "wal_level": null,
-                "cachemodel": null, "precision": "ms", "child_tables": "prepare",
+                "database": "tsload", "precision": "ms", "child_tables": "prepare",
                 "mode": "stmt", "batch_create_tbl_num": 1000, "max_sql_length": 1048576,
                 "drop_existing": false, "timeout": "1m",
             })
@@ -349,10 +314,10 @@ mod tests {
             }))
         );
         // The defaults the sink's own constructor gives.
-        assert!(TdengineConfig::new(DEFAULT_URL).eq_dyn(t.as_ref()));
+        assert_eq!(cfg_of(t.as_ref()), &TdengineConfig::new(DEFAULT_URL));
         // Each documented TOML default means the same as leaving the key out.
-        for key in KEYS {
-            let KeyDefault::Toml(text) = key.default else {
+        for key in TdengineKeys::docs() {
+            let tsload_target::KeyDefault::Toml(text) = key.default else {
                 continue;
             };
             let value: toml::Value =
@@ -396,7 +361,7 @@ mod tests {
             t.settings(),
             serde_json::json!({
                 "kind": "tdengine", "url": "wss://bench:***@td.example:443/metrics",
-                "database": "metrics", "vgroups": 8, "buffer": 512, "wal_level": 2,
+                "password": "***", "database": "metrics", "vgroups": 8, "buffer": 512, "wal_level": 2,
                 "cachemodel": "last_row", "precision": "ns", "child_tables": "auto",
                 "mode": "schemaless", "batch_create_tbl_num": 3000,
                 "max_sql_length": 4_194_304, "drop_existing": true, "timeout": "1m 30s",
@@ -415,8 +380,8 @@ mod tests {
         by_hand.mode = InsertMode::Schemaless;
         by_hand.max_sql_length = 4_194_304;
         by_hand.drop_existing = true;
-        by_hand.request_timeout = Duration::from_secs(90);
-        assert!(by_hand.eq_dyn(t.as_ref()));
+        by_hand.request_timeout = std::time::Duration::from_secs(90);
+        assert_eq!(cfg_of(t.as_ref()), &by_hand);
         assert_eq!(
             t.tsbs_dialect(None, true),
             Ok(tsload_query::Dialect::new(crate::render::TdengineSql {

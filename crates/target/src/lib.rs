@@ -11,6 +11,7 @@
 //! sink.
 
 mod duration;
+mod keys;
 mod section;
 pub mod sql_tls;
 
@@ -25,7 +26,13 @@ use tsload_core::query::QueryWorkload;
 use tsload_core::query_engine::{QueryConfig, QueryOutcome};
 
 pub use duration::{DurationError, MAX_DURATION, parse_duration};
+pub use keys::{
+    AtLeast, HttpUrl, Int, KeyDefault, KeyDoc, KeyDocs, KeyValue, Keys, NonEmpty, TlsKeys, Url,
+    leak, toml_default, type_name,
+};
 pub use section::{KeyError, Section, Word};
+#[doc(hidden)]
+pub use serde_json;
 
 /// The kinds one build of tsload knows: the registered ones, those the build was made
 /// without (choosing one says why), and the kind of a scenario that names none.
@@ -126,27 +133,6 @@ pub struct NotBuilt {
     pub name: &'static str,
     pub url_schemes: &'static [&'static str],
     pub why: &'static str,
-}
-
-/// One key of a kind's `[target]` section: everything said about it, in one place.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyDoc {
-    pub name: &'static str,
-    /// The type as the reference shows it (`integer`, `` `a` | `b` ``).
-    pub ty: &'static str,
-    pub default: KeyDefault,
-    pub meaning: &'static str,
-}
-
-/// What a key is when a scenario leaves it out.
-#[derive(Debug, Clone, Copy)]
-pub enum KeyDefault {
-    /// Nothing: the feature is off or the figure is not used.
-    Unset,
-    /// The TOML value that means the same as leaving the key out.
-    Toml(&'static str),
-    /// Depends on other keys or on the server: said in words.
-    Said(&'static str),
 }
 
 /// A kind's keys split by the value of one of them: the chooser and, for each of its
@@ -528,15 +514,36 @@ impl Target for NullTarget {
     }
 }
 
-/// Adds the TLS settings that differ from the defaults (`ca_file`,
-/// `insecure_skip_verify`) to a target's [`Target::settings`].
-pub fn add_tls_settings(settings: &mut serde_json::Value, tls: &tsload_tls::TlsOptions) {
-    if let Some(ca) = &tls.ca_file {
-        settings["ca_file"] = serde_json::json!(ca.display().to_string());
+/// A target's settings as the plan shows them, derived from its keys: `kind`, each key's
+/// value (unset keys and those of the sets not chosen left out), and `url` as the target
+/// has it now
+/// (a delay proxy's, once pointed there).
+pub fn settings_of<K: Keys>(
+    kind: &dyn TargetKind,
+    keys: &K,
+    url: Option<&str>,
+) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    map.insert("kind".into(), kind.name().into());
+    keys.to_json(&mut map);
+    map.retain(|_, value| !value.is_null());
+    if let Some(sets) = kind.key_sets() {
+        let chosen = map
+            .get(sets.chooser)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string);
+        for (value, names) in sets.sets {
+            if chosen.as_deref() != Some(*value) {
+                for name in *names {
+                    map.remove(*name);
+                }
+            }
+        }
     }
-    if tls.insecure_skip_verify {
-        settings["insecure_skip_verify"] = serde_json::json!(true);
+    if let Some(url) = url {
+        map.insert("url".into(), tsload_redact::url(url).into());
     }
+    serde_json::Value::Object(map)
 }
 
 /// RFC 3986's unreserved characters: what [`percent_encode`] leaves as it is.

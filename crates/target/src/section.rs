@@ -103,19 +103,10 @@ impl Section {
         }
     }
 
-    /// `url`, or `default` when unset; an empty one is refused.
-    pub fn url(&self, default: &str) -> Result<String, KeyError> {
-        match self.text("url")? {
-            None => Ok(default.to_string()),
-            Some(u) if u.trim().is_empty() => Err(self.error("url", "must not be empty")),
-            Some(u) => Ok(u.to_string()),
-        }
-    }
-
     /// `key` as an HTTP URL (`url` of an HTTP target, or another address of it), `None`
     /// when unset: `http://` or `https://`, the scheme in any case and written
-    /// lower-case; `example` is the URL the error suggests.
-    pub fn http_url(&self, key: &str, example: &str) -> Result<Option<String>, KeyError> {
+    /// lower-case.
+    pub fn http_url(&self, key: &str) -> Result<Option<String>, KeyError> {
         let Some(text) = self.text(key)? else {
             return Ok(None);
         };
@@ -132,7 +123,7 @@ impl Section {
             return Err(self.error(
                 key,
                 format!(
-                    "\"{}\" is not an HTTP URL; write e.g. \"{example}\"",
+                    "\"{}\" is not an HTTP URL; write http://HOST:PORT or https://HOST:PORT",
                     tsload_redact::url(&url)
                 ),
             ));
@@ -140,11 +131,11 @@ impl Section {
         Ok(Some(url))
     }
 
-    /// A boolean, or `default`.
-    pub fn flag(&self, key: &str, default: bool) -> Result<bool, KeyError> {
+    /// A boolean, if set.
+    pub fn bool(&self, key: &str) -> Result<Option<bool>, KeyError> {
         match self.values.get(key) {
-            None => Ok(default),
-            Some(toml::Value::Boolean(b)) => Ok(*b),
+            None => Ok(None),
+            Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
             Some(other) => Err(self.error(
                 key,
                 format!("{} is not allowed; allowed: true or false", shown(other)),
@@ -250,7 +241,8 @@ impl Section {
     /// one of `schemes` (`postgres://`). From here on the URL's secrets are shown as `***`.
     pub fn url_with_password(
         &self,
-        url: String,
+        url: &str,
+        password: Option<&tsload_redact::Secret>,
         schemes: &[&str],
     ) -> Result<tsload_redact::SecretUrl, KeyError> {
         let Some(scheme) = schemes.iter().find(|s| url.starts_with(**s)) else {
@@ -259,7 +251,7 @@ impl Section {
                 format!("the URL must start with {}", schemes.join(" or ")),
             ));
         };
-        let Some(password) = self.secret("password")? else {
+        let Some(password) = password else {
             return Ok(tsload_redact::SecretUrl::new(url));
         };
         let rest = &url[scheme.len()..];
@@ -282,78 +274,6 @@ impl Section {
             crate::percent_encode(password.expose()),
             &rest[authority_end..]
         )))
-    }
-
-    /// `ca_file` and `insecure_skip_verify`, checked: the CA file must hold certificates,
-    /// the two exclude each other, and either needs a TLS URL (`tls_url`).
-    pub fn tls(&self, tls_url: bool) -> Result<tsload_tls::TlsOptions, KeyError> {
-        let insecure = self.flag("insecure_skip_verify", false)?;
-        let ca = self.text("ca_file")?;
-        if ca.is_some() && insecure {
-            return Err(self.error(
-                "ca_file",
-                "is pointless with insecure_skip_verify = true, which trusts any certificate; \
-                 give one of the two",
-            ));
-        }
-        let ca_file = match ca {
-            None => None,
-            Some(v) => {
-                let path = std::path::PathBuf::from(v);
-                tsload_tls::read_ca_file(&path)
-                    .map_err(|e| self.error("ca_file", e.to_string()))?;
-                Some(path)
-            }
-        };
-        if (ca_file.is_some() || insecure) && !tls_url {
-            let key = if ca_file.is_some() {
-                "ca_file"
-            } else {
-                "insecure_skip_verify"
-            };
-            return Err(self.error(
-                key,
-                "is a TLS setting, but target.url does not ask for TLS (use https://, or \
-                 sslmode/ssl-mode in a SQL URL)",
-            ));
-        }
-        Ok(tsload_tls::TlsOptions {
-            ca_file,
-            insecure_skip_verify: insecure,
-        })
-    }
-
-    /// A SQL URL with the TLS keys folded into its query: `ca_file` verifies the server
-    /// against that CA and its name, `insecure_skip_verify = true` encrypts without
-    /// checking. A URL that sets TLS keys itself keeps them, and then the keys are
-    /// refused (one place for one setting).
-    pub fn sql_url_with_tls(
-        &self,
-        url: tsload_redact::SecretUrl,
-        family: crate::sql_tls::SqlFamily,
-    ) -> Result<tsload_redact::SecretUrl, KeyError> {
-        let tls = self.tls(true)?;
-        let shown = crate::sql_tls::url_with_tls(url.shown().to_string(), family, &tls);
-        shown.map(|shown| url.with_shown(&shown)).map_err(|e| {
-            let key = if self.values.contains_key("ca_file") {
-                "ca_file"
-            } else {
-                "insecure_skip_verify"
-            };
-            self.error(
-                key,
-                format!(
-                    "target.url sets {} already; give TLS settings in one place (the URL, \
-                     or these keys)",
-                    e.key
-                ),
-            )
-        })
-    }
-
-    /// `delivery`, or `default`.
-    pub fn delivery(&self, default: Delivery) -> Result<Delivery, KeyError> {
-        Ok(self.word("delivery")?.unwrap_or(default))
     }
 }
 
@@ -404,8 +324,8 @@ mod tests {
             Ok(Some(Duration::from_secs(2)))
         );
         assert_eq!(s.int("n", 1, 10), Ok(Some(5)));
-        assert_eq!(s.flag("on", false), Ok(true));
-        assert_eq!(s.flag("off", false), Ok(false));
+        assert_eq!(s.bool("on"), Ok(Some(true)));
+        assert_eq!(s.bool("off"), Ok(None));
 
         let bad = section(&[
             ("mode", "c".into()),
@@ -428,12 +348,11 @@ mod tests {
             "value 50 is out of range; allowed: 1 to 10"
         );
         assert!(
-            bad.flag("on", false)
+            bad.bool("on")
                 .unwrap_err()
                 .message
                 .contains("true or false")
         );
-        assert_eq!(bad.url("x").unwrap_err().message, "must not be empty");
         assert_eq!(
             section(&[("wait", "1ms".into())])
                 .duration("wait", Duration::from_secs(1))
