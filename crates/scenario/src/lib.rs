@@ -609,6 +609,92 @@ impl Ctx<'_> {
             .map_err(|_| self.error(Some(&v.span()), key, "time is past year 2262".into()))
     }
 
+    /// `v`, or else the default the key reference documents for `key`
+    /// ([`sections::documented_default`]): the one place a scenario key's default is
+    /// written. A documented default that is missing or does not read is a bug, said so.
+    fn given_or_documented<'v, T>(
+        &self,
+        v: &'v Option<Spanned<T>>,
+        key: &str,
+    ) -> Result<std::borrow::Cow<'v, Spanned<T>>, ScenarioError>
+    where
+        T: serde::de::DeserializeOwned + Clone,
+    {
+        if let Some(v) = v {
+            return Ok(std::borrow::Cow::Borrowed(v));
+        }
+        let bug = |why: String| self.error(None, key, format!("{why} (a bug in tsload)"));
+        let value = sections::documented_default(key)
+            .ok_or_else(|| bug("the key reference documents no default".into()))?;
+        let value = T::deserialize(value)
+            .map_err(|e| bug(format!("the documented default does not read: {e}")))?;
+        Ok(std::borrow::Cow::Owned(Spanned::new(0..0, value)))
+    }
+
+    /// An integer in `lo..=hi`, or the documented default.
+    fn int_or_default(
+        &self,
+        v: &Option<Spanned<i64>>,
+        key: &str,
+        lo: i64,
+        hi: i64,
+    ) -> Result<i64, ScenarioError> {
+        self.int(&*self.given_or_documented(v, key)?, key, lo, hi)
+    }
+
+    /// A ratio in `0..=hi`, or the documented default.
+    fn ratio_or_default(
+        &self,
+        v: &Option<Spanned<f64>>,
+        key: &str,
+        hi: f64,
+    ) -> Result<f64, ScenarioError> {
+        self.ratio(&*self.given_or_documented(v, key)?, key, hi)
+    }
+
+    /// A duration of at least `min`, or the documented default.
+    fn duration_or_default(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+        min: Duration,
+    ) -> Result<Duration, ScenarioError> {
+        self.duration(&*self.given_or_documented(v, key)?, key, min)
+    }
+
+    /// A duration in nanoseconds ([`Self::duration_ns`]), or the documented default.
+    fn duration_ns_or_default(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+        min: Duration,
+    ) -> Result<i64, ScenarioError> {
+        self.duration_ns(&*self.given_or_documented(v, key)?, key, min)
+    }
+
+    /// A UTC time in nanoseconds since the epoch, or the documented default.
+    fn time_ns_or_default(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<i64, ScenarioError> {
+        self.time_ns(&*self.given_or_documented(v, key)?, key)
+    }
+
+    /// A bool, or the documented default.
+    fn flag_or_default(&self, v: &Option<Spanned<bool>>, key: &str) -> Result<bool, ScenarioError> {
+        Ok(*self.given_or_documented(v, key)?.get_ref())
+    }
+
+    /// A string, or the documented default.
+    fn text_or_default(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<String, ScenarioError> {
+        Ok(self.given_or_documented(v, key)?.get_ref().clone())
+    }
+
     /// An optional integer in `lo..=hi`.
     fn opt_int(
         &self,
@@ -638,27 +724,6 @@ impl Ctx<'_> {
         min: Duration,
     ) -> Result<Option<Duration>, ScenarioError> {
         v.as_ref().map(|v| self.duration(v, key, min)).transpose()
-    }
-
-    /// An optional duration in nanoseconds, as [`Self::duration_ns`].
-    fn opt_duration_ns(
-        &self,
-        v: &Option<Spanned<String>>,
-        key: &str,
-        min: Duration,
-    ) -> Result<Option<i64>, ScenarioError> {
-        v.as_ref()
-            .map(|v| self.duration_ns(v, key, min))
-            .transpose()
-    }
-
-    /// An optional UTC time in nanoseconds since the epoch.
-    fn opt_time_ns(
-        &self,
-        v: &Option<Spanned<String>>,
-        key: &str,
-    ) -> Result<Option<i64>, ScenarioError> {
-        v.as_ref().map(|v| self.time_ns(v, key)).transpose()
     }
 
     /// Closed loop without a rate, open loop at a positive, finite rate (`unit` per
@@ -969,16 +1034,9 @@ impl Ctx<'_> {
     }
 
     fn load(&self, l: &LoadSection) -> Result<LoadConfig, ScenarioError> {
-        let d = LoadConfig::default();
-        let workers = self
-            .opt_int(&l.workers, "load.workers", 1, 100_000)?
-            .map_or(d.workers, |v| v as usize);
-        let batch = self
-            .opt_int(&l.batch, "load.batch", 1, 10_000_000)?
-            .map_or(d.batch, |v| v as usize);
-        let in_flight = self
-            .opt_int(&l.in_flight, "load.in_flight", 1, 1024)?
-            .map_or(d.in_flight, |v| v as usize);
+        let workers = self.int_or_default(&l.workers, "load.workers", 1, 100_000)? as usize;
+        let batch = self.int_or_default(&l.batch, "load.batch", 1, 10_000_000)? as usize;
+        let in_flight = self.int_or_default(&l.in_flight, "load.in_flight", 1, 1024)? as usize;
         let mode = self.load_mode(&l.rate, "load.rate", "rows")?;
         let duration = self.opt_duration(&l.duration, "load.duration", Duration::from_millis(1))?;
         self.open_loop_fits(
@@ -1000,26 +1058,20 @@ impl Ctx<'_> {
             rows: self
                 .opt_int(&l.rows, "load.rows", 1, i64::MAX)?
                 .map(|v| v as u64),
-            report_interval: self
-                .opt_duration(
-                    &l.report_interval,
-                    "load.report_interval",
-                    Duration::from_millis(10),
-                )?
-                .unwrap_or(d.report_interval),
-            max_retries: self
-                .opt_int(&l.max_retries, "load.max_retries", 0, 1000)?
-                .map_or(d.max_retries, |v| v as u32),
-            retry_backoff: self
-                .opt_duration(&l.retry_backoff, "load.retry_backoff", Duration::ZERO)?
-                .unwrap_or(d.retry_backoff),
-            grace: self
-                .opt_duration(&l.grace, "load.grace", Duration::ZERO)?
-                .unwrap_or(d.grace),
-            drain: self
-                .opt_duration(&l.drain, "load.drain", Duration::ZERO)?
-                .unwrap_or(d.drain),
-            ..d
+            report_interval: self.duration_or_default(
+                &l.report_interval,
+                "load.report_interval",
+                Duration::from_millis(10),
+            )?,
+            max_retries: self.int_or_default(&l.max_retries, "load.max_retries", 0, 1000)? as u32,
+            retry_backoff: self.duration_or_default(
+                &l.retry_backoff,
+                "load.retry_backoff",
+                Duration::ZERO,
+            )?,
+            grace: self.duration_or_default(&l.grace, "load.grace", Duration::ZERO)?,
+            drain: self.duration_or_default(&l.drain, "load.drain", Duration::ZERO)?,
+            ..LoadConfig::default()
         })
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::sections::{NETWORK, NETWORK_BACKENDS, NetworkSection};
-use super::{Ctx, ScenarioError, flag};
+use super::{Ctx, ScenarioError};
 use crate::plan::{NetworkBackend, NetworkPlan, ProbeChoice, TargetPlan};
 
 impl Ctx<'_> {
@@ -26,12 +26,8 @@ impl Ctx<'_> {
             }
             Some(b) => self.choice(b, "network.backend", NETWORK_BACKENDS)?,
         };
-        let delay = self
-            .opt_duration(&n.delay, "network.delay", Duration::ZERO)?
-            .unwrap_or_default();
-        let jitter = self
-            .opt_duration(&n.jitter, "network.jitter", Duration::ZERO)?
-            .unwrap_or_default();
+        let delay = self.duration_or_default(&n.delay, "network.delay", Duration::ZERO)?;
+        let jitter = self.duration_or_default(&n.jitter, "network.jitter", Duration::ZERO)?;
         let tc_word = |v: &Spanned<String>, key: &str, word: &str| {
             tsload_netem::Spec::parse(&format!("{word} {}", v.get_ref()))
                 .map_err(|e| self.error(Some(&v.span()), key, e.to_string()))
@@ -69,23 +65,20 @@ impl Ctx<'_> {
         let (backend, spec, default_probe) =
             self.backend(section, backend, delay, jitter, target)?;
         let probe = self.probe(section, &backend, default_probe, target)?;
-        let probe_count = self
-            .opt_int(&n.probe_count, "network.probe_count", 1, 1_000_000)?
-            .map_or(100, |v| v as u64);
-        let probe_path = match &n.probe_path {
-            None => "/ping".to_string(),
-            Some(p) if p.get_ref().starts_with('/') => p.get_ref().clone(),
-            Some(p) => {
-                return Err(self.error(
-                    Some(&p.span()),
-                    "network.probe_path",
-                    format!(
-                        "\"{}\" must start with /, e.g. \"/ping\" or \"/health\"",
-                        p.get_ref()
-                    ),
-                ));
-            }
-        };
+        let probe_count =
+            self.int_or_default(&n.probe_count, "network.probe_count", 1, 1_000_000)? as u64;
+        let path = self.given_or_documented(&n.probe_path, "network.probe_path")?;
+        if !path.get_ref().starts_with('/') {
+            return Err(self.error(
+                Some(&path.span()),
+                "network.probe_path",
+                format!(
+                    "\"{}\" must start with /, e.g. \"/ping\" or \"/health\"",
+                    path.get_ref()
+                ),
+            ));
+        }
+        let probe_path = path.get_ref().clone();
         Ok(NetworkPlan {
             backend,
             delay,
@@ -197,7 +190,8 @@ impl Ctx<'_> {
                 NetworkBackend::Netem {
                     dev: dev.get_ref().clone(),
                     netns: n.netns.as_ref().map(|v| v.get_ref().clone()),
-                    allow_default_route: flag(&n.allow_default_route, false),
+                    allow_default_route: self
+                        .flag_or_default(&n.allow_default_route, "network.allow_default_route")?,
                 },
                 Some(spec),
                 ProbeChoice::Tcp,

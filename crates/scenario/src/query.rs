@@ -48,9 +48,7 @@ impl Ctx<'_> {
     /// The read stream's engine settings: workers, rate or closed loop, duration, limits.
     fn query_config(&self, q: &QuerySection) -> Result<tsload_core::QueryConfig, ScenarioError> {
         let mode = self.load_mode(&q.rate, "query.rate", "requests")?;
-        let workers = self
-            .opt_int(&q.workers, "query.workers", 1, 100_000)?
-            .map_or(1, |v| v as usize);
+        let workers = self.int_or_default(&q.workers, "query.workers", 1, 100_000)? as usize;
         let duration =
             self.opt_duration(&q.duration, "query.duration", Duration::from_millis(1))?;
         self.open_loop_fits(
@@ -67,17 +65,15 @@ impl Ctx<'_> {
             requests: self
                 .opt_int(&q.queries, "query.queries", 1, i64::MAX)?
                 .map(|v| v as u64),
-            report_interval: self
-                .opt_duration(
-                    &q.report_interval,
-                    "query.report_interval",
-                    Duration::from_millis(10),
-                )?
-                .unwrap_or(Duration::from_secs(1)),
+            report_interval: self.duration_or_default(
+                &q.report_interval,
+                "query.report_interval",
+                Duration::from_millis(10),
+            )?,
             max_errors: self
                 .opt_int(&q.max_errors, "query.max_errors", 0, i64::MAX)?
                 .map(|v| v as u64),
-            require_rows: flag(&q.require_rows, false),
+            require_rows: self.flag_or_default(&q.require_rows, "query.require_rows")?,
             loaders: self
                 .opt_int(&q.loaders, "query.loaders", 1, 1024)?
                 .map_or(workers.min(16), |v| v as usize),
@@ -154,8 +150,8 @@ impl Ctx<'_> {
             seed: seed.unwrap_or(t.seed),
             types,
             dialect,
-            time_bucket: flag(&q.time_bucket, false),
-            preload: flag(&q.preload, false),
+            time_bucket: self.flag_or_default(&q.time_bucket, "query.time_bucket")?,
+            preload: self.flag_or_default(&q.preload, "query.preload")?,
         })
     }
 
@@ -263,7 +259,7 @@ impl Ctx<'_> {
         })?;
         Ok(QueryWorkloadPlan::Oltp {
             config: c,
-            prepare: flag(&q.prepare, true),
+            prepare: self.flag_or_default(&q.prepare, "query.prepare")?,
         })
     }
 

@@ -454,7 +454,7 @@ section! {
         /// create and load the tables first
         prepare: bool = "bool", Toml("true"), OLTP;
         /// parallel loaders
-        loaders: i64 = "integer", Toml("1"), OLTP;
+        loaders: i64 = "integer", Said("`query.workers`, at most 16"), OLTP;
         /// rows per load INSERT
         load_batch_rows: i64 = "integer", Toml("1000"), OLTP;
         /// sysbench's `--tables`
@@ -648,6 +648,24 @@ pub static SECTIONS: LazyLock<[&SectionDoc; 8]> = LazyLock::new(|| {
         &TOP_LEVEL, &WORKLOAD, &*TARGET, &LOAD, &OUTPUT, &NETWORK, &MONITOR, &QUERY,
     ]
 });
+
+/// The default the reference documents for `key` (`section.key`, `[target]` aside), as a
+/// TOML value: what the parser reads when the key is left out, so that a default is
+/// written once, in its section's definition. `None` when the key has no TOML default.
+pub fn documented_default(key: &str) -> Option<toml::Value> {
+    let (section, name) = key.split_once('.')?;
+    let doc = SECTIONS
+        .iter()
+        .filter(|s| s.name == section && s.name != "target")
+        .flat_map(|s| s.keys.iter())
+        .find(|k| k.name == name)?;
+    let Toml(text) = doc.default else {
+        return None;
+    };
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()?
+        .remove("v")
+}
 
 /// The key reference, `docs/keys.md`, rendered from the definitions above.
 pub fn keys_markdown() -> String {

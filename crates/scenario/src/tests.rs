@@ -225,6 +225,35 @@ fn mode_write_sets_the_query_section_aside() {
 /// writes the new rendering (commit it) and fails.
 /// The reference is the full build's (this crate's tests register every kind).
 #[test]
+fn each_documented_default_is_what_the_parser_reads() {
+    // The parser reads a left-out key's default from its definition, so each one must
+    // read as TOML; a key without one has none there.
+    for section in sections::SECTIONS.iter().filter(|s| !s.name.is_empty()) {
+        for key in section.keys.iter().filter(|k| k.ty != "table") {
+            let full = format!("{}.{}", section.name, key.name);
+            let read = sections::documented_default(&full);
+            match key.default {
+                sections::KeyDefault::Toml(text) if section.name != "target" => {
+                    assert!(read.is_some(), "{full}: {text} does not read as TOML")
+                }
+                _ => assert_eq!(read, None, "{full}"),
+            }
+        }
+    }
+    // And the value read is the value documented: a scenario that sets nothing gets the
+    // defaults the reference shows.
+    let plan = parse("s.toml", "[workload]\nkind = \"custom\"\n", &[]).unwrap();
+    let WorkloadPlan::Custom { cfg, .. } = &plan.workload else {
+        panic!("a custom workload")
+    };
+    assert_eq!(
+        (cfg.seed, cfg.stable.as_str(), cfg.childtable_count),
+        (123, "meters", 10_000)
+    );
+    assert_eq!(plan.load.batch, 1000);
+}
+
+#[test]
 fn keys_reference_is_rendered_from_the_sections() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/keys.md");
     let rendered = keys_markdown();

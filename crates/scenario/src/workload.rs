@@ -32,34 +32,23 @@ pub(super) const COLUMN_TYPES: &[&str] = &[
 
 impl Ctx<'_> {
     pub(super) fn workload(&self, w: &WorkloadSection) -> Result<WorkloadPlan, ScenarioError> {
-        let kind = match &w.kind {
-            None => "cpu-only",
-            Some(k) => self.choice(k, "workload.kind", WORKLOAD_KINDS)?,
-        };
+        let kind = self.given_or_documented(&w.kind, "workload.kind")?;
+        let kind = self.choice(&kind, "workload.kind", WORKLOAD_KINDS)?;
         self.check_kind_keys(
             &WORKLOAD,
             kind,
             &format!("workload kind \"{kind}\""),
             w.present(),
         )?;
-        let seed = match &w.seed {
-            None => 123,
-            Some(s) => self.int(s, "workload.seed", 0, i64::MAX)? as u64,
-        };
+        let seed = self.int_or_default(&w.seed, "workload.seed", 0, i64::MAX)? as u64;
         if kind == "custom" {
             return self.custom(w, seed);
         }
         if kind == "file" {
             return self.file(w);
         }
-        let scale = match &w.scale {
-            None => 100,
-            Some(s) => self.int(s, "workload.scale", 1, u32::MAX as i64)? as u32,
-        };
-        let start_ns = match &w.start {
-            None => 1_451_606_400_000_000_000, // 2016-01-01T00:00:00Z, TSBS's default
-            Some(s) => self.time_ns(s, "workload.start")?,
-        };
+        let scale = self.int_or_default(&w.scale, "workload.scale", 1, u32::MAX as i64)? as u32;
+        let start_ns = self.time_ns_or_default(&w.start, "workload.start")?;
         let end_ns = match &w.end {
             None => start_ns.checked_add(86_400_000_000_000).ok_or_else(|| {
                 self.error(
@@ -79,10 +68,11 @@ impl Ctx<'_> {
                 "must be later than workload.start".into(),
             ));
         }
-        let interval_ns = match &w.interval {
-            None => 10_000_000_000,
-            Some(s) => self.duration_ns(s, "workload.interval", Duration::from_millis(1))?,
-        };
+        let interval_ns = self.duration_ns_or_default(
+            &w.interval,
+            "workload.interval",
+            Duration::from_millis(1),
+        )?;
         let churn = self.churn(w)?;
         let default_late = if kind == "iot" {
             IOT_ARRIVAL.out_of_order_ratio
@@ -97,35 +87,28 @@ impl Ctx<'_> {
             interval_ns,
             churn,
             arrival: self.arrival(w, default_late)?,
-            pods: self
-                .opt_int(&w.pods_per_host, "workload.pods_per_host", 1, 1_000_000)?
-                .map_or(1, |v| v as u32),
+            pods: self.int_or_default(&w.pods_per_host, "workload.pods_per_host", 1, 1_000_000)?
+                as u32,
             wave: self.wave(w)?,
         };
         Ok(match kind {
             "cpu-only" => WorkloadPlan::CpuOnly(tsbs),
             "devops" => WorkloadPlan::Devops(tsbs),
-            _ => {
-                let d = IotOptions::default();
-                let ratio = |v: &Option<Spanned<f64>>, key: &str, default: f64| {
-                    v.as_ref().map_or(Ok(default), |v| self.ratio(v, key, 1.0))
-                };
-                WorkloadPlan::Iot(
-                    tsbs,
-                    IotOptions {
-                        missing_field_ratio: ratio(
-                            &w.missing_field_ratio,
-                            "workload.missing_field_ratio",
-                            d.missing_field_ratio,
-                        )?,
-                        missing_row_ratio: ratio(
-                            &w.missing_row_ratio,
-                            "workload.missing_row_ratio",
-                            d.missing_row_ratio,
-                        )?,
-                    },
-                )
-            }
+            _ => WorkloadPlan::Iot(
+                tsbs,
+                IotOptions {
+                    missing_field_ratio: self.ratio_or_default(
+                        &w.missing_field_ratio,
+                        "workload.missing_field_ratio",
+                        1.0,
+                    )?,
+                    missing_row_ratio: self.ratio_or_default(
+                        &w.missing_row_ratio,
+                        "workload.missing_row_ratio",
+                        1.0,
+                    )?,
+                },
+            ),
         })
     }
 
@@ -145,12 +128,10 @@ impl Ctx<'_> {
                 "must not be empty".into(),
             ));
         }
-        let precision = match &w.precision {
-            None => "ns".to_string(),
-            Some(p) => self
-                .choice(p, "workload.precision", &["ns", "us", "ms", "s"])?
-                .to_string(),
-        };
+        let precision = self.given_or_documented(&w.precision, "workload.precision")?;
+        let precision = self
+            .choice(&precision, "workload.precision", &["ns", "us", "ms", "s"])?
+            .to_string();
         Ok(WorkloadPlan::File {
             path: path.get_ref().clone(),
             precision,
@@ -162,21 +143,17 @@ impl Ctx<'_> {
         let names: Vec<&str> = std::iter::once("walk")
             .chain(Shape::NAMES.iter().copied().filter(|n| *n != "random"))
             .collect();
-        let shape = match &w.shape {
-            None => return Ok(None),
-            Some(s) => match self.choice(s, "workload.shape", &names)? {
-                "walk" => return Ok(None),
-                name => Shape::from_name(name).unwrap_or_default(),
-            },
+        let shape = self.given_or_documented(&w.shape, "workload.shape")?;
+        let shape = match self.choice(&shape, "workload.shape", &names)? {
+            "walk" => return Ok(None),
+            name => Shape::from_name(name).unwrap_or_default(),
         };
-        let period_ns = match &w.shape_period {
-            None => DEFAULT_PERIOD_NS,
-            Some(s) => self.duration_ns(s, "workload.shape_period", Duration::from_millis(1))?,
-        };
-        let noise = match &w.shape_noise {
-            None => 0.0,
-            Some(v) => self.ratio(v, "workload.shape_noise", 1.0)?,
-        };
+        let period_ns = self.duration_ns_or_default(
+            &w.shape_period,
+            "workload.shape_period",
+            Duration::from_millis(1),
+        )?;
+        let noise = self.ratio_or_default(&w.shape_noise, "workload.shape_noise", 1.0)?;
         Ok(Some(Wave {
             shape,
             period_ns,
@@ -186,38 +163,33 @@ impl Ctx<'_> {
 
     /// `churn_ratio` per `churn_interval`.
     fn churn(&self, w: &WorkloadSection) -> Result<Option<Churn>, ScenarioError> {
-        let churn_interval_ns = match &w.churn_interval {
-            None => 600_000_000_000,
-            Some(s) => self.duration_ns(s, "workload.churn_interval", Duration::from_millis(1))?,
-        };
-        Ok(match &w.churn_ratio {
-            Some(r) if *r.get_ref() != 0.0 => {
-                let ratio = self.ratio(r, "workload.churn_ratio", 1.0)?;
-                Some(Churn::of_ratio(ratio, churn_interval_ns))
-            }
-            // churn_interval alone is the period of no churn: the stated default, a no-op.
-            _ => None,
-        })
+        let churn_interval_ns = self.duration_ns_or_default(
+            &w.churn_interval,
+            "workload.churn_interval",
+            Duration::from_millis(1),
+        )?;
+        let ratio = self.ratio_or_default(&w.churn_ratio, "workload.churn_ratio", 1.0)?;
+        // churn_interval alone is the period of no churn: the stated default, a no-op.
+        Ok((ratio != 0.0).then(|| Churn::of_ratio(ratio, churn_interval_ns)))
     }
 
     /// `out_of_order_ratio`, `out_of_order_max_steps` and `duplicate_ratio`.
     fn arrival(&self, w: &WorkloadSection, default_late: f64) -> Result<Arrival, ScenarioError> {
-        let d = Arrival::default();
         Ok(Arrival {
             out_of_order_ratio: self
                 .opt_ratio(&w.out_of_order_ratio, "workload.out_of_order_ratio", 1.0)?
                 .unwrap_or(default_late),
-            out_of_order_max_steps: self
-                .opt_int(
-                    &w.out_of_order_max_steps,
-                    "workload.out_of_order_max_steps",
-                    1,
-                    1_000_000,
-                )?
-                .map_or(IOT_ARRIVAL.out_of_order_max_steps, |v| v as u32),
-            duplicate_ratio: self
-                .opt_ratio(&w.duplicate_ratio, "workload.duplicate_ratio", 1.0)?
-                .unwrap_or(d.duplicate_ratio),
+            out_of_order_max_steps: self.int_or_default(
+                &w.out_of_order_max_steps,
+                "workload.out_of_order_max_steps",
+                1,
+                1_000_000,
+            )? as u32,
+            duplicate_ratio: self.ratio_or_default(
+                &w.duplicate_ratio,
+                "workload.duplicate_ratio",
+                1.0,
+            )?,
         })
     }
 
@@ -231,48 +203,42 @@ impl Ctx<'_> {
             None => (d.tags, Vec::new()),
             Some(c) => self.column_list(c, "workload.tags", 128)?,
         };
-        let text = |v: &Option<Spanned<String>>, default: String| {
-            v.as_ref().map_or(default, |s| s.get_ref().clone())
-        };
         let cfg = CustomConfig {
             seed,
-            stable: text(&w.stable, d.stable),
-            childtable_count: self
-                .opt_int(
-                    &w.childtable_count,
-                    "workload.childtable_count",
-                    1,
-                    u32::MAX as i64,
-                )?
-                .map_or(d.childtable_count, |v| v as u32),
-            childtable_prefix: text(&w.childtable_prefix, d.childtable_prefix),
-            insert_rows: self
-                .opt_int(&w.insert_rows, "workload.insert_rows", 1, i64::MAX)?
-                .map_or(d.insert_rows, |v| v as u64),
-            timestamp_step_ns: self
-                .opt_duration_ns(
-                    &w.timestamp_step,
-                    "workload.timestamp_step",
-                    Duration::from_nanos(1),
-                )?
-                .unwrap_or(d.timestamp_step_ns),
+            stable: self.text_or_default(&w.stable, "workload.stable")?,
+            childtable_count: self.int_or_default(
+                &w.childtable_count,
+                "workload.childtable_count",
+                1,
+                u32::MAX as i64,
+            )? as u32,
+            childtable_prefix: self
+                .text_or_default(&w.childtable_prefix, "workload.childtable_prefix")?,
+            insert_rows: self.int_or_default(&w.insert_rows, "workload.insert_rows", 1, i64::MAX)?
+                as u64,
+            timestamp_step_ns: self.duration_ns_or_default(
+                &w.timestamp_step,
+                "workload.timestamp_step",
+                Duration::from_nanos(1),
+            )?,
             start_timestamp_ns: self
-                .opt_time_ns(&w.start_timestamp, "workload.start_timestamp")?
-                .unwrap_or(d.start_timestamp_ns),
-            interlace_rows: self
-                .opt_int(
-                    &w.interlace_rows,
-                    "workload.interlace_rows",
-                    0,
-                    u32::MAX as i64,
-                )?
-                .map_or(d.interlace_rows, |v| v as u32),
-            disorder_ratio: self
-                .opt_ratio(&w.disorder_ratio, "workload.disorder_ratio", 100.0)?
-                .unwrap_or(d.disorder_ratio),
-            disorder_range_ns: self
-                .opt_duration_ns(&w.disorder_range, "workload.disorder_range", Duration::ZERO)?
-                .unwrap_or(d.disorder_range_ns),
+                .time_ns_or_default(&w.start_timestamp, "workload.start_timestamp")?,
+            interlace_rows: self.int_or_default(
+                &w.interlace_rows,
+                "workload.interlace_rows",
+                0,
+                u32::MAX as i64,
+            )? as u32,
+            disorder_ratio: self.ratio_or_default(
+                &w.disorder_ratio,
+                "workload.disorder_ratio",
+                100.0,
+            )?,
+            disorder_range_ns: self.duration_ns_or_default(
+                &w.disorder_range,
+                "workload.disorder_range",
+                Duration::ZERO,
+            )?,
             arrival: self.arrival(w, 0.0)?,
             churn: self.churn(w)?,
             columns,
