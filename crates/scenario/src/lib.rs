@@ -1006,7 +1006,7 @@ impl Ctx<'_> {
                 "monitor.systemd_unit",
             )?));
         }
-        let storage = m.storage.as_ref().is_some_and(|s| *s.get_ref());
+        let storage = self.flag_or_default(&m.storage, "monitor.storage")?;
         let selector = match given.len() {
             0 if storage && m.data_dir.is_none() => None,
             1 => Some(given.remove(0)),
@@ -1161,16 +1161,16 @@ impl Ctx<'_> {
             })?;
             fail_if.push(th);
         }
-        let progress = match &o.progress {
-            None => ProgressMode::Auto,
-            Some(p) => {
-                match self.choice(p, "output.progress", &["auto", "bar", "plain", "none"])? {
-                    "bar" => ProgressMode::Bar,
-                    "plain" => ProgressMode::Plain,
-                    "none" => ProgressMode::None,
-                    _ => ProgressMode::Auto,
-                }
-            }
+        let progress = self.given_or_documented(&o.progress, "output.progress")?;
+        let progress = match self.choice(
+            &progress,
+            "output.progress",
+            &["auto", "bar", "plain", "none"],
+        )? {
+            "bar" => ProgressMode::Bar,
+            "plain" => ProgressMode::Plain,
+            "none" => ProgressMode::None,
+            _ => ProgressMode::Auto,
         };
         Ok(OutputPlan {
             json: o.json.as_ref().map(|p| p.get_ref().into()),
@@ -1181,7 +1181,7 @@ impl Ctx<'_> {
             metrics_addr: None,
             shard: crate::plan::ShardRun::default(),
             raw_latencies: None,
-            verify: o.verify.as_ref().is_none_or(|v| *v.get_ref()),
+            verify: self.flag_or_default(&o.verify, "output.verify")?,
         })
     }
 }

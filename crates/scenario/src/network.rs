@@ -156,14 +156,13 @@ impl Ctx<'_> {
                     proxy_refusal(&host, "the proxy's address"),
                 ));
             }
-            let direction = match &n.direction {
-                None => tsload_proxy::Direction::Up,
-                Some(d) => match self.choice(d, "network.direction", &["up", "down", "both"])? {
+            let direction = self.given_or_documented(&n.direction, "network.direction")?;
+            let direction =
+                match self.choice(&direction, "network.direction", &["up", "down", "both"])? {
                     "down" => tsload_proxy::Direction::Down,
                     "both" => tsload_proxy::Direction::Both,
                     _ => tsload_proxy::Direction::Up,
-                },
-            };
+                };
             (NetworkBackend::Proxy { direction }, None, ProbeChoice::App)
         } else {
             let dev = n.dev.as_ref().ok_or_else(|| {
