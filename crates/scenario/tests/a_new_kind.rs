@@ -59,14 +59,6 @@ impl Target for EchoTarget {
         "echo"
     }
 
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        tsload_target::same(self, other)
-    }
-
     fn settings(&self) -> serde_json::Value {
         tsload_target::settings_of(&EchoKind, &self.keys, None)
     }

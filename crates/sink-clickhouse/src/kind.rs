@@ -10,7 +10,7 @@ use tsload_core::query_engine::QueryOutcome;
 use tsload_redact::Secret;
 use tsload_target::{
     AppProbe, AtLeast, HostPort, HttpEndpoint, HttpUrl, KeyDoc, KeyError, Keys, NonEmpty, QueryRun,
-    Section, Target, TargetKind, TlsKeys, WriteRun, same,
+    Section, Target, TargetKind, TlsKeys, WriteRun,
 };
 
 use crate::{ClickHouseConfig, ClickHouseQueryTarget, ClickHouseSink};
@@ -100,14 +100,6 @@ impl PartialEq for ClickHouseTarget {
 impl Target for ClickHouseTarget {
     fn kind(&self) -> &'static str {
         "clickhouse"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {

@@ -11,7 +11,7 @@ use tsload_core::query_engine::QueryOutcome;
 use tsload_redact::Secret;
 use tsload_target::{
     AppProbe, AtLeast, HostPort, HttpEndpoint, HttpUrl, KeyDoc, KeyError, KeySets, Keys, QueryRun,
-    Section, Target, TargetKind, TlsKeys, Word, WriteRun, same,
+    Section, Target, TargetKind, TlsKeys, Word, WriteRun,
 };
 
 use tsload_http::QueryApi;
@@ -170,14 +170,6 @@ impl PartialEq for InfluxTarget {
 impl Target for InfluxTarget {
     fn kind(&self) -> &'static str {
         "influx"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {

@@ -11,7 +11,7 @@ use tsload_redact::Secret;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
     AppProbe, AtLeast, HostPort, KeyDoc, KeyError, Keys, QueryRun, Section, Target, TargetKind,
-    TlsKeys, Url, Word, WriteRun, same,
+    TlsKeys, Url, Word, WriteRun,
 };
 
 use crate::{MysqlConfig, MysqlQueryTarget, MysqlSink, PrimaryKey, TransactionMode, TsType};
@@ -144,14 +144,6 @@ impl PartialEq for MysqlTarget {
 impl Target for MysqlTarget {
     fn kind(&self) -> &'static str {
         "mysql"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {

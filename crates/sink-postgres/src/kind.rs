@@ -11,7 +11,7 @@ use tsload_redact::Secret;
 use tsload_target::sql_tls::SqlFamily;
 use tsload_target::{
     AppProbe, AtLeast, HostPort, KeyDoc, KeyError, Keys, QueryRun, Section, Target, TargetKind,
-    TlsKeys, Url, WriteRun, same,
+    TlsKeys, Url, WriteRun,
 };
 
 use crate::{
@@ -121,14 +121,6 @@ impl PartialEq for PostgresTarget {
 impl Target for PostgresTarget {
     fn kind(&self) -> &'static str {
         "postgres"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {
@@ -328,7 +320,7 @@ mod tests {
         };
         assert_eq!(url.expose(), "postgres://u:p%40ss%2Fw%3Ard@h/db");
         // Moved to the proxy's address, it keeps the password.
-        let mut moved = t.clone_box();
+        let mut moved = t.clone();
         moved.set_url("postgres://u:***@127.0.0.1:40000/db".into());
         let AppProbe::Sql { url } = moved.app_probe() else {
             panic!("a SQL probe")

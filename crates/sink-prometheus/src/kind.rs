@@ -10,7 +10,7 @@ use tsload_core::query_engine::QueryOutcome;
 use tsload_redact::Secret;
 use tsload_target::{
     AppProbe, AtLeast, HostPort, HttpEndpoint, HttpUrl, KeyDoc, KeyError, Keys, QueryRun, Section,
-    Target, TargetKind, TlsKeys, WriteRun, same,
+    Target, TargetKind, TlsKeys, WriteRun,
 };
 
 use crate::{PrometheusConfig, PrometheusSink};
@@ -132,14 +132,6 @@ impl PrometheusConfig {
 impl Target for PrometheusTarget {
     fn kind(&self) -> &'static str {
         "prometheus"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {

@@ -9,7 +9,7 @@ use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::query_engine::QueryOutcome;
 use tsload_target::{
     AtLeast, KeyDoc, KeyError, Keys, NonEmpty, QueryRun, Section, Target, TargetKind, Word,
-    WriteRun, same,
+    WriteRun,
 };
 
 use crate::{JournalMode, SqliteConfig, SqliteQueryTarget, SqliteSink, Synchronous};
@@ -117,14 +117,6 @@ impl PartialEq for SqliteTarget {
 impl Target for SqliteTarget {
     fn kind(&self) -> &'static str {
         "sqlite"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {

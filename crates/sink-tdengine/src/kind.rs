@@ -7,7 +7,7 @@ use tsload_core::query_engine::QueryOutcome;
 use tsload_redact::Secret;
 use tsload_target::{
     AppProbe, AtLeast, HostPort, Int, KeyDoc, KeyError, Keys, QueryRun, Section, Target,
-    TargetKind, Url, Word, WriteRun, same,
+    TargetKind, Url, Word, WriteRun,
 };
 
 use crate::config::DEFAULT_REQUEST_TIMEOUT;
@@ -171,14 +171,6 @@ impl PartialEq for TdengineTarget {
 impl Target for TdengineTarget {
     fn kind(&self) -> &'static str {
         "tdengine"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(self.clone())
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {

@@ -307,15 +307,11 @@ impl QueryRun<'_> {
     }
 }
 
-/// A parsed, validated target: immutable settings of one kind.
-pub trait Target: fmt::Debug + Send + Sync + Any {
+/// A parsed, validated target: immutable settings of one kind. Cloned through
+/// `dyn-clone`, compared through [`TargetEq`] (any `PartialEq` target has both).
+pub trait Target: fmt::Debug + Send + Sync + Any + dyn_clone::DynClone + TargetEq {
     /// Its kind's name.
     fn kind(&self) -> &'static str;
-
-    fn clone_box(&self) -> Box<dyn Target>;
-
-    /// Equality with another target (of any kind): [`same`] for a `PartialEq` type.
-    fn eq_dyn(&self, other: &dyn Target) -> bool;
 
     /// Its settings as the plan and the reports show them, `kind` included.
     fn settings(&self) -> serde_json::Value;
@@ -426,18 +422,21 @@ pub trait Target: fmt::Debug + Send + Sync + Any {
     }
 }
 
-/// [`Target::eq_dyn`] for a target type with `PartialEq`.
-pub fn same<T: Target + PartialEq>(this: &T, other: &dyn Target) -> bool {
-    (other as &dyn Any)
-        .downcast_ref::<T>()
-        .is_some_and(|o| this == o)
+/// Equality with another target of any kind: false across kinds, the type's own
+/// `PartialEq` within one.
+pub trait TargetEq {
+    fn eq_dyn(&self, other: &dyn Target) -> bool;
 }
 
-impl Clone for Box<dyn Target> {
-    fn clone(&self) -> Self {
-        self.clone_box()
+impl<T: Target + PartialEq> TargetEq for T {
+    fn eq_dyn(&self, other: &dyn Target) -> bool {
+        (other as &dyn Any)
+            .downcast_ref::<T>()
+            .is_some_and(|o| self == o)
     }
 }
+
+dyn_clone::clone_trait_object!(Target);
 
 /// The `null` kind: stores nothing; measures the generator and engine alone.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -468,14 +467,6 @@ impl TargetKind for NullKind {
 impl Target for NullTarget {
     fn kind(&self) -> &'static str {
         "null"
-    }
-
-    fn clone_box(&self) -> Box<dyn Target> {
-        Box::new(*self)
-    }
-
-    fn eq_dyn(&self, other: &dyn Target) -> bool {
-        same(self, other)
     }
 
     fn settings(&self) -> serde_json::Value {
