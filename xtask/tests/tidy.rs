@@ -533,9 +533,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "core/src/query_engine.rs::run_worker",
     "netem/src/guard.rs::apply",
     "proxy/src/lane.rs::delay_line",
-    "report-html/src/page.rs::stream_block",
-    "report-html/src/shards.rs::stream_charts",
-    "report-html/src/sweep.rs::section",
     "workload/src/file/parse.rs::next",
 ];
 

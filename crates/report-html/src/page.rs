@@ -502,6 +502,16 @@ fn stream_block(
     let w = words(s);
     // Intervals read from an interval log count requests only.
     let unit = if from_log { "requests" } else { w.unit };
+    let id = |f: &str| format!("r{k}-{s}-{f}");
+    let _ = write!(out, "<h3>{}</h3><div class=\"cards\">", w.title);
+    figure_cards(out, &id, sv, &w);
+    outcome_cards(out, &id, sv);
+    let stop = sv.stop_reason.as_deref().unwrap_or("?");
+    card(out, &id("stop_reason"), "stopped", stop, stop, "");
+    out.push_str("</div>");
+    stream_notes(out, &id, sv);
+    let iv: Vec<&Interval> = all.iter().filter(|i| i.stream == s).collect();
+    let key = format!("r{k}-{s}");
     let rate = |i: &Interval| {
         if from_log {
             (i.interval_s >= 0.05).then(|| i.requests as f64 / i.interval_s)
@@ -509,9 +519,65 @@ fn stream_block(
             i.rate()
         }
     };
-    let count = |i: &Interval| if from_log { i.requests } else { i.count() };
-    let id = |f: &str| format!("r{k}-{s}-{f}");
-    let _ = write!(out, "<h3>{}</h3><div class=\"cards\">", w.title);
+    // The last interval ends with the run: shorter than half the others, its rate is
+    // a few requests over a sliver of time (a spike, or a fall), so it is not drawn.
+    let partial_last = partial_last(&iv);
+    let rates: Vec<Option<f64>> = iv
+        .iter()
+        .enumerate()
+        .map(|(n, i)| {
+            if partial_last && n + 1 == iv.len() {
+                None
+            } else {
+                rate(i)
+            }
+        })
+        .collect();
+    let drawn = rates.iter().filter(|r| r.is_some()).count();
+    if iv.is_empty() {
+        out.push_str(
+            "<p class=\"meta\">This report has no per-interval figures (a merged report, or one from an older tsload): no charts over time.</p>",
+        );
+    } else if drawn < 2 {
+        let _ = write!(
+            out,
+            "<p class=\"meta\" id=\"{key}-too-short\">The run lasted {:.3} s in {} \
+             interval(s): too short for charts over time; its figures are above.</p>",
+            sv.elapsed_s,
+            iv.len()
+        );
+    } else {
+        if partial_last {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"{key}-partial\">The last interval ({:.3} s) ended \
+                 with the run, shorter than half the others: its rate is not drawn.</p>",
+                iv.last().map_or(0.0, |i| i.interval_s)
+            );
+        }
+        if from_log {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"{key}-intervals-from\" data-value=\"{}\">The report has no \
+                 per-interval figures: these come from the interval log {}, which counts \
+                 requests and their latency (not rows).</p>",
+                esc(log.map_or("", |l| l.label.as_str())),
+                esc(log.map_or("", |l| l.label.as_str()))
+            );
+        }
+        interval_charts(out, &key, &iv, rates, unit);
+        let counts: Vec<u64> = iv
+            .iter()
+            .map(|i| if from_log { i.requests } else { i.count() })
+            .collect();
+        data.insert(key.clone(), interval_data(&iv, unit, counts));
+    }
+    spectrum(out, &key, sv, log);
+    client_block(out, &key, sv);
+}
+
+/// A stream's figure cards: rows, count, rate, latency, errors and retries.
+fn figure_cards(out: &mut String, id: &dyn Fn(&str) -> String, sv: &Stream, w: &StreamWords) {
     card(
         out,
         &id("rows"),
@@ -571,8 +637,11 @@ fn stream_block(
             "",
         );
     }
-    // What the server says it stored, beside what it acknowledged: a shortfall or an
-    // unknown count is said, never left out.
+}
+
+/// What the server says of a stream, beside what it acknowledged: stored, ambiguous and
+/// offered. A shortfall or an unknown count is said, never left out.
+fn outcome_cards(out: &mut String, id: &dyn Fn(&str) -> String, sv: &Stream) {
     if let Some((n, unit)) = sv.stored {
         card(
             out,
@@ -626,9 +695,10 @@ fn stream_block(
             "",
         );
     }
-    let stop = sv.stop_reason.as_deref().unwrap_or("?");
-    card(out, &id("stop_reason"), "stopped", stop, stop, "");
-    out.push_str("</div>");
+}
+
+/// A stream's shortfall, unknown stored count, fatal error and errors by kind.
+fn stream_notes(out: &mut String, id: &dyn Fn(&str) -> String, sv: &Stream) {
     for (class, why) in [
         ("SHORTFALL", &sv.stored_shortfall),
         ("stored not known", &sv.stored_error),
@@ -657,141 +727,100 @@ fn stream_block(
             esc(&list.join(", "))
         );
     }
+}
 
-    let iv: Vec<&Interval> = all.iter().filter(|i| i.stream == s).collect();
-    let key = format!("r{k}-{s}");
-    // The last interval ends with the run: shorter than half the others, its rate is
-    // a few requests over a sliver of time (a spike, or a fall), so it is not drawn.
-    let partial_last = partial_last(&iv);
-    let rate = |n: usize, i: &Interval| {
-        if partial_last && n + 1 == iv.len() {
-            None
-        } else {
-            rate(i)
-        }
-    };
-    let drawn = iv
-        .iter()
-        .enumerate()
-        .filter(|(n, i)| rate(*n, i).is_some())
-        .count();
-    if iv.is_empty() {
-        out.push_str(
-            "<p class=\"meta\">This report has no per-interval figures (a merged report, or one from an older tsload): no charts over time.</p>",
-        );
-    } else if drawn < 2 {
-        let _ = write!(
-            out,
-            "<p class=\"meta\" id=\"{key}-too-short\">The run lasted {:.3} s in {} \
-             interval(s): too short for charts over time; its figures are above.</p>",
-            sv.elapsed_s,
-            iv.len()
-        );
-    } else {
-        if partial_last {
-            let _ = write!(
-                out,
-                "<p class=\"meta\" id=\"{key}-partial\">The last interval ({:.3} s) ended \
-                 with the run, shorter than half the others: its rate is not drawn.</p>",
-                iv.last().map_or(0.0, |i| i.interval_s)
-            );
-        }
-        if from_log {
-            let _ = write!(
-                out,
-                "<p class=\"meta\" id=\"{key}-intervals-from\" data-value=\"{}\">The report has no \
-                 per-interval figures: these come from the interval log {}, which counts \
-                 requests and their latency (not rows).</p>",
-                esc(log.map_or("", |l| l.label.as_str())),
-                esc(log.map_or("", |l| l.label.as_str()))
-            );
-        }
-        let t: Vec<f64> = iv.iter().map(|i| i.elapsed_s).collect();
-        let marks: Vec<(u64, u64)> = iv.iter().map(|i| (i.errors, i.retries)).collect();
-        chart::time_chart(
-            out,
-            &format!("{key}-throughput"),
-            &key,
-            &format!("{unit} per second, per interval"),
-            "",
-            &t,
-            &[Line {
-                key: "rate",
-                label: &format!("{unit}/s"),
+/// The throughput and latency charts over a stream's intervals (`rates` per interval,
+/// `None` where not drawn).
+fn interval_charts(
+    out: &mut String,
+    key: &str,
+    iv: &[&Interval],
+    rates: Vec<Option<f64>>,
+    unit: &str,
+) {
+    let t: Vec<f64> = iv.iter().map(|i| i.elapsed_s).collect();
+    let marks: Vec<(u64, u64)> = iv.iter().map(|i| (i.errors, i.retries)).collect();
+    chart::time_chart(
+        out,
+        &format!("{key}-throughput"),
+        key,
+        &format!("{unit} per second, per interval"),
+        "",
+        &t,
+        &[Line {
+            key: "rate",
+            label: &format!("{unit}/s"),
+            class: "c0",
+            values: rates,
+            t: None,
+        }],
+        Scale::Linear,
+        Some(&marks),
+    );
+    let col =
+        |f: fn(&Interval) -> f64| -> Vec<Option<f64>> { iv.iter().map(|i| Some(f(i))).collect() };
+    chart::time_chart(
+        out,
+        &format!("{key}-latency"),
+        key,
+        "latency per interval (from the intended send time; log scale)",
+        " ms",
+        &t,
+        &[
+            Line {
+                key: "p50_ms",
+                label: "p50",
                 class: "c0",
-                values: iv.iter().enumerate().map(|(n, i)| rate(n, i)).collect(),
+                values: col(|i| i.p50_ms),
                 t: None,
-            }],
-            Scale::Linear,
-            Some(&marks),
-        );
-        let col = |f: fn(&Interval) -> f64| -> Vec<Option<f64>> {
-            iv.iter().map(|i| Some(f(i))).collect()
-        };
-        chart::time_chart(
-            out,
-            &format!("{key}-latency"),
-            &key,
-            "latency per interval (from the intended send time; log scale)",
-            " ms",
-            &t,
-            &[
-                Line {
-                    key: "p50_ms",
-                    label: "p50",
-                    class: "c0",
-                    values: col(|i| i.p50_ms),
-                    t: None,
-                },
-                Line {
-                    key: "p99_ms",
-                    label: "p99",
-                    class: "c1",
-                    values: col(|i| i.p99_ms),
-                    t: None,
-                },
-                Line {
-                    key: "p999_ms",
-                    label: "p99.9",
-                    class: "c2",
-                    values: col(|i| i.p999_ms),
-                    t: None,
-                },
-                Line {
-                    key: "max_ms",
-                    label: "max",
-                    class: "c3",
-                    values: col(|i| i.max_ms),
-                    t: None,
-                },
-            ],
-            Scale::Log,
-            Some(&marks),
-        );
-        let column = |f: fn(&Interval) -> Value| Value::Array(iv.iter().map(|i| f(i)).collect());
-        let counts = Value::Array(iv.iter().map(|i| json!(count(i))).collect());
-        data.insert(
-            key.clone(),
-            json!({
-                "unit": unit,
-                "elapsed_s": column(|i| json!(i.elapsed_s)),
-                "interval_s": column(|i| json!(i.interval_s)),
-                "requests": column(|i| json!(i.requests)),
-                "rows": column(|i| json!(i.rows)),
-                "metrics": counts,
-                "errors": column(|i| json!(i.errors)),
-                "retries": column(|i| json!(i.retries)),
-                "p50_ms": column(|i| json!(i.p50_ms)),
-                "p99_ms": column(|i| json!(i.p99_ms)),
-                "p999_ms": column(|i| json!(i.p999_ms)),
-                "max_ms": column(|i| json!(i.max_ms)),
-                "service_p50_ms": column(|i| json!(i.service_p50_ms)),
-                "service_p99_ms": column(|i| json!(i.service_p99_ms)),
-            }),
-        );
-    }
-    spectrum(out, &key, sv, log);
-    client_block(out, &key, sv);
+            },
+            Line {
+                key: "p99_ms",
+                label: "p99",
+                class: "c1",
+                values: col(|i| i.p99_ms),
+                t: None,
+            },
+            Line {
+                key: "p999_ms",
+                label: "p99.9",
+                class: "c2",
+                values: col(|i| i.p999_ms),
+                t: None,
+            },
+            Line {
+                key: "max_ms",
+                label: "max",
+                class: "c3",
+                values: col(|i| i.max_ms),
+                t: None,
+            },
+        ],
+        Scale::Log,
+        Some(&marks),
+    );
+}
+
+/// A stream's intervals as the page's data: one array per figure (`counts`: the rows, or
+/// requests when the intervals come from an interval log).
+fn interval_data(iv: &[&Interval], unit: &str, counts: Vec<u64>) -> Value {
+    let column = |f: fn(&Interval) -> Value| Value::Array(iv.iter().map(|i| f(i)).collect());
+    json!({
+            "unit": unit,
+            "elapsed_s": column(|i| json!(i.elapsed_s)),
+            "interval_s": column(|i| json!(i.interval_s)),
+            "requests": column(|i| json!(i.requests)),
+            "rows": column(|i| json!(i.rows)),
+            "metrics": json!(counts),
+            "errors": column(|i| json!(i.errors)),
+            "retries": column(|i| json!(i.retries)),
+            "p50_ms": column(|i| json!(i.p50_ms)),
+            "p99_ms": column(|i| json!(i.p99_ms)),
+            "p999_ms": column(|i| json!(i.p999_ms)),
+            "max_ms": column(|i| json!(i.max_ms)),
+            "service_p50_ms": column(|i| json!(i.service_p50_ms)),
+            "service_p99_ms": column(|i| json!(i.service_p99_ms)),
+    })
 }
 
 /// The percentile spectrum of corrected latency and service time: from the interval log's

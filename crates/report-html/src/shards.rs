@@ -188,25 +188,7 @@ fn stream_charts(
     data: &mut serde_json::Map<String, Value>,
 ) {
     // Each shard's JSON intervals of the stream and the time its load started.
-    let per: Vec<(usize, &ReportView<'_>, Vec<&Interval>, f64)> = shards
-        .iter()
-        .map(|(k, v)| {
-            let first = v.streams.first().is_some_and(|s| s.name == stream);
-            let iv: Vec<&Interval> = v
-                .intervals
-                .iter()
-                .filter(|i| i.stream == stream && !(first && v.from_log))
-                .collect();
-            let start = v
-                .started_at
-                .as_deref()
-                .and_then(parse_rfc3339)
-                .or_else(|| v.hlog.map(|l| l.base_s))
-                .unwrap_or(0.0);
-            (*k, *v, iv, start)
-        })
-        .filter(|(_, _, iv, _)| !iv.is_empty())
-        .collect();
+    let per = shard_intervals(stream, shards);
     if per.len() < 2 {
         return;
     }
@@ -223,85 +205,12 @@ fn stream_charts(
         return;
     }
     let slot_of = |end: f64| ((end - t0) / length).round() as i64;
-    let mut slots: BTreeMap<i64, Slot> = BTreeMap::new();
-    for (k, _, iv, start) in &per {
-        for (i, x) in iv.iter().enumerate() {
-            let s = slots.entry(slot_of(start + x.elapsed_s)).or_default();
-            // The set's totals were checked to fit (`find`): these never saturate.
-            s.requests = s.requests.saturating_add(x.requests);
-            s.rows = s.rows.saturating_add(x.rows);
-            s.count = s.count.saturating_add(x.count());
-            s.errors = s.errors.saturating_add(x.errors);
-            s.retries = s.retries.saturating_add(x.retries);
-            s.length = s.length.max(x.interval_s);
-            s.from.push((*k, i));
-        }
-    }
+    let mut slots = shard_slots(&per, &slot_of);
     // The merged latency: the shards' logs added per slot, or the merged report's log.
-    let is_log_stream = |v: &ReportView<'_>| v.streams.first().is_some_and(|s| s.name == stream);
-    let logs: Vec<(usize, &crate::Hlog)> = if shards
-        .iter()
-        .all(|(_, v)| v.hlog.is_some() && is_log_stream(v))
-    {
-        shards
-            .iter()
-            .filter_map(|(k, v)| Some((*k, v.hlog?)))
-            .collect()
-    } else {
-        merged
-            .filter(|(_, v)| is_log_stream(v))
-            .and_then(|(k, v)| Some((k, v.hlog?)))
-            .into_iter()
-            .collect()
-    };
-    let latency_source = match logs.len() {
-        0 => None,
-        1 => Some(format!(
-            "the merged report's interval log {}",
-            logs[0].1.label
-        )),
-        _ => Some("the shards' interval logs, added".to_string()),
-    };
-    for (k, log) in &logs {
-        for (i, x) in log.intervals.iter().enumerate() {
-            let end = log.base_s + x.start_s + x.length_s;
-            let Some(s) = slots.get_mut(&slot_of(end)) else {
-                continue;
-            };
-            s.log_from.push((*k, i));
-            for (payload, into) in [
-                (Some(&x.latency), &mut s.latency),
-                (x.service.as_ref(), &mut s.service),
-            ] {
-                let Some(h) = payload.and_then(|p| tsload_report::hlog::decode_checked(p).ok())
-                else {
-                    continue;
-                };
-                let into = into.get_or_insert_with(tsload_core::recorder::new_histogram);
-                // Checked when the log was read: its whole sum fits.
-                let _ = add(into, &h);
-            }
-        }
-    }
-    let points: Vec<(Interval, &Slot)> = slots
-        .iter()
-        .map(|(slot, s)| {
-            let mut iv = summarize(stream, s.latency.as_ref(), s.service.as_ref());
-            iv.elapsed_s = round_us(*slot as f64 * length);
-            iv.interval_s = round_us(s.length);
-            iv.requests = s.requests;
-            iv.rows = s.rows;
-            if stream == StreamKind::Query {
-                iv.statements = Some(s.count);
-            } else {
-                iv.metrics = Some(s.count);
-            }
-            iv.errors = s.errors;
-            iv.retries = s.retries;
-            (iv, s)
-        })
-        .collect();
-    let has_latency = latency_source.is_some();
+    let logs = merged_logs(stream, shards, merged);
+    add_logs(&mut slots, &logs, &slot_of);
+    let points = merged_points(stream, &slots, length);
+    let has_latency = !logs.is_empty();
     let unit = if stream == StreamKind::Query {
         "statements"
     } else {
@@ -309,35 +218,8 @@ fn stream_charts(
     };
     let t: Vec<f64> = points.iter().map(|(i, _)| i.elapsed_s).collect();
     let key = format!("merge-{stream}");
-    let shard_t = |iv: &[&Interval], start: f64| -> Option<Vec<f64>> {
-        Some(
-            iv.iter()
-                .map(|i| round_us(start - t0 + i.elapsed_s))
-                .collect(),
-        )
-    };
-    let lines = |f: &dyn Fn(&Interval) -> Option<f64>, merged: bool| -> Vec<Line<'_>> {
-        let mut lines: Vec<Line<'_>> = Vec::new();
-        for (n, (_, v, iv, start)) in per.iter().enumerate() {
-            lines.push(Line {
-                key: v.label.as_str(),
-                label: v.label.as_str(),
-                class: CLASSES[n % CLASSES.len()],
-                values: iv.iter().map(|i| f(i)).collect(),
-                t: shard_t(iv, *start),
-            });
-        }
-        // Last, so drawn first: the shards' lines stay visible where they meet it.
-        if merged {
-            lines.push(Line {
-                key: "merged",
-                label: "merged",
-                class: "merged",
-                values: points.iter().map(|(i, _)| f(i)).collect(),
-                t: None,
-            });
-        }
-        lines
+    let lines = |f: &dyn Fn(&Interval) -> Option<f64>, merged: bool| {
+        chart_lines(&per, &points, t0, f, merged)
     };
     let marks: Vec<(u64, u64)> = points.iter().map(|(i, _)| (i.errors, i.retries)).collect();
     let _ = write!(
@@ -360,22 +242,7 @@ fn stream_charts(
         Scale::Linear,
         Some(&marks),
     );
-    match &latency_source {
-        Some(src) => {
-            let _ = write!(
-                out,
-                "<p class=\"meta\" id=\"{key}-latency-source\" data-value=\"{}\">The merged line's \
-                 latency comes from {}.</p>",
-                if logs.len() == 1 { "merged" } else { "shards" },
-                esc(src)
-            );
-        }
-        None => out.push_str(
-            "<p class=\"meta\">The merged line's latency per interval needs histograms: give \
-             each shard's interval log (<code>--hlog</code>, in the reports' order) or the \
-             merged one; the shards' own lines are drawn.</p>",
-        ),
-    }
+    latency_note(out, &key, &logs);
     for (q, label, f) in [
         (
             "p50",
@@ -396,6 +263,207 @@ fn stream_charts(
             None,
         );
     }
+    data.insert(key, merged_data(&points, unit, has_latency));
+}
+
+/// A shard's JSON intervals of one stream and the time its load started (seconds since
+/// the epoch).
+type ShardIntervals<'a, 'v> = (usize, &'a ReportView<'v>, Vec<&'a Interval>, f64);
+
+/// Each shard's intervals of `stream` (none for a stream its interval log stands in
+/// for) and its start; shards without any left out.
+fn shard_intervals<'a, 'v>(
+    stream: StreamKind,
+    shards: &'a [(usize, &'a ReportView<'v>)],
+) -> Vec<ShardIntervals<'a, 'v>> {
+    shards
+        .iter()
+        .map(|(k, v)| {
+            let first = v.streams.first().is_some_and(|s| s.name == stream);
+            let iv: Vec<&Interval> = v
+                .intervals
+                .iter()
+                .filter(|i| i.stream == stream && !(first && v.from_log))
+                .collect();
+            let start = v
+                .started_at
+                .as_deref()
+                .and_then(parse_rfc3339)
+                .or_else(|| v.hlog.map(|l| l.base_s))
+                .unwrap_or(0.0);
+            (*k, *v, iv, start)
+        })
+        .filter(|(_, _, iv, _)| !iv.is_empty())
+        .collect()
+}
+
+/// One line of `f` per shard over its own intervals, and the merged run's when `merged`:
+/// last, so drawn first, and the shards' lines stay visible where they meet it.
+fn chart_lines<'p>(
+    per: &'p [ShardIntervals<'_, '_>],
+    points: &[(Interval, &Slot)],
+    t0: f64,
+    f: &dyn Fn(&Interval) -> Option<f64>,
+    merged: bool,
+) -> Vec<Line<'p>> {
+    let mut lines: Vec<Line<'p>> = Vec::new();
+    for (n, (_, v, iv, start)) in per.iter().enumerate() {
+        lines.push(Line {
+            key: v.label.as_str(),
+            label: v.label.as_str(),
+            class: CLASSES[n % CLASSES.len()],
+            values: iv.iter().map(|i| f(i)).collect(),
+            t: Some(
+                iv.iter()
+                    .map(|i| round_us(start - t0 + i.elapsed_s))
+                    .collect(),
+            ),
+        });
+    }
+    if merged {
+        lines.push(Line {
+            key: "merged",
+            label: "merged",
+            class: "merged",
+            values: points.iter().map(|(i, _)| f(i)).collect(),
+            t: None,
+        });
+    }
+    lines
+}
+
+/// Where the merged line's latency comes from, or why it has none.
+fn latency_note(out: &mut String, key: &str, logs: &[(usize, &crate::Hlog)]) {
+    let latency_source = match logs.len() {
+        0 => None,
+        1 => Some(format!(
+            "the merged report's interval log {}",
+            logs[0].1.label
+        )),
+        _ => Some("the shards' interval logs, added".to_string()),
+    };
+    match &latency_source {
+        Some(src) => {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"{key}-latency-source\" data-value=\"{}\">The merged line's \
+                 latency comes from {}.</p>",
+                if logs.len() == 1 { "merged" } else { "shards" },
+                esc(src)
+            );
+        }
+        None => out.push_str(
+            "<p class=\"meta\">The merged line's latency per interval needs histograms: give \
+             each shard's interval log (<code>--hlog</code>, in the reports' order) or the \
+             merged one; the shards' own lines are drawn.</p>",
+        ),
+    }
+}
+
+/// The shards' intervals summed into the slots their ends fall in.
+fn shard_slots(
+    per: &[ShardIntervals<'_, '_>],
+    slot_of: &dyn Fn(f64) -> i64,
+) -> BTreeMap<i64, Slot> {
+    let mut slots: BTreeMap<i64, Slot> = BTreeMap::new();
+    for (k, _, iv, start) in per {
+        for (i, x) in iv.iter().enumerate() {
+            let s = slots.entry(slot_of(start + x.elapsed_s)).or_default();
+            // The set's totals were checked to fit (`find`): these never saturate.
+            s.requests = s.requests.saturating_add(x.requests);
+            s.rows = s.rows.saturating_add(x.rows);
+            s.count = s.count.saturating_add(x.count());
+            s.errors = s.errors.saturating_add(x.errors);
+            s.retries = s.retries.saturating_add(x.retries);
+            s.length = s.length.max(x.interval_s);
+            s.from.push((*k, i));
+        }
+    }
+    slots
+}
+
+/// The interval logs whose histograms give the merged line's latency: every shard's when
+/// each has one, else the merged report's, else none.
+fn merged_logs<'a>(
+    stream: StreamKind,
+    shards: &[(usize, &'a ReportView<'_>)],
+    merged: Option<(usize, &'a ReportView<'_>)>,
+) -> Vec<(usize, &'a crate::Hlog)> {
+    let is_log_stream = |v: &ReportView<'_>| v.streams.first().is_some_and(|s| s.name == stream);
+    if shards
+        .iter()
+        .all(|(_, v)| v.hlog.is_some() && is_log_stream(v))
+    {
+        shards
+            .iter()
+            .filter_map(|(k, v)| Some((*k, v.hlog?)))
+            .collect()
+    } else {
+        merged
+            .filter(|(_, v)| is_log_stream(v))
+            .and_then(|(k, v)| Some((k, v.hlog?)))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Adds each log interval's histograms to the slot its end falls in.
+fn add_logs(
+    slots: &mut BTreeMap<i64, Slot>,
+    logs: &[(usize, &crate::Hlog)],
+    slot_of: &dyn Fn(f64) -> i64,
+) {
+    for (k, log) in logs {
+        for (i, x) in log.intervals.iter().enumerate() {
+            let end = log.base_s + x.start_s + x.length_s;
+            let Some(s) = slots.get_mut(&slot_of(end)) else {
+                continue;
+            };
+            s.log_from.push((*k, i));
+            for (payload, into) in [
+                (Some(&x.latency), &mut s.latency),
+                (x.service.as_ref(), &mut s.service),
+            ] {
+                let Some(h) = payload.and_then(|p| tsload_report::hlog::decode_checked(p).ok())
+                else {
+                    continue;
+                };
+                let into = into.get_or_insert_with(tsload_core::recorder::new_histogram);
+                // Checked when the log was read: its whole sum fits.
+                let _ = add(into, &h);
+            }
+        }
+    }
+}
+
+/// The merged run's points: one interval per slot, `length` apart.
+fn merged_points(
+    stream: StreamKind,
+    slots: &BTreeMap<i64, Slot>,
+    length: f64,
+) -> Vec<(Interval, &Slot)> {
+    slots
+        .iter()
+        .map(|(slot, s)| {
+            let mut iv = summarize(stream, s.latency.as_ref(), s.service.as_ref());
+            iv.elapsed_s = round_us(*slot as f64 * length);
+            iv.interval_s = round_us(s.length);
+            iv.requests = s.requests;
+            iv.rows = s.rows;
+            if stream == StreamKind::Query {
+                iv.statements = Some(s.count);
+            } else {
+                iv.metrics = Some(s.count);
+            }
+            iv.errors = s.errors;
+            iv.retries = s.retries;
+            (iv, s)
+        })
+        .collect()
+}
+
+/// The merged points as the page's data, each naming the shard and log intervals it holds.
+fn merged_data(points: &[(Interval, &Slot)], unit: &str, has_latency: bool) -> Value {
     let pct = |f: fn(&Interval) -> f64| -> Value {
         Value::Array(
             points
@@ -419,25 +487,22 @@ fn stream_charts(
                 .collect(),
         )
     };
-    data.insert(
-        key,
-        json!({
-            "unit": unit,
-            "elapsed_s": col(|i| json!(i.elapsed_s)),
-            "interval_s": col(|i| json!(i.interval_s)),
-            "requests": col(|i| json!(i.requests)),
-            "rows": col(|i| json!(i.rows)),
-            "metrics": col(|i| json!(i.count())),
-            "errors": col(|i| json!(i.errors)),
-            "retries": col(|i| json!(i.retries)),
-            "p50_ms": pct(|i| i.p50_ms),
-            "p99_ms": pct(|i| i.p99_ms),
-            "p999_ms": pct(|i| i.p999_ms),
-            "max_ms": pct(|i| i.max_ms),
-            "service_p50_ms": pct(|i| i.service_p50_ms),
-            "service_p99_ms": pct(|i| i.service_p99_ms),
-            "from": pairs(|s| &s.from),
-            "log_from": pairs(|s| &s.log_from),
-        }),
-    );
+    json!({
+        "unit": unit,
+        "elapsed_s": col(|i| json!(i.elapsed_s)),
+        "interval_s": col(|i| json!(i.interval_s)),
+        "requests": col(|i| json!(i.requests)),
+        "rows": col(|i| json!(i.rows)),
+        "metrics": col(|i| json!(i.count())),
+        "errors": col(|i| json!(i.errors)),
+        "retries": col(|i| json!(i.retries)),
+        "p50_ms": pct(|i| i.p50_ms),
+        "p99_ms": pct(|i| i.p99_ms),
+        "p999_ms": pct(|i| i.p999_ms),
+        "max_ms": pct(|i| i.max_ms),
+        "service_p50_ms": pct(|i| i.service_p50_ms),
+        "service_p99_ms": pct(|i| i.service_p99_ms),
+        "from": pairs(|s| &s.from),
+        "log_from": pairs(|s| &s.log_from),
+    })
 }

@@ -14,11 +14,11 @@ use crate::Error;
 use crate::chart::{self, Scale, XyLine};
 use crate::escape::esc;
 
-/// The keys whose values are a delay: the fit's groups are the other keys' values (as the
-/// CLI's `RTT_KEYS`).
 /// A line's points: x, y and the sweep row each comes from (`None`: a fit's curve).
 type Points = Vec<(f64, f64, Option<usize>)>;
 
+/// The keys whose values are a delay: the fit's groups are the other keys' values (as the
+/// CLI's `RTT_KEYS`).
 const RTT_KEYS: [&str; 2] = ["delay", "network.delay"];
 /// The most rows, axes, values of an axis and fits a sweep.json may have.
 const MAX_ROWS: usize = 10_000;
@@ -86,6 +86,45 @@ struct XAxis {
 
 /// The section of `sweep` (the JSON `tsload sweep` writes as sweep.json).
 pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
+    let (keys, rows, fits) = read(sweep)?;
+    check(&keys, rows, fits)?;
+    let measure = sweep
+        .get("measure")
+        .and_then(Value::as_str)
+        .unwrap_or("writes");
+    let (rates, figures) = figures(measure, rows);
+    let x_axes = x_axes(&keys, rows, fits);
+    let _ = write!(
+        out,
+        "<section id=\"sweep\"><h2>Sweep</h2><p class=\"meta\">{} points; each figure against \
+         each swept key{}, one dot per point, one line per value of the other keys.</p>",
+        rows.len(),
+        if x_axes.iter().any(|a| a.fit) {
+            " and against the measured RTT with the fitted model"
+        } else {
+            ""
+        }
+    );
+    verdict_table(out, rows);
+    fit_table(out, fits);
+    for axis in &x_axes {
+        axis_charts(out, axis, &figures, rows, fits, &rates);
+    }
+    out.push_str("</section>");
+    Ok(())
+}
+
+/// An axis's key and its values.
+type Axis<'a> = (&'a str, &'a [Value]);
+
+/// A chart's figure: its field in a row, its label, its unit and its scale.
+type Figure = (&'static str, &'static str, &'static str, Scale);
+
+/// `sweep.json`'s axes, rows and fits.
+type SweepParts<'a> = (Vec<Axis<'a>>, &'a [Value], &'a [Value]);
+
+/// `sweep.json`'s axes, rows and fits, each row with a `point`.
+fn read(sweep: &Value) -> Result<SweepParts<'_>, Error> {
     let bad = |why: &str| Error::BadSweep(why.to_string());
     let axes = sweep
         .get("axes")
@@ -116,17 +155,18 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
             return Err(Error::BadSweep(format!("row {}: no `point` object", i + 1)));
         }
     }
-    check(&keys, rows, fits)?;
-    let measure = sweep
-        .get("measure")
-        .and_then(Value::as_str)
-        .unwrap_or("writes");
+    Ok((keys, rows, fits))
+}
+
+/// The rates of the sweep's measure, and every figure charted: the rates, latency,
+/// service time, errors, and the client's and (where measured) the server's CPU.
+fn figures(measure: &str, rows: &[Value]) -> ([&'static str; 3], Vec<Figure>) {
     let rates: [&str; 3] = match measure {
         "queries" => ["requests_per_s", "statements_per_s", "rows_read_per_s"],
         "transactions" => ["transactions_per_s", "statements_per_s", "rows_read_per_s"],
         _ => ["rows_per_s", "metrics_per_s", "requests_per_s"],
     };
-    let mut figures: Vec<(&str, &str, &str, Scale)> = rates
+    let mut figures: Vec<Figure> = rates
         .iter()
         .map(|r| (*r, r.trim_end_matches("_per_s"), "/s", Scale::Linear))
         .collect();
@@ -144,13 +184,19 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
         figures.push(("server_cpu_s", "server CPU", " s", Scale::Linear));
     }
 
+    (rates, figures)
+}
+
+/// The charts' horizontal axes: each swept key with two values or more, and the measured
+/// RTT when the sweep has a fit.
+fn x_axes(keys: &[Axis<'_>], rows: &[Value], fits: &[Value]) -> Vec<XAxis> {
     let varying: Vec<&str> = keys
         .iter()
         .filter(|(_, v)| v.len() > 1)
         .map(|(k, _)| *k)
         .collect();
     let mut x_axes = Vec::new();
-    for (key, values) in &keys {
+    for (key, values) in keys {
         if values.len() < 2 {
             continue;
         }
@@ -213,99 +259,94 @@ pub(crate) fn section(out: &mut String, sweep: &Value) -> Result<(), Error> {
         });
     }
 
+    x_axes
+}
+
+/// Every figure's chart against one axis.
+fn axis_charts(
+    out: &mut String,
+    axis: &XAxis,
+    figures: &[Figure],
+    rows: &[Value],
+    fits: &[Value],
+    rates: &[&str; 3],
+) {
     let _ = write!(
         out,
-        "<section id=\"sweep\"><h2>Sweep</h2><p class=\"meta\">{} points; each figure against \
-         each swept key{}, one dot per point, one line per value of the other keys.</p>",
-        rows.len(),
-        if x_axes.iter().any(|a| a.fit) {
-            " and against the measured RTT with the fitted model"
-        } else {
-            ""
-        }
+        "<h3>Against {}</h3><div class=\"sweepgrid\">",
+        esc(&axis.title)
     );
-    verdict_table(out, rows);
-    fit_table(out, fits);
-    for axis in &x_axes {
-        let _ = write!(
-            out,
-            "<h3>Against {}</h3><div class=\"sweepgrid\">",
-            esc(&axis.title)
-        );
-        let (x_lo, x_hi) = axis
-            .xs
-            .iter()
-            .flatten()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-                (lo.min(*v), hi.max(*v))
-            });
-        let range = if x_lo.is_finite() {
-            (x_lo, x_hi)
-        } else {
-            (0.0, 1.0)
-        };
-        for (fig, label, unit, scale) in &figures {
-            // One line per group, in the order groups first appear.
-            let mut groups: Vec<(String, Points)> = Vec::new();
-            // A point that is no measure is not drawn: its zeros (or partial figures) are
-            // not a value the server gave.
-            for (i, r) in rows.iter().enumerate().filter(|(_, r)| is_measure(r)) {
-                let (Some(x), Some(y)) = (axis.xs[i], r.get(*fig).and_then(Value::as_f64)) else {
-                    continue;
-                };
-                let name = group_name(r, &axis.group_keys);
-                match groups.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, pts)) => pts.push((x, y, Some(i))),
-                    None => groups.push((name, vec![(x, y, Some(i))])),
-                }
-            }
-            if groups.is_empty() {
+    let (x_lo, x_hi) = axis
+        .xs
+        .iter()
+        .flatten()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    let range = if x_lo.is_finite() {
+        (x_lo, x_hi)
+    } else {
+        (0.0, 1.0)
+    };
+    for (fig, label, unit, scale) in figures {
+        // One line per group, in the order groups first appear.
+        let mut groups: Vec<(String, Points)> = Vec::new();
+        // A point that is no measure is not drawn: its zeros (or partial figures) are
+        // not a value the server gave.
+        for (i, r) in rows.iter().enumerate().filter(|(_, r)| is_measure(r)) {
+            let (Some(x), Some(y)) = (axis.xs[i], r.get(*fig).and_then(Value::as_f64)) else {
                 continue;
+            };
+            let name = group_name(r, &axis.group_keys);
+            match groups.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, pts)) => pts.push((x, y, Some(i))),
+                None => groups.push((name, vec![(x, y, Some(i))])),
             }
-            for (_, pts) in &mut groups {
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            }
-            let mut curves: Vec<(String, Points)> = Vec::new();
-            if axis.fit && rates.contains(fig) {
-                for (g, f) in fits.iter().enumerate() {
-                    if let Some(c) = fit_curve(f, rows, &axis.xs, fig, range) {
-                        curves.push((format!("fit {}", fit_name(f, g)), c));
-                    }
+        }
+        if groups.is_empty() {
+            continue;
+        }
+        for (_, pts) in &mut groups {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let mut curves: Vec<(String, Points)> = Vec::new();
+        if axis.fit && rates.contains(fig) {
+            for (g, f) in fits.iter().enumerate() {
+                if let Some(c) = fit_curve(f, rows, &axis.xs, fig, range) {
+                    curves.push((format!("fit {}", fit_name(f, g)), c));
                 }
             }
-            let mut lines: Vec<XyLine<'_>> = groups
-                .iter()
-                .enumerate()
-                .map(|(n, (name, pts))| XyLine {
-                    key: name,
-                    label: if name.is_empty() { label } else { name },
-                    class: CLASSES[n % CLASSES.len()],
-                    points: pts.clone(),
-                    dots: true,
-                })
-                .collect();
-            lines.extend(curves.iter().map(|(name, pts)| XyLine {
-                key: name,
-                label: name,
-                class: "fit",
-                points: pts.clone(),
-                dots: false,
-            }));
-            chart::xy_chart(
-                out,
-                &format!("sweep-{}-{fig}", axis.id),
-                &format!("{label} against {}", axis.title),
-                unit,
-                range,
-                &axis.ticks,
-                &lines,
-                *scale,
-            );
         }
-        out.push_str("</div>");
+        let mut lines: Vec<XyLine<'_>> = groups
+            .iter()
+            .enumerate()
+            .map(|(n, (name, pts))| XyLine {
+                key: name,
+                label: if name.is_empty() { label } else { name },
+                class: CLASSES[n % CLASSES.len()],
+                points: pts.clone(),
+                dots: true,
+            })
+            .collect();
+        lines.extend(curves.iter().map(|(name, pts)| XyLine {
+            key: name,
+            label: name,
+            class: "fit",
+            points: pts.clone(),
+            dots: false,
+        }));
+        chart::xy_chart(
+            out,
+            &format!("sweep-{}-{fig}", axis.id),
+            &format!("{label} against {}", axis.title),
+            unit,
+            range,
+            &axis.ticks,
+            &lines,
+            *scale,
+        );
     }
-    out.push_str("</section>");
-    Ok(())
+    out.push_str("</div>");
 }
 
 /// Checks, before anything is drawn, what the section reads: sizes within the caps, and
