@@ -1,0 +1,383 @@
+//! Tests of file replay: both passes, spooled and gzip input, the line cap, and files changed after open.
+
+use super::series::SeriesIndex;
+use super::*;
+use std::io::Cursor;
+use tsload_core::schema::{DataType, TagValue};
+use tsload_core::{Batch, ColumnValues};
+
+const TEXT: &str = "# a comment\n\
+    cpu,host=a usage=1i,idle=2.5 10\n\
+    \n\
+    cpu,host=b usage=3i 20\r\n\
+    mem,host=a used=4i,ok=true,note=\"x y\" 30\n";
+
+fn drain(w: &FileReplay, batch_rows: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut src = w.source(0, 1);
+    let mut batch = Batch::for_schema(w.schema());
+    loop {
+        batch.clear();
+        let n = src.fill(&mut batch, batch_rows);
+        assert_eq!(n, batch.rows());
+        if n == 0 {
+            return out;
+        }
+        for (ti, t) in batch.tables.iter().enumerate() {
+            for r in 0..t.rows() {
+                let mut s = format!("{}|{}|{}", ti, t.device[r], t.ts[r]);
+                for c in &t.columns {
+                    if !c.is_valid(r) {
+                        s.push_str("|-");
+                        continue;
+                    }
+                    match &c.values {
+                        ColumnValues::Bool(v) => s.push_str(&format!("|{}", v[r])),
+                        ColumnValues::Int(v) => s.push_str(&format!("|{}", v[r])),
+                        ColumnValues::Float(v) => s.push_str(&format!("|{}", v[r])),
+                        ColumnValues::Str(v) => s.push_str(&format!("|{}", v.get(r))),
+                    }
+                }
+                out.push(s);
+            }
+        }
+    }
+}
+
+/// The text source's batches: the text sent, each row as `table|device|ts`, and the
+/// metrics counted.
+fn drain_text(w: &FileReplay, batch_rows: usize) -> (String, Vec<String>, u64) {
+    let (mut text, mut rows, mut metrics) = (String::new(), Vec::new(), 0);
+    let mut src = w.text_source(0, 1, 1).expect("a file in ns has text in ns");
+    let mut batch = Batch::for_schema(w.schema());
+    loop {
+        batch.clear();
+        let n = src.fill(&mut batch, batch_rows);
+        assert_eq!(n, batch.rows());
+        if n == 0 {
+            return (text, rows, metrics);
+        }
+        let t = batch.text.as_ref().expect("a text source's batch has text");
+        assert_eq!(
+            t.bytes.iter().filter(|b| **b == b'\n').count(),
+            n,
+            "one line per row"
+        );
+        text.push_str(std::str::from_utf8(&t.bytes).unwrap());
+        metrics += batch.metrics();
+        for (ti, t) in batch.tables.iter().enumerate() {
+            assert!(t.columns.iter().all(|c| c.values.is_empty()), "no values");
+            for r in 0..t.rows() {
+                rows.push(format!("{ti}|{}|{}", t.device[r], t.ts[r]));
+            }
+        }
+    }
+}
+
+/// The column source's rows as `table|device|ts` and its metrics.
+fn rows_and_metrics(w: &FileReplay) -> (Vec<String>, u64) {
+    let rows = drain(w, 1000)
+        .iter()
+        .map(|r| r.splitn(4, '|').take(3).collect::<Vec<_>>().join("|"))
+        .collect();
+    let mut src = w.source(0, 1);
+    let mut batch = Batch::for_schema(w.schema());
+    let mut metrics = 0;
+    while src.fill(&mut batch, 1000) > 0 {
+        metrics += batch.metrics();
+        batch.clear();
+    }
+    (rows, metrics)
+}
+
+#[test]
+fn the_text_source_sends_the_file_s_own_lines_with_the_rows_and_metrics_of_the_columns() {
+    // A comment, a blank line and a `\r\n`: each line is copied without them.
+    let w = open_spooled("test".into(), Cursor::new(TEXT), ReplayOptions::default()).unwrap();
+    for batch_rows in [1, 2, 100] {
+        let (text, rows, metrics) = drain_text(&w, batch_rows);
+        assert_eq!(
+            text,
+            "cpu,host=a usage=1i,idle=2.5 10\ncpu,host=b usage=3i 20\n\
+             mem,host=a used=4i,ok=true,note=\"x y\" 30\n"
+        );
+        assert_eq!((rows, metrics), rows_and_metrics(&w));
+    }
+    assert!(w.error().is_none());
+    // Timestamps in another unit than the sink's: no text, the columns are encoded.
+    assert!(w.text_source(0, 1, 1_000).is_none());
+
+    // Plain lines: the chunk's buffer is the text; a last line without `\n` gets one.
+    // A string may hold commas, spaces, `=` and escaped quotes.
+    let plain = "m,t=a x=1i,s=\"a, b=c \\\" d\" 10\nm,t=b x=2i 20\nm,t=a x=3i,y=0.5 30";
+    let w = open_spooled("p".into(), Cursor::new(plain), ReplayOptions::default()).unwrap();
+    let (text, rows, metrics) = drain_text(&w, 2);
+    assert_eq!(text, format!("{plain}\n"));
+    assert_eq!(rows, ["0|0|10", "0|1|20", "0|0|30"]);
+    assert_eq!(metrics, 5);
+    assert_eq!((rows, metrics), rows_and_metrics(&w));
+}
+
+#[test]
+fn a_file_changed_after_open_ends_a_text_replay_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.influx");
+    std::fs::write(&path, "m,t=a a=1i 1\nm,t=a a=2i 2\nm,t=a a=3i 3\n").unwrap();
+    let w = FileReplay::open(ReplayInput::Path(path.clone()), ReplayOptions::default()).unwrap();
+    std::fs::write(&path, "m,t=a a=1i 1\nm,t=b a=2i 2\nm,t=a a=3i 3\n").unwrap();
+    let mut src = w.text_source(0, 1, 1).unwrap();
+    let mut batch = Batch::for_schema(w.schema());
+    assert_eq!(src.fill(&mut batch, 5), 0);
+    assert!(batch.is_empty());
+    let e = w.error().unwrap();
+    assert!(
+        e.message
+            .contains("x.influx:2: series `m,t=b` was not in the file when it was first read"),
+        "{}",
+        e.message
+    );
+    // A line whose structure broke.
+    std::fs::write(&path, "m,t=a a=1i 1\nm,t=a a=\"2 2\n").unwrap();
+    let mut src = w.text_source(0, 1, 1).unwrap();
+    batch.clear();
+    assert_eq!(src.fill(&mut batch, 5), 0);
+    assert!(w.error().is_some());
+}
+
+fn gzip(text: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(text).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn spooled_input_replays_like_a_file() {
+    let w = open_spooled("test".into(), Cursor::new(TEXT), ReplayOptions::default()).unwrap();
+    assert_eq!(w.total_rows(), Some(3));
+    let want = ["0|0|10|1|2.5", "0|1|20|3|-", "1|2|30|4|true|x y"];
+    assert_eq!(drain(&w, 2), want);
+    // A second pass reads the spooled copy again.
+    assert_eq!(drain(&w, 100), want);
+    assert!(w.error().is_none());
+
+    let gz = open_spooled(
+        "test.gz".into(),
+        Cursor::new(gzip(TEXT.as_bytes())),
+        ReplayOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(drain(&gz, 1), want);
+    let s = gz.schema();
+    assert_eq!(s.tables[1].fields[2].data_type, DataType::Varchar(3));
+    assert_eq!(s.device_count, 3);
+    assert_eq!(s.device_tags(2), [TagValue::Str("a".into())]);
+}
+
+#[test]
+fn spooled_errors_name_the_input_and_line() {
+    let e = open_spooled(
+        "standard input".into(),
+        Cursor::new("cpu a=1i 1\ncpu a=1.5 2\n"),
+        ReplayOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "file");
+    assert!(e.message.starts_with("standard input:2: "), "{}", e.message);
+    let e = open_spooled(
+        "in".into(),
+        Cursor::new("\n# only\n"),
+        ReplayOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("no data lines"), "{}", e.message);
+    let e = open_spooled(
+        "in".into(),
+        Cursor::new("m a=1i 1"),
+        ReplayOptions {
+            precision_ns: 0,
+            ..ReplayOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "precision");
+}
+
+#[test]
+fn hash_collisions_fall_back_to_the_key() {
+    let mut s = SeriesIndex::default();
+    let a = s.insert_hashed(b"m,t=a", 7, 0);
+    let b = s.insert_hashed(b"m,t=b", 7, 0);
+    let c = s.insert_hashed(b"m,t=c", 8, 1);
+    assert_eq!((a, b, c), (0, 1, 2));
+    assert_eq!(s.find_hashed(b"m,t=a", 7), Some(0));
+    assert_eq!(s.find_hashed(b"m,t=b", 7), Some(1));
+    assert_eq!(s.find_hashed(b"m,t=c", 8), Some(2));
+    assert_eq!(s.find_hashed(b"m,t=d", 7), None);
+    assert_eq!(s.find_hashed(b"m,t=d", 9), None);
+    assert_eq!(s.key(1), b"m,t=b");
+}
+
+#[test]
+fn late_keys_go_after_their_neighbour_on_the_line() {
+    let text = "d,a=1 x=1,z=1i 1\n\
+                d,a=1,c=3 w=0,x=1,y=2,z=1i 2\n\
+                d,b=2,c=3 y=2 3\n";
+    let w = open_spooled("t".into(), Cursor::new(text), ReplayOptions::default()).unwrap();
+    let t = &w.schema().tables[0];
+    let names = |v: Vec<&str>| v.join(",");
+    assert_eq!(
+        names(t.fields.iter().map(|f| f.name.as_str()).collect()),
+        "w,x,y,z"
+    );
+    assert_eq!(
+        names(t.tags.iter().map(|f| f.name.as_str()).collect()),
+        "b,a,c"
+    );
+    assert_eq!(
+        t.tags.iter().map(|t| t.slot).collect::<Vec<_>>(),
+        [2, 0, 1],
+        "slots are numbered in order of first appearance"
+    );
+    assert_eq!(
+        drain(&w, 10),
+        ["0|0|1|-|1|-|1", "0|1|2|0|1|2|1", "0|2|3|-|-|2|-"]
+    );
+}
+
+#[test]
+fn a_file_changed_after_open_ends_the_run_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.influx");
+    std::fs::write(&path, "m a=1i 1\nm a=2i 2\nm a=3i 3\n").unwrap();
+    let w = FileReplay::open(ReplayInput::Path(path.clone()), ReplayOptions::default()).unwrap();
+    std::fs::write(&path, "m a=1i 1\nm a=2.5 2\nm a=3i 3\n").unwrap();
+    let mut a = w.source(0, 2);
+    let mut b = w.source(1, 2);
+    let mut batch = Batch::for_schema(w.schema());
+    assert_eq!(a.fill(&mut batch, 1), 1);
+    batch.clear();
+    assert_eq!(b.fill(&mut batch, 5), 0);
+    assert!(batch.is_empty());
+    batch.clear();
+    assert_eq!(a.fill(&mut batch, 5), 0);
+    let e = w.error().unwrap();
+    assert!(
+        e.message.contains("x.influx:2: field `a` is a float here"),
+        "{}",
+        e.message
+    );
+
+    std::fs::remove_file(&path).unwrap();
+    let w2 = w.source(0, 1);
+    drop(w2);
+    assert!(
+        w.error().unwrap().message.contains(":2:"),
+        "the first error is kept"
+    );
+}
+
+/// Endless zero bytes without a line end (`/dev/zero`, stdin from a binary), counting
+/// what was read; it ends after `stop` bytes so that code without a cap ends too.
+struct Zeros {
+    read: Arc<Mutex<u64>>,
+    stop: u64,
+}
+
+impl Read for Zeros {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut read = lock(&self.read);
+        let n = (buf.len() as u64).min(self.stop - *read) as usize;
+        buf[..n].fill(0);
+        *read += n as u64;
+        Ok(n)
+    }
+}
+
+#[test]
+fn endless_input_without_line_ends_stops_at_the_cap_having_read_little() {
+    let read = Arc::new(Mutex::new(0));
+    let zeros = Zeros {
+        read: read.clone(),
+        stop: 64 << 20,
+    };
+    let e = open_spooled("standard input".into(), zeros, ReplayOptions::default()).unwrap_err();
+    assert_eq!(e.key, "file");
+    assert!(
+        e.message.starts_with(
+            "standard input:1: the line is longer than 1 MiB (1048576 bytes), the longest \
+             line a replay accepts"
+        ),
+        "{}",
+        e.message
+    );
+    // The cap, plus at most one read buffer ahead of it.
+    let read = *lock(&read);
+    assert!(
+        read <= (MAX_LINE_BYTES + BUF_BYTES + 1) as u64,
+        "{read} bytes read for one line"
+    );
+}
+
+#[test]
+fn a_line_at_the_cap_is_read_and_one_byte_more_is_refused() {
+    let opts = ReplayOptions {
+        max_line_bytes: 16,
+        ..ReplayOptions::default()
+    };
+    // 16 bytes, then 16 bytes as the last line without a line end.
+    let w = open_spooled(
+        "t".into(),
+        Cursor::new("m v=1i 100000000\nm v=2i 100000001"),
+        opts,
+    )
+    .unwrap();
+    assert_eq!(drain(&w, 10), ["0|0|100000000|1", "0|0|100000001|2"]);
+    let e = open_spooled(
+        "t".into(),
+        Cursor::new("m v=1i 100000000\nm v=1i 1000000000\n"),
+        opts,
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .starts_with("t:2: the line is longer than 16 bytes, the longest line"),
+        "{}",
+        e.message
+    );
+    let e = open_spooled(
+        "t".into(),
+        Cursor::new("m v=1i 1\n"),
+        ReplayOptions {
+            max_line_bytes: 0,
+            ..ReplayOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "max_line_bytes");
+}
+
+#[test]
+fn a_line_grown_past_the_cap_after_open_ends_the_run_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.influx");
+    std::fs::write(&path, "m a=1i 1\nm a=2i 2\nm a=3i 3\n").unwrap();
+    let opts = ReplayOptions {
+        max_line_bytes: 16,
+        ..ReplayOptions::default()
+    };
+    let w = FileReplay::open(ReplayInput::Path(path.clone()), opts).unwrap();
+    std::fs::write(&path, "m a=1i 1\nm a=2i 200000000000\nm a=3i 3\n").unwrap();
+    let mut src = w.source(0, 1);
+    let mut batch = Batch::for_schema(w.schema());
+    assert_eq!(src.fill(&mut batch, 5), 0);
+    assert!(batch.is_empty());
+    let e = w.error().unwrap();
+    assert!(
+        e.message.contains(
+            "x.influx:2: the line is longer than 16 bytes, the longest line a replay \
+             accepts"
+        ) && e.message.contains("while replaying"),
+        "{}",
+        e.message
+    );
+}
