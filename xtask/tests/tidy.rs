@@ -76,11 +76,15 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// `text` without its test module (tests sit at the end of a file here) and its comment
-/// lines, and nothing of a
-/// file that is a test module itself (`tests.rs`, `prop.rs`).
+/// lines, and nothing of a file that is a test module itself (`tests.rs`, `prop.rs`, or
+/// a file in a `tests/` directory beside one: a test module's own modules).
 fn non_test_code(path: &Path, text: &str) -> String {
     let name = path.file_name().unwrap().to_string_lossy();
-    if name == "tests.rs" || name == "prop.rs" {
+    let in_tests = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|dir| dir == "tests");
+    if name == "tests.rs" || name == "prop.rs" || in_tests {
         return String::new();
     }
     let code = text.split("#[cfg(test)]").next().unwrap_or(text);
@@ -549,31 +553,10 @@ fn no_function_is_over_100_lines_but_the_listed() {
     );
 }
 
-/// Source files still over 800 lines (tests included): each to be split, then struck.
-const LONG_FILES: &[&str] = &[
-    "core/src/engine.rs",
-    "core/src/query_engine.rs",
-    "netem/src/encode.rs",
-    "netem/src/spec.rs",
-    "proxy/src/fault.rs",
-    "report-html/src/page.rs",
-    "report-html/src/tests.rs",
-    "report/src/hlog.rs",
-    "report/src/merge.rs",
-    "report/src/report.rs",
-    "scenario/src/lib.rs",
-    "scenario/src/plan.rs",
-    "scenario/src/tests.rs",
-    "sink-influx/src/lib.rs",
-    "sink-postgres/src/conn.rs",
-    "sink-postgres/src/sql.rs",
-    "sink-tdengine/src/sql.rs",
-    "sweep/src/plot.rs",
-    "testbed/src/lib.rs",
-    "workload/src/custom.rs",
-    "workload/src/file.rs",
-    "workload/src/file/parse.rs",
-];
+/// Source files still over 800 lines (tests included): core's two engines, whose run
+/// loops are the hot path (split them only beside a criterion run). Strike one that
+/// shrinks.
+const LONG_FILES: &[&str] = &["core/src/engine.rs", "core/src/query_engine.rs"];
 
 #[test]
 fn no_file_is_over_800_lines_but_the_listed() {
