@@ -285,7 +285,7 @@ fn row_of(name: &str, kind: &str, exit: u8, r: &serde_json::Value) -> CompareRow
         client_cpu_us_per_1000_metrics: f(&r["client"]["cpu_us_per_1000_metrics"]),
         server_cpu_s_per_million_metrics: r["server"]["cpu_s_per_million_metrics"].as_f64(),
         bytes_per_metric: bytes_per_metric(r),
-        stop_reason: r["stop_reason"].as_str().unwrap_or("none").to_string(),
+        stop_reason: r["stop_reason"].as_str().and_then(|s| s.parse().ok()),
         verdict: tsload_report::verdict::Verdict::of_run(exit, r),
     }
 }

@@ -266,7 +266,7 @@ fn sweep_row(point: &Point, plan: &Plan, measure: Measure, executed: &run::Execu
             workers: plan.query.as_ref().map_or(1, |q| q.config.workers as u64),
             batch: 1,
             in_flight: 1,
-            stop_reason: q.stop_reason.clone(),
+            stop_reason: Some(q.stop_reason.clone()),
             verdict,
         };
     }
@@ -297,7 +297,7 @@ fn sweep_row(point: &Point, plan: &Plan, measure: Measure, executed: &run::Execu
         workers: plan.load.workers as u64,
         batch: plan.load.batch as u64,
         in_flight: plan.load.in_flight as u64,
-        stop_reason: s.stop_reason.clone(),
+        stop_reason: Some(s.stop_reason.clone()),
         verdict,
     }
 }
@@ -365,7 +365,7 @@ fn empty_row(point: &Point, measure: Measure, plan: &Plan, verdict: Verdict) -> 
         workers: plan.load.workers as u64,
         batch: plan.load.batch as u64,
         in_flight: plan.load.in_flight as u64,
-        stop_reason: "none".to_string(),
+        stop_reason: None,
         verdict,
     }
 }

@@ -10,10 +10,12 @@ pub mod hlog;
 pub mod merge;
 pub mod query_report;
 pub mod report;
+pub mod stop;
 pub mod stream;
 pub mod threshold;
 pub mod totals;
 pub mod verdict;
 
 pub use query_report::{KindSummary, QuerySummary};
+pub use stop::StopReasons;
 pub use stream::StreamKind;

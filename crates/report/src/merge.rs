@@ -64,7 +64,7 @@ pub trait Report {
     fn workload(&self) -> &str;
     fn started_at(&self) -> &str;
     fn elapsed_s(&self) -> f64;
-    fn stop_reason(&self) -> &str;
+    fn stop_reason(&self) -> &crate::StopReasons;
     fn fatal_error(&self) -> Option<&str>;
     fn errors(&self) -> &BTreeMap<String, u64>;
     /// Refuses figures no run can have: seconds that are not finite or out of range,
@@ -87,7 +87,7 @@ macro_rules! impl_report {
             fn elapsed_s(&self) -> f64 {
                 self.elapsed_s
             }
-            fn stop_reason(&self) -> &str {
+            fn stop_reason(&self) -> &crate::StopReasons {
                 &self.stop_reason
             }
             fn fatal_error(&self) -> Option<&str> {
@@ -117,7 +117,7 @@ pub struct ShardLine {
     pub exit: Option<i64>,
     pub started_at: String,
     pub elapsed_s: f64,
-    pub stop_reason: String,
+    pub stop_reason: crate::StopReasons,
     pub fatal_error: Option<String>,
     /// Write reports: rows written; query reports: result rows read.
     pub rows: u64,

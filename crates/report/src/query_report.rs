@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::report::{LatencySummary, group, latency_table, ms, stop_reason_name};
+use crate::report::{LatencySummary, group, latency_table, ms};
 use crate::totals::Totals;
 use tsload_core::query_engine::{KindOutcome, QueryOutcome};
 use tsload_core::recorder::Counters;
@@ -66,7 +66,7 @@ pub struct QuerySummary {
     /// Rows the server reported for the data load (e.g. inserted).
     pub load_rows: u64,
     pub load_statements: u64,
-    pub stop_reason: String,
+    pub stop_reason: crate::StopReasons,
     /// The error that stopped the run (the one that exceeded the error budget). Named as
     /// in the write report.
     pub fatal_error: Option<String>,
@@ -166,7 +166,7 @@ impl QuerySummary {
             load_requests: outcome.load_counters.requests,
             load_rows: outcome.load_counters.rows,
             load_statements: outcome.load_counters.metrics,
-            stop_reason: stop_reason_name(outcome.stop_reason).to_string(),
+            stop_reason: crate::StopReasons::one(outcome.stop_reason),
             fatal_error: outcome.stop_error.as_ref().map(|e| e.to_string()),
             requests: c.requests,
             failed_requests: c.failed_requests,
@@ -491,7 +491,7 @@ mod tests {
         assert!((s.kinds[1].latency.max_ms - 20.0).abs() < 0.1);
         assert_eq!(s.load_rows, 1000);
         assert_eq!(s.load_s, 1.5);
-        assert_eq!(s.stop_reason, "fatal error");
+        assert_eq!(s.stop_reason.to_string(), "fatal error");
         assert_eq!(s.fatal_error.as_deref(), Some("rejected: too many"));
         // 50 ms of CPU over 10 requests sent (5 ok, 5 failed).
         assert!((s.cpu_us_per_request - 5000.0).abs() < 1e-6);

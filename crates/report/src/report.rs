@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 
 use crate::totals::Totals;
-use tsload_core::engine::{RunOutcome, StopReason};
+use tsload_core::engine::RunOutcome;
 use tsload_core::rusage::Usage;
 use tsload_core::stored::ServerQuestions;
 
@@ -219,7 +219,7 @@ pub struct Summary {
     pub workload: String,
     pub started_at: String,
     pub elapsed_s: f64,
-    pub stop_reason: String,
+    pub stop_reason: crate::StopReasons,
     pub fatal_error: Option<String>,
     pub rows: u64,
     pub metrics: u64,
@@ -383,7 +383,7 @@ impl Summary {
             workload: workload.to_string(),
             started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
             elapsed_s: totals.elapsed_s,
-            stop_reason: stop_reason_name(outcome.stop_reason).to_string(),
+            stop_reason: crate::StopReasons::one(outcome.stop_reason),
             fatal_error: outcome.fatal.as_ref().map(|e| e.to_string()),
             rows: c.rows,
             metrics: c.metrics,
@@ -704,17 +704,6 @@ impl Summary {
                 .collect();
             let _ = writeln!(s, "  errors    {}", list.join(", "));
         }
-    }
-}
-
-pub(crate) fn stop_reason_name(r: StopReason) -> &'static str {
-    match r {
-        StopReason::DataEnd => "data end",
-        StopReason::Duration => "duration",
-        StopReason::RowLimit => "row limit",
-        StopReason::Interrupted => "interrupted",
-        StopReason::Fatal => "fatal error",
-        StopReason::RequestLimit => "request limit",
     }
 }
 

@@ -405,7 +405,7 @@ mod tests {
             workload: "cpu-only".into(),
             started_at: String::new(),
             elapsed_s: 1.0,
-            stop_reason: "data end".into(),
+            stop_reason: crate::StopReasons::one(tsload_core::engine::StopReason::DataEnd),
             fatal_error: None,
             rows: 100,
             metrics: 1000,

@@ -32,7 +32,9 @@ pub struct CompareRow {
     pub server_cpu_s_per_million_metrics: Option<f64>,
     /// With `[monitor] data_dir`: disk growth per metric.
     pub bytes_per_metric: Option<f64>,
-    pub stop_reason: String,
+    /// `None`: the run has none (`none` in the table).
+    #[serde(with = "tsload_report::stop::or_none")]
+    pub stop_reason: Option<tsload_report::StopReasons>,
     /// The run's exit, what the server stored, and whether its figures are a measure
     /// (a failed target's are not charted).
     pub verdict: Verdict,
@@ -105,7 +107,7 @@ pub fn write_csv<W: io::Write>(rows: &[CompareRow], mut w: W) -> io::Result<()> 
                 r.client_cpu_us_per_1000_metrics.to_string(),
                 opt(r.server_cpu_s_per_million_metrics),
                 opt(r.bytes_per_metric),
-                r.stop_reason.clone(),
+                tsload_report::stop::shown(r.stop_reason.as_ref()),
                 r.verdict.exit.to_string(),
                 r.verdict.stored.map(|n| n.to_string()).unwrap_or_default(),
                 r.verdict.word().to_string(),
@@ -262,7 +264,7 @@ mod tests {
             client_cpu_us_per_1000_metrics: 20.0,
             server_cpu_s_per_million_metrics: server,
             bytes_per_metric: server.map(|s| s / 2.0),
-            stop_reason: "data end".into(),
+            stop_reason: "data end".parse().ok(),
             verdict: Verdict::passed(Some(3_600)),
         }
     }

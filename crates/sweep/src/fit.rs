@@ -560,7 +560,7 @@ mod tests {
             workers: 16,
             batch: 10,
             in_flight: 1,
-            stop_reason: "rows".into(),
+            stop_reason: "row limit".parse().ok(),
             verdict: crate::Verdict::passed(None),
         }
     }

@@ -160,7 +160,9 @@ pub struct SweepRow {
     pub workers: u64,
     pub batch: u64,
     pub in_flight: u64,
-    pub stop_reason: String,
+    /// `None`: the point did not run (`none` in the table).
+    #[serde(with = "tsload_report::stop::or_none")]
+    pub stop_reason: Option<tsload_report::StopReasons>,
     /// The run's exit, what the server stored, and whether the row is a measure (a
     /// failed, interrupted, short or unverified point is marked and left out of fits).
     pub verdict: Verdict,
@@ -349,7 +351,7 @@ impl SweepTable {
                     .to_string(),
                 );
             }
-            rec.push(row.stop_reason.clone());
+            rec.push(tsload_report::stop::shown(row.stop_reason.as_ref()));
             let v = &row.verdict;
             rec.push(v.exit.to_string());
             rec.push(v.stored.map(|n| n.to_string()).unwrap_or_default());
@@ -471,7 +473,7 @@ impl SweepTable {
         line.push(format!("{:.3}", row.latency_p99_ms));
         line.push(format!("{:.3}", row.service_mean_ms));
         line.push(row.errors.to_string());
-        line.push(row.stop_reason.clone());
+        line.push(tsload_report::stop::shown(row.stop_reason.as_ref()));
         line.push(row.verdict.exit.to_string());
         line.push(row.verdict.stored_text());
         line.push(row.verdict.word().to_string());
@@ -529,7 +531,7 @@ mod tests {
             workers: 16,
             batch: 10,
             in_flight: 1,
-            stop_reason: "duration".into(),
+            stop_reason: "duration".parse().ok(),
             verdict: crate::Verdict::passed(None),
         }
     }
@@ -583,13 +585,13 @@ mod tests {
     #[test]
     fn csv_header_rows_and_quoting() {
         let mut t = table();
-        t.rows[1].stop_reason = "error: \"boom\", then\nstop".into();
+        t.rows[1].stop_reason = None;
         t.rows[1].verdict = crate::Verdict {
             exit: 1,
             stored: Some(0),
             flaw: Some(crate::Flaw {
                 kind: crate::FlawKind::Shortfall,
-                why: "stored 0, of 500".into(),
+                why: "stored 0, of \"500\"\nrows".into(),
             }),
         };
         t.rows[2].rtt = None;
@@ -609,9 +611,7 @@ mod tests {
             "0ms,1,icmp,0.05,0.045000000000000005,,0.07500000000000001,1000,10000,100,1.25,1,4.5,1.2,0,0.5,,,16,1,duration,0,,ok,"
         );
         assert!(
-            lines[2].ends_with(
-                ",16,1,\"error: \"\"boom\"\", then\nstop\",1,0,shortfall,\"stored 0, of 500\""
-            ),
+            lines[2].ends_with(",16,1,none,1,0,shortfall,\"stored 0, of \"\"500\"\"\nrows\""),
             "{}",
             lines[2]
         );

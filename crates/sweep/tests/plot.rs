@@ -33,7 +33,7 @@ fn row(point: tsload_sweep::Point, rtt: Option<f64>, rows_per_s: f64) -> SweepRo
         workers: 16,
         batch: 10,
         in_flight: 1,
-        stop_reason: "duration".into(),
+        stop_reason: "duration".parse().ok(),
         verdict: tsload_sweep::Verdict::passed(None),
     }
 }

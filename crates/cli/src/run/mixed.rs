@@ -269,7 +269,7 @@ pub(super) fn report(
         let why = executed
             .summary
             .as_ref()
-            .map_or("an error", |s| s.stop_reason.as_str());
+            .map_or_else(|| "an error".to_string(), |s| s.stop_reason.to_string());
         outln!(
             "  (the queries, without a limit of their own, ended with the writes: {why} after {secs:.3} s of writes)"
         );

@@ -144,7 +144,7 @@ pub fn merge_queries(
         load_requests: sum("load_requests", |s| s.load_requests)?,
         load_rows: sum("load_rows", |s| s.load_rows)?,
         load_statements: sum("load_statements", |s| s.load_statements)?,
-        stop_reason: stop_reasons(reports),
+        stop_reason: stop_reasons(reports)?,
         fatal_error: first_fatal(reports),
         requests: totals.requests,
         failed_requests: failed,

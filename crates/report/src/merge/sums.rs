@@ -11,12 +11,12 @@ use tsload_core::recorder::new_histogram;
 
 use super::{MergeError, Report, ShardReport};
 
-/// The distinct stop reasons, joined.
-pub(super) fn stop_reasons<S: Report>(reports: &[ShardReport<S>]) -> String {
-    let mut reasons: Vec<&str> = reports.iter().map(|r| r.summary.stop_reason()).collect();
-    reasons.sort_unstable();
-    reasons.dedup();
-    reasons.join(", ")
+/// The shards' distinct stop reasons (a merge has one shard at least).
+pub(super) fn stop_reasons<S: Report>(
+    reports: &[ShardReport<S>],
+) -> Result<crate::StopReasons, MergeError> {
+    crate::StopReasons::union(reports.iter().map(|r| r.summary.stop_reason()))
+        .ok_or(MergeError::Empty)
 }
 
 /// The first shard's fatal error, named by its shard.

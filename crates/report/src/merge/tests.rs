@@ -484,3 +484,25 @@ fn a_shard_that_failed_is_named_in_the_merged_text() {
     let json = serde_json::to_value(&m.shards[1]).unwrap();
     assert_eq!(json["exit"], 1);
 }
+
+#[test]
+fn a_stop_reason_tsload_does_not_write_is_refused_by_name() {
+    let mut q = query_json(0);
+    q["stop_reason"] = "tired".into();
+    let e = read_report("q.json", q.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("q.json"), "{e}");
+    assert!(
+        e.contains("stop reason \"tired\"") && e.contains("\"row limit\""),
+        "{e}"
+    );
+    // Merged shards' reasons read back as the reasons they were.
+    q["stop_reason"] = "duration, row limit".into();
+    let read = read_query("q.json", &q);
+    assert!(
+        read.summary
+            .stop_reason
+            .contains(tsload_core::engine::StopReason::RowLimit)
+    );
+}

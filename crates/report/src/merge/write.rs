@@ -44,7 +44,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         workload: first.summary.workload.clone(),
         started_at: humantime::format_rfc3339_millis(start).to_string(),
         elapsed_s: totals.elapsed_s,
-        stop_reason: stop_reasons(reports),
+        stop_reason: stop_reasons(reports)?,
         fatal_error: first_fatal(reports),
         rows: totals.rows,
         metrics: totals.metrics,

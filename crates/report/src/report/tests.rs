@@ -2,6 +2,7 @@
 //! says of CPU, storage and a run that fell behind.
 
 use super::*;
+use tsload_core::engine::StopReason;
 use tsload_core::recorder::Counters;
 
 #[test]
