@@ -1425,15 +1425,11 @@ fn report_refuses_a_bad_interval_log_naming_it() {
         ),
         (
             vec!["r.json", "--hlog", "text.hlog"],
-            "--hlog text.hlog: not a readable tsload interval log: line 1: not an interval log line"
-                .to_string(),
+            "--hlog text.hlog:1: not an interval log line".to_string(),
         ),
         (
             vec!["r.json", "--hlog", "garbled.hlog"],
-            format!(
-                "--hlog garbled.hlog: not a readable tsload interval log: line {first_interval}: \
-                 the interval's histogram: not base64"
-            ),
+            format!("--hlog garbled.hlog:{first_interval}: the interval's histogram: not base64"),
         ),
         (
             vec!["r.json", "--hlog", "r.hlog", "--hlog", "r.hlog"],
@@ -1453,7 +1449,12 @@ fn report_refuses_a_bad_interval_log_naming_it() {
         full.extend(["-o", "p.html"]);
         let full: Vec<String> = full.into_iter().map(String::from).collect();
         let out = tsload(&full, dir.path());
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
         assert!(
             text(&out.stderr).contains(&says),
             "{args:?}: {says:?} not in {}",

@@ -1,13 +1,13 @@
 //! HdrHistogram interval logs (`.hlog`, what `tsload run --hlog` and `tsload merge
 //! --hlog-out` write) read from their text for the page: each interval's latency and
 //! service-time percentiles, and the whole run's histograms for the percentile spectrum.
-//! Pure: the caller reads the file; every line, time and histogram is checked (payloads
-//! through core's `decode_checked`), so a garbled log is an [`Error::Hlog`] naming the
-//! log, the line and what is wrong, never a panic.
+//! Pure: the caller reads the file; every line, time and histogram is checked (lines and
+//! times by tsload-report's one log reader, payloads by its `decode_checked`), so a
+//! garbled log is an [`Error::HlogRead`] naming the log, the line and what is wrong,
+//! never a panic.
 
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use tsload_report::hlog::{MAX_COUNT, MAX_LINE_BYTES, MAX_TIME_S, SERVICE_TAG, decode_checked};
+use tsload_report::hlog::{MAX_COUNT, SERVICE_TAG, decode_checked, read_intervals};
 
 use crate::{Error, Interval, StreamKind, ms, round_us};
 
@@ -138,7 +138,7 @@ fn add_interval(
     ),
     start_s: f64,
     length_s: f64,
-    tag: Option<String>,
+    tag: Option<&str>,
     payload: &str,
 ) -> Result<(), String> {
     let hist = decode_checked(payload).map_err(|e| format!("the interval's histogram: {e}"))?;
@@ -152,7 +152,7 @@ fn add_interval(
                 service: None,
             });
         }
-        Some(t) if t == SERVICE_TAG => {
+        Some(SERVICE_TAG) => {
             add(service, &hist)?;
             // tsload writes it right after the same interval's latency.
             match intervals.last_mut() {
@@ -177,100 +177,30 @@ fn add_interval(
     Ok(())
 }
 
-/// Reads the interval log `text` (named `label` in errors and on the page).
+/// Reads the interval log `text` (named `label` in errors and on the page) through
+/// [`tsload_report::hlog::read_intervals`], the one reader of tsload's logs.
 pub fn read_hlog(label: &str, text: &[u8]) -> Result<Hlog, Error> {
-    let bad = |line: usize, why: String| Error::Hlog {
-        label: label.to_string(),
-        why: if line == 0 {
-            why
-        } else {
-            format!("line {line}: {why}")
-        },
-    };
-    let mut base: Option<f64> = None;
     let mut intervals: Vec<LogInterval> = Vec::new();
     let mut latency = tsload_core::recorder::new_histogram();
     let mut service = tsload_core::recorder::new_histogram();
-    for (n, line) in text.split(|b| *b == b'\n').enumerate() {
-        let n = n + 1;
-        if line.len() > MAX_LINE_BYTES {
-            return Err(bad(
-                n,
-                format!("longer than {MAX_LINE_BYTES} bytes (tsload writes a few KiB at most)"),
-            ));
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let mut owned = line.to_vec();
-        owned.push(b'\n');
-        let time = |field: &str, t: std::time::Duration| {
-            if t.as_secs() > MAX_TIME_S {
-                Err(bad(
-                    n,
-                    format!(
-                        "{field} is {} s; allowed: 0 to {MAX_TIME_S} s",
-                        t.as_secs_f64()
-                    ),
-                ))
-            } else {
-                Ok(t.as_secs_f64())
-            }
-        };
-        match IntervalLogIterator::new(&owned).next() {
-            None => {}
-            Some(Err(_)) => {
-                let shown: String = String::from_utf8_lossy(line)
-                    .trim_end()
-                    .chars()
-                    .take(80)
-                    .collect();
-                return Err(bad(
-                    n,
-                    format!(
-                        "not an interval log line (a # comment, #[StartTime: S], #[BaseTime: S], \
-                         the legend, or [Tag=T,]START,LENGTH,MAX,HISTOGRAM): {shown:?}"
-                    ),
-                ));
-            }
-            Some(Ok(LogEntry::BaseTime(t))) => base = Some(time("BaseTime", t)?),
-            Some(Ok(LogEntry::StartTime(t))) => {
-                let t = time("StartTime", t)?;
-                base.get_or_insert(t);
-            }
-            Some(Ok(LogEntry::Interval(h))) => {
-                if base.is_none() {
-                    return Err(bad(
-                        n,
-                        "an interval before any StartTime or BaseTime".into(),
-                    ));
-                }
-                let start_s = time("the interval's start", h.start_timestamp())?;
-                let length_s = time("the interval's length", h.duration())?;
-                let tag = h.tag().map(|t| t.as_str().to_string());
-                add_interval(
-                    (&mut intervals, &mut latency, &mut service),
-                    start_s,
-                    length_s,
-                    tag,
-                    h.encoded_histogram(),
-                )
-                .map_err(|why| bad(n, why))?;
-            }
-        }
-    }
-    let Some(base_s) = base else {
-        return Err(bad(
-            0,
-            "no StartTime or BaseTime: not an interval log".into(),
-        ));
-    };
+    let base = read_intervals(label, text, |i| {
+        add_interval(
+            (&mut intervals, &mut latency, &mut service),
+            i.start.as_secs_f64(),
+            i.length.as_secs_f64(),
+            i.tag,
+            i.payload,
+        )
+    })?;
     if intervals.is_empty() {
-        return Err(bad(0, "no interval in the log".into()));
+        return Err(Error::Hlog {
+            label: label.to_string(),
+            why: "no interval in the log".into(),
+        });
     }
     Ok(Hlog {
         label: label.to_string(),
-        base_s,
+        base_s: base.as_secs_f64(),
         intervals,
         latency,
         service,

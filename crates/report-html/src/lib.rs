@@ -55,6 +55,9 @@ pub enum Error {
     /// An interval log that cannot be read: which, and what is wrong.
     #[error("{label}: not a readable tsload interval log: {why}")]
     Hlog { label: String, why: String },
+    /// An interval log line refused by the log reader: the log, the line and why.
+    #[error("{0}")]
+    HlogRead(#[from] tsload_report::hlog::HlogError),
     /// Interval logs given, but not one per report.
     #[error(
         "{logs} interval log(s) for {reports} report(s): give one --hlog per report, in the reports' order"

@@ -133,6 +133,12 @@ pub enum HlogError {
         line: u64,
         start_s: f64,
     },
+    #[error("{file}:{line}: {why}")]
+    Refused {
+        file: String,
+        line: u64,
+        why: String,
+    },
     #[error("writing the merged log: {0}")]
     Write(#[source] io::Error),
 }
@@ -475,9 +481,56 @@ fn merge_logs_within<R: BufRead, W: Write>(
 fn read_log<R: BufRead>(
     name: &str,
     log: usize,
-    mut reader: R,
+    reader: R,
     limits: Limits,
     entries: &mut Vec<Entry>,
+) -> Result<Duration, HlogError> {
+    read_intervals_within(name, reader, limits, |i| {
+        entries.push(Entry {
+            at: i.base + i.start,
+            length: i.length,
+            service: i.tag == Some(SERVICE_TAG),
+            log,
+            line: i.line,
+            payload: i.payload.to_string(),
+        });
+        Ok(())
+    })
+}
+
+/// One interval line of a log, read and bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct LogLine<'a> {
+    /// Its line number, from 1.
+    pub line: u64,
+    /// The log's base time (since the epoch) and the interval's start from it.
+    pub base: Duration,
+    pub start: Duration,
+    pub length: Duration,
+    /// `None` for the latency histogram, `Some("service")` for the service time's.
+    pub tag: Option<&'a str>,
+    /// The histogram, still encoded.
+    pub payload: &'a str,
+}
+
+/// Reads an interval log line by line, the one reader of tsload's logs (`merge --hlog`
+/// and the HTML page): each line at most [`MAX_LINE_BYTES`], the log at most
+/// [`MAX_LOG_BYTES`], every time at most [`MAX_TIME_S`]; comments and the legend are
+/// skipped, each interval is handed to `each` (whose `Err` refuses the line, naming it),
+/// and the log's base time is returned.
+pub fn read_intervals<R: BufRead>(
+    name: &str,
+    reader: R,
+    each: impl FnMut(LogLine<'_>) -> Result<(), String>,
+) -> Result<Duration, HlogError> {
+    read_intervals_within(name, reader, LIMITS, each)
+}
+
+fn read_intervals_within<R: BufRead>(
+    name: &str,
+    mut reader: R,
+    limits: Limits,
+    mut each: impl FnMut(LogLine<'_>) -> Result<(), String>,
 ) -> Result<Duration, HlogError> {
     let mut base: Option<Duration> = None;
     let mut buf = Vec::new();
@@ -517,55 +570,73 @@ fn read_log<R: BufRead>(
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let time = |field: &'static str, t: Duration| {
-            if t.as_secs() > MAX_TIME_S {
-                return Err(HlogError::Time {
-                    file: name.to_string(),
-                    line,
-                    field,
-                    value: format!("{}.{:09}", t.as_secs(), t.subsec_nanos()),
-                });
-            }
-            Ok(t)
-        };
-        match IntervalLogIterator::new(&buf).next() {
-            // A comment or the legend.
-            None => {}
-            Some(Err(_)) => {
-                let text = String::from_utf8_lossy(&buf);
-                let text: String = text.trim_end().chars().take(80).collect();
-                return Err(HlogError::Syntax {
-                    file: name.to_string(),
-                    line,
-                    text: format!("{text:?}"),
-                });
-            }
-            Some(Ok(LogEntry::BaseTime(t))) => base = Some(time("BaseTime", t)?),
-            Some(Ok(LogEntry::StartTime(t))) => {
-                let t = time("StartTime", t)?;
-                base.get_or_insert(t);
-            }
-            Some(Ok(LogEntry::Interval(h))) => {
-                let base = base.ok_or_else(|| HlogError::NoBase {
-                    file: name.to_string(),
-                    line,
-                })?;
-                let start = time("the interval's start", h.start_timestamp())?;
-                let length = time("the interval's length", h.duration())?;
-                entries.push(Entry {
-                    at: base + start,
-                    length,
-                    service: h.tag().is_some_and(|t| t.as_str() == SERVICE_TAG),
-                    log,
-                    line,
-                    payload: h.encoded_histogram().to_string(),
-                });
-            }
+        if let Some(interval) = read_line(name, line, &buf, &mut base)? {
+            each(interval).map_err(|why| HlogError::Refused {
+                file: name.to_string(),
+                line,
+                why,
+            })?;
         }
     }
     base.ok_or_else(|| HlogError::NoTime {
         file: name.to_string(),
     })
+}
+
+/// One line: a base or start time (kept in `base`), an interval, or a comment.
+fn read_line<'b>(
+    name: &str,
+    line: u64,
+    buf: &'b [u8],
+    base: &mut Option<Duration>,
+) -> Result<Option<LogLine<'b>>, HlogError> {
+    let time = |field: &'static str, t: Duration| {
+        if t.as_secs() > MAX_TIME_S {
+            return Err(HlogError::Time {
+                file: name.to_string(),
+                line,
+                field,
+                value: format!("{}.{:09}", t.as_secs(), t.subsec_nanos()),
+            });
+        }
+        Ok(t)
+    };
+    match IntervalLogIterator::new(buf).next() {
+        // A comment or the legend.
+        None => Ok(None),
+        Some(Err(_)) => {
+            let text = String::from_utf8_lossy(buf);
+            let text: String = text.trim_end().chars().take(80).collect();
+            Err(HlogError::Syntax {
+                file: name.to_string(),
+                line,
+                text: format!("{text:?}"),
+            })
+        }
+        Some(Ok(LogEntry::BaseTime(t))) => {
+            *base = Some(time("BaseTime", t)?);
+            Ok(None)
+        }
+        Some(Ok(LogEntry::StartTime(t))) => {
+            let t = time("StartTime", t)?;
+            base.get_or_insert(t);
+            Ok(None)
+        }
+        Some(Ok(LogEntry::Interval(h))) => {
+            let base = base.ok_or_else(|| HlogError::NoBase {
+                file: name.to_string(),
+                line,
+            })?;
+            Ok(Some(LogLine {
+                line,
+                base,
+                start: time("the interval's start", h.start_timestamp())?,
+                length: time("the interval's length", h.duration())?,
+                tag: h.tag().map(|t| t.as_str()),
+                payload: h.encoded_histogram(),
+            }))
+        }
+    }
 }
 
 #[cfg(test)]
