@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::plot::{PlotError, format_compact};
-use crate::table::write_csv_record;
+use crate::table::csv_writer;
 use tsload_report::verdict::Verdict;
 
 /// One target's figures, from its run's report.
@@ -87,39 +87,36 @@ const CSV_COLUMNS: [&str; 17] = [
 ];
 
 /// Writes the rows as CSV (RFC 4180; a figure not measured is an empty field).
-pub fn write_csv<W: io::Write>(rows: &[CompareRow], mut w: W) -> io::Result<()> {
-    let header: Vec<String> = CSV_COLUMNS.iter().map(|c| c.to_string()).collect();
-    write_csv_record(&mut w, &header)?;
+pub fn write_csv<W: io::Write>(rows: &[CompareRow], w: W) -> io::Result<()> {
+    let mut w = csv_writer(w);
+    w.write_record(CSV_COLUMNS)?;
     let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for r in rows {
-        write_csv_record(
-            &mut w,
-            &[
-                r.target.clone(),
-                r.kind.clone(),
-                r.rows.to_string(),
-                r.metrics.to_string(),
-                r.elapsed_s.to_string(),
-                r.rows_per_s.to_string(),
-                r.metrics_per_s.to_string(),
-                r.latency_p50_ms.to_string(),
-                r.latency_p99_ms.to_string(),
-                r.client_cpu_us_per_1000_metrics.to_string(),
-                opt(r.server_cpu_s_per_million_metrics),
-                opt(r.bytes_per_metric),
-                tsload_report::stop::shown(r.stop_reason.as_ref()),
-                r.verdict.exit.to_string(),
-                r.verdict.stored.map(|n| n.to_string()).unwrap_or_default(),
-                r.verdict.word().to_string(),
-                r.verdict
-                    .flaw
-                    .as_ref()
-                    .map(|f| f.why.clone())
-                    .unwrap_or_default(),
-            ],
-        )?;
+        w.write_record([
+            r.target.clone(),
+            r.kind.clone(),
+            r.rows.to_string(),
+            r.metrics.to_string(),
+            r.elapsed_s.to_string(),
+            r.rows_per_s.to_string(),
+            r.metrics_per_s.to_string(),
+            r.latency_p50_ms.to_string(),
+            r.latency_p99_ms.to_string(),
+            r.client_cpu_us_per_1000_metrics.to_string(),
+            opt(r.server_cpu_s_per_million_metrics),
+            opt(r.bytes_per_metric),
+            tsload_report::stop::shown(r.stop_reason.as_ref()),
+            r.verdict.exit.to_string(),
+            r.verdict.stored.map(|n| n.to_string()).unwrap_or_default(),
+            r.verdict.word().to_string(),
+            r.verdict
+                .flaw
+                .as_ref()
+                .map(|f| f.why.clone())
+                .unwrap_or_default(),
+        ])?;
     }
-    Ok(())
+    w.flush()
 }
 
 /// The side-by-side table; under it, each target whose run is no measure, with why.

@@ -42,5 +42,5 @@ pub use plot::{
     PlotError, PlotKind, PlotOptions, Throughput, choose_plot, format_compact, render_svg,
     write_svg,
 };
-pub use table::{Measure, Rates, RttStats, SweepRow, SweepTable, TableError, write_csv_record};
+pub use table::{Measure, Rates, RttStats, SweepRow, SweepTable, TableError};
 pub use tsload_report::verdict::{self, Flaw, FlawKind, Verdict};

@@ -312,8 +312,9 @@ impl SweepTable {
     /// per row. RFC 4180: CRLF line ends, a field holding `,`, `"`, CR or LF is quoted with
     /// `"` and its quotes doubled. Numbers use Rust's shortest round-trip form; a missing
     /// value (no RTT, no RTT min) is an empty field.
-    pub fn write_csv<W: io::Write>(&self, mut w: W) -> io::Result<()> {
-        write_csv_record(&mut w, &self.csv_header())?;
+    pub fn write_csv<W: io::Write>(&self, w: W) -> io::Result<()> {
+        let mut w = csv_writer(w);
+        w.write_record(self.csv_header())?;
         let settings = self.setting_columns();
         for row in &self.rows {
             let mut rec: Vec<String> = row
@@ -357,9 +358,9 @@ impl SweepTable {
             rec.push(v.stored.map(|n| n.to_string()).unwrap_or_default());
             rec.push(v.word().to_string());
             rec.push(v.flaw.as_ref().map(|f| f.why.clone()).unwrap_or_default());
-            write_csv_record(&mut w, &rec)?;
+            w.write_record(&rec)?;
         }
-        Ok(())
+        w.flush()
     }
 
     /// The table as aligned text, one line per row, for a terminal: the sweep keys, then
@@ -481,23 +482,12 @@ impl SweepTable {
     }
 }
 
-/// Writes one CSV record (RFC 4180 quoting, CRLF).
-pub fn write_csv_record<W: io::Write>(w: &mut W, fields: &[String]) -> io::Result<()> {
-    let mut line = String::new();
-    for (i, f) in fields.iter().enumerate() {
-        if i > 0 {
-            line.push(',');
-        }
-        if f.contains([',', '"', '\r', '\n']) {
-            line.push('"');
-            line.push_str(&f.replace('"', "\"\""));
-            line.push('"');
-        } else {
-            line.push_str(f);
-        }
-    }
-    line.push_str("\r\n");
-    w.write_all(line.as_bytes())
+/// A CSV writer as the sweep's tables are written: RFC 4180 (a field holding `,`, `"`,
+/// CR or LF quoted, its quotes doubled), CRLF line ends.
+pub(crate) fn csv_writer<W: io::Write>(w: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(w)
 }
 
 #[cfg(test)]
