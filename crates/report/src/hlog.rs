@@ -1,8 +1,9 @@
 //! HdrHistogram interval logs (`.hlog`). The writer: V2 + DEFLATE compressed histograms,
 //! one line per interval, in the format HdrHistogram's Java `HistogramLogProcessor` reads;
 //! the corrected latency is written untagged (the processor's default), service time with
-//! `Tag=service`; values are nanoseconds. The reader of shards' logs ([`merge_logs`]) and
-//! [`decode_checked`], the decoder of histogram payloads that come from outside: sizes,
+//! `Tag=service`; values are nanoseconds. The one reader of tsload's logs
+//! ([`read_intervals`], which [`merge_logs`] and the HTML page use) and [`decode_checked`],
+//! the decoder of histogram payloads that come from outside: sizes,
 //! times and counts are bounded and checked, so bad input is an error, never a panic or an
 //! allocation of whatever a payload declares.
 
@@ -71,7 +72,7 @@ impl<W: Write> HlogWriter<W> {
     }
 }
 
-/// The longest line [`merge_logs`] reads, newline aside. tsload's lines are 100 bytes to a
+/// The longest line [`read_intervals`] reads, newline aside. tsload's lines are 100 bytes to a
 /// few KiB; a histogram of its precision over the whole u64 range encodes to under 1 MiB.
 pub const MAX_LINE_BYTES: usize = 4 << 20;
 /// The largest interval log [`merge_logs`] reads (4 GiB).

@@ -446,7 +446,9 @@ section! {
         types: Vec<Spanned<String>> = "array of strings", Said("all the target's language has"),
             &["tsbs"];
         /// query language of a line-protocol (influx) target
-        dialect: String = "`influxql` | `promql` | `questdb`", Toml("\"influxql\""), &["tsbs"];
+        dialect: String = "`influxql` | `promql` | `questdb`",
+            Said("the target's first: `influxql` for influx, `promql` for prometheus (which takes `metricsql` too)"),
+            &["tsbs"];
         /// TimescaleDB's time_bucket (postgres targets)
         time_bucket: bool = "bool", Toml("false"), &["tsbs"];
         /// write the data set first

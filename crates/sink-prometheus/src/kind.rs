@@ -136,7 +136,7 @@ impl Target for PrometheusTarget {
 
     fn settings(&self) -> serde_json::Value {
         let mut v = tsload_target::settings_of(&KIND, &self.keys, Some(self.cfg.url.shown()));
-        v["query_url"] = self.cfg.base_url().into();
+        v["query_url"] = tsload_redact::url(&self.cfg.base_url()).into();
         v
     }
 

@@ -280,6 +280,10 @@ mod tests {
     fn an_empty_section_gets_the_documented_defaults() {
         let t = parse(&[]).unwrap();
         assert_eq!(t.kind(), "tdengine");
+        // The default DSN's password is shown by nothing: not the settings, not Debug.
+        for shown in [format!("{t:?}"), t.settings().to_string()] {
+            assert!(!shown.contains("taosdata"), "{shown}");
+        }
         assert_eq!(
             t.settings(),
             serde_json::json!({

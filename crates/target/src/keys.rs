@@ -4,6 +4,7 @@
 //! keys` and `docs/keys.md`, and its part of the plan's JSON. Each value type says how it
 //! reads, how the reference names it and how a default is shown ([`KeyValue`]).
 
+use std::fmt;
 use std::marker::PhantomData;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -58,7 +59,8 @@ pub trait Keys: Sized {
     /// Reads every key of `section`, applying each default.
     fn read(section: &Section) -> Result<Self, KeyError>;
 
-    /// Each key's value (`null` for an unset one) into `map`.
+    /// Each key's value into `map` (`null` for an unset one; a flattened struct may leave
+    /// its unset keys out, as [`TlsKeys`] does).
     fn to_json(&self, map: &mut serde_json::Map<String, serde_json::Value>);
 }
 
@@ -179,9 +181,18 @@ impl KeyValue for NonEmpty {
     }
 }
 
-/// An HTTP URL: `http://` or `https://`, the scheme in any case, kept lower-case.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An HTTP URL: `http://` or `https://`, the scheme in any case, kept lower-case. Shown
+/// (`Debug`, JSON) with a password in it as `***`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpUrl(pub String);
+
+impl fmt::Debug for HttpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("HttpUrl")
+            .field(&tsload_redact::url(&self.0))
+            .finish()
+    }
+}
 
 impl HttpUrl {
     pub fn of(text: &str) -> HttpUrl {
@@ -207,9 +218,17 @@ impl KeyValue for HttpUrl {
     }
 }
 
-/// A URL or DSN that is not empty, shown with its password as `***`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A URL or DSN that is not empty, shown (`Debug`, JSON) with its password as `***`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Url(pub String);
+
+impl fmt::Debug for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Url")
+            .field(&tsload_redact::url(&self.0))
+            .finish()
+    }
+}
 
 impl Url {
     pub fn of(text: &str) -> Url {
@@ -610,6 +629,20 @@ mod tests {
         assert_eq!(json["password"], tsload_redact::MASK);
         assert_eq!(json["guarantee"], serde_json::Value::Null);
         assert!(!json.contains_key("ca_file"));
+        // A password in a URL is shown as `***`, by Debug too.
+        let url = Url::of("mysql://u:hunter2@h/db");
+        let http = HttpUrl::of("http://u:hunter2@h:1");
+        for shown in [
+            format!("{url:?}"),
+            format!("{http:?}"),
+            url.json().to_string(),
+            http.json().to_string(),
+        ] {
+            assert!(
+                !shown.contains("hunter2") && shown.contains("***"),
+                "{shown}"
+            );
+        }
     }
 
     #[test]
