@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
+use tsload_report::RunReport;
 use tsload_sweep::compare::{CHARTS, CompareRow, bar_svg, render_text, write_csv};
 
 use crate::exit::EXIT_USAGE;
@@ -90,12 +91,12 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             &e.name,
             e.plan.target.kind(),
             executed.code,
-            &executed.report,
+            executed.report.as_ref(),
         ));
-        if executed.report.is_object() {
+        if let Some(report) = &executed.report {
             pages.push(tsload_report_html::ReportInput {
                 label: e.name.clone(),
-                report: executed.report,
+                report: report.to_json(),
             });
         }
     }
@@ -268,60 +269,36 @@ fn resolve(
     Ok(Entry { name, plan })
 }
 
-/// A table row from a target's JSON report (zeros, and a failed verdict, when the run
-/// left none), `exit` the code the run earned.
-fn row_of(name: &str, kind: &str, exit: u8, r: &serde_json::Value) -> CompareRow {
-    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+/// A table row from a target's report (zeros, and a failed verdict, when the run left
+/// none), `exit` the code the run earned.
+fn row_of(name: &str, kind: &str, exit: u8, r: Option<&RunReport>) -> CompareRow {
+    let w = r.and_then(|r| r.streams.write());
+    let server = r.and_then(|r| r.server.as_ref());
+    let f = |v: Option<f64>| v.unwrap_or(0.0);
     CompareRow {
         target: name.to_string(),
-        kind: r["target"].as_str().unwrap_or(kind).to_string(),
-        rows: r["rows"].as_u64().unwrap_or(0),
-        metrics: r["metrics"].as_u64().unwrap_or(0),
-        elapsed_s: f(&r["elapsed_s"]),
-        rows_per_s: f(&r["rows_per_s"]),
-        metrics_per_s: f(&r["metrics_per_s"]),
-        latency_p50_ms: f(&r["latency"]["p50_ms"]),
-        latency_p99_ms: f(&r["latency"]["p99_ms"]),
-        client_cpu_us_per_1000_metrics: f(&r["client"]["cpu_us_per_1000_metrics"]),
-        server_cpu_s_per_million_metrics: r["server"]["cpu_s_per_million_metrics"].as_f64(),
-        bytes_per_metric: bytes_per_metric(r),
-        stop_reason: r["stop_reason"].as_str().and_then(|s| s.parse().ok()),
-        verdict: tsload_report::verdict::Verdict::of_run(exit, r),
+        kind: w.map_or(kind, |w| w.target.as_str()).to_string(),
+        rows: w.map_or(0, |w| w.rows),
+        metrics: w.map_or(0, |w| w.metrics),
+        elapsed_s: f(w.map(|w| w.elapsed_s)),
+        rows_per_s: f(w.map(|w| w.rows_per_s)),
+        metrics_per_s: f(w.map(|w| w.metrics_per_s)),
+        latency_p50_ms: f(w.map(|w| w.latency.p50_ms)),
+        latency_p99_ms: f(w.map(|w| w.latency.p99_ms)),
+        client_cpu_us_per_1000_metrics: f(w.map(|w| w.client.cpu_us_per_1000_metrics)),
+        server_cpu_s_per_million_metrics: server.map(|s| s.cpu_s_per_million_metrics),
+        bytes_per_metric: r.and_then(RunReport::bytes_per_metric),
+        stop_reason: w.map(|w| w.stop_reason.clone()),
+        verdict: match r {
+            Some(r) => r.verdict(exit),
+            None => tsload_report::verdict::Verdict::no_report(exit),
+        },
     }
-}
-
-/// What a run's data costs on disk per metric, from its JSON report: the database's own
-/// figure for the run's tables (`[monitor] storage`: `storage.bytes_per_metric`, read
-/// after the server's flush), else what the server's data dir grew by
-/// (`server.bytes_per_metric`: the whole server, WAL and all).
-pub(crate) fn bytes_per_metric(r: &serde_json::Value) -> Option<f64> {
-    r["storage"]["bytes_per_metric"]
-        .as_f64()
-        .or_else(|| r["server"]["bytes_per_metric"].as_f64())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bytes_per_metric_is_the_databases_own_figure_else_the_data_dirs() {
-        let report = |storage: Option<f64>, server: Option<f64>| {
-            let mut r = serde_json::json!({"rows": 10, "metrics": 100});
-            if let Some(b) = storage {
-                r["storage"] = serde_json::json!({"bytes": 1, "bytes_per_metric": b});
-            }
-            if let Some(b) = server {
-                r["server"] = serde_json::json!({"cpu_s": 1.0, "bytes_per_metric": b});
-            }
-            r
-        };
-        let row = |r: serde_json::Value| row_of("t", "influx", 0, &r).bytes_per_metric;
-        assert_eq!(row(report(Some(14.18), Some(30.0))), Some(14.18));
-        assert_eq!(row(report(Some(0.6), None)), Some(0.6));
-        assert_eq!(row(report(None, Some(30.0))), Some(30.0));
-        assert_eq!(row(report(None, None)), None);
-    }
 
     fn configs() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")

@@ -25,6 +25,8 @@ use tsload_probe::ProbeReport;
 use tsload_report::StreamKind;
 use tsload_report::query_report::QuerySummary;
 use tsload_report::report::Summary;
+use tsload_report::run_report::RunReport;
+use tsload_report::verdict::Verdict;
 
 pub use self::signals::interrupted_exit_code;
 use crate::network::{self, ActiveNetwork};
@@ -35,28 +37,40 @@ use tsload_scenario::plan::{Plan, ProgressMode, RunMode};
 
 /// What one run produced.
 pub struct Executed {
-    /// The write stream's report (`None` when there was none or it failed to start).
-    pub summary: Option<Summary>,
-    /// The read stream's report.
-    pub query_summary: Option<QuerySummary>,
     /// The RTT measured before the load, when the plan asked for a probe.
     pub probe: Option<ProbeReport>,
     /// The exit code this run earns on its own; [`crate::exit::EXIT_INTERRUPTED`] when a signal
     /// stopped it, whichever signal that was (see [`interrupted_exit_code`]).
     pub code: u8,
-    /// The JSON report (what `--json` writes), `Null` when there is none.
-    pub report: serde_json::Value,
+    /// The run's report (what `--json` writes); `None` when no stream reported.
+    pub report: Option<RunReport>,
 }
 
 impl Executed {
     /// A run refused before it started (exit 2, no report).
     fn refused() -> Executed {
         Executed {
-            summary: None,
-            query_summary: None,
             probe: None,
             code: crate::exit::EXIT_USAGE,
-            report: serde_json::Value::Null,
+            report: None,
+        }
+    }
+
+    /// The write stream's summary (`None` when there was none or it failed to start).
+    pub fn summary(&self) -> Option<&Summary> {
+        self.report.as_ref()?.streams.write()
+    }
+
+    /// The read stream's summary.
+    pub fn query_summary(&self) -> Option<&QuerySummary> {
+        self.report.as_ref()?.streams.query()
+    }
+
+    /// The run's verdict: a run that left no report failed.
+    pub fn verdict(&self) -> Verdict {
+        match &self.report {
+            Some(r) => r.verdict(self.code),
+            None => Verdict::no_report(self.code),
         }
     }
 }
@@ -171,16 +185,15 @@ fn report_streams(
     outcomes: Outcomes,
     usage: &Usage,
     r: &mut report::Reporter,
-    executed: &mut Executed,
-) -> anyhow::Result<()> {
+) -> Option<tsload_report::Streams> {
     match outcomes {
-        Outcomes::Write(o) => write::report(o, usage, r, executed),
-        Outcomes::Query { preload, query } => query::report(preload, query, usage, r, executed),
+        Outcomes::Write(o) => write::report(o, usage, r),
+        Outcomes::Query { preload, query } => query::report(preload, query, usage, r),
         Outcomes::Mixed {
             write,
             query,
             split,
-        } => mixed::report(write, query, split, usage, r, executed),
+        } => mixed::report(write, query, split, usage, r),
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use tsload_report::RunReport;
 use tsload_report::baseline;
 use tsload_report::threshold::Threshold;
 use tsload_scenario::plan::{self, Plan, ProgressMode};
@@ -221,7 +222,8 @@ pub fn cmd_run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::from(executed.code));
         }
-        reports.push(executed.report);
+        // A run that passed has its report: every stream that ran reported.
+        reports.extend(executed.report);
     }
     match baselines {
         None => Ok(ExitCode::SUCCESS),
@@ -285,7 +287,7 @@ fn plan_of_run(args: &mut RunArgs) -> Result<Plan, String> {
 fn finish_baselines(
     b: &Baselines,
     plan: &Plan,
-    reports: &[serde_json::Value],
+    reports: &[RunReport],
     save_as: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let mut code = ExitCode::SUCCESS;
@@ -307,8 +309,11 @@ fn finish_baselines(
             && let Some(last) = reports.last()
         {
             let mut last = last.clone();
-            last["baseline"] = serde_json::to_value(&c)?;
-            crate::out::write_text(path, &(serde_json::to_string_pretty(&last)? + "\n"))?;
+            last.baseline = Some(c);
+            crate::out::write_text(
+                path,
+                &(serde_json::to_string_pretty(&last.to_json())? + "\n"),
+            )?;
         }
     }
     if let Some(name) = save_as {
@@ -331,7 +336,7 @@ fn finish_baselines(
 /// baseline read) before anything runs.
 struct Baselines {
     compare_name: Option<String>,
-    compare_with: Option<Vec<serde_json::Value>>,
+    compare_with: Option<Vec<RunReport>>,
     limits: Vec<baseline::RegressIf>,
 }
 

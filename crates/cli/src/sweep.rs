@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use tsload_core::engine::LoadMode;
+use tsload_report::RunReport;
 use tsload_sweep::{
     Grid, Measure, PlotOptions, Point, Rates, RttStats, SweepRow, SweepTable, SweepValue,
     TRequestSource, Verdict, choose_plot,
@@ -89,10 +90,10 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         table
             .push(sweep_row(point, plan, sweep.measure, &executed))
             .context("recording the point")?;
-        if executed.report.is_object() {
+        if let Some(report) = &executed.report {
             pages.push(tsload_report_html::ReportInput {
                 label: format!("point {}: {}", i + 1, point.label()),
-                report: executed.report,
+                report: report.to_json(),
             });
         }
         // Written after every point, so an interrupted sweep keeps what it measured.
@@ -234,9 +235,12 @@ fn rtt_of(executed: &run::Executed) -> Option<RttStats> {
 /// that left no figures is a row too, marked, so no table or fit passes over it.
 fn sweep_row(point: &Point, plan: &Plan, measure: Measure, executed: &run::Executed) -> SweepRow {
     let query_row = measure != Measure::Writes;
-    let verdict = Verdict::of_run(executed.code, &executed.report);
-    let server_cpu_s = server_figure(&executed.report, "cpu_s");
-    if let Some(q) = executed.query_summary.as_ref().filter(|_| query_row) {
+    let verdict = executed.verdict();
+    let server_cpu_s = executed
+        .report
+        .as_ref()
+        .and_then(|r| Some(r.server.as_ref()?.cpu_s));
+    if let Some(q) = executed.query_summary().filter(|_| query_row) {
         // A read run's row: requests (transactions), statements and rows read.
         let rates = if measure == Measure::Transactions {
             Rates::Transactions {
@@ -270,7 +274,7 @@ fn sweep_row(point: &Point, plan: &Plan, measure: Measure, executed: &run::Execu
             verdict,
         };
     }
-    let Some(s) = executed.summary.as_ref().filter(|_| !query_row) else {
+    let Some(s) = executed.summary().filter(|_| !query_row) else {
         return empty_row(point, measure, plan, verdict);
     };
     let requests_per_s = if s.elapsed_s > 0.0 {
@@ -293,7 +297,10 @@ fn sweep_row(point: &Point, plan: &Plan, measure: Measure, executed: &run::Execu
         errors: s.failed_requests,
         client_cpu_s: s.client.cpu_s,
         server_cpu_s,
-        bytes_per_metric: crate::compare::bytes_per_metric(&executed.report),
+        bytes_per_metric: executed
+            .report
+            .as_ref()
+            .and_then(RunReport::bytes_per_metric),
         workers: plan.load.workers as u64,
         batch: plan.load.batch as u64,
         in_flight: plan.load.in_flight as u64,
@@ -512,9 +519,4 @@ fn measure_of_sweep(plans: &[Plan]) -> Result<Measure, String> {
         ),
         _ => Ok(Measure::Queries),
     })
-}
-
-/// A figure of the report's `[monitor]` server block, if it has one.
-fn server_figure(report: &serde_json::Value, key: &str) -> Option<f64> {
-    report.get("server")?.get(key)?.as_f64()
 }

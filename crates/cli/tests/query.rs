@@ -27,11 +27,17 @@ fn run(dir: &Path, sets: &[String]) -> (Output, serde_json::Value) {
         cmd.args(["--set", s]);
     }
     let out = cmd.output().expect("start tsload");
-    let r = std::fs::read_to_string(dir.join("r.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (out, r)
+    let Ok(bytes) = std::fs::read(dir.join("r.json")) else {
+        return (out, serde_json::Value::Null);
+    };
+    // Every report the binary writes reads back through the one reader, checked.
+    if let Err(e) = tsload_report::RunReport::read("r.json", &bytes) {
+        panic!(
+            "the report tsload wrote does not read back: {e}\n{}",
+            text(&bytes)
+        );
+    }
+    (out, serde_json::from_slice(&bytes).unwrap())
 }
 
 fn s(v: &str) -> String {
@@ -436,6 +442,17 @@ fn a_mixed_run_reports_writes_and_queries_side_by_side() {
     assert!(
         r["write_latency_with_queries"]["count"].as_u64().unwrap() > 0,
         "{r}"
+    );
+    // Read back as one report: both streams, the writes' own verdict.
+    let typed = tsload_report::RunReport::from_json("r.json", r.clone()).unwrap();
+    assert_eq!(typed.streams.write().unwrap().rows, r["write"]["rows"]);
+    assert_eq!(typed.streams.query().unwrap().requests, q);
+    assert!(typed.verdict(0).is_measure(), "{:?}", typed.verdict(0));
+    assert_eq!(typed.thresholds.len(), 3);
+    assert!(
+        typed.thresholds.iter().all(|t| t.passed),
+        "{:?}",
+        typed.thresholds
     );
 }
 

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tsload_report::merge::{
     MAX_CPU_S, MAX_ELAPSED_S, MAX_KINDS, MAX_LATENCY_MS, MergeError, check_intervals,
 };
+use tsload_report::verdict::{Verdict, WriteCheck};
 
 use crate::{Error, Hlog, Interval, ReportInput, StreamKind};
 
@@ -332,10 +333,7 @@ impl<'a> ReportView<'a> {
             intervals,
             hlog,
             from_log,
-            verdict: tsload_report::verdict::Verdict::of_run(
-                exit_code.and_then(|c| u8::try_from(c).ok()).unwrap_or(0),
-                r,
-            ),
+            verdict: verdict_of(r, exit_code, &exit_why),
             exit_code,
             exit_why,
             tsload_version: text("tsload_version"),
@@ -350,6 +348,24 @@ impl<'a> ReportView<'a> {
             plan: serde_json::to_string_pretty(&plan).unwrap_or_default(),
         })
     }
+}
+
+/// The run's verdict by [`Verdict::of`], the rule `tsload_report`'s own reader judges
+/// by: its exit and, of its write stream (a mixed run's `write`), what the server stored.
+fn verdict_of(r: &Value, exit_code: Option<i64>, why: &str) -> Verdict {
+    let writes = r.get("write").filter(|w| w.is_object()).unwrap_or(r);
+    let text = |key: &str| writes.get(key).and_then(Value::as_str);
+    let stored = writes.get("stored");
+    let count = |key: &str| stored.and_then(|s| s.get(key)).and_then(Value::as_u64);
+    Verdict::of(
+        exit_code.and_then(|c| u8::try_from(c).ok()).unwrap_or(0),
+        Some(why).filter(|_| r.get("exit").is_some()),
+        WriteCheck {
+            stored: count("rows").or_else(|| count("samples")),
+            shortfall: text("stored_shortfall"),
+            stored_error: text("stored_error"),
+        },
+    )
 }
 
 /// How long after a mixed run's writes its queries started (`query.started_at` less

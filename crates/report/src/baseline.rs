@@ -4,51 +4,51 @@
 //! repeats as the noise band (a change inside it is noise), and `--regress-if` limits that
 //! fail the run (exit 3).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use crate::comparison::{Change, Comparison};
+use crate::comparison::{FIGURES, num};
+use crate::report::LatencySummary;
+use crate::run_report::{RunReport, Streams};
+
 /// Where baselines are kept, relative to the working directory.
 pub const BASELINE_DIR: &str = ".tsload/baselines";
 
-/// The figures a baseline compares, with how to read them from a report and which way is
-/// better.
-const FIGURES: &[(&str, &str, bool)] = &[
-    // (name, unit, higher is better)
-    ("rate", "/s", true),
-    ("mean", "ms", false),
-    ("p50", "ms", false),
-    ("p90", "ms", false),
-    ("p95", "ms", false),
-    ("p99", "ms", false),
-    ("p99.9", "ms", false),
-    ("max", "ms", false),
-    ("cpu", "us", false),
-    ("server_cpu", "s/M", false),
-];
-
 /// One figure of one report: `rate` is rows/s (requests/s for a query run), latencies are
 /// the corrected latency in ms, `cpu` the client's CPU per 1,000 metrics (per request for
-/// queries), `server_cpu` the server's CPU per million metrics (with `[monitor]`).
-pub fn figure(report: &Value, name: &str) -> Option<f64> {
-    let queries = report.get("kinds").is_some();
-    let latency = |key: &str| report["latency"][key].as_f64();
-    match name {
-        "rate" if queries => report["requests_per_s"].as_f64(),
-        "rate" => report["rows_per_s"].as_f64(),
-        "mean" => latency("mean_ms"),
-        "p50" => latency("p50_ms"),
-        "p90" => latency("p90_ms"),
-        "p95" => latency("p95_ms"),
-        "p99" => latency("p99_ms"),
-        "p99.9" => latency("p99_9_ms"),
-        "max" => latency("max_ms"),
-        "cpu" if queries => report["cpu_us_per_request"].as_f64(),
-        "cpu" => report["client"]["cpu_us_per_1000_metrics"].as_f64(),
-        "server_cpu" => report["server"]["cpu_s_per_million_metrics"].as_f64(),
-        _ => None,
+/// queries), `server_cpu` the server's CPU per million metrics (with `[monitor]`). A mixed
+/// run's figures are its writes'.
+pub fn figure(report: &RunReport, name: &str) -> Option<f64> {
+    let server = || Some(report.server.as_ref()?.cpu_s_per_million_metrics);
+    if let Streams::Query { query, .. } = &report.streams {
+        let q = query.as_deref()?;
+        return match name {
+            "rate" => Some(q.requests_per_s),
+            "cpu" => Some(q.cpu_us_per_request),
+            "server_cpu" => server(),
+            _ => latency(&q.latency, name),
+        };
     }
+    let w = report.streams.write()?;
+    match name {
+        "rate" => Some(w.rows_per_s),
+        "cpu" => Some(w.client.cpu_us_per_1000_metrics),
+        "server_cpu" => server(),
+        _ => latency(&w.latency, name),
+    }
+}
+
+/// A latency figure of [`FIGURES`] (`None` for any other name, or when nothing was
+/// measured).
+fn latency(l: &LatencySummary, name: &str) -> Option<f64> {
+    matches!(
+        name,
+        "mean" | "p50" | "p90" | "p95" | "p99" | "p99.9" | "max"
+    )
+    .then(|| l.get(name))
+    .flatten()
 }
 
 /// Median and spread of one figure over repeated runs.
@@ -141,41 +141,9 @@ impl RegressIf {
     }
 }
 
-/// One figure compared.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Change {
-    pub figure: String,
-    pub baseline_median: f64,
-    pub baseline_min: f64,
-    pub baseline_max: f64,
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    /// (this median - baseline median) / baseline median, in percent.
-    pub change_percent: f64,
-    /// Whether this median lies outside the baseline's spread (else the change is noise).
-    pub outside_noise: bool,
-    /// Whether the change is for the worse.
-    pub worse: bool,
-}
-
-/// The comparison of this run's reports with a baseline's.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Comparison {
-    pub baseline: String,
-    pub baseline_runs: usize,
-    pub runs: usize,
-    pub changes: Vec<Change>,
-    /// The `--regress-if` limits broken (by a change outside the noise band).
-    pub regressions: Vec<String>,
-    /// Where this run's scenario differs from the baseline's (`load.workers: 4 -> 1`):
-    /// its figures then compare different loads.
-    pub differences: Vec<String>,
-}
-
 /// The keys of the resolved scenarios (the reports' `scenario`) whose values differ,
 /// as `key: baseline -> this`; names, sources and outputs do not count.
-fn scenario_differences(baseline: &Value, current: &Value) -> Vec<String> {
+fn scenario_differences(baseline: &RunReport, current: &RunReport) -> Vec<String> {
     fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
         match (a, b) {
             (Value::Object(x), Value::Object(y)) => {
@@ -204,20 +172,20 @@ fn scenario_differences(baseline: &Value, current: &Value) -> Vec<String> {
         }
     }
     let mut out = Vec::new();
-    walk("", &baseline["scenario"], &current["scenario"], &mut out);
+    walk("", baseline.scenario(), current.scenario(), &mut out);
     out
 }
 
 /// Compares `current` reports with `baseline` reports, figure by figure.
 pub fn compare(
     name: &str,
-    baseline: &[Value],
-    current: &[Value],
+    baseline: &[RunReport],
+    current: &[RunReport],
     limits: &[RegressIf],
 ) -> Comparison {
     let mut changes = Vec::new();
     for (figure_name, _, higher_better) in FIGURES {
-        let of = |rs: &[Value]| -> Option<Spread> {
+        let of = |rs: &[RunReport]| -> Option<Spread> {
             let v: Vec<f64> = rs.iter().filter_map(|r| figure(r, figure_name)).collect();
             Spread::of(&v)
         };
@@ -280,67 +248,6 @@ pub fn compare(
     }
 }
 
-fn num(v: f64) -> String {
-    if v.abs() >= 1000.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-impl Comparison {
-    pub fn render_text(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "baseline '{}' ({} run(s)) vs this ({} run(s)): medians, [min .. max] of the runs; a change inside the baseline's spread is noise",
-            self.baseline, self.baseline_runs, self.runs
-        );
-        if !self.differences.is_empty() {
-            let shown: Vec<&str> = self
-                .differences
-                .iter()
-                .take(8)
-                .map(String::as_str)
-                .collect();
-            let more = self.differences.len().saturating_sub(shown.len());
-            let _ = writeln!(
-                s,
-                "  NOTE      the scenarios differ, so these figures compare different loads: {}{}",
-                shown.join("; "),
-                if more > 0 {
-                    format!("; and {more} more")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        for c in &self.changes {
-            let unit = FIGURES.iter().find(|f| f.0 == c.figure).map_or("", |f| f.1);
-            let verdict = match (c.outside_noise, c.worse) {
-                (false, _) => "noise",
-                (true, true) => "worse",
-                (true, false) => "better",
-            };
-            let _ = writeln!(
-                s,
-                "  {:<10} {:>12} [{} .. {}] -> {:>12} [{} .. {}] {unit}  {:+7.1}%  {verdict}",
-                c.figure,
-                num(c.baseline_median),
-                num(c.baseline_min),
-                num(c.baseline_max),
-                num(c.median),
-                num(c.min),
-                num(c.max),
-                c.change_percent
-            );
-        }
-        s
-    }
-}
-
 /// The file of baseline `name`; names are plain words (no paths).
 pub fn path_of(name: &str) -> Result<PathBuf, String> {
     let ok = !name.is_empty()
@@ -357,15 +264,16 @@ pub fn path_of(name: &str) -> Result<PathBuf, String> {
 }
 
 /// Stores `reports` as baseline `name`.
-pub fn save(name: &str, reports: &[Value]) -> Result<PathBuf, String> {
+pub fn save(name: &str, reports: &[RunReport]) -> Result<PathBuf, String> {
     let path = path_of(name)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
+    let runs: Vec<Value> = reports.iter().map(RunReport::to_json).collect();
     let doc = serde_json::json!({
         "name": name,
         "saved_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        "runs": reports,
+        "runs": runs,
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
     tsload_redact::file::write_text(&path, &(text + "\n"))
@@ -373,24 +281,42 @@ pub fn save(name: &str, reports: &[Value]) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The reports of baseline `name`.
-pub fn load(name: &str) -> Result<Vec<Value>, String> {
+/// The reports of baseline `name`, each read by [`RunReport::from_json`] (at most
+/// [`crate::merge::MAX_REPORT_BYTES`] of file) and its figures checked.
+pub fn load(name: &str) -> Result<Vec<RunReport>, String> {
     let path = path_of(name)?;
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let missing = |e: std::io::Error| {
         format!(
             "baseline '{name}' ({}): {e}; save one first with `tsload run ... --save-baseline {name}`",
             path.display()
         )
-    })?;
-    let doc: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-    match doc["runs"].as_array() {
-        Some(runs) if !runs.is_empty() => {
-            check_figures(runs).map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok(runs.clone())
-        }
-        _ => Err(format!("{}: holds no runs", path.display())),
+    };
+    let size = std::fs::metadata(&path).map_err(missing)?.len();
+    // Up to 16 runs of the largest report.
+    if size > 16 * crate::merge::MAX_REPORT_BYTES {
+        return Err(format!(
+            "{}: {size} bytes, more than a baseline of tsload's holds",
+            path.display()
+        ));
     }
+    let text = std::fs::read_to_string(&path).map_err(missing)?;
+    let mut doc: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    let runs = match doc["runs"].take() {
+        Value::Array(runs) if !runs.is_empty() => runs,
+        _ => return Err(format!("{}: holds no runs", path.display())),
+    };
+    let count = runs.len();
+    let runs = runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, run)| {
+            RunReport::from_json(&format!("{} run {} of {count}", path.display(), i + 1), run)
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    check_figures(&runs).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(runs)
 }
 
 /// The largest figure a baseline may hold: no rate (rows/s), latency (ms) or CPU figure
@@ -400,7 +326,7 @@ pub const MAX_FIGURE: f64 = 1e12;
 /// Refuses a baseline whose runs hold a figure no run can have (not finite, negative, or
 /// above [`MAX_FIGURE`]): one such value made a median `inf`, and every `--regress-if`
 /// passed against it.
-fn check_figures(runs: &[Value]) -> Result<(), String> {
+fn check_figures(runs: &[RunReport]) -> Result<(), String> {
     for (i, run) in runs.iter().enumerate() {
         for (name, _, _) in FIGURES {
             if let Some(v) = figure(run, name)
@@ -423,20 +349,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn report(rate: f64, p99: f64) -> Value {
-        json!({
-            "rows_per_s": rate,
-            "latency": {"mean_ms": 1.0, "p50_ms": 1.0, "p90_ms": 2.0, "p95_ms": 2.0,
-                         "p99_ms": p99, "p99_9_ms": 5.0, "max_ms": 9.0},
-            "client": {"cpu_us_per_1000_metrics": 20.0},
-        })
+    fn report(rate: f64, p99: f64) -> RunReport {
+        let mut s = crate::fixture::write_summary(10);
+        s.rows_per_s = rate;
+        s.latency.p99_ms = p99;
+        s.client.cpu_us_per_1000_metrics = 20.0;
+        crate::fixture::run_report(Streams::Write(Box::new(s)), 0, "success")
     }
 
     #[test]
     fn a_baseline_of_another_load_is_noted() {
         let with = |workers: u64, name: &str| {
             let mut r = report(1000.0, 4.0);
-            r["scenario"] = json!({"name": name, "source": name, "output": {"json": name},
+            let Streams::Write(s) = &mut r.streams else {
+                unreachable!()
+            };
+            s.scenario = json!({"name": name, "source": name, "output": {"json": name},
                                    "load": {"workers": workers, "batch": 100}});
             r
         };

@@ -26,6 +26,17 @@ pub struct Verdict {
     pub flaw: Option<Flaw>,
 }
 
+/// What a run's write stream says of what the server stored, for [`Verdict::of`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteCheck<'a> {
+    /// What the server stored of the run: rows, else samples.
+    pub stored: Option<u64>,
+    /// Why the server holds less than it acknowledged (`stored_shortfall`).
+    pub shortfall: Option<&'a str>,
+    /// Why what it stored is not known (`stored_error`).
+    pub stored_error: Option<&'a str>,
+}
+
 /// Why a run's figures are not a measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flaw {
@@ -71,45 +82,38 @@ impl Verdict {
         }
     }
 
-    /// The verdict of a run from its JSON report (what `--json` writes): `exit.code` (else
-    /// `exit`, the code the run earned), the write stream's `stored` (rows, else samples),
-    /// `stored_shortfall` and `stored_error` (a mixed run's under `write`). A run with no
-    /// report failed.
-    pub fn of_run(exit: u8, report: &serde_json::Value) -> Verdict {
-        let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
-        let exit = report["exit"]["code"]
-            .as_u64()
-            .and_then(|c| u8::try_from(c).ok())
-            .unwrap_or(exit);
-        let why = text(&report["exit"]["why"]);
-        // A mixed run's write stream is its `write` object.
-        let writes = if report["write"].is_object() {
-            &report["write"]
-        } else {
-            report
-        };
-        let stored = &writes["stored"];
-        let stored = stored["rows"].as_u64().or(stored["samples"].as_u64());
+    /// The verdict of a run that left no report: it failed.
+    pub fn no_report(exit: u8) -> Verdict {
+        Verdict {
+            exit,
+            stored: None,
+            flaw: Some(Flaw {
+                kind: FlawKind::Failed,
+                why: format!("the run left no report (exit {exit})"),
+            }),
+        }
+    }
+
+    /// The verdict of a run that exited `exit` for `why`, its writes checked as `writes`
+    /// says: the one rule every reader of reports judges by.
+    pub fn of(exit: u8, why: Option<&str>, writes: WriteCheck<'_>) -> Verdict {
+        let why = why.filter(|w| !w.is_empty()).map(str::to_string);
         let flaw = |kind: FlawKind, why: String| Some(Flaw { kind, why });
-        let flaw = if !report.is_object() {
-            flaw(
-                FlawKind::Failed,
-                format!("the run left no report (exit {exit})"),
-            )
-        } else if matches!(exit, EXIT_INTERRUPTED | EXIT_TERMINATED) {
+        let flaw = if matches!(exit, EXIT_INTERRUPTED | EXIT_TERMINATED) {
             flaw(
                 FlawKind::Interrupted,
                 why.unwrap_or_else(|| "a signal stopped it".to_string()),
             )
-        } else if let Some(why) = text(&writes["stored_shortfall"]) {
-            flaw(FlawKind::Shortfall, why)
+        } else if let Some(why) = writes.shortfall {
+            flaw(FlawKind::Shortfall, why.to_string())
         } else if exit != 0 && exit != EXIT_THRESHOLD {
             flaw(
                 FlawKind::Failed,
                 why.unwrap_or_else(|| format!("exit {exit}")),
             )
-        } else if let Some(why) =
-            text(&writes["stored_error"]).filter(|e| e != tsload_core::stored::CANNOT_TELL)
+        } else if let Some(why) = writes
+            .stored_error
+            .filter(|e| *e != tsload_core::stored::CANNOT_TELL)
         {
             flaw(
                 FlawKind::Unverified,
@@ -118,7 +122,11 @@ impl Verdict {
         } else {
             None
         };
-        Verdict { exit, stored, flaw }
+        Verdict {
+            exit,
+            stored: writes.stored,
+            flaw,
+        }
     }
 
     /// Whether its figures are a measure: fitted, compared and drawn.
@@ -152,63 +160,6 @@ impl fmt::Display for Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_reports_verdict_names_its_worst_flaw() {
-        let of = |report: serde_json::Value| Verdict::of_run(0, &report);
-        let ok = of(json!({"exit": {"code": 0, "why": "success"}, "stored": {"rows": 1000}}));
-        assert_eq!(ok, Verdict::passed(Some(1000)));
-        let samples = of(json!({"exit": {"code": 0}, "stored": {"samples": 7}}));
-        assert_eq!(samples.stored, Some(7));
-        // A threshold missed: the figures are whole.
-        let threshold = of(json!({"exit": {"code": 3, "why": "a --fail-if threshold broke"}}));
-        assert!(threshold.is_measure() && threshold.exit == 3);
-        let short = of(json!({
-            "exit": {"code": 1, "why": "the server stored less"},
-            "stored": {"samples": 0},
-            "stored_shortfall": "the server stored 0 new samples of the 1080000 it acknowledged",
-        }));
-        assert_eq!(short.word(), "shortfall");
-        assert_eq!(short.stored, Some(0));
-        assert!(
-            short
-                .to_string()
-                .ends_with("of the 1080000 it acknowledged")
-        );
-        let failed = of(json!({"exit": {"code": 1, "why": "the run stopped on a fatal error: x"}}));
-        assert_eq!(failed.word(), "failed");
-        assert_eq!(
-            failed.flaw.unwrap().why,
-            "the run stopped on a fatal error: x"
-        );
-        let stopped = of(json!({
-            "exit": {"code": 143, "why": "interrupted"},
-            "stored_shortfall": "short because stopped",
-        }));
-        assert_eq!(stopped.word(), "interrupted");
-        let unknown = of(json!({
-            "exit": {"code": 0},
-            "stored_error": "the server did not answer within 30s after the run",
-        }));
-        assert_eq!(unknown.word(), "unverified");
-        let cannot = of(json!({"exit": {"code": 0}, "stored_error": "the target cannot tell"}));
-        assert!(cannot.is_measure());
-        // A mixed run: its writes' figures are under `write`.
-        let mixed = of(json!({
-            "exit": {"code": 1, "why": "x"},
-            "write": {"stored": {"rows": 5}, "stored_shortfall": "stored 5 of 10"},
-            "query": {},
-        }));
-        assert_eq!(mixed.stored, Some(5));
-        assert_eq!(mixed.word(), "shortfall");
-        let none = Verdict::of_run(2, &serde_json::Value::Null);
-        assert_eq!(none.exit, 2);
-        assert_eq!(
-            none.to_string(),
-            "failed (exit 2): the run left no report (exit 2)"
-        );
-    }
 
     #[test]
     fn a_verdict_reads_as_its_word_exit_and_reason() {

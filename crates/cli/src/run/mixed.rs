@@ -15,8 +15,10 @@ use tsload_core::recorder::new_histogram;
 use tsload_core::rusage::Usage;
 use tsload_report::report::{LatencySummary, group};
 
+use tsload_report::run_report::{MixedStreams, Streams as Reported};
+
 use super::report::Reporter;
-use super::{Executed, Outcomes, Streams};
+use super::{Outcomes, Streams};
 use crate::progress::RunObserver;
 use crate::queries;
 use tsload_scenario::plan::QueryPlan;
@@ -221,14 +223,12 @@ pub(super) fn report(
     split: WriteSplit,
     usage: &Usage,
     r: &mut Reporter<'_>,
-    executed: &mut Executed,
-) -> anyhow::Result<()> {
-    executed.summary = r.write_summary(write, usage, "writes: ");
-    executed.query_summary = r.query_summary(query, usage);
-    if let Some(s) = &executed.summary {
+) -> Option<Reported> {
+    let write = r.write_summary(write, usage, "writes: ");
+    let query = r.query_summary(query, usage);
+    if let Some(s) = &write {
         outln!("=== writes ===");
         out!("{}", s.render_text());
-        r.json.insert("write".into(), serde_json::to_value(s)?);
     }
     let alone = split.alone.as_ref().map(LatencySummary::from_histogram);
     let with = split
@@ -253,33 +253,27 @@ pub(super) fn report(
             );
         }
     }
-    r.json
-        .insert("write_latency_alone".into(), serde_json::to_value(&alone)?);
-    r.json.insert(
-        "write_latency_with_queries".into(),
-        serde_json::to_value(&with)?,
-    );
-    if let Some(s) = &executed.query_summary {
+    if let Some(s) = &query {
         outln!("=== queries ===");
         out!("{}", s.render_text());
-        r.json.insert("query".into(), serde_json::to_value(s)?);
     }
     // The read stream's stop reason is the writes' when they ended it: say so.
     let ended_with_writes = split.queries_ended_with_writes.map(|secs| {
-        let why = executed
-            .summary
+        let why = write
             .as_ref()
             .map_or_else(|| "an error".to_string(), |s| s.stop_reason.to_string());
         outln!(
             "  (the queries, without a limit of their own, ended with the writes: {why} after {secs:.3} s of writes)"
         );
-        why.to_string()
+        why
     });
-    r.json.insert(
-        "queries_ended_with_writes".into(),
-        serde_json::to_value(&ended_with_writes)?,
-    );
     outln!("  (client cpu in both reports: the whole process, writes and queries together)");
-    r.json.insert("mode".into(), "mixed".into());
-    Ok(())
+    Some(Reported::Mixed(Box::new(MixedStreams {
+        write,
+        query,
+        write_latency_alone: alone,
+        write_latency_with_queries: with,
+        queries_ended_with_writes: ended_with_writes,
+        ..MixedStreams::default()
+    })))
 }

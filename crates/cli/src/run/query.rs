@@ -8,8 +8,10 @@ use tsload_core::query::QueryWorkload;
 use tsload_core::query_engine::QueryOutcome;
 use tsload_core::rusage::Usage;
 
-use super::report::{Reporter, to_map};
-use super::{Executed, Outcomes, Streams};
+use tsload_report::run_report::Streams as Reported;
+
+use super::report::Reporter;
+use super::{Outcomes, Streams};
 use crate::progress::RunObserver;
 use crate::queries;
 use tsload_scenario::plan::{ProgressMode, QueryPlan, QueryWorkloadPlan};
@@ -61,25 +63,20 @@ pub(super) fn report(
     query: Result<QueryOutcome, EngineError>,
     usage: &Usage,
     r: &mut Reporter<'_>,
-    executed: &mut Executed,
-) -> anyhow::Result<()> {
-    if let Some((p, preload_usage)) = preload
-        && let Some(s) = r.write_summary(p, &preload_usage, "preload: ")
-    {
+) -> Option<Reported> {
+    let preload = preload.and_then(|(p, preload_usage)| {
+        let s = r.write_summary(p, &preload_usage, "preload: ")?;
         outln!(
             "preload: {} rows in {:.3} s ({:.0} rows/s)",
             s.rows,
             s.elapsed_s,
             s.rows_per_s
         );
-        r.json.insert("preload".into(), serde_json::to_value(&s)?);
-    }
-    executed.query_summary = r.query_summary(query, usage);
-    if let Some(s) = &executed.query_summary {
+        Some(Box::new(s))
+    });
+    let query = r.query_summary(query, usage).map(Box::new);
+    if let Some(s) = &query {
         out!("{}", s.render_text());
-        let mut m = to_map(serde_json::to_value(s)?);
-        m.append(&mut r.json);
-        r.json = m;
     }
-    Ok(())
+    (query.is_some() || preload.is_some()).then_some(Reported::Query { query, preload })
 }

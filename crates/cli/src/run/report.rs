@@ -9,6 +9,7 @@ use tsload_core::rusage::Usage;
 use tsload_probe::ProbeReport;
 use tsload_report::query_report::QuerySummary;
 use tsload_report::report::Summary;
+use tsload_report::run_report::{ExitStatus, RunReport, Streams, ThresholdVerdict};
 
 use super::{Executed, Outcomes};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_THRESHOLD};
@@ -40,8 +41,6 @@ pub(super) struct Reporter<'a> {
     whole: &'a Plan,
     plan: &'a Plan,
     run_id: i64,
-    /// The JSON report as it grows.
-    pub json: serde_json::Map<String, serde_json::Value>,
     fatal: bool,
     interrupted: bool,
 }
@@ -189,25 +188,22 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         whole,
         plan,
         run_id: f.run_id,
-        json: serde_json::Map::new(),
         fatal: false,
         interrupted: false,
     };
-    let mut executed = Executed {
-        summary: None,
-        query_summary: None,
-        probe: f.probe,
-        code: 0,
-        report: serde_json::Value::Null,
+    let streams = super::report_streams(f.outcomes, &f.usage, &mut r);
+    let streams = streams.as_ref();
+    let rtt = match &f.probe {
+        Some(p) => {
+            outln!("{}", p.table_row("rtt"));
+            Some(serde_json::to_value(p)?)
+        }
+        None => None,
     };
-    super::report_streams(f.outcomes, &f.usage, &mut r, &mut executed)?;
-    if let Some(p) = &executed.probe {
-        outln!("{}", p.table_row("rtt"));
-        r.json.insert("rtt".into(), serde_json::to_value(p)?);
-    }
-    if let Some(m) = f.monitor {
-        server_report(m, plan, &executed, &f.usage, f.runtime, &mut r.json)?;
-    }
+    let server = match f.monitor {
+        Some(m) => server_report(m, plan, streams, &f.usage, f.runtime),
+        None => None,
+    };
     if let Some(e) = &f.observer.hlog_error {
         errln!("error: interval log incomplete: {e}");
     }
@@ -216,7 +212,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         errln!("error: --out incomplete: {e}");
     }
     // Every threshold, judged before the JSON is written so that it carries the verdicts.
-    let broken = judge_thresholds(plan, &executed);
+    let broken = judge_thresholds(plan, streams);
     let mut fatal = r.fatal;
     if let Some(e) = &f.finish_error {
         errln!("error: {e:#}");
@@ -227,53 +223,55 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         plan,
         f.workload.source_error(),
         r.interrupted,
-        fatal.then(|| fatal_why(&executed, f.finish_error.as_ref())),
-        &executed,
+        fatal.then(|| fatal_why(streams, f.finish_error.as_ref())),
+        streams,
         &broken,
         f.observer.hlog_error.as_ref().or(outputs_error.as_ref()),
     );
-    executed.code = code;
-    let mut json = r.json;
-    if !json.is_empty() {
-        json.insert("thresholds".into(), thresholds_json(plan, &broken));
-        json.insert("host".into(), host_name().into());
-        json.insert("commit".into(), env!("TSLOAD_COMMIT").into());
-        json.insert("scenario_sha256".into(), whole.scenario_sha256().into());
-        json.insert(
-            "shard".into(),
-            serde_json::to_value(whole.output.shard.shard)?,
-        );
-        json.insert(
-            "exit".into(),
+    let mut executed = Executed {
+        probe: f.probe,
+        code,
+        report: None,
+    };
+    let Some(streams) = streams else {
+        return Ok(executed);
+    };
+    let report = RunReport {
+        streams: streams.clone(),
+        rtt,
+        server,
+        thresholds: thresholds_of(plan, &broken),
+        host: Some(host_name()),
+        commit: Some(env!("TSLOAD_COMMIT").to_string()),
+        scenario_sha256: Some(whole.scenario_sha256()),
+        shard: Some(whole.output.shard.shard),
+        exit: Some(ExitStatus {
             // The code the process exits with: a signal's own (130 or 143).
-            serde_json::json!({
-                "code": if code == EXIT_INTERRUPTED {
-                    super::signals::interrupted_exit_code()
-                } else {
-                    code
-                },
-                "why": why,
+            code: i64::from(if code == EXIT_INTERRUPTED {
+                super::signals::interrupted_exit_code()
+            } else {
+                code
             }),
-        );
-        json.insert(
-            "intervals".into(),
-            serde_json::to_value(f.outputs.intervals())?,
-        );
-        executed.report = serde_json::Value::Object(json.clone());
-        if let Some(path) = &plan.output.json {
-            let text = serde_json::to_string_pretty(&serde_json::Value::Object(json))?;
-            crate::out::write_text(path, &(text + "\n"))
-                .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
-        }
+            why,
+        }),
+        baseline: None,
+        intervals: serde_json::to_value(f.outputs.intervals())?,
+    };
+    let json = report.to_json();
+    if let Some(path) = &plan.output.json {
+        let text = serde_json::to_string_pretty(&json)?;
+        crate::out::write_text(path, &(text + "\n"))
+            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
     if let Some(path) = f.outputs.html_path()
-        && let Err(e) = crate::html::write_run_page(&path, &whole.name, &executed.report)
+        && let Err(e) = crate::html::write_run_page(&path, &whole.name, &json)
     {
         errln!("error: --out html={}: {e:#}", path.display());
         if executed.code == 0 {
             executed.code = 1;
         }
     }
+    executed.report = Some(report);
     Ok(executed)
 }
 
@@ -284,7 +282,7 @@ fn exit_of(
     source_error: Option<String>,
     interrupted: bool,
     fatal_why: Option<String>,
-    executed: &Executed,
+    streams: Option<&Streams>,
     broken: &[(String, String)],
     incomplete: Option<&String>,
 ) -> (u8, String) {
@@ -298,7 +296,7 @@ fn exit_of(
         )
     } else if let Some(why) = fatal_why {
         (1, why)
-    } else if let Some(n) = abandoned_requests(executed) {
+    } else if let Some(n) = abandoned_requests(streams) {
         let why = format!(
             "{n} requests were still unanswered {} after the run's end and were abandoned: \
              their rows may or may not be stored",
@@ -321,30 +319,27 @@ fn exit_of(
 }
 
 /// Requests of either stream abandoned the grace after the run's end, if any.
-fn abandoned_requests(executed: &Executed) -> Option<u64> {
-    let write = executed
-        .summary
-        .as_ref()
+fn abandoned_requests(streams: Option<&Streams>) -> Option<u64> {
+    let write = streams
+        .and_then(Streams::write)
         .map_or(0, |s| s.abandoned_requests);
-    let query = executed
-        .query_summary
-        .as_ref()
+    let query = streams
+        .and_then(Streams::query)
         .map_or(0, |q| q.abandoned_requests);
     Some(write + query).filter(|n| *n > 0)
 }
 
 /// Why a run that hit a fatal error failed, in one line for the reports' `exit.why`.
-fn fatal_why(executed: &Executed, finish_error: Option<&anyhow::Error>) -> String {
-    let write = executed.summary.as_ref();
+fn fatal_why(streams: Option<&Streams>, finish_error: Option<&anyhow::Error>) -> String {
+    let write = streams.and_then(Streams::write);
     if let Some(e) = write.and_then(|s| s.fatal_error.as_ref()) {
         return format!("the run stopped on a fatal error: {e}");
     }
     if let Some(why) = write.and_then(|s| s.stored_shortfall.as_ref()) {
         return format!("the server stored less than it acknowledged: {why}");
     }
-    if let Some(e) = executed
-        .query_summary
-        .as_ref()
+    if let Some(e) = streams
+        .and_then(Streams::query)
         .and_then(|q| q.fatal_error.as_ref())
     {
         return format!("the queries stopped on a fatal error: {e}");
@@ -352,7 +347,7 @@ fn fatal_why(executed: &Executed, finish_error: Option<&anyhow::Error>) -> Strin
     if let Some(e) = finish_error {
         return format!("{e:#}");
     }
-    if let Some(n) = abandoned_requests(executed) {
+    if let Some(n) = abandoned_requests(streams) {
         return format!(
             "{n} requests were still unanswered the grace after the run's end and were abandoned"
         );
@@ -360,18 +355,21 @@ fn fatal_why(executed: &Executed, finish_error: Option<&anyhow::Error>) -> Strin
     "the run failed: see the errors it printed".to_string()
 }
 
-/// The server's side over the run (`[monitor]`): printed and put in the JSON report.
+/// The server's side over the run (`[monitor]`): printed, and kept for the JSON report.
 fn server_report(
     monitor: tsload_monitor::Monitor,
     plan: &Plan,
-    executed: &Executed,
+    streams: Option<&Streams>,
     usage: &Usage,
     runtime: &tokio::runtime::Runtime,
-    json: &mut serde_json::Map<String, serde_json::Value>,
-) -> anyhow::Result<()> {
+) -> Option<tsload_monitor::ServerSummary> {
     // The stream the monitor's start sample belongs to: writes, or the queries of a
     // query run.
-    let figures = match (&executed.summary, &executed.query_summary, plan.mode) {
+    let (write, query) = (
+        streams.and_then(Streams::write),
+        streams.and_then(Streams::query),
+    );
+    let figures = match (write, query, plan.mode) {
         (_, Some(q), RunMode::Query) => Some((q.elapsed_s, q.requests + q.failed_requests)),
         (Some(w), _, _) => Some((w.elapsed_s, w.metrics)),
         _ => None,
@@ -389,34 +387,34 @@ fn server_report(
     match run.map(|r| monitor.finish(&r)) {
         Some(Ok(Some(server))) => {
             out!("{}", server_text(&server, plan.mode == RunMode::Query));
-            json.insert("server".into(), serde_json::to_value(&server)?);
+            Some(server)
         }
-        Some(Err(e)) => errln!("error: [monitor]: {e}"),
-        Some(Ok(None)) | None => {}
+        Some(Err(e)) => {
+            errln!("error: [monitor]: {e}");
+            None
+        }
+        Some(Ok(None)) | None => None,
     }
-    Ok(())
 }
 
 /// The report's `thresholds`: each `--fail-if` with its verdict and what broke.
-fn thresholds_json(plan: &Plan, broken: &[(String, String)]) -> serde_json::Value {
-    serde_json::Value::Array(
-        plan.output
-            .fail_if
-            .iter()
-            .map(|t| {
-                let failures: Vec<&String> = broken
-                    .iter()
-                    .filter(|(i, _)| *i == t.to_string())
-                    .map(|(_, b)| b)
-                    .collect();
-                serde_json::json!({
-                    "threshold": t.to_string(),
-                    "passed": failures.is_empty(),
-                    "failures": failures,
-                })
-            })
-            .collect(),
-    )
+fn thresholds_of(plan: &Plan, broken: &[(String, String)]) -> Vec<ThresholdVerdict> {
+    plan.output
+        .fail_if
+        .iter()
+        .map(|t| {
+            let failures: Vec<String> = broken
+                .iter()
+                .filter(|(i, _)| *i == t.to_string())
+                .map(|(_, b)| b.clone())
+                .collect();
+            ThresholdVerdict {
+                threshold: t.to_string(),
+                passed: failures.is_empty(),
+                failures,
+            }
+        })
+        .collect()
 }
 
 /// The `--fail-if` thresholds that broke, as (threshold as written, what broke). Each
@@ -425,11 +423,14 @@ fn thresholds_json(plan: &Plan, broken: &[(String, String)]) -> serde_json::Valu
 /// open loop alone on achieved_ratio); a figure no stream measured breaks the threshold
 /// (validation refuses such a threshold, so that is a stream that did not run). Each
 /// threshold that held is printed with its value.
-fn judge_thresholds(plan: &Plan, executed: &Executed) -> Vec<(String, String)> {
+fn judge_thresholds(plan: &Plan, reported: Option<&Streams>) -> Vec<(String, String)> {
     let mut broken = Vec::new();
     let streams = plan.streams();
+    let (w, q) = (
+        reported.and_then(Streams::write),
+        reported.and_then(Streams::query),
+    );
     for t in &plan.output.fail_if {
-        let (w, q) = (&executed.summary, &executed.query_summary);
         let both = w.is_some() && q.is_some();
         let mut judgements = Vec::new();
         for stream in streams.iter().filter(|s| t.measured_by(**s)) {
@@ -539,12 +540,4 @@ fn host_name() -> String {
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// A JSON object's fields (none for anything else).
-pub(super) fn to_map(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
-    match v {
-        serde_json::Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    }
 }

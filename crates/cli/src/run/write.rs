@@ -3,8 +3,10 @@
 use tsload_core::engine::{EngineError, RunOutcome};
 use tsload_core::rusage::Usage;
 
-use super::report::{Reporter, to_map};
-use super::{Executed, Outcomes, Streams};
+use tsload_report::run_report::Streams as Reported;
+
+use super::report::Reporter;
+use super::{Outcomes, Streams};
 use crate::progress::RunObserver;
 
 pub(super) async fn run(s: &Streams<'_>, observer: &mut RunObserver) -> Outcomes {
@@ -24,12 +26,8 @@ pub(super) fn report(
     outcome: Result<RunOutcome, EngineError>,
     usage: &Usage,
     r: &mut Reporter<'_>,
-    executed: &mut Executed,
-) -> anyhow::Result<()> {
-    executed.summary = r.write_summary(outcome, usage, "");
-    if let Some(s) = &executed.summary {
-        out!("{}", s.render_text());
-        r.json = to_map(serde_json::to_value(s)?);
-    }
-    Ok(())
+) -> Option<Reported> {
+    let s = r.write_summary(outcome, usage, "")?;
+    out!("{}", s.render_text());
+    Some(Reported::Write(Box::new(s)))
 }

@@ -388,7 +388,10 @@ fn read_report_refuses_what_is_not_a_shard_report() {
     let e = read_report("m.json", m.to_string().as_bytes())
         .unwrap_err()
         .to_string();
-    assert_eq!(e, "m.json: already a merged report");
+    assert_eq!(
+        e,
+        "m.json: already a merged report (`tsload merge`), not one run's report"
+    );
     let mut w = query_json(0);
     w["kinds"] = serde_json::Value::Array(vec![serde_json::json!({}); MAX_KINDS + 1]);
     let e = read_report("k.json", w.to_string().as_bytes())
