@@ -395,6 +395,46 @@ mod tests {
         assert_eq!(Spread::of(&[1e308, 1e308]).unwrap().median, 1e308);
     }
 
+    /// A mixed run's report has no figures at its top: its writes' are its figures (they
+    /// were read from the top, and a mixed baseline compared nothing); a query run's are
+    /// its queries'.
+    #[test]
+    fn a_mixed_runs_figures_are_its_writes_and_a_query_runs_its_queries() {
+        use crate::fixture::{query_summary, run_report, write_summary};
+        use crate::run_report::MixedStreams;
+        let mut w = write_summary(10);
+        w.rows_per_s = 1234.0;
+        let q = query_summary(4);
+        let mixed = run_report(
+            Streams::Mixed(Box::new(MixedStreams {
+                write: Some(w.clone()),
+                query: Some(q.clone()),
+                ..MixedStreams::default()
+            })),
+            0,
+            "",
+        );
+        assert_eq!(figure(&mixed, "rate"), Some(1234.0));
+        assert_eq!(figure(&mixed, "p99"), Some(w.latency.p99_ms));
+        assert_eq!(
+            figure(&mixed, "cpu"),
+            Some(w.client.cpu_us_per_1000_metrics)
+        );
+        let query = run_report(
+            Streams::Query {
+                query: Some(Box::new(q.clone())),
+                preload: Some(Box::new(w)),
+            },
+            0,
+            "",
+        );
+        assert_eq!(figure(&query, "rate"), Some(q.requests_per_s));
+        assert_eq!(figure(&query, "p50"), Some(q.latency.p50_ms));
+        assert_eq!(figure(&query, "server_cpu"), None);
+        let c = compare("m", &[mixed.clone()], &[mixed], &[]);
+        assert!(c.changes.iter().any(|c| c.figure == "rate"), "{c:?}");
+    }
+
     #[test]
     fn spread_is_median_min_max() {
         let s = Spread::of(&[3.0, 1.0, 2.0, f64::NAN]).unwrap();

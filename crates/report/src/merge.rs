@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 
 use crate::hlog::HistogramError;
-use crate::query_report::QuerySummary;
 use crate::report::{ClientSummary, Summary};
 use tsload_core::shard::Shard;
 
@@ -24,7 +23,6 @@ mod sums;
 mod write;
 
 pub use check::check_intervals;
-use check::{validate_query, validate_write};
 pub use query::merge_queries;
 pub use read::{AnyReport, read_report};
 pub use render::RenderText;
@@ -45,7 +43,7 @@ pub const MAX_INTERVALS: usize = 1_000_000;
 /// The longest latency an interval may state, in milliseconds: the longest run.
 pub const MAX_LATENCY_MS: f64 = MAX_ELAPSED_S * 1000.0;
 
-/// One shard's report, as read from its JSON: a write [`Summary`] or a [`QuerySummary`].
+/// One shard's report, as read from its JSON: a write [`Summary`] or a [`crate::QuerySummary`].
 #[derive(Debug, Clone)]
 pub struct ShardReport<S = Summary> {
     /// Where it came from (a file name), for messages.
@@ -70,40 +68,78 @@ pub trait Report {
     /// Refuses figures no run can have: seconds that are not finite or out of range,
     /// negative rates.
     fn validate(&self, file: &str) -> Result<(), MergeError>;
+    /// What its shard's line in the merged report shows of it.
+    fn shard_figures(&self) -> ShardFigures;
 }
 
-macro_rules! impl_report {
-    ($t:ty, $validate:ident) => {
-        impl Report for $t {
-            fn target(&self) -> &str {
-                &self.target
-            }
-            fn workload(&self) -> &str {
-                &self.workload
-            }
-            fn started_at(&self) -> &str {
-                &self.started_at
-            }
-            fn elapsed_s(&self) -> f64 {
-                self.elapsed_s
-            }
-            fn stop_reason(&self) -> &crate::StopReasons {
-                &self.stop_reason
-            }
-            fn fatal_error(&self) -> Option<&str> {
-                self.fatal_error.as_deref()
-            }
-            fn errors(&self) -> &BTreeMap<String, u64> {
-                &self.errors
-            }
-            fn validate(&self, file: &str) -> Result<(), MergeError> {
-                $validate(self, file)
-            }
+/// A shard's own figures, as its line in the merged report shows them.
+pub struct ShardFigures {
+    /// Write reports: rows written; query reports: result rows read.
+    pub rows: u64,
+    pub rows_per_s: f64,
+    pub requests: u64,
+    pub ambiguous_rows: u64,
+    pub ledger_run_id: Option<i64>,
+    /// What the server stored of the shard's own devices (rows, else samples).
+    pub stored: Option<u64>,
+    pub client: ClientSummary,
+}
+
+impl<S: Report> ShardReport<S> {
+    /// Its line in the merged report, as its own report says it.
+    pub fn line(&self) -> ShardLine {
+        let f = self.summary.shard_figures();
+        ShardLine {
+            source: self.source.clone(),
+            shard: self.shard,
+            host: self.host.clone(),
+            exit: self.exit,
+            started_at: self.summary.started_at().to_string(),
+            elapsed_s: self.summary.elapsed_s(),
+            stop_reason: self.summary.stop_reason().clone(),
+            fatal_error: self.summary.fatal_error().map(str::to_string),
+            rows: f.rows,
+            rows_per_s: f.rows_per_s,
+            requests: f.requests,
+            ambiguous_rows: f.ambiguous_rows,
+            ledger_run_id: f.ledger_run_id,
+            stored: f.stored,
+            client: f.client,
+        }
+    }
+}
+
+/// The [`Report`] methods both summaries have alike (their fields have the same names),
+/// `$validate` the check of its figures.
+macro_rules! report_fields {
+    ($validate:path) => {
+        fn target(&self) -> &str {
+            &self.target
+        }
+        fn workload(&self) -> &str {
+            &self.workload
+        }
+        fn started_at(&self) -> &str {
+            &self.started_at
+        }
+        fn elapsed_s(&self) -> f64 {
+            self.elapsed_s
+        }
+        fn stop_reason(&self) -> &crate::StopReasons {
+            &self.stop_reason
+        }
+        fn fatal_error(&self) -> Option<&str> {
+            self.fatal_error.as_deref()
+        }
+        fn errors(&self) -> &BTreeMap<String, u64> {
+            &self.errors
+        }
+        fn validate(&self, file: &str) -> Result<(), MergeError> {
+            $validate(self, file)
         }
     };
 }
-impl_report!(Summary, validate_write);
-impl_report!(QuerySummary, validate_query);
+use report_fields;
 
 /// One shard's line in the merged report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

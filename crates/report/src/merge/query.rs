@@ -15,7 +15,7 @@ use super::sums::{
     add_count, add_summary, checked_fsum, checked_sum, cpu_sum, first_fatal, merged_histogram,
     query_count_name, split_rough, stop_reasons, summed_errors, summed_totals, totals_overflow,
 };
-use super::{MergeError, Merged, ShardLine, ShardReport};
+use super::{MergeError, Merged, ShardReport};
 
 /// One request kind summed over the reports.
 struct KindTotal {
@@ -174,7 +174,7 @@ pub fn merge_queries(
         client,
         scenario: first.summary.scenario.clone(),
     };
-    let shards = query_shard_lines(reports);
+    let shards = reports.iter().map(ShardReport::line).collect();
     Ok(Merged {
         summary,
         shards,
@@ -182,37 +182,26 @@ pub fn merge_queries(
     })
 }
 
-/// Each shard's line of a merged query report, as its own report says it.
-fn query_shard_lines(reports: &[ShardReport<QuerySummary>]) -> Vec<ShardLine> {
-    reports
-        .iter()
-        .map(|r| {
-            let c = &r.summary.client;
-            ShardLine {
-                source: r.source.clone(),
-                shard: r.shard,
-                host: r.host.clone(),
-                exit: r.exit,
-                started_at: r.summary.started_at.clone(),
-                elapsed_s: r.summary.elapsed_s,
-                stop_reason: r.summary.stop_reason.clone(),
-                fatal_error: r.summary.fatal_error.clone(),
-                rows: r.summary.rows,
-                rows_per_s: r.summary.rows_per_s,
-                requests: r.summary.requests,
-                ambiguous_rows: 0,
-                ledger_run_id: None,
-                stored: None,
-                client: ClientSummary {
-                    cpu_user_s: c.cpu_user_s,
-                    cpu_system_s: c.cpu_system_s,
-                    cpu_s: c.cpu_s,
-                    cpu_us_per_1000_metrics: 0.0,
-                    peak_rss_bytes: c.peak_rss_bytes,
-                    // A query report has no flag: judged by its CPU.
-                    cpu_split_rough: split_rough(c.cpu_s, false),
-                },
-            }
-        })
-        .collect()
+impl super::Report for QuerySummary {
+    fn shard_figures(&self) -> super::ShardFigures {
+        let c = &self.client;
+        super::ShardFigures {
+            rows: self.rows,
+            rows_per_s: self.rows_per_s,
+            requests: self.requests,
+            ambiguous_rows: 0,
+            ledger_run_id: None,
+            stored: None,
+            client: ClientSummary {
+                cpu_user_s: c.cpu_user_s,
+                cpu_system_s: c.cpu_system_s,
+                cpu_s: c.cpu_s,
+                cpu_us_per_1000_metrics: 0.0,
+                peak_rss_bytes: c.peak_rss_bytes,
+                // A query report has no flag: judged by its CPU.
+                cpu_split_rough: split_rough(c.cpu_s, false),
+            },
+        }
+    }
+    super::report_fields!(super::check::validate_query);
 }

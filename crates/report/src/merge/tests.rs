@@ -4,6 +4,7 @@
 use super::*;
 use std::time::{Duration, SystemTime};
 
+use crate::query_report::QuerySummary;
 use crate::report::LatencySummary;
 use tsload_core::engine::{RunOutcome, StopReason};
 use tsload_core::recorder::Counters;

@@ -12,7 +12,7 @@ use super::sums::{
     checked_fsum, checked_sum, cpu_sum, first_fatal, merged_histogram, split_rough, stop_reasons,
     summed_errors, summed_totals,
 };
-use super::{MergeError, Merged, ShardLine, ShardReport};
+use super::{MergeError, Merged, ShardReport};
 
 /// Merges the write reports of all shards of one run. `allow_partial`: accept a run some
 /// of whose shards are missing (the report then covers only those given).
@@ -88,7 +88,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         server_series_created: None,
         scenario: first.summary.scenario.clone(),
     };
-    let shards = write_shard_lines(reports);
+    let shards = reports.iter().map(ShardReport::line).collect();
     Ok(Merged {
         summary,
         shards,
@@ -96,33 +96,23 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
     })
 }
 
-/// Each shard's line of a merged write report, as its own report says it.
-fn write_shard_lines(reports: &[ShardReport<Summary>]) -> Vec<ShardLine> {
-    reports
-        .iter()
-        .map(|r| ShardLine {
-            source: r.source.clone(),
-            shard: r.shard,
-            host: r.host.clone(),
-            exit: r.exit,
-            started_at: r.summary.started_at.clone(),
-            elapsed_s: r.summary.elapsed_s,
-            stop_reason: r.summary.stop_reason.clone(),
-            fatal_error: r.summary.fatal_error.clone(),
-            rows: r.summary.rows,
-            rows_per_s: r.summary.rows_per_s,
-            requests: r.summary.requests,
-            ambiguous_rows: r.summary.ambiguous_rows,
-            ledger_run_id: r.summary.ledger_run_id,
-            stored: r
-                .summary
+impl super::Report for Summary {
+    fn shard_figures(&self) -> super::ShardFigures {
+        super::ShardFigures {
+            rows: self.rows,
+            rows_per_s: self.rows_per_s,
+            requests: self.requests,
+            ambiguous_rows: self.ambiguous_rows,
+            ledger_run_id: self.ledger_run_id,
+            stored: self
                 .stored
                 .as_ref()
                 .filter(|s| s.own_devices)
                 .and_then(|s| s.rows.or(s.samples)),
-            client: r.summary.client.clone(),
-        })
-        .collect()
+            client: self.client.clone(),
+        }
+    }
+    super::report_fields!(super::check::validate_write);
 }
 
 /// The merged run's stored check, from its shards'.
