@@ -431,7 +431,8 @@ mod tests {
         assert_eq!(figure(&query, "rate"), Some(q.requests_per_s));
         assert_eq!(figure(&query, "p50"), Some(q.latency.p50_ms));
         assert_eq!(figure(&query, "server_cpu"), None);
-        let c = compare("m", std::slice::from_ref(&mixed), &[mixed], &[]);
+        let both = std::slice::from_ref(&mixed);
+        let c = compare("m", both, both, &[]);
         assert!(c.changes.iter().any(|c| c.figure == "rate"), "{c:?}");
     }
 
