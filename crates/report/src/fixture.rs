@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use hdrhistogram::Histogram;
+
 use tsload_core::engine::{RunOutcome, StopReason};
 use tsload_core::query_engine::{KindOutcome, QueryOutcome};
 use tsload_core::recorder::{Counters, new_histogram};
@@ -12,21 +14,13 @@ use crate::query_report::QuerySummary;
 use crate::report::Summary;
 use crate::run_report::{ExitStatus, RunReport, Streams};
 
-/// A write run's summary: `rows` rows of 10 metrics over 1 s, latencies 1..=rows ms.
-pub(crate) fn write_summary(rows: u64) -> Summary {
-    let mut latency = new_histogram();
-    for ms in 1..=rows {
-        latency.record(ms * 1_000_000).unwrap();
-    }
-    let outcome = RunOutcome {
+/// A write run's outcome of `counters`, `latency` its latency and service time: started
+/// at 1,700,000,000 s past the epoch, 1 s long, ended by its data, nothing else measured.
+pub(crate) fn run_outcome(counters: Counters, latency: Histogram<u64>) -> RunOutcome {
+    RunOutcome {
         started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
         elapsed: Duration::from_secs(1),
-        counters: Counters {
-            requests: rows,
-            rows,
-            metrics: rows * 10,
-            ..Counters::default()
-        },
+        counters,
         latency: latency.clone(),
         service: latency,
         stop_reason: StopReason::DataEnd,
@@ -40,9 +34,23 @@ pub(crate) fn write_summary(rows: u64) -> Summary {
         devices_written: None,
         series_written: None,
         abandoned_requests: 0,
+    }
+}
+
+/// A write run's summary: `rows` rows of 10 metrics over 1 s, latencies 1..=rows ms.
+pub(crate) fn write_summary(rows: u64) -> Summary {
+    let mut latency = new_histogram();
+    for ms in 1..=rows {
+        latency.record(ms * 1_000_000).unwrap();
+    }
+    let counters = Counters {
+        requests: rows,
+        rows,
+        metrics: rows * 10,
+        ..Counters::default()
     };
     Summary::new(
-        &outcome,
+        &run_outcome(counters, latency),
         &Usage::default(),
         "sqlite",
         "cpu-only",

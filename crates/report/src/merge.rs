@@ -85,6 +85,20 @@ pub struct ShardFigures {
     pub client: ClientSummary,
 }
 
+impl<S> ShardReport<S> {
+    /// The same shard's report with `summary` for its summary.
+    pub fn with<T>(self, summary: T) -> ShardReport<T> {
+        ShardReport {
+            source: self.source,
+            shard: self.shard,
+            host: self.host,
+            scenario_sha256: self.scenario_sha256,
+            exit: self.exit,
+            summary,
+        }
+    }
+}
+
 impl<S: Report> ShardReport<S> {
     /// Its line in the merged report, as its own report says it.
     pub fn line(&self) -> ShardLine {

@@ -34,27 +34,20 @@ pub fn read_report(source: &str, bytes: &[u8]) -> Result<AnyReport, MergeError> 
         exit,
         ..
     } = report;
-    let exit = exit.map(|e| e.code);
+    let head = ShardReport {
+        source: source.to_string(),
+        shard,
+        host,
+        scenario_sha256,
+        exit: exit.map(|e| e.code),
+        summary: (),
+    };
     match streams {
-        Streams::Write(summary) => Ok(AnyReport::Write(Box::new(ShardReport {
-            source: source.to_string(),
-            shard,
-            host,
-            scenario_sha256,
-            exit,
-            summary: *summary,
-        }))),
+        Streams::Write(summary) => Ok(AnyReport::Write(Box::new(head.with(*summary)))),
         Streams::Query {
             query: Some(summary),
             ..
-        } => Ok(AnyReport::Query(Box::new(ShardReport {
-            source: source.to_string(),
-            shard,
-            host,
-            scenario_sha256,
-            exit,
-            summary: *summary,
-        }))),
+        } => Ok(AnyReport::Query(Box::new(head.with(*summary)))),
         Streams::Query { query: None, .. } => Err(not(
             "a query run's report whose queries did not run: nothing to merge",
         )),

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::query_report::QuerySummary;
 use crate::report::LatencySummary;
-use tsload_core::engine::{RunOutcome, StopReason};
+use tsload_core::engine::RunOutcome;
 use tsload_core::recorder::Counters;
 use tsload_core::recorder::new_histogram;
 use tsload_core::rusage::Usage;
@@ -25,20 +25,7 @@ fn report(shard: &str, start_ms: u64, elapsed_ms: u64, values: &[u64]) -> ShardR
     let outcome = RunOutcome {
         started_at: SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + start_ms),
         elapsed: Duration::from_millis(elapsed_ms),
-        counters,
-        latency: latency.clone(),
-        service: latency,
-        stop_reason: StopReason::DataEnd,
-        fatal: None,
-        intervals: 1,
-        offered_rows_per_s: None,
-        raw_latencies: Vec::new(),
-        storage_bytes: None,
-        stored: None,
-        server_questions: None,
-        devices_written: None,
-        series_written: None,
-        abandoned_requests: 0,
+        ..crate::fixture::run_outcome(counters, latency)
     };
     let summary = Summary::new(
         &outcome,

@@ -35,21 +35,9 @@ fn latency_summary_in_ms() {
 fn outcome(counters: Counters, offered: Option<f64>) -> RunOutcome {
     RunOutcome {
         started_at: std::time::SystemTime::UNIX_EPOCH,
-        elapsed: std::time::Duration::from_secs(1),
-        counters,
-        latency: tsload_core::recorder::new_histogram(),
-        service: tsload_core::recorder::new_histogram(),
         stop_reason: StopReason::Duration,
-        fatal: None,
-        intervals: 1,
         offered_rows_per_s: offered,
-        raw_latencies: Vec::new(),
-        storage_bytes: None,
-        stored: None,
-        server_questions: None,
-        devices_written: None,
-        series_written: None,
-        abandoned_requests: 0,
+        ..crate::fixture::run_outcome(counters, tsload_core::recorder::new_histogram())
     }
 }
 
