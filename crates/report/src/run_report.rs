@@ -119,7 +119,7 @@ pub struct RunReport {
     pub intervals: serde_json::Value,
 }
 
-/// What every run adds beside its streams, as read.
+/// What every run adds beside its streams, as read (its intervals apart).
 #[derive(Deserialize)]
 struct Envelope {
     #[serde(default)]
@@ -140,8 +140,6 @@ struct Envelope {
     exit: Option<ExitStatus>,
     #[serde(default)]
     baseline: Option<Comparison>,
-    #[serde(default)]
-    intervals: serde_json::Value,
 }
 
 impl Streams {
@@ -202,57 +200,17 @@ impl RunReport {
             ));
         }
         check_intervals(source, value.get("intervals"))?;
-        let streams = if value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
-            let mut write = None;
-            let mut query = None;
-            if let Some(w) = value.get_mut("write").filter(|w| !w.is_null()) {
-                write = Some(write_summary(source, "write.", w.take())?);
-            }
-            if let Some(q) = value.get_mut("query").filter(|q| !q.is_null()) {
-                query = Some(query_summary(source, "query.", q.take())?);
-            }
-            let mut split = value.clone();
-            let mut hists = [None, None];
-            for (h, key) in hists
-                .iter_mut()
-                .zip(["write_latency_alone", "write_latency_with_queries"])
-            {
-                if let Some(l) = split.get_mut(key) {
-                    *h = take_hdr(l, key, source)?;
-                }
-            }
-            let mut mixed: MixedStreams = serde_json::from_value(split)
-                .map_err(|e| not(format!("not a tsload mixed report (`run --json`): {e}")))?;
-            (mixed.write, mixed.query) = (write, query);
-            let [alone, with] = hists;
-            if let Some(l) = &mut mixed.write_latency_alone {
-                put(l, alone);
-            }
-            if let Some(l) = &mut mixed.write_latency_with_queries {
-                put(l, with);
-            }
-            Streams::Mixed(Box::new(mixed))
-        } else if value.get("kinds").is_some() || value.get("preload").is_some() {
-            let preload = match value.get_mut("preload").filter(|p| !p.is_null()) {
-                Some(p) => Some(Box::new(write_summary(source, "preload.", p.take())?)),
-                None => None,
-            };
-            let query = match value.get("kinds") {
-                Some(_) => Some(Box::new(query_summary(source, "", value.clone())?)),
-                None => None,
-            };
-            Streams::Query { query, preload }
-        } else {
-            Streams::Write(Box::new(write_summary(source, "", value.clone())?))
-        };
-        let envelope: Envelope = serde_json::from_value(value)
+        let intervals = value
+            .get_mut("intervals")
+            .map_or(serde_json::Value::Null, serde_json::Value::take);
+        let envelope = Envelope::deserialize(&value)
             .map_err(|e| not(format!("not a tsload report (`run --json`): {e}")))?;
         let shard = match envelope.shard {
             None => None,
             Some(s) => Some(Shard::new(s.index, s.count).map_err(|e| not(format!("shard: {e}")))?),
         };
         Ok(RunReport {
-            streams,
+            streams: streams_of(source, value)?,
             rtt: envelope.rtt,
             server: envelope.server,
             thresholds: envelope.thresholds,
@@ -262,24 +220,21 @@ impl RunReport {
             shard,
             exit: envelope.exit,
             baseline: envelope.baseline,
-            intervals: envelope.intervals,
+            intervals,
         })
     }
 
-    /// The resolved scenario the run ran (secrets redacted), from its first stream's
-    /// summary; `null` when no stream reported.
+    /// The resolved scenario the run ran (secrets redacted), from its streams' summaries;
+    /// `null` when none reported.
     pub fn scenario(&self) -> &serde_json::Value {
         static NONE: serde_json::Value = serde_json::Value::Null;
-        match &self.streams {
-            Streams::Query {
-                preload: Some(p), ..
-            } => &p.scenario,
-            s => match (s.write(), s.query()) {
-                (Some(w), _) => &w.scenario,
-                (_, Some(q)) => &q.scenario,
-                _ => &NONE,
-            },
-        }
+        let preload = match &self.streams {
+            Streams::Query { preload, .. } => preload.as_deref(),
+            _ => None,
+        };
+        (self.streams.write().or(preload).map(|w| &w.scenario))
+            .or_else(|| self.streams.query().map(|q| &q.scenario))
+            .unwrap_or(&NONE)
     }
 
     /// What the run's data costs on disk per metric: the database's own figure for the
@@ -320,6 +275,62 @@ impl RunReport {
             },
         )
     }
+}
+
+/// A report's streams, by its shape: `mode` `mixed`; `kinds` or `preload` for a query
+/// run; else a write run.
+fn streams_of(source: &str, mut value: serde_json::Value) -> Result<Streams, MergeError> {
+    if value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
+        return mixed_of(source, value).map(|m| Streams::Mixed(Box::new(m)));
+    }
+    if value.get("kinds").is_none() && value.get("preload").is_none() {
+        return Ok(Streams::Write(Box::new(write_summary(source, "", value)?)));
+    }
+    let preload = match value.get_mut("preload").filter(|p| !p.is_null()) {
+        Some(p) => Some(Box::new(write_summary(source, "preload.", p.take())?)),
+        None => None,
+    };
+    let query = match value.get("kinds") {
+        Some(_) => Some(Box::new(query_summary(source, "", value)?)),
+        None => None,
+    };
+    Ok(Streams::Query { query, preload })
+}
+
+/// A mixed run's streams: each one's summary under `write` and `query`, the write latency
+/// split beside them.
+fn mixed_of(source: &str, mut value: serde_json::Value) -> Result<MixedStreams, MergeError> {
+    let mut write = None;
+    let mut query = None;
+    if let Some(w) = value.get_mut("write").filter(|w| !w.is_null()) {
+        write = Some(write_summary(source, "write.", w.take())?);
+    }
+    if let Some(q) = value.get_mut("query").filter(|q| !q.is_null()) {
+        query = Some(query_summary(source, "query.", q.take())?);
+    }
+    let mut split = [None, None];
+    for (h, key) in split
+        .iter_mut()
+        .zip(["write_latency_alone", "write_latency_with_queries"])
+    {
+        if let Some(l) = value.get_mut(key) {
+            *h = take_hdr(l, key, source)?;
+        }
+    }
+    let mut mixed: MixedStreams =
+        serde_json::from_value(value).map_err(|e| MergeError::NotAReport {
+            file: source.to_string(),
+            reason: format!("not a tsload mixed report (`run --json`): {e}"),
+        })?;
+    (mixed.write, mixed.query) = (write, query);
+    let [alone, with] = split;
+    if let Some(l) = &mut mixed.write_latency_alone {
+        put(l, alone);
+    }
+    if let Some(l) = &mut mixed.write_latency_with_queries {
+        put(l, with);
+    }
+    Ok(mixed)
 }
 
 /// A write stream's summary from its JSON (`prefix`: where it sits, for messages).
