@@ -96,7 +96,7 @@ pub fn cmd_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         if let Some(report) = &executed.report {
             pages.push(tsload_report_html::ReportInput {
                 label: e.name.clone(),
-                report: report.to_json(),
+                report: report.to_json()?,
             });
         }
     }

@@ -312,7 +312,7 @@ fn finish_baselines(
             last.baseline = Some(c);
             crate::out::write_text(
                 path,
-                &(serde_json::to_string_pretty(&last.to_json())? + "\n"),
+                &(serde_json::to_string_pretty(&last.to_json()?)? + "\n"),
             )?;
         }
     }

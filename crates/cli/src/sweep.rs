@@ -93,7 +93,7 @@ pub fn cmd_sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         if let Some(report) = &executed.report {
             pages.push(tsload_report_html::ReportInput {
                 label: format!("point {}: {}", i + 1, point.label()),
-                report: report.to_json(),
+                report: report.to_json()?,
             });
         }
         // Written after every point, so an interrupted sweep keeps what it measured.

@@ -269,7 +269,11 @@ pub fn save(name: &str, reports: &[RunReport]) -> Result<PathBuf, String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
-    let runs: Vec<Value> = reports.iter().map(RunReport::to_json).collect();
+    let runs = reports
+        .iter()
+        .map(RunReport::to_json)
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|e| format!("baseline '{name}': a report does not encode: {e}"))?;
     let doc = serde_json::json!({
         "name": name,
         "saved_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),

@@ -182,7 +182,7 @@ impl RunReport {
     }
 
     /// A run's report from its JSON: a write, query or mixed report by its shape (`mode`
-    /// `mixed`; `kinds` or `preload` for a query run; else a write run), its histograms
+    /// `mixed`; `kinds`, or a `preload` alone, for a query run; else a write run), its histograms
     /// (`hdr`) decoded by [`crate::hlog::decode_checked`], each summary's figures checked
     /// ([`crate::merge::Report::validate`]), its `intervals` by [`check_intervals`] and its
     /// shard by [`Shard::new`]: a report no run can write is refused here, by name.
@@ -249,10 +249,10 @@ impl RunReport {
             .or_else(|| self.server.as_ref()?.bytes_per_metric)
     }
 
-    /// The report as JSON (what `--json` writes).
-    pub fn to_json(&self) -> serde_json::Value {
-        // Every field is plain data (histograms encode to text): this cannot fail.
-        serde_json::to_value(self).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
+    /// The report as JSON (what `--json` writes). `Err`: a histogram that would not
+    /// encode.
+    pub fn to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
     }
 
     /// The run's verdict by [`Verdict::of`]: its exit code (the report's, else `earned`,
@@ -277,13 +277,15 @@ impl RunReport {
     }
 }
 
-/// A report's streams, by its shape: `mode` `mixed`; `kinds` or `preload` for a query
-/// run; else a write run.
+/// A report's streams, by its shape: `mode` `mixed`; `kinds`, or a `preload` alone, for a
+/// query run; else a write run.
 fn streams_of(source: &str, mut value: serde_json::Value) -> Result<Streams, MergeError> {
     if value.get("mode").and_then(|m| m.as_str()) == Some("mixed") {
         return mixed_of(source, value).map(|m| Streams::Mixed(Box::new(m)));
     }
-    if value.get("kinds").is_none() && value.get("preload").is_none() {
+    // A query run has its kinds, or (its queries not run) its preload's summary alone.
+    let preload_only = value.get("preload").is_some_and(|p| !p.is_null());
+    if value.get("kinds").is_none() && !preload_only {
         return Ok(Streams::Write(Box::new(write_summary(source, "", value)?)));
     }
     let preload = match value.get_mut("preload").filter(|p| !p.is_null()) {

@@ -234,6 +234,14 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         report: None,
     };
     let Some(streams) = streams else {
+        // No stream reported: the page says there is nothing to show, as the JSON is left
+        // unwritten.
+        if let Some(path) = f.outputs.html_path()
+            && let Err(e) =
+                crate::html::write_run_page(&path, &whole.name, &serde_json::Value::Null)
+        {
+            errln!("error: --out html={}: {e:#}", path.display());
+        }
         return Ok(executed);
     };
     let report = RunReport {
@@ -257,7 +265,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         baseline: None,
         intervals: serde_json::to_value(f.outputs.intervals())?,
     };
-    let json = report.to_json();
+    let json = report.to_json()?;
     if let Some(path) = &plan.output.json {
         let text = serde_json::to_string_pretty(&json)?;
         crate::out::write_text(path, &(text + "\n"))
