@@ -42,7 +42,7 @@ pub(super) struct ReplayReader {
 
 /// Why a pass ended early.
 #[derive(Debug)]
-enum TakeError {
+pub(super) enum TakeError {
     /// Reading failed after this line.
     Read(u64, io::Error),
     /// This line is longer than the cap.
@@ -66,7 +66,7 @@ pub(super) struct Chunk {
 impl ReplayReader {
     /// Replaces `chunk` with the next up to `max_lines` data lines; fewer only at the end
     /// of the file.
-    fn take(&mut self, chunk: &mut Chunk, max_lines: usize) -> Result<(), TakeError> {
+    pub(super) fn take(&mut self, chunk: &mut Chunk, max_lines: usize) -> Result<(), TakeError> {
         chunk.buf.clear();
         chunk.lines.clear();
         let Some(input) = self.input.as_mut() else {
@@ -245,6 +245,14 @@ impl BatchSource for TextSource {
 }
 
 impl Chunk {
+    /// Its data lines and their numbers.
+    #[cfg(test)]
+    pub(super) fn lines(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        self.lines
+            .iter()
+            .map(|s| (&self.buf[s.range.clone()], s.line_no))
+    }
+
     /// The lines are the buffer end to end, each followed by `\n` (the last one may end
     /// the buffer): the buffer is already the text to send.
     fn is_plain_text(&self) -> bool {

@@ -381,3 +381,91 @@ fn a_line_grown_past_the_cap_after_open_ends_the_run_with_an_error() {
         e.message
     );
 }
+
+/// A reader that hands out at most `per_read` bytes a read.
+struct Trickle {
+    data: Vec<u8>,
+    at: usize,
+    per_read: usize,
+}
+
+impl std::io::Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.per_read).min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Pass 2's shared reader: lines cut by a read, or by a take's end, come out whole, once,
+/// in order, with their line numbers, whatever the reads return and however many lines a
+/// take asks for.
+#[test]
+fn pass_two_takes_every_line_whole_across_reads_and_takes() {
+    let text = "# c\nm,t=a x=1i 1\n\nm,t=b x=22i 2\r\nm,t=a x=333i,y=0.5 3\n  \n\
+                m,t=b x=4i 4\nm,t=c s=\"a b\" 5";
+    let want: Vec<(String, u64)> = text
+        .split('\n')
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let l = l.trim_end_matches('\r').trim_start();
+            (!l.is_empty() && !l.starts_with('#')).then(|| (l.to_string(), i as u64 + 1))
+        })
+        .collect();
+    for per_read in [1, 3, 7, 64] {
+        for max_lines in [1, 2, 3, 100] {
+            let input = std::io::BufReader::with_capacity(
+                4,
+                Trickle {
+                    data: text.as_bytes().to_vec(),
+                    at: 0,
+                    per_read,
+                },
+            );
+            let mut reader = replay::ReplayReader {
+                input: Some(Box::new(input)),
+                line_no: 0,
+                max_line: 40,
+            };
+            let mut chunk = replay::Chunk::default();
+            let mut got = Vec::new();
+            loop {
+                reader.take(&mut chunk, max_lines).unwrap();
+                assert!(chunk.lines().count() <= max_lines);
+                if chunk.lines().count() == 0 {
+                    break;
+                }
+                got.extend(
+                    chunk
+                        .lines()
+                        .map(|(l, n)| (String::from_utf8_lossy(l).into_owned(), n)),
+                );
+            }
+            assert_eq!(
+                got, want,
+                "{per_read} bytes a read, {max_lines} lines a take"
+            );
+        }
+    }
+    // A line past the cap, cut across reads, is refused with its number.
+    let mut reader = replay::ReplayReader {
+        input: Some(Box::new(std::io::BufReader::with_capacity(
+            4,
+            Trickle {
+                data: b"m x=1i 1\nm x=1234567890i 2\n".to_vec(),
+                at: 0,
+                per_read: 3,
+            },
+        ))),
+        line_no: 0,
+        max_line: 12,
+    };
+    let mut chunk = replay::Chunk::default();
+    reader.take(&mut chunk, 1).unwrap();
+    assert_eq!(chunk.lines().count(), 1);
+    assert!(matches!(
+        reader.take(&mut chunk, 1),
+        Err(replay::TakeError::TooLong(2))
+    ));
+}
