@@ -285,7 +285,7 @@ fn row_of(name: &str, kind: &str, exit: u8, r: Option<&RunReport>) -> CompareRow
         metrics_per_s: f(w.map(|w| w.metrics_per_s)),
         latency_p50_ms: f(w.map(|w| w.latency.p50_ms)),
         latency_p99_ms: f(w.map(|w| w.latency.p99_ms)),
-        client_cpu_us_per_1000_metrics: f(w.map(|w| w.client.cpu_us_per_1000_metrics)),
+        client_cpu_us_per_1000_metrics: f(w.and_then(|w| w.client.cpu_us_per_1000_metrics)),
         server_cpu_s_per_million_metrics: server.map(|s| s.cpu_s_per_million_metrics),
         bytes_per_metric: r.and_then(RunReport::bytes_per_metric),
         stop_reason: w.map(|w| w.stop_reason.clone()),

@@ -34,7 +34,7 @@ pub fn figure(report: &RunReport, name: &str) -> Option<f64> {
     let w = report.streams.write()?;
     match name {
         "rate" => Some(w.rows_per_s),
-        "cpu" => Some(w.client.cpu_us_per_1000_metrics),
+        "cpu" => w.client.cpu_us_per_1000_metrics,
         "server_cpu" => server(),
         _ => latency(&w.latency, name),
     }
@@ -357,7 +357,7 @@ mod tests {
         let mut s = crate::fixture::write_summary(10);
         s.rows_per_s = rate;
         s.latency.p99_ms = p99;
-        s.client.cpu_us_per_1000_metrics = 20.0;
+        s.client.cpu_us_per_1000_metrics = Some(20.0);
         crate::fixture::run_report(Streams::Write(Box::new(s)), 0, "success")
     }
 
@@ -420,10 +420,7 @@ mod tests {
         );
         assert_eq!(figure(&mixed, "rate"), Some(1234.0));
         assert_eq!(figure(&mixed, "p99"), Some(w.latency.p99_ms));
-        assert_eq!(
-            figure(&mixed, "cpu"),
-            Some(w.client.cpu_us_per_1000_metrics)
-        );
+        assert_eq!(figure(&mixed, "cpu"), w.client.cpu_us_per_1000_metrics);
         let query = run_report(
             Streams::Query {
                 query: Some(Box::new(q.clone())),

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::report::{LatencySummary, group, latency_table, ms};
+use crate::report::{ClientSummary, LatencySummary, group, latency_table, ms};
 use crate::totals::Totals;
 use tsload_core::query_engine::{KindOutcome, QueryOutcome};
 use tsload_core::recorder::Counters;
@@ -34,21 +34,6 @@ pub struct KindSummary {
     pub latency: LatencySummary,
     /// Time from the actual send to the last result row.
     pub service: LatencySummary,
-}
-
-/// What the client itself cost during a query run. Unlike a write run's
-/// [`ClientSummary`](crate::report::ClientSummary), no per-metric figure: a query run
-/// writes no metrics, so its cost is per request ([`QuerySummary::cpu_us_per_request`]).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct QueryClientSummary {
-    pub cpu_user_s: f64,
-    pub cpu_system_s: f64,
-    pub cpu_s: f64,
-    pub peak_rss_bytes: u64,
-    /// As a write run's [`ClientSummary::cpu_split_rough`](crate::report::ClientSummary):
-    /// the user/system split of under 1 s of CPU is too roughly sampled to read.
-    #[serde(default)]
-    pub cpu_split_rough: bool,
 }
 
 /// The whole final report of a query run.
@@ -91,7 +76,7 @@ pub struct QuerySummary {
     /// One entry per request kind, in the workload's order.
     pub kinds: Vec<KindSummary>,
     /// Client cost.
-    pub client: QueryClientSummary,
+    pub client: ClientSummary,
     /// Client CPU microseconds per request sent (successful and failed).
     pub cpu_us_per_request: f64,
     /// Open loop: the requests per second asked for; `requests_per_s` is what was
@@ -183,13 +168,7 @@ impl QuerySummary {
                 .iter()
                 .map(|k| KindSummary::new(k, totals.elapsed_s))
                 .collect(),
-            client: QueryClientSummary {
-                cpu_user_s: usage.user.as_secs_f64(),
-                cpu_system_s: usage.system.as_secs_f64(),
-                cpu_s,
-                peak_rss_bytes: usage.peak_rss_bytes,
-                cpu_split_rough: usage.split_is_rough(),
-            },
+            client: ClientSummary::of_queries(usage),
             cpu_us_per_request: if sent > 0 {
                 cpu_s * 1e6 / sent as f64
             } else {

@@ -158,7 +158,7 @@ mod hdr_base64 {
 
 pub use hdr_base64::{decode as decode_histogram, encode as encode_histogram};
 
-/// What the client itself cost.
+/// What the client itself cost, in a write or a query report.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClientSummary {
     /// The kernel's split of `cpu_s`, tick-sampled: see `cpu_split_rough`.
@@ -167,8 +167,11 @@ pub struct ClientSummary {
     /// User plus system CPU of the whole process over the load: exact (the scheduler's
     /// own run time).
     pub cpu_s: f64,
-    /// Client CPU microseconds spent per 1,000 metrics written.
-    pub cpu_us_per_1000_metrics: f64,
+    /// Client CPU microseconds spent per 1,000 metrics written; `None` (left out of the
+    /// JSON) for a query run, which writes no metrics (its cost is per request,
+    /// [`crate::QuerySummary::cpu_us_per_request`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_1000_metrics: Option<f64>,
     pub peak_rss_bytes: u64,
     /// The run used too little CPU (under [`tsload_core::rusage::SPLIT_MIN_CPU`]) for the
     /// kernel's user/system split, sampled at timer ticks, to mean much; `cpu_s` is exact
@@ -319,19 +322,30 @@ impl ClientSummary {
     /// The client's CPU over the load phase, per 1,000 of the run's `metrics` too, and its
     /// peak RSS.
     pub fn of(usage: &Usage, metrics: u64) -> ClientSummary {
-        let cpu_s = usage.cpu().as_secs_f64();
+        let mut c = ClientSummary::of_queries(usage);
+        c.cpu_us_per_1000_metrics = Some(per_1000_metrics(c.cpu_s, metrics));
+        c
+    }
+
+    /// The client's CPU and peak RSS over a query run's load phase (no per-metric figure).
+    pub fn of_queries(usage: &Usage) -> ClientSummary {
         ClientSummary {
             cpu_user_s: usage.user.as_secs_f64(),
             cpu_system_s: usage.system.as_secs_f64(),
-            cpu_s,
-            cpu_us_per_1000_metrics: if metrics > 0 {
-                cpu_s * 1e6 / (metrics as f64 / 1000.0)
-            } else {
-                0.0
-            },
+            cpu_s: usage.cpu().as_secs_f64(),
+            cpu_us_per_1000_metrics: None,
             peak_rss_bytes: usage.peak_rss_bytes,
             cpu_split_rough: usage.split_is_rough(),
         }
+    }
+}
+
+/// Client CPU microseconds per 1,000 metrics (0 for none).
+pub(crate) fn per_1000_metrics(cpu_s: f64, metrics: u64) -> f64 {
+    if metrics > 0 {
+        cpu_s * 1e6 / (metrics as f64 / 1000.0)
+    } else {
+        0.0
     }
 }
 
@@ -480,7 +494,7 @@ impl Summary {
             s,
             "  client    {}   {:.2} us per 1,000 metrics   peak RSS {:.1} MiB",
             self.client.cpu_text(),
-            self.client.cpu_us_per_1000_metrics,
+            self.client.cpu_us_per_1000_metrics.unwrap_or(0.0),
             self.client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
         );
         if let Some(st) = &self.storage {

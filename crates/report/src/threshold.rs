@@ -255,7 +255,7 @@ impl Threshold {
                 "rows_per_s" => s.rows_per_s,
                 "metrics_per_s" => s.metrics_per_s,
                 "mb_per_s" => s.mb_per_s,
-                "cpu_us_per_1000_metrics" => s.client.cpu_us_per_1000_metrics,
+                "cpu_us_per_1000_metrics" => s.client.cpu_us_per_1000_metrics?,
                 "error_rate" => ratio(s.error_count(), s.requests + s.error_count()),
                 // Closed loop offers no rate: not measured.
                 "achieved_ratio" => s.rows_per_s / s.offered_rows_per_s?,

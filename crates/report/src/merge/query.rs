@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 
-use crate::query_report::{KindSummary, QueryClientSummary, QuerySummary};
+use crate::query_report::{KindSummary, QuerySummary};
 use crate::report::{ClientSummary, LatencySummary};
 use crate::totals::Totals;
 use tsload_core::recorder::new_histogram;
@@ -118,10 +118,11 @@ pub fn merge_queries(
             service: LatencySummary::from_histogram(&k.service),
         })
         .collect();
-    let client = QueryClientSummary {
+    let client = ClientSummary {
         cpu_user_s: cpu_sum(reports, "client.cpu_user_s", |s| s.client.cpu_user_s)?,
         cpu_system_s: cpu_sum(reports, "client.cpu_system_s", |s| s.client.cpu_system_s)?,
         cpu_s: cpu_sum(reports, "client.cpu_s", |s| s.client.cpu_s)?,
+        cpu_us_per_1000_metrics: None,
         peak_rss_bytes: sum("client.peak_rss_bytes", |s| s.client.peak_rss_bytes)?,
         cpu_split_rough: reports
             .iter()
@@ -184,7 +185,6 @@ pub fn merge_queries(
 
 impl super::Report for QuerySummary {
     fn shard_figures(&self) -> super::ShardFigures {
-        let c = &self.client;
         super::ShardFigures {
             rows: self.rows,
             rows_per_s: self.rows_per_s,
@@ -192,15 +192,7 @@ impl super::Report for QuerySummary {
             ambiguous_rows: 0,
             ledger_run_id: None,
             stored: None,
-            client: ClientSummary {
-                cpu_user_s: c.cpu_user_s,
-                cpu_system_s: c.cpu_system_s,
-                cpu_s: c.cpu_s,
-                cpu_us_per_1000_metrics: 0.0,
-                peak_rss_bytes: c.peak_rss_bytes,
-                // A query report has no flag: judged by its CPU.
-                cpu_split_rough: split_rough(c.cpu_s, false),
-            },
+            client: self.client.clone(),
         }
     }
     super::report_fields!(super::check::validate_query);

@@ -205,11 +205,7 @@ fn summed_client(reports: &[ShardReport], metrics: u64) -> Result<ClientSummary,
         cpu_user_s: cpu_sum(reports, "client.cpu_user_s", |s| s.client.cpu_user_s)?,
         cpu_system_s: cpu_sum(reports, "client.cpu_system_s", |s| s.client.cpu_system_s)?,
         cpu_s,
-        cpu_us_per_1000_metrics: if metrics > 0 {
-            cpu_s * 1e6 / (metrics as f64 / 1000.0)
-        } else {
-            0.0
-        },
+        cpu_us_per_1000_metrics: Some(crate::report::per_1000_metrics(cpu_s, metrics)),
         peak_rss_bytes: checked_sum(reports, "client.peak_rss_bytes", |s| {
             s.client.peak_rss_bytes
         })?,
