@@ -21,7 +21,9 @@ fn language(q: &QueryPlan) -> Option<&str> {
 
 /// The TSBS query language that matches what the target's sink wrote.
 fn tsbs_dialect(target: &TargetPlan, q: &QueryPlan, time_bucket: bool) -> Result<Dialect, String> {
-    target.tsbs_dialect(language(q), time_bucket)
+    target
+        .reads_or_why()?
+        .tsbs_dialect(language(q), time_bucket)
 }
 
 /// The read workload of the plan's `[query]` section.
@@ -103,7 +105,13 @@ pub async fn run(
     stop: StopHandle,
     observer: &mut dyn Observer,
 ) -> Result<QueryOutcome, EngineError> {
-    target
+    let reads = target.reads_or_why().map_err(|why| {
+        EngineError::Prepare(tsload_core::SinkError::new(
+            tsload_core::ErrorKind::Schema,
+            why,
+        ))
+    })?;
+    reads
         .query(tsload_target::QueryRun {
             language: language(q),
             workload,

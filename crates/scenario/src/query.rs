@@ -105,7 +105,7 @@ impl Ctx<'_> {
                 ),
             ));
         };
-        let languages = target.query_languages();
+        let languages = target.reads().map_or(&[][..], |r| r.query_languages());
         let influx = !languages.is_empty();
         // The file's dialect belongs to the file's target: a `--set target.kind`
         // to another kind sets it aside (a `--set query.dialect` still counts).
@@ -129,7 +129,7 @@ impl Ctx<'_> {
             }
         };
         if let Some(tb) = &q.time_bucket
-            && !target.takes_time_bucket()
+            && !target.reads().is_some_and(|r| r.takes_time_bucket())
         {
             return Err(self.error(
                 Some(&tb.span()),
@@ -210,7 +210,7 @@ impl Ctx<'_> {
         seed: Option<u64>,
         kind_span: Option<Range<usize>>,
     ) -> Result<QueryWorkloadPlan, ScenarioError> {
-        let dialect = match target.oltp_dialect() {
+        let dialect = match target.reads().and_then(|r| r.oltp_dialect()) {
             Some(d) => d,
             None => {
                 let other = target;

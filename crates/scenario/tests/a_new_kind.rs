@@ -70,6 +70,12 @@ impl Target for EchoTarget {
         Box::pin(run.into_engine(tsload_core::NullSink))
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for EchoTarget {
     fn tsbs_dialect(&self, _language: Option<&str>, _time_bucket: bool) -> Result<Dialect, String> {
         Ok(Dialect::new(EchoQueries))
     }
@@ -149,7 +155,12 @@ fn a_kind_defined_outside_the_library_is_read_documented_run_and_queried() {
     assert_eq!(outcome.counters.rows, 5000);
 
     // Queried: TSBS's queries in its own language.
-    let dialect = plan.target.tsbs_dialect(None, false).unwrap();
+    let dialect = plan
+        .target
+        .reads_or_why()
+        .unwrap()
+        .tsbs_dialect(None, false)
+        .unwrap();
     let spec = QuerySpec {
         query_type: QueryType::SingleGroupby_1_1_1,
         hosts: vec![3],

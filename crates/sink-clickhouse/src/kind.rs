@@ -151,6 +151,12 @@ impl Target for ClickHouseTarget {
         })
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for ClickHouseTarget {
     fn tsbs_dialect(
         &self,
         _language: Option<&str>,
@@ -246,12 +252,12 @@ mod tests {
     #[test]
     fn it_is_queried_in_clickhouse_sql_and_reached_over_http() {
         let mut t = KIND.parse(&section(&[])).unwrap();
-        assert!(t.query_languages().is_empty());
+        assert!(t.reads().unwrap().query_languages().is_empty());
         assert_eq!(
-            t.tsbs_dialect(None, false),
+            t.reads().unwrap().tsbs_dialect(None, false),
             Ok(tsload_query::Dialect::new(crate::render::ClickHouseSql))
         );
-        assert!(t.oltp_dialect().is_none());
+        assert!(t.reads().unwrap().oltp_dialect().is_none());
         assert!(matches!(t.app_probe(), AppProbe::Http(e) if e.url == DEFAULT_URL));
         let addr: std::net::SocketAddr = "127.0.0.1:9999".parse().unwrap();
         assert!(t.connect_via("http://h:9999".into(), addr));

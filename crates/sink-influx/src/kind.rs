@@ -220,6 +220,12 @@ impl Target for InfluxTarget {
         })
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for InfluxTarget {
     fn query_languages(&self) -> &'static [&'static str] {
         QUERY_LANGUAGES
     }
@@ -334,17 +340,17 @@ mod tests {
     #[test]
     fn query_languages_map_to_their_dialects() {
         let t = KIND.parse(&section(&[])).unwrap();
-        assert_eq!(t.query_languages()[0], "influxql");
+        assert_eq!(t.reads().unwrap().query_languages()[0], "influxql");
         assert_eq!(
-            t.tsbs_dialect(None, false),
+            t.reads().unwrap().tsbs_dialect(None, false),
             Ok(tsload_query::Dialect::new(crate::influxql::InfluxQl))
         );
         assert_eq!(
-            t.tsbs_dialect(Some("promql"), false),
+            t.reads().unwrap().tsbs_dialect(Some("promql"), false),
             Ok(tsload_query::Dialect::new(
                 tsload_query::render::PromQl::METRICSQL
             ))
         );
-        assert!(t.tsbs_dialect(Some("sql"), false).is_err());
+        assert!(t.reads().unwrap().tsbs_dialect(Some("sql"), false).is_err());
     }
 }

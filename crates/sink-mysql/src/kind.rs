@@ -197,6 +197,12 @@ impl Target for MysqlTarget {
         })
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for MysqlTarget {
     fn tsbs_dialect(
         &self,
         _language: Option<&str>,
@@ -256,9 +262,12 @@ mod tests {
                 url: DEFAULT_URL.into()
             }
         );
-        assert_eq!(t.oltp_dialect(), Some(tsload_oltp::Dialect::Mysql));
         assert_eq!(
-            t.tsbs_dialect(None, false),
+            t.reads().unwrap().oltp_dialect(),
+            Some(tsload_oltp::Dialect::Mysql)
+        );
+        assert_eq!(
+            t.reads().unwrap().tsbs_dialect(None, false),
             Ok(tsload_query::Dialect::new(crate::render::MysqlSql {
                 ts: TsType::DateTime6
             }))
@@ -315,7 +324,7 @@ mod tests {
         );
         assert!(!t.has_ledger());
         assert_eq!(
-            t.tsbs_dialect(None, true),
+            t.reads().unwrap().tsbs_dialect(None, true),
             Ok(tsload_query::Dialect::new(crate::render::MysqlSql {
                 ts: TsType::BigIntNs
             }))

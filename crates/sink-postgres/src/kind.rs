@@ -201,6 +201,12 @@ impl Target for PostgresTarget {
         })
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for PostgresTarget {
     fn tsbs_dialect(
         &self,
         _language: Option<&str>,

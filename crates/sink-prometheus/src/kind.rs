@@ -189,6 +189,12 @@ impl Target for PrometheusTarget {
         })
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for PrometheusTarget {
     fn query_languages(&self) -> &'static [&'static str] {
         QUERY_LANGUAGES
     }
@@ -282,17 +288,17 @@ mod tests {
     fn promql_is_standard_and_metricsql_is_victoria_metrics() {
         let t = KIND.parse(&section(&[])).unwrap();
         assert_eq!(
-            t.tsbs_dialect(None, false),
+            t.reads().unwrap().tsbs_dialect(None, false),
             Ok(tsload_query::Dialect::new(
                 tsload_query::render::PromQl::PROMETHEUS
             ))
         );
         assert_eq!(
-            t.tsbs_dialect(Some("metricsql"), false),
+            t.reads().unwrap().tsbs_dialect(Some("metricsql"), false),
             Ok(tsload_query::Dialect::new(
                 tsload_query::render::PromQl::METRICSQL
             ))
         );
-        assert!(t.tsbs_dialect(Some("sql"), false).is_err());
+        assert!(t.reads().unwrap().tsbs_dialect(Some("sql"), false).is_err());
     }
 }

@@ -145,6 +145,12 @@ impl Target for SqliteTarget {
         Box::pin(run.into_engine(SqliteSink::new(cfg)))
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for SqliteTarget {
     fn tsbs_dialect(
         &self,
         _language: Option<&str>,

@@ -224,6 +224,12 @@ impl Target for TdengineTarget {
         })
     }
 
+    fn reads(&self) -> Option<&dyn tsload_target::Reads> {
+        Some(self)
+    }
+}
+
+impl tsload_target::Reads for TdengineTarget {
     fn tsbs_dialect(
         &self,
         _language: Option<&str>,
@@ -299,11 +305,11 @@ mod tests {
         assert_eq!(dsn_of(t.as_ref()), DEFAULT_URL);
         assert_eq!(t.drop_existing(), Some(false));
         assert_eq!(t.app_probe(), AppProbe::None);
-        assert_eq!(t.oltp_dialect(), None);
-        assert!(!t.takes_time_bucket());
-        assert!(t.query_languages().is_empty());
+        assert_eq!(t.reads().unwrap().oltp_dialect(), None);
+        assert!(!t.reads().unwrap().takes_time_bucket());
+        assert!(t.reads().unwrap().query_languages().is_empty());
         assert_eq!(
-            t.tsbs_dialect(None, false),
+            t.reads().unwrap().tsbs_dialect(None, false),
             Ok(tsload_query::Dialect::new(crate::render::TdengineSql {
                 precision: Precision::Ms,
                 schemaless: false,
@@ -379,7 +385,7 @@ mod tests {
         by_hand.request_timeout = std::time::Duration::from_secs(90);
         assert_eq!(cfg_of(t.as_ref()), &by_hand);
         assert_eq!(
-            t.tsbs_dialect(None, true),
+            t.reads().unwrap().tsbs_dialect(None, true),
             Ok(tsload_query::Dialect::new(crate::render::TdengineSql {
                 precision: Precision::Ns,
                 schemaless: true,

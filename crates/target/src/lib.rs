@@ -194,9 +194,9 @@ impl WriteRun<'_> {
     }
 }
 
-/// One read run's part of the plan, handed to [`Target::query`].
+/// One read run's part of the plan, handed to [`Reads::query`].
 pub struct QueryRun<'a> {
-    /// One of [`Target::query_languages`], when the target has several.
+    /// One of [`Reads::query_languages`], when the target has several.
     pub language: Option<&'a str>,
     pub workload: Arc<dyn QueryWorkload>,
     pub cfg: QueryConfig,
@@ -290,7 +290,7 @@ pub struct HttpEndpoint {
 }
 
 impl QueryRun<'_> {
-    /// Runs core's query engine against `target`: what every kind's [`Target::query`]
+    /// Runs core's query engine against `target`: what every kind's [`Reads::query`]
     /// ends in.
     pub async fn into_engine<T: tsload_core::query::QueryTarget>(
         self,
@@ -377,6 +377,17 @@ pub trait Target: fmt::Debug + Send + Sync + Any + dyn_clone::DynClone + TargetE
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>>;
 
+    /// Its read side: TSBS queries and sysbench's OLTP transactions; `None` for a target
+    /// that stores nothing to read (`null`).
+    fn reads(&self) -> Option<&dyn Reads> {
+        None
+    }
+}
+
+/// What a target that can be read does: which TSBS query language matches what it
+/// stored, whether it runs the OLTP workloads, and the read runs themselves. A kind
+/// implements it beside [`Target`] and returns itself from [`Target::reads`].
+pub trait Reads {
     /// The query languages it can be asked TSBS queries in (`query.dialect`), the default
     /// first; empty: one, its own, not chosen by the scenario.
     fn query_languages(&self) -> &'static [&'static str] {
@@ -384,17 +395,12 @@ pub trait Target: fmt::Debug + Send + Sync + Any + dyn_clone::DynClone + TargetE
     }
 
     /// The TSBS query language that matches what its writer stored; `language` is one of
-    /// [`Target::query_languages`], when it has several.
+    /// [`Reads::query_languages`], when it has several.
     fn tsbs_dialect(
         &self,
-        _language: Option<&str>,
-        _time_bucket: bool,
-    ) -> Result<tsload_query::Dialect, String> {
-        Err(format!(
-            "target kind \"{}\" cannot run TSBS queries",
-            self.kind()
-        ))
-    }
+        language: Option<&str>,
+        time_bucket: bool,
+    ) -> Result<tsload_query::Dialect, String>;
 
     /// Whether its TSBS queries can bucket time with TimescaleDB's `time_bucket`
     /// (`query.time_bucket`).
@@ -410,15 +416,15 @@ pub trait Target: fmt::Debug + Send + Sync + Any + dyn_clone::DynClone + TargetE
     /// Runs a read workload against it.
     fn query<'a>(
         &'a self,
-        _run: QueryRun<'a>,
-    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
-        let kind = self.kind();
-        Box::pin(async move {
-            Err(EngineError::Prepare(tsload_core::SinkError::new(
-                tsload_core::ErrorKind::Schema,
-                format!("target kind \"{kind}\" cannot be queried"),
-            )))
-        })
+        run: QueryRun<'a>,
+    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>>;
+}
+
+impl dyn Target {
+    /// Its read side, or why it has none (`target kind "null" stores nothing to query`).
+    pub fn reads_or_why(&self) -> Result<&dyn Reads, String> {
+        self.reads()
+            .ok_or_else(|| format!("target kind \"{}\" stores nothing to query", self.kind()))
     }
 }
 
@@ -482,26 +488,6 @@ impl Target for NullTarget {
         run: WriteRun<'a>,
     ) -> LocalBoxFuture<'a, Result<RunOutcome, EngineError>> {
         Box::pin(run.into_engine(tsload_core::NullSink))
-    }
-
-    fn tsbs_dialect(
-        &self,
-        _language: Option<&str>,
-        _time_bucket: bool,
-    ) -> Result<tsload_query::Dialect, String> {
-        Err("target kind \"null\" stores nothing to query".into())
-    }
-
-    fn query<'a>(
-        &'a self,
-        _run: QueryRun<'a>,
-    ) -> LocalBoxFuture<'a, Result<QueryOutcome, EngineError>> {
-        Box::pin(async {
-            Err(EngineError::Prepare(tsload_core::SinkError::new(
-                tsload_core::ErrorKind::Schema,
-                "target kind \"null\" stores nothing to query",
-            )))
-        })
     }
 }
 
