@@ -99,6 +99,18 @@ impl<S> ShardReport<S> {
     }
 }
 
+impl<S: Report> Merged<S> {
+    /// The merged report of `reports` whose sums are `summary`: each shard's line beside
+    /// it.
+    fn of(summary: S, reports: &[ShardReport<S>]) -> Merged<S> {
+        Merged {
+            summary,
+            shards: reports.iter().map(ShardReport::line).collect(),
+            scenario_sha256: reports.first().and_then(|r| r.scenario_sha256.clone()),
+        }
+    }
+}
+
 impl<S: Report> ShardReport<S> {
     /// Its line in the merged report, as its own report says it.
     pub fn line(&self) -> ShardLine {

@@ -191,8 +191,8 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         fatal: false,
         interrupted: false,
     };
-    let streams = super::report_streams(f.outcomes, &f.usage, &mut r);
-    let streams = streams.as_ref();
+    let reported = super::report_streams(f.outcomes, &f.usage, &mut r);
+    let streams = reported.as_ref();
     let rtt = match &f.probe {
         Some(p) => {
             outln!("{}", p.table_row("rtt"));
@@ -233,7 +233,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         code,
         report: None,
     };
-    let Some(streams) = streams else {
+    let Some(streams) = reported else {
         // No stream reported: the page says there is nothing to show, as the JSON is left
         // unwritten.
         if let Some(path) = f.outputs.html_path()
@@ -245,7 +245,7 @@ pub(super) fn finish(f: Finished<'_>) -> anyhow::Result<Executed> {
         return Ok(executed);
     };
     let report = RunReport {
-        streams: streams.clone(),
+        streams,
         rtt,
         server,
         thresholds: thresholds_of(plan, &broken),

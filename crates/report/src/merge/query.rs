@@ -175,12 +175,7 @@ pub fn merge_queries(
         client,
         scenario: first.summary.scenario.clone(),
     };
-    let shards = reports.iter().map(ShardReport::line).collect();
-    Ok(Merged {
-        summary,
-        shards,
-        scenario_sha256: first.scenario_sha256.clone(),
-    })
+    Ok(Merged::of(summary, reports))
 }
 
 impl super::Report for QuerySummary {

@@ -88,12 +88,7 @@ pub fn merge(reports: &[ShardReport], allow_partial: bool) -> Result<Merged, Mer
         server_series_created: None,
         scenario: first.summary.scenario.clone(),
     };
-    let shards = reports.iter().map(ShardReport::line).collect();
-    Ok(Merged {
-        summary,
-        shards,
-        scenario_sha256: first.scenario_sha256.clone(),
-    })
+    Ok(Merged::of(summary, reports))
 }
 
 impl super::Report for Summary {
