@@ -1,5 +1,6 @@
 //! Criterion benchmarks of tsload's hot path: generating rows into a batch, encoding line
-//! protocol, recording latencies into HDR histograms, and the engine end to end into the
+//! protocol, replaying a line-protocol file (its check pass, and its lines sent as they
+//! are), recording latencies into HDR histograms, and the engine end to end into the
 //! `null` target. Throughput is reported in metrics (field values) per second.
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use tsload_core::engine::{self, LoadConfig, NoObserver, StopHandle};
 use tsload_core::recorder::new_histogram;
 use tsload_core::{Batch, NullSink, Workload};
 use tsload_lineproto::{LineEncoder, Precision};
+use tsload_workload::{FileReplay, ReplayInput, ReplayOptions};
 
 const BATCH: usize = 10_000;
 
@@ -67,6 +69,57 @@ fn encode(c: &mut Criterion) {
             out.clear();
             encoder.encode(&batch, &mut out);
             out.len()
+        })
+    });
+    group.finish();
+}
+
+/// A TSBS cpu-only file of 100 hosts x 2 h (72,000 lines, 720,000 metrics, about 25 MB),
+/// written by the line-protocol encoder as `tsload generate` writes it: TSBS's bytes.
+fn cpu_only_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let w = cpu_only(100, 2);
+    let schema = Arc::new(w.schema().clone());
+    let mut batch = Batch::for_schema(&schema);
+    let mut encoder = LineEncoder::new(schema.clone(), Precision::Ns);
+    let mut out = Vec::new();
+    let mut source = w.source(0, 1);
+    while source.fill(&mut batch, BATCH) > 0 {
+        encoder.encode(&batch, &mut out);
+        batch.clear();
+    }
+    let path = dir.join("cpu-only.lp");
+    std::fs::write(&path, &out).expect("write the replay file");
+    path
+}
+
+fn replay(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = cpu_only_file(dir.path());
+    let open = || {
+        FileReplay::open(ReplayInput::Path(path.clone()), ReplayOptions::default())
+            .expect("a valid file")
+    };
+    let metrics = 720_000;
+    let mut group = c.benchmark_group("replay");
+    group.throughput(Throughput::Elements(metrics));
+    group.sample_size(20);
+    group.bench_function("check pass (open), cpu-only", |b| {
+        b.iter(|| open().total_rows())
+    });
+    let w = open();
+    let mut batch = Batch::for_schema(w.schema());
+    group.bench_function("lines as they are (text source), cpu-only", |b| {
+        b.iter(|| {
+            let mut source = w.text_source(0, 1, 1).expect("the file's unit is ns");
+            let mut sent = 0;
+            loop {
+                batch.clear();
+                if source.fill(&mut batch, BATCH) == 0 {
+                    break;
+                }
+                sent += batch.text.as_ref().map_or(0, |t| t.metrics);
+            }
+            assert_eq!(sent, metrics);
         })
     });
     group.finish();
@@ -131,6 +184,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = generate, encode, record, engine_null
+    targets = generate, encode, replay, record, engine_null
 }
 criterion_main!(benches);

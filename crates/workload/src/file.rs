@@ -30,8 +30,11 @@
 //!
 //! Series keys are stored once, as written, end to end in one buffer; a device's tag
 //! values are parsed out of its key when a sink asks ([`TagSource`]); a hash of the key
-//! finds the device of a line in either pass. Memory grows with the number of series, not
-//! with the number of rows.
+//! finds the device of a line in either pass, after one comparison with the series that
+//! followed the line before's in pass 1 (which finds it when the file repeats its series
+//! in one order, as TSBS's files do). A field's key is likewise compared first with the
+//! table's next field. Memory grows with the number of series, not with the number of
+//! rows.
 //!
 //! [`TagSource`]: tsload_core::schema::TagSource
 
@@ -54,6 +57,7 @@ use tsload_core::{BatchSource, Workload};
 use crate::WorkloadError;
 use replay::{Chunk, Layout, ReplayReader, ReplaySource, TextSource};
 use scan::{Scanner, scan};
+use series::NO_DEVICE;
 
 /// Read buffer size: large, so that reads (and gzip inflation) come in big steps.
 const BUF_BYTES: usize = 1 << 20;
@@ -234,6 +238,7 @@ impl Workload for FileReplay {
             error: self.error.clone(),
             chunk: Chunk::default(),
             scratch: Vec::new(),
+            last: NO_DEVICE,
         })
     }
 
@@ -251,6 +256,7 @@ impl Workload for FileReplay {
                 reader: self.pass_reader(worker),
                 error: self.error.clone(),
                 chunk: Chunk::default(),
+                last: NO_DEVICE,
             })
         })
     }

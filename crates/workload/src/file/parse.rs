@@ -90,6 +90,8 @@ pub(crate) struct Field<'a> {
     pub key: &'a [u8],
     /// Whether `key` holds a `\` (then it must be unescaped before comparing).
     pub key_escaped: bool,
+    /// The key is the hint given to [`Fields::next`].
+    pub hinted: bool,
     pub value: Value<'a>,
 }
 
@@ -138,6 +140,35 @@ pub(crate) fn find2(s: &[u8], from: usize, a: u8, b: u8) -> usize {
     }
     s.len()
 }
+
+/// Position of the first `a`, `b`, `c` or `d` in `s` at or after `from`, or `s.len()` when
+/// there is none (also when `from` is past the end). Eight bytes at a time.
+#[inline]
+pub(crate) fn find4(s: &[u8], from: usize, [a, b, c, d]: [u8; 4]) -> usize {
+    let (sa, sb, sc, sd) = (LO * a as u64, LO * b as u64, LO * c as u64, LO * d as u64);
+    let mut i = from;
+    while i + 8 <= s.len() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[i..i + 8]);
+        let w = u64::from_le_bytes(w);
+        let m = zero_bytes(w ^ sa) | zero_bytes(w ^ sb) | zero_bytes(w ^ sc) | zero_bytes(w ^ sd);
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() {
+        if s[i] == a || s[i] == b || s[i] == c || s[i] == d {
+            return i;
+        }
+        i += 1;
+    }
+    s.len()
+}
+
+/// The bytes that can end a field key as written: `=` ends it, `,` and a space are
+/// errors in it, and `\` escapes the byte after it.
+const FIELD_KEY_STOPS: [u8; 4] = [b'=', b',', b' ', b'\\'];
 
 /// Position of the first `stop` in `s[from..]` that no backslash escapes, or `s.len()`.
 #[inline]
@@ -300,9 +331,12 @@ impl<'a> Fields<'a> {
     }
 
     /// The next field, or `None` after the last one.
+    ///
+    /// `hint` is the key the caller expects next, as written, when it holds none of `=`,
+    /// `,`, space and `\\` (or empty for none): when the field starts with it and `=`, one
+    /// comparison reads the key, and [`Field::hinted`] says so.
     #[inline]
-    #[allow(clippy::should_implement_trait)]
-    pub(crate) fn next(&mut self) -> Result<Option<Field<'a>>, String> {
+    pub(crate) fn next(&mut self, hint: &[u8]) -> Result<Option<Field<'a>>, String> {
         if self.done {
             return Ok(None);
         }
@@ -316,22 +350,29 @@ impl<'a> Fields<'a> {
         // The key: up to the first unescaped `=`.
         let mut i = start;
         let mut key_escaped = false;
-        loop {
-            match s.get(i) {
-                Some(b'\\') => {
-                    key_escaped = true;
-                    i += 2;
+        let hinted = !hint.is_empty()
+            && s.get(start + hint.len()) == Some(&b'=')
+            && s[start..].starts_with(hint);
+        if hinted {
+            i += hint.len();
+        } else {
+            loop {
+                i = find4(s, i, FIELD_KEY_STOPS);
+                match s.get(i) {
+                    Some(b'\\') => {
+                        key_escaped = true;
+                        i += 2;
+                    }
+                    Some(b'=') => break,
+                    _ => {
+                        let what = &s[start..i.min(s.len())];
+                        return Err(if what.is_empty() {
+                            "a field has no name (`,` or space where `key=value` should be)".into()
+                        } else {
+                            format!("field `{}` has no `=value`", show(what))
+                        });
+                    }
                 }
-                Some(b'=') => break,
-                Some(b',' | b' ') | None => {
-                    let what = &s[start..i.min(s.len())];
-                    return Err(if what.is_empty() {
-                        "a field has no name (`,` or space where `key=value` should be)".into()
-                    } else {
-                        format!("field `{}` has no `=value`", show(what))
-                    });
-                }
-                Some(_) => i += 1,
             }
         }
         let key = &s[start..i];
@@ -403,6 +444,7 @@ impl<'a> Fields<'a> {
         Ok(Some(Field {
             key,
             key_escaped,
+            hinted,
             value,
         }))
     }
@@ -417,8 +459,13 @@ impl<'a> Fields<'a> {
 /// How many fields `line` holds after its series key (which ends at `key_end`), and where
 /// the field section ends: what a line sent as it is needs, without parsing a value. Only
 /// the structure is checked (a key and `=`, a closed string, a separator); [`Fields`]
-/// checks the rest.
-pub(crate) fn count_fields(line: &[u8], key_end: usize) -> Result<(u64, usize), String> {
+/// checks the rest. `hint(n)` is the key expected for the `n`th field (from 0), as
+/// [`Fields::next`] takes it.
+pub(crate) fn count_fields<'h>(
+    line: &[u8],
+    key_end: usize,
+    hint: impl Fn(usize) -> &'h [u8],
+) -> Result<(u64, usize), String> {
     let s = line;
     let mut i = key_end;
     while s.get(i) == Some(&b' ') {
@@ -428,14 +475,20 @@ pub(crate) fn count_fields(line: &[u8], key_end: usize) -> Result<(u64, usize), 
     loop {
         // The key: up to the first unescaped `=`.
         let start = i;
-        loop {
-            match s.get(i) {
-                Some(b'\\') => i += 2,
-                Some(b'=') if i > start => break,
-                Some(b'=' | b',' | b' ') | None => {
-                    return Err(format!("field {} has no `key=`", count + 1));
+        let hint = hint(count as usize);
+        if !hint.is_empty()
+            && s.get(start + hint.len()) == Some(&b'=')
+            && s[start..].starts_with(hint)
+        {
+            i += hint.len();
+        } else {
+            loop {
+                i = find4(s, i, FIELD_KEY_STOPS);
+                match s.get(i) {
+                    Some(b'\\') => i += 2,
+                    Some(b'=') if i > start => break,
+                    _ => return Err(format!("field {} has no `key=`", count + 1)),
                 }
-                Some(_) => i += 1,
             }
         }
         i += 1;
@@ -556,15 +609,18 @@ fn parse_u64(s: &[u8]) -> Option<u64> {
 /// A value that is not a string.
 #[inline]
 fn parse_scalar(v: &[u8]) -> Result<Value<'static>, String> {
-    match v {
-        b"t" | b"T" | b"true" | b"True" | b"TRUE" => return Ok(Value::Bool(true)),
-        b"f" | b"F" | b"false" | b"False" | b"FALSE" => return Ok(Value::Bool(false)),
-        _ => {}
-    }
     let (last, body) = match v.split_last() {
         Some((l, b)) => (*l, b),
         None => return Err("no value".into()),
     };
+    // No boolean ends in `i` or `u`: the integers, most common, are told first.
+    if !matches!(last, b'i' | b'u') {
+        match v {
+            b"t" | b"T" | b"true" | b"True" | b"TRUE" => return Ok(Value::Bool(true)),
+            b"f" | b"F" | b"false" | b"False" | b"FALSE" => return Ok(Value::Bool(false)),
+            _ => {}
+        }
+    }
     match last {
         b'i' => parse_i64(body).map(Value::Int).ok_or_else(|| {
             let digits = body

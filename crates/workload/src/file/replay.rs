@@ -113,6 +113,8 @@ pub(super) struct ReplaySource {
     pub(super) error: Arc<Mutex<Option<WorkloadError>>>,
     pub(super) chunk: Chunk,
     pub(super) scratch: Vec<u8>,
+    /// The device of the latest line parsed ([`NO_DEVICE`](super::series::NO_DEVICE) before the first).
+    pub(super) last: u32,
 }
 
 /// Takes the next up to `max_rows` lines of the pass into `chunk`; false when none are
@@ -177,7 +179,7 @@ impl BatchSource for ReplaySource {
         }
         for span in &self.chunk.lines {
             let line = &self.chunk.buf[span.range.clone()];
-            if let Err(m) = push_line(layout, line, batch, &mut self.scratch) {
+            if let Err(m) = push_line(layout, line, batch, &mut self.scratch, &mut self.last) {
                 batch.clear();
                 fail(&self.reader, &self.error, changed(layout, span.line_no, &m));
                 return 0;
@@ -204,6 +206,8 @@ pub(super) struct TextSource {
     pub(super) reader: Arc<Mutex<ReplayReader>>,
     pub(super) error: Arc<Mutex<Option<WorkloadError>>>,
     pub(super) chunk: Chunk,
+    /// The device of the latest line read ([`NO_DEVICE`](super::series::NO_DEVICE) before the first).
+    pub(super) last: u32,
 }
 
 impl BatchSource for TextSource {
@@ -215,7 +219,7 @@ impl BatchSource for TextSource {
         let mut metrics = 0u64;
         for span in &self.chunk.lines {
             let line = &self.chunk.buf[span.range.clone()];
-            match text_line(layout, line, batch) {
+            match text_line(layout, line, batch, &mut self.last) {
                 Ok(fields) => metrics += fields,
                 Err(m) => {
                     batch.clear();
@@ -272,21 +276,44 @@ impl Chunk {
     }
 }
 
+/// The device of a data line and where its series key ends; `last` is the device of the
+/// source's line before (its follower in pass 1 is tried first), and becomes this one's.
+#[inline]
+fn device_of(layout: &Layout, line: &[u8], last: &mut u32) -> Result<(u32, usize), String> {
+    let series = &*layout.series;
+    let (device, end) = match series.predicted(*last, line) {
+        Some(d) => (d, series.key(d).len()),
+        None => {
+            let end = parse::key_end(line)?;
+            let key = &line[..end];
+            let d = series.find(key).ok_or_else(|| {
+                format!(
+                    "series `{}` was not in the file when it was first read",
+                    show(key)
+                )
+            })?;
+            (d, end)
+        }
+    };
+    *last = device;
+    Ok((device, end))
+}
+
 /// Reads device, timestamp and field count of one data line into the batch; returns the
 /// field count.
 #[inline]
-fn text_line(layout: &Layout, line: &[u8], batch: &mut Batch) -> Result<u64, String> {
-    let end = parse::key_end(line)?;
-    let key = &line[..end];
-    let device = layout.series.find(key).ok_or_else(|| {
-        format!(
-            "series `{}` was not in the file when it was first read",
-            show(key)
-        )
-    })?;
-    let (fields, fields_end) = parse::count_fields(line, end)?;
+fn text_line(
+    layout: &Layout,
+    line: &[u8],
+    batch: &mut Batch,
+    last: &mut u32,
+) -> Result<u64, String> {
+    let (device, end) = device_of(layout, line, last)?;
+    let table = layout.series.table[device as usize] as usize;
+    let names = &layout.tables[table].fields;
+    let (fields, fields_end) = parse::count_fields(line, end, |n| names.hint(n))?;
     let ts = to_ns(parse::timestamp_at(line, fields_end)?, layout.precision_ns)?;
-    let t = &mut batch.tables[layout.series.table[device as usize] as usize];
+    let t = &mut batch.tables[table];
     t.device.push(device);
     t.ts.push(ts);
     Ok(fields)
@@ -311,23 +338,22 @@ fn push_line(
     line: &[u8],
     batch: &mut Batch,
     scratch: &mut Vec<u8>,
+    last: &mut u32,
 ) -> Result<(), String> {
-    let end = parse::key_end(line)?;
-    let key = &line[..end];
-    let device = layout.series.find(key).ok_or_else(|| {
-        format!(
-            "series `{}` was not in the file when it was first read",
-            show(key)
-        )
-    })?;
+    let (device, end) = device_of(layout, line, last)?;
     let ti = layout.series.table[device as usize] as usize;
     let tl = &layout.tables[ti];
     let t = &mut batch.tables[ti];
     let row = t.ts.len();
     let mut fields = Fields::new(line, end);
     let mut next = 0;
-    while let Some(f) = fields.next()? {
-        let Some(col) = tl.fields.find(f.key, f.key_escaped, next, scratch) else {
+    while let Some(f) = fields.next(tl.fields.hint(next))? {
+        let found = if f.hinted {
+            Some(next)
+        } else {
+            tl.fields.find(f.key, f.key_escaped, next, scratch)
+        };
+        let Some(col) = found else {
             return Err(format!(
                 "field `{}` was not in the file when it was first read",
                 show(f.key)

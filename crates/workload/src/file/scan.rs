@@ -13,7 +13,7 @@ use super::parse::{
     self, Fields, Kind, MEASUREMENT_SPECIALS, TAG_SPECIALS, Value, hash_key, show, unescaped,
 };
 use super::replay::{Layout, TableLayout};
-use super::series::{FieldLookup, SeriesIndex};
+use super::series::{FieldLookup, NO_DEVICE, SeriesIndex};
 use super::{KEY, ReplayOptions};
 use crate::WorkloadError;
 
@@ -44,6 +44,8 @@ pub(super) struct Scanner {
     table_of: HashMap<Box<[u8]>, usize>,
     slots: Vec<String>,
     pub(super) rows: u64,
+    /// The device of the latest data line ([`NO_DEVICE`] before the first).
+    last: u32,
     scratch: Vec<u8>,
     line_slots: Vec<usize>,
 }
@@ -64,6 +66,7 @@ impl Scanner {
             table_of: HashMap::new(),
             slots: Vec::new(),
             rows: 0,
+            last: NO_DEVICE,
             scratch: Vec::new(),
             line_slots: Vec::new(),
         }
@@ -75,19 +78,32 @@ impl Scanner {
 
     /// Checks one data line and adds what it shows to the schema.
     fn line(&mut self, line: &[u8], line_no: u64) -> Result<(), String> {
-        let end = parse::key_end(line)?;
-        let key = &line[..end];
-        let hash = hash_key(key);
-        let table = match self.series.find_hashed(key, hash) {
-            Some(d) => self.series.table[d as usize] as usize,
-            None => self.new_series(key, hash)?,
+        let (device, end) = match self.series.predicted(self.last, line) {
+            Some(d) => (d, self.series.key(d).len()),
+            None => {
+                let end = parse::key_end(line)?;
+                let key = &line[..end];
+                let hash = hash_key(key);
+                let d = match self.series.find_hashed(key, hash) {
+                    Some(d) => d,
+                    None => self.new_series(key, hash)?,
+                };
+                (d, end)
+            }
         };
-        let t = &mut self.tables[table];
+        self.series.followed(self.last, device);
+        self.last = device;
+        let t = &mut self.tables[self.series.table[device as usize] as usize];
         let mut fields = Fields::new(line, end);
         let mut next = 0;
-        while let Some(f) = fields.next()? {
+        while let Some(f) = fields.next(t.fields.hint(next))? {
             let kind = f.value.kind();
-            let col = match t.fields.find(f.key, f.key_escaped, next, &mut self.scratch) {
+            let found = if f.hinted {
+                Some(next)
+            } else {
+                t.fields.find(f.key, f.key_escaped, next, &mut self.scratch)
+            };
+            let col = match found {
                 Some(col) => col,
                 None => {
                     let name = utf8(unescaped(f.key, TAG_SPECIALS), "field name")?;
@@ -141,9 +157,9 @@ impl Scanner {
         Ok(())
     }
 
-    /// Registers the series of `key` (measurement, tags); returns its table.
+    /// Registers the series of `key` (measurement, tags); returns its device.
     #[cold]
-    fn new_series(&mut self, key: &[u8], hash: u64) -> Result<usize, String> {
+    fn new_series(&mut self, key: &[u8], hash: u64) -> Result<u32, String> {
         if std::str::from_utf8(key).is_err() {
             return Err(format!(
                 "the measurement and tags `{}` are not valid UTF-8",
@@ -207,8 +223,7 @@ impl Scanner {
             t.tags[pos].1 = t.tags[pos].1.max(len);
             prev = Some(pos);
         }
-        self.series.insert_hashed(key, hash, table as u32);
-        Ok(table)
+        Ok(self.series.insert_hashed(key, hash, table as u32))
     }
 
     /// The schema, and what pass 2 needs.

@@ -31,6 +31,9 @@ impl Hasher for PassThrough {
     }
 }
 
+/// No device: the line before the first, or a device followed by none yet.
+pub(super) const NO_DEVICE: u32 = u32::MAX;
+
 /// Every series (device) of the file: its key as written, all keys end to end in one
 /// buffer, its table, and an index from the key's hash to the device.
 #[derive(Default)]
@@ -39,6 +42,11 @@ pub(super) struct SeriesIndex {
     /// `ends[d]` is the end of device `d`'s key in `keys`.
     ends: Vec<usize>,
     pub(super) table: Vec<u32>,
+    /// `next[d]`: the device of the line after device `d`'s latest line in pass 1
+    /// ([`NO_DEVICE`] when `d`'s line was the last), so that a file that repeats its
+    /// series in one order finds each line's device with one comparison
+    /// ([`SeriesIndex::predicted`]).
+    next: Vec<u32>,
     by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>>,
     /// Keys whose 64-bit hash an earlier key has already (practically never any).
     collided: HashMap<Box<[u8]>, u32>,
@@ -68,6 +76,33 @@ impl SeriesIndex {
         &self.keys[start..self.ends[d]]
     }
 
+    /// The device of `line` if it is the one that followed device `prev` in pass 1: its
+    /// key, then a space, starts the line. The line's key then ends where that key
+    /// ends (the key has no unescaped space and does not end in an escaping `\\`, or
+    /// pass 1 would have ended it elsewhere).
+    #[inline]
+    pub(super) fn predicted(&self, prev: u32, line: &[u8]) -> Option<u32> {
+        let d = *self.next.get(prev as usize)?;
+        let d_usize = d as usize;
+        let end = *self.ends.get(d_usize)?;
+        let start = if d_usize == 0 {
+            0
+        } else {
+            self.ends[d_usize - 1]
+        };
+        let key = &self.keys[start..end];
+        (line.get(key.len()) == Some(&b' ') && line.starts_with(key)).then_some(d)
+    }
+
+    /// Records that device `d`'s line came after device `prev`'s ([`NO_DEVICE`] for the
+    /// first line).
+    #[inline]
+    pub(super) fn followed(&mut self, prev: u32, d: u32) {
+        if let Some(n) = self.next.get_mut(prev as usize) {
+            *n = d;
+        }
+    }
+
     #[inline]
     pub(super) fn find(&self, key: &[u8]) -> Option<u32> {
         self.find_hashed(key, hash_key(key))
@@ -89,6 +124,7 @@ impl SeriesIndex {
         self.keys.extend_from_slice(key);
         self.ends.push(self.keys.len());
         self.table.push(table);
+        self.next.push(NO_DEVICE);
         match self.by_hash.entry(hash) {
             Entry::Vacant(e) => {
                 e.insert(d);
@@ -124,6 +160,9 @@ impl TagSource for SeriesIndex {
 #[derive(Debug, Default)]
 pub(super) struct FieldLookup {
     pub(super) names: Vec<Box<[u8]>>,
+    /// `plain[c]`: field `c`'s name holds no byte that line protocol escapes, so a key
+    /// written as that name is that field ([`FieldLookup::hint`]).
+    plain: Vec<bool>,
     index: HashMap<Box<[u8]>, usize>,
 }
 
@@ -152,7 +191,21 @@ impl FieldLookup {
         self.index.get(name).copied()
     }
 
+    /// The name of column `col` as a line writes it, for [`Fields::next`]'s hint: empty
+    /// when there is no such column or its name would be written escaped.
+    ///
+    /// [`Fields::next`]: super::parse::Fields::next
+    #[inline]
+    pub(super) fn hint(&self, col: usize) -> &[u8] {
+        match self.plain.get(col) {
+            Some(true) => &self.names[col],
+            _ => &[],
+        }
+    }
+
     pub(super) fn insert(&mut self, at: usize, name: Box<[u8]>) {
+        let plain = !name.iter().any(|b| TAG_SPECIALS.contains(b));
+        self.plain.insert(at, plain);
         self.names.insert(at, name);
         self.index.clear();
         for (i, n) in self.names.iter().enumerate() {

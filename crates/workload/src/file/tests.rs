@@ -119,6 +119,46 @@ fn the_text_source_sends_the_file_s_own_lines_with_the_rows_and_metrics_of_the_c
 }
 
 #[test]
+fn each_line_gets_its_own_series_whether_the_order_repeats_or_not() {
+    // Series in a repeating order (found by one comparison with the follower of the line
+    // before), out of order, one key a prefix of another, a key with an escaped space
+    // and one ending in an escaped backslash.
+    let series = ["m,h=a", "m,h=ab", r"m,h=a\ b", r"m,h=c\\\\"];
+    let order = [0, 1, 2, 3, 0, 1, 2, 3, 0, 2, 1, 3, 3, 0, 1, 0, 1, 2, 3];
+    let mut text = String::new();
+    for (i, &s) in order.iter().enumerate() {
+        text.push_str(&format!("{} x={i}i {i}\n", series[s]));
+    }
+    let w = open_spooled(
+        "s".into(),
+        Cursor::new(text.clone()),
+        ReplayOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(w.schema().device_count, 4);
+    let want: Vec<String> = order
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("0|{s}|{i}|{i}"))
+        .collect();
+    for batch_rows in [1, 3, 100] {
+        assert_eq!(drain(&w, batch_rows), want, "{batch_rows} rows a batch");
+        let (sent, rows, _) = drain_text(&w, batch_rows);
+        assert_eq!(sent, text);
+        let want_rows: Vec<String> = want
+            .iter()
+            .map(|r| r.rsplit_once('|').unwrap().0.to_string())
+            .collect();
+        assert_eq!(rows, want_rows);
+    }
+    let mut tags = Vec::new();
+    w.schema().tags.device_tags(2, &mut tags);
+    assert_eq!(tags, [TagValue::Str("a b".into())]);
+    w.schema().tags.device_tags(3, &mut tags);
+    assert_eq!(tags, [TagValue::Str(r"c\\".into())]);
+}
+
+#[test]
 fn a_file_changed_after_open_ends_a_text_replay_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.influx");

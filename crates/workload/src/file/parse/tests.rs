@@ -7,7 +7,7 @@ fn fields(line: &str) -> Result<(Vec<(String, Value<'_>)>, i64), String> {
     let end = key_end(b)?;
     let mut f = Fields::new(b, end);
     let mut out = Vec::new();
-    while let Some(x) = f.next()? {
+    while let Some(x) = f.next(b"")? {
         out.push((
             String::from_utf8(unescaped(x.key, TAG_SPECIALS).into_owned()).unwrap(),
             x.value,
@@ -32,6 +32,69 @@ fn find2_matches_a_plain_search() {
     // Bytes with the high bit set (UTF-8) are no false matches.
     let s = "é ü,x".as_bytes();
     assert_eq!(find2(s, 0, b' ', b','), 2);
+}
+
+#[test]
+fn find4_matches_a_plain_search() {
+    let hay: Vec<u8> = (0..300u32)
+        .map(|i| (crate::rng::mix64(i as u64) % 11) as u8 * 23 + 1)
+        .collect();
+    for from in [0, 1, 5, 8, 13, 299, 300, 302] {
+        for set in [
+            [1u8, 24, 47, 70],
+            [93, 116, 139, 162],
+            [185, 208, 231, 0],
+            [9; 4],
+        ] {
+            let want = (from..hay.len())
+                .find(|&i| set.contains(&hay[i]))
+                .unwrap_or(hay.len());
+            assert_eq!(find4(&hay, from, set), want, "from {from}, {set:?}");
+        }
+    }
+    assert_eq!(find4("é ü,x=".as_bytes(), 0, FIELD_KEY_STOPS), 2);
+    assert_eq!(find4(b"usage_guest_nice=1", 0, FIELD_KEY_STOPS), 16);
+}
+
+#[test]
+fn a_hint_reads_the_same_fields_and_is_taken_only_when_it_is_the_key() {
+    let lines = [
+        "m a=1i,ab=2,b=t 5",
+        "m ab=1,a=2 7",
+        r"m a\=b=1i,a=2 3",
+        r#"m s="a=b, c",a=1u 9"#,
+        "m usage_guest=1i,usage_guest_nice=2i 11",
+    ];
+    let hints = [
+        "a",
+        "ab",
+        "b",
+        "s",
+        "abc",
+        "usage_guest",
+        "usage_guest_nice",
+        "x",
+    ];
+    for line in lines {
+        let want = fields(line).unwrap();
+        let b = line.as_bytes();
+        let end = key_end(b).unwrap();
+        for hint in hints {
+            let mut f = Fields::new(b, end);
+            let mut got = Vec::new();
+            while let Some(x) = f.next(hint.as_bytes()).unwrap() {
+                assert_eq!(x.hinted, x.key == hint.as_bytes(), "{line}, hint {hint}");
+                got.push((
+                    String::from_utf8(unescaped(x.key, TAG_SPECIALS).into_owned()).unwrap(),
+                    x.value,
+                ));
+            }
+            assert_eq!((got, f.timestamp().unwrap()), want, "{line}, hint {hint}");
+        }
+    }
+    // A hint does not hide an error after it.
+    let mut f = Fields::new(b"m a=,b=1 1", 1);
+    assert!(f.next(b"a").unwrap_err().contains("field `a` has no value"));
 }
 
 #[test]
@@ -147,7 +210,19 @@ fn extremes_and_spacing() {
 fn fields_are_counted_without_parsing_their_values() {
     fn count(line: &str) -> Result<(u64, &str), String> {
         let end = key_end(line.as_bytes()).unwrap();
-        count_fields(line.as_bytes(), end).map(|(n, at)| (n, &line[at..]))
+        let plain = count_fields(line.as_bytes(), end, |_| &[]).map(|(n, at)| (n, &line[at..]));
+        // Hints of every key of the line, of wrong keys and of prefixes count the same.
+        for hints in [&["a", "b", "c", "d", "s", "x"][..], &["b", "a", "ab"]] {
+            let hinted = count_fields(line.as_bytes(), end, |n| {
+                hints.get(n).map_or(&b""[..], |h| h.as_bytes())
+            });
+            assert_eq!(
+                hinted.map(|(n, at)| (n, &line[at..])),
+                plain,
+                "{line}, {hints:?}"
+            );
+        }
+        plain
     }
     assert_eq!(count("m a=1i 10"), Ok((1, " 10")));
     assert_eq!(count("m,t=x a=1i,b=2.5,c=t 10"), Ok((3, " 10")));
