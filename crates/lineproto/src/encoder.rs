@@ -21,6 +21,7 @@ use crate::Precision;
 use crate::escape::{
     escape_field_key, escape_measurement, escape_tag, write_float, write_string_bytes,
 };
+use crate::put::{KEY_PAD, Padded, put_int};
 
 /// Encodes batches of one [`Schema`] as InfluxDB line protocol (see the crate
 /// documentation for the rules).
@@ -43,12 +44,28 @@ pub struct LineEncoder {
 /// What is prepared once per table.
 struct TablePlan {
     /// `key=` of each field, escaped, in column order.
-    field_keys: Vec<Box<[u8]>>,
+    field_keys: Vec<FieldKey>,
     /// What ends an integer field: `i,`, or `u,` for unsigned columns.
-    int_suffixes: Vec<&'static [u8]>,
+    int_suffixes: Vec<[u8; 2]>,
     cache: PrefixCache,
     /// Expected output bytes per row, to reserve `out` before a table's rows.
     bytes_per_row: usize,
+}
+
+/// A field's `key=`, escaped: padded for a copy of constant length when it is short.
+struct FieldKey {
+    padded: Option<Padded<KEY_PAD>>,
+    bytes: Box<[u8]>,
+}
+
+impl FieldKey {
+    #[inline(always)]
+    fn put(&self, out: &mut Vec<u8>) {
+        match &self.padded {
+            Some(p) => p.put(out),
+            None => out.extend_from_slice(&self.bytes),
+        }
+    }
 }
 
 /// Line prefixes of the devices seen in one table.
@@ -170,24 +187,27 @@ impl TablePlan {
                 let mut key = Vec::with_capacity(f.name.len() + 1);
                 escape_field_key(&f.name, &mut key);
                 key.push(b'=');
-                key.into_boxed_slice()
+                FieldKey {
+                    padded: Padded::new(&key),
+                    bytes: key.into_boxed_slice(),
+                }
             })
             .collect::<Vec<_>>();
         let int_suffixes = table
             .fields
             .iter()
-            .map(|f| -> &'static [u8] {
+            .map(|f| {
                 if f.data_type == DataType::UBigInt {
-                    b"u,"
+                    *b"u,"
                 } else {
-                    b"i,"
+                    *b"i,"
                 }
             })
             .collect();
         // A first guess; the first batch corrects it.
         let bytes_per_row = table.name.len()
             + table.tags.iter().map(|t| t.name.len() + 16).sum::<usize>()
-            + field_keys.iter().map(|k| k.len() + 12).sum::<usize>()
+            + field_keys.iter().map(|k| k.bytes.len() + 12).sum::<usize>()
             + 24;
         TablePlan {
             field_keys,
@@ -218,7 +238,6 @@ impl TablePlan {
             cache,
             ..
         } = self;
-        let mut int_buf = itoa::Buffer::new();
         let mut written = 0u64;
         for (row, (&device, &ts)) in tb.device.iter().zip(&tb.ts).enumerate() {
             let line_start = out.len();
@@ -241,22 +260,21 @@ impl TablePlan {
                 }
                 match &col.values {
                     ColumnValues::Int(v) => {
-                        out.extend_from_slice(key);
-                        out.extend_from_slice(int_buf.format(v[row]).as_bytes());
-                        out.extend_from_slice(int_suffix);
+                        key.put(out);
+                        put_int(out, v[row], *int_suffix);
                         written += 1;
                     }
                     ColumnValues::Float(v) => {
                         let v = v[row];
                         if v.is_finite() {
-                            out.extend_from_slice(key);
+                            key.put(out);
                             write_float(v, out);
                             out.push(b',');
                             written += 1;
                         }
                     }
                     ColumnValues::Bool(v) => {
-                        out.extend_from_slice(key);
+                        key.put(out);
                         out.extend_from_slice(if v[row] { b"true," } else { b"false," });
                         written += 1;
                     }
@@ -266,7 +284,7 @@ impl TablePlan {
                         } else {
                             v.ends[row - 1] as usize
                         };
-                        out.extend_from_slice(key);
+                        key.put(out);
                         write_string_bytes(&v.bytes[start..v.ends[row] as usize], out);
                         out.push(b',');
                         written += 1;
@@ -287,8 +305,7 @@ impl TablePlan {
             } else {
                 ts.div_euclid(divisor)
             };
-            out.extend_from_slice(int_buf.format(ts).as_bytes());
-            out.push(b'\n');
+            put_int(out, ts, *b"\n");
         }
         written
     }

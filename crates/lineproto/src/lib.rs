@@ -29,6 +29,7 @@
 
 mod encoder;
 mod escape;
+mod put;
 
 pub use encoder::LineEncoder;
 pub use escape::{
