@@ -239,6 +239,8 @@ impl TablePlan {
             ..
         } = self;
         let mut written = 0u64;
+        // The latest row's time and its timestamp as written, with its `\n`.
+        let mut last_ts: Option<(i64, Padded<24>)> = None;
         for (row, (&device, &ts)) in tb.device.iter().zip(&tb.ts).enumerate() {
             let line_start = out.len();
             let line_fields = written;
@@ -300,12 +302,23 @@ impl TablePlan {
                 continue;
             }
             out[last] = b' ';
-            let ts = if divisor == 1 {
-                ts
-            } else {
-                ts.div_euclid(divisor)
+            // Rows of one time come together (every host at each step): the timestamp's
+            // digits are written once per time, not once per row.
+            let text = match &last_ts {
+                Some((at, text)) if *at == ts => text,
+                _ => {
+                    let unit = if divisor == 1 {
+                        ts
+                    } else {
+                        ts.div_euclid(divisor)
+                    };
+                    let mut text = Vec::with_capacity(24);
+                    put_int(&mut text, unit, *b"\n");
+                    let text = Padded::new(&text).expect("a timestamp and its \\n fit 24 bytes");
+                    &last_ts.insert((ts, text)).1
+                }
             };
-            put_int(out, ts, *b"\n");
+            text.put(out);
         }
         written
     }

@@ -564,6 +564,34 @@ fn each_precision() {
     );
 }
 
+#[test]
+fn rows_of_one_time_and_times_that_come_back_each_get_their_own_timestamp() {
+    let sc = schema(
+        vec![table("m", &[], &[("x", DataType::BigInt)])],
+        vec![vec![]],
+    );
+    // The encoder writes a time's digits once and copies them while the time stays.
+    let ts = [
+        i64::MIN,
+        i64::MIN,
+        10,
+        10,
+        1_999_999_999,
+        10,
+        i64::MIN,
+        i64::MAX,
+    ];
+    let rows = ts.iter().map(|&t| (0, t, vec![V::I(0)])).collect();
+    let b = batch(&sc, &[(0, rows)]);
+    for (p, unit) in [(Precision::Ns, 1), (Precision::S, 1_000_000_000)] {
+        let want: String = ts
+            .iter()
+            .map(|t| format!("m x=0i {}\n", t.div_euclid(unit)))
+            .collect();
+        assert_eq!(encode(&sc, p, &b), want, "{p:?}");
+    }
+}
+
 /// A cpu-like schema with `n` devices whose tags depend on the device.
 fn many_devices(n: u32) -> Arc<Schema> {
     let devices = (0..n)
