@@ -66,6 +66,17 @@ pub(crate) fn put_int<const S: usize>(out: &mut Vec<u8>, v: i64, suffix: [u8; S]
     buf[0] = b'-';
     let sign = usize::from(v < 0);
     let mut u = v.unsigned_abs();
+    if u < 100 {
+        // One or two digits (TSBS's percentages): no digit count to work out.
+        // Two bytes from the pair table: `u`'s two digits, or (one digit) `u` and a byte
+        // that the suffix then covers.
+        let two = usize::from(u >= 10);
+        let from = u as usize * 2 + 1 - two;
+        buf[sign..sign + 2].copy_from_slice(&PAIRS[from..from + 2]);
+        buf[sign + 1 + two..sign + 1 + two + S].copy_from_slice(&suffix);
+        out.truncate(start + sign + 1 + two + S);
+        return;
+    }
     let end = sign + u.checked_ilog10().map_or(1, |l| l as usize + 1);
     let mut at = end;
     while u >= 100 {
