@@ -101,21 +101,8 @@ mod tests {
 
     #[test]
     fn integers_are_written_as_itoa_writes_them() {
-        let mut values = vec![
-            0,
-            1,
-            -1,
-            9,
-            10,
-            99,
-            100,
-            -100,
-            101,
-            999,
-            1000,
-            i64::MIN,
-            i64::MAX,
-        ];
+        let mut values = vec![i64::MIN, i64::MAX];
+        values.extend(-1200..=1200);
         for p in 0..19 {
             let t = 10i64.pow(p);
             values.extend([t - 1, t, t + 1, -t, -(t - 1), -(t + 1)]);
