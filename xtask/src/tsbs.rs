@@ -62,6 +62,9 @@ enum Tool {
     Tsload,
     /// tsload replaying TSBS's influx file.
     Replay,
+    /// tsload replaying `tsload generate`'s file of its own data (`--own-file`): the same
+    /// bytes as [`Tool::Tsload`] sends, read from a file, as TSBS's loader reads its own.
+    ReplayOwn,
 }
 
 impl Tool {
@@ -70,6 +73,7 @@ impl Tool {
             Tool::Tsbs => "TSBS",
             Tool::Tsload => "tsload",
             Tool::Replay => "tsload replaying TSBS's file",
+            Tool::ReplayOwn => "tsload replaying its own file",
         }
     }
 }
@@ -109,6 +113,8 @@ struct Load {
     batch: u32,
     /// Queries per type and run; `None`: [`Load::queries_of`]'s defaults.
     queries: Option<u32>,
+    /// Ingest parts also replay tsload's own data from a file ([`Tool::ReplayOwn`]).
+    own_file: bool,
     query_types: Vec<String>,
 }
 
@@ -135,7 +141,7 @@ impl Load {
 }
 
 /// Options: `[--current BIN] [--rounds N] [--scale HOSTS] [--hours H] [--workers W]
-/// [--batch B] [--queries N] [--query-types T,T] [--tsbs-dir DIR]
+/// [--batch B] [--queries N] [--query-types T,T] [--tsbs-dir DIR] [--own-file]
 /// [generate|victoria-metrics|influxdb|postgres|queries]...`.
 pub fn bench(args: &[&String]) -> anyhow::Result<()> {
     let mut current: Option<String> = None;
@@ -147,6 +153,7 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
         workers: 4,
         batch: 10_000,
         queries: None,
+        own_file: false,
         query_types: QUERY_TYPES.iter().map(|t| t.to_string()).collect(),
     };
     let mut parts = Vec::new();
@@ -166,6 +173,7 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
         match arg.as_str() {
             "--current" => current = Some(value("the path of a tsload binary")?),
             "--tsbs-dir" => tsbs_dir = PathBuf::from(value("a directory")?),
+            "--own-file" => load.own_file = true,
             "--rounds" => rounds = count(value("a count")?, "--rounds")? as usize,
             "--scale" => load.scale = count(value("a host count")?, "--scale")?,
             "--hours" => load.hours = count(value("hours")?, "--hours")?,
@@ -187,7 +195,7 @@ pub fn bench(args: &[&String]) -> anyhow::Result<()> {
                 "bench-targets --tsbs: unknown argument {other}; allowed: generate, \
                  victoria-metrics, influxdb, postgres, queries, --current BIN, --rounds N, \
                  --scale HOSTS, --hours H, --workers W, --batch B, --queries N, \
-                 --query-types T,T, --tsbs-dir DIR"
+                 --query-types T,T, --tsbs-dir DIR, --own-file"
             ),
         }
     }
@@ -293,6 +301,7 @@ fn compare(
         influx: dir.join("tsbs-cpu-only.influx"),
         timescaledb: dir.join("tsbs-cpu-only.timescaledb"),
         tsload: dir.join("tsload-cpu-only.influx"),
+        own: dir.join("tsload-own-cpu-only.influx"),
         report: dir.join("report.json"),
     };
     // TSBS's files, made once (the generate part times it again in its rounds).
@@ -300,11 +309,16 @@ fn compare(
     if parts.contains(&Part::Ingest(ServerKind::Postgres)) {
         generate_tsbs(tsbs, load, "timescaledb", &files.timescaledb)?;
     }
+    let mut ingest_tools = vec![Tool::Tsbs, Tool::Tsload, Tool::Replay];
+    if load.own_file && parts.iter().any(|p| matches!(p, Part::Ingest(_))) {
+        generate_tsload(tsload, load, &files.own)?;
+        ingest_tools.push(Tool::ReplayOwn);
+    }
     let mut table = Vec::new();
     for part in parts {
         let tools: &[Tool] = match part {
             Part::Generate | Part::Queries => &[Tool::Tsbs, Tool::Tsload],
-            Part::Ingest(_) => &[Tool::Tsbs, Tool::Tsload, Tool::Replay],
+            Part::Ingest(_) => &ingest_tools,
         };
         match part {
             Part::Generate | Part::Ingest(_) => {
@@ -359,6 +373,9 @@ struct Files {
     influx: PathBuf,
     timescaledb: PathBuf,
     tsload: PathBuf,
+    /// `tsload generate`'s file for [`Tool::ReplayOwn`], made once (the generate part
+    /// writes [`Files::tsload`] in each of its rounds).
+    own: PathBuf,
     report: PathBuf,
 }
 
@@ -428,6 +445,18 @@ fn tsload_sets(load: &Load) -> Vec<String> {
     ]
 }
 
+/// `tsload generate` of the load's data set to `file`; returns its client CPU seconds.
+fn generate_tsload(tsload: &str, load: &Load, file: &Path) -> anyhow::Result<f64> {
+    let mut cmd = Command::new(tsload);
+    cmd.args(["generate", "configs/cpu-only.toml", "-o"])
+        .arg(file);
+    for set in tsload_sets(load) {
+        cmd.args(["--set", &set]);
+    }
+    let (_, user, sys) = timed(&mut cmd)?;
+    Ok(user + sys)
+}
+
 fn generate_run(
     tsbs: &Path,
     tsload: &str,
@@ -438,15 +467,8 @@ fn generate_run(
     let started = std::time::Instant::now();
     let client_s = match tool {
         Tool::Tsbs => generate_tsbs(tsbs, load, "influx", &files.influx)?,
-        Tool::Tsload | Tool::Replay => {
-            let mut cmd = Command::new(tsload);
-            cmd.args(["generate", "configs/cpu-only.toml", "-o"])
-                .arg(&files.tsload);
-            for set in tsload_sets(load) {
-                cmd.args(["--set", &set]);
-            }
-            let (_, user, sys) = timed(&mut cmd)?;
-            user + sys
+        Tool::Tsload | Tool::Replay | Tool::ReplayOwn => {
+            generate_tsload(tsload, load, &files.tsload)?
         }
     };
     let metrics = load.metrics() as f64;
@@ -471,7 +493,9 @@ fn ingest_run(
     let before = crate::server_cpu_s(&server);
     let figures = match tool {
         Tool::Tsbs => tsbs_load(tsbs, &server, load, files),
-        Tool::Tsload | Tool::Replay => tsload_load(tsload, &server, tool, load, files),
+        Tool::Tsload | Tool::Replay | Tool::ReplayOwn => {
+            tsload_load(tsload, &server, tool, load, files)
+        }
     }
     .with_context(|| format!("the server's log ends:\n{}", server.log_tail()))?;
     Ok(Figures {
@@ -584,11 +608,16 @@ fn tsload_load(
     files: &Files,
 ) -> anyhow::Result<Figures> {
     let mut sets = tsload_sets(load);
-    if tool == Tool::Replay {
+    let file = match tool {
+        Tool::Replay => Some(&files.influx),
+        Tool::ReplayOwn => Some(&files.own),
+        Tool::Tsbs | Tool::Tsload => None,
+    };
+    if let Some(file) = file {
         // A file has its own hosts and span: only the load's keys apply.
         sets.retain(|s| s.starts_with("load."));
         sets.push("workload.kind=\"file\"".into());
-        sets.push(format!("workload.path=\"{}\"", files.influx.display()));
+        sets.push(format!("workload.path=\"{}\"", file.display()));
     }
     sets.extend(target_sets(server)?);
     let (r, client_s) = tsload_run(tsload, "configs/cpu-only.toml", &sets, &files.report)?;
@@ -803,6 +832,7 @@ mod tests {
             workers: 4,
             batch: 10_000,
             queries: None,
+            own_file: false,
             query_types: Vec::new(),
         };
         assert_eq!(load.end(), "2016-01-02T00:00:00Z");

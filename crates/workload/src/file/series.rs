@@ -71,26 +71,27 @@ impl SeriesIndex {
     }
 
     pub(super) fn key(&self, device: u32) -> &[u8] {
+        self.key_of(device)
+            .expect("a device of this index (pass 1 numbered them)")
+    }
+
+    /// The key of `device`, `None` when there is no such device.
+    #[inline]
+    fn key_of(&self, device: u32) -> Option<&[u8]> {
         let d = device as usize;
+        let end = *self.ends.get(d)?;
         let start = if d == 0 { 0 } else { self.ends[d - 1] };
-        &self.keys[start..self.ends[d]]
+        Some(&self.keys[start..end])
     }
 
     /// The device of `line` if it is the one that followed device `prev` in pass 1: its
     /// key, then a space, starts the line. The line's key then ends where that key
-    /// ends (the key has no unescaped space and does not end in an escaping `\\`, or
+    /// ends (the key has no unescaped space and does not end in an escaping backslash, or
     /// pass 1 would have ended it elsewhere).
     #[inline]
     pub(super) fn predicted(&self, prev: u32, line: &[u8]) -> Option<u32> {
         let d = *self.next.get(prev as usize)?;
-        let d_usize = d as usize;
-        let end = *self.ends.get(d_usize)?;
-        let start = if d_usize == 0 {
-            0
-        } else {
-            self.ends[d_usize - 1]
-        };
-        let key = &self.keys[start..end];
+        let key = self.key_of(d)?;
         (line.get(key.len()) == Some(&b' ') && line.starts_with(key)).then_some(d)
     }
 
