@@ -170,6 +170,13 @@ pub(crate) fn find4(s: &[u8], from: usize, [a, b, c, d]: [u8; 4]) -> usize {
 /// errors in it, and `\` escapes the byte after it.
 const FIELD_KEY_STOPS: [u8; 4] = [b'=', b',', b' ', b'\\'];
 
+/// Whether the field at `start` of `s` has the key `hint` (a key that needs no escaping;
+/// empty: no hint): the hint, then `=`.
+#[inline]
+fn starts_key(s: &[u8], start: usize, hint: &[u8]) -> bool {
+    !hint.is_empty() && s.get(start + hint.len()) == Some(&b'=') && s[start..].starts_with(hint)
+}
+
 /// Position of the first `stop` in `s[from..]` that no backslash escapes, or `s.len()`.
 #[inline]
 fn find_unescaped(s: &[u8], mut from: usize, stop: u8) -> usize {
@@ -333,7 +340,7 @@ impl<'a> Fields<'a> {
     /// The next field, or `None` after the last one.
     ///
     /// `hint` is the key the caller expects next, as written, when it holds none of `=`,
-    /// `,`, space and `\\` (or empty for none): when the field starts with it and `=`, one
+    /// `,`, space and `\` (or empty for none): when the field starts with it and `=`, one
     /// comparison reads the key, and [`Field::hinted`] says so.
     #[inline]
     pub(crate) fn next(&mut self, hint: &[u8]) -> Result<Option<Field<'a>>, String> {
@@ -350,9 +357,7 @@ impl<'a> Fields<'a> {
         // The key: up to the first unescaped `=`.
         let mut i = start;
         let mut key_escaped = false;
-        let hinted = !hint.is_empty()
-            && s.get(start + hint.len()) == Some(&b'=')
-            && s[start..].starts_with(hint);
+        let hinted = starts_key(s, start, hint);
         if hinted {
             i += hint.len();
         } else {
@@ -476,10 +481,7 @@ pub(crate) fn count_fields<'h>(
         // The key: up to the first unescaped `=`.
         let start = i;
         let hint = hint(count as usize);
-        if !hint.is_empty()
-            && s.get(start + hint.len()) == Some(&b'=')
-            && s[start..].starts_with(hint)
-        {
+        if starts_key(s, start, hint) {
             i += hint.len();
         } else {
             loop {
