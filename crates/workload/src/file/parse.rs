@@ -117,28 +117,11 @@ fn zero_bytes(x: u64) -> u64 {
 }
 
 /// Position of the first `a` or `b` in `s` at or after `from`, or `s.len()` when there is
-/// none (also when `from` is past the end). Eight bytes at a time.
+/// none (also when `from` is past the end): [`find4`] with `b` repeated, whose repeated
+/// tests the compiler folds into one.
 #[inline]
 pub(crate) fn find2(s: &[u8], from: usize, a: u8, b: u8) -> usize {
-    let (sa, sb) = (LO * a as u64, LO * b as u64);
-    let mut i = from;
-    while i + 8 <= s.len() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&s[i..i + 8]);
-        let w = u64::from_le_bytes(w);
-        let m = zero_bytes(w ^ sa) | zero_bytes(w ^ sb);
-        if m != 0 {
-            return i + (m.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < s.len() {
-        if s[i] == a || s[i] == b {
-            return i;
-        }
-        i += 1;
-    }
-    s.len()
+    find4(s, from, [a, b, b, b])
 }
 
 /// Position of the first `a`, `b`, `c` or `d` in `s` at or after `from`, or `s.len()` when
